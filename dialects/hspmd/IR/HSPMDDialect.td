@@ -1,0 +1,67 @@
+//===- HSPMDDialect.td - The hspmd dialect -----------------*- tablegen -*-===//
+//
+// Hierarchical and heterogeneous SPMD: how tensors are laid out over device
+// groups that may differ in size, speed and parallel strategy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_HSPMD_DIALECT
+#define LOOM_HSPMD_DIALECT
+
+include "mlir/IR/OpBase.td"
+
+def HSPMD_Dialect : Dialect {
+  let name = "hspmd";
+  let cppNamespace = "::loom::hspmd";
+  let summary = "Hierarchical and heterogeneous SPMD layouts and communication";
+  let description = [{
+    The `hspmd` dialect describes where every piece of a tensor lives when a
+    program runs on a cluster of possibly different devices.
+
+    A layout is built in three levels:
+
+    * *Distributed states* (`#hspmd.states<[S0:2, D:2]>`): how one device
+      group holds a tensor. An ordered list of axes, first axis slowest; each
+      axis is a split of a tensor dimension (`S<dim>:<degree>`), a duplicate
+      (`D:<degree>`) or a pending reduction (`P(<kind>):<degree>`, kind one of
+      `sum`, `mean`, `max`, `min`). The product of the degrees is the group
+      size, and the order maps a device's index in its group to its shard
+      coordinates.
+    * A *union* (`#hspmd.union<...>`): distributed states over disjoint device
+      groups, each member local to its group, plus how the groups relate:
+      replicated, split along a dimension with per-group shares (ratios or
+      explicit sizes, so 3:1 or uneven shares are expressible), or partial.
+    * A *strategy set* (`#hspmd.strategies<...>`): one union per parallel
+      strategy, for dynamic graph switching, with the strategy that holds
+      optimizer state marked.
+
+    The module attribute `hspmd.cluster` describes the devices. When present,
+    every device id named by a layout in the module must exist in it.
+
+    ```mlir
+    module attributes {hspmd.cluster = #hspmd.cluster<[
+        #hspmd.device<0, "h200", speed = 1.0, mem = 141, node = 0>,
+        #hspmd.device<1, "h200", speed = 1.0, mem = 141, node = 0>,
+        #hspmd.device<2, "910b", speed = 0.5, mem = 64, node = 1>]>} {
+      func.func @f(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+        %0 = hspmd.annotate %x : tensor<64x32xf32>
+               as #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>
+        return %0 : tensor<64x32xf32>
+      }
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The name of the module attribute that holds the cluster description.
+    static constexpr ::llvm::StringLiteral getClusterAttrName() {
+      return ::llvm::StringLiteral("hspmd.cluster");
+    }
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+#endif // LOOM_HSPMD_DIALECT
