@@ -18,7 +18,7 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 # Sanitized tools: fail loudly on the first error.
-config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=1"
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]

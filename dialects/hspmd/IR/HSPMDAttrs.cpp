@@ -273,9 +273,12 @@ LogicalResult DeviceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "device id " << id << " is negative";
   if (kind.empty())
     return emitError() << "device " << id << " has an empty kind";
-  if (!speed.isFiniteNonZero() || speed.isNegative())
-    return emitError() << "device " << id << " has speed "
-                       << speed.convertToDouble() << "; expected a positive number";
+  if (!speed.isFiniteNonZero() || speed.isNegative()) {
+    SmallString<16> text;
+    speed.toString(text);
+    return emitError() << "device " << id << " has speed " << text
+                       << "; expected a positive number";
+  }
   if (memory <= 0)
     return emitError() << "device " << id << " has memory " << memory
                        << " GiB; expected a positive number";
@@ -469,19 +472,20 @@ FailureOr<UnionAttr> UnionAttr::parseBody(AsmParser &parser) {
     if (parser.parseLParen() || parser.parseInteger(splitDim) ||
         parser.parseRParen())
       return failure();
-    explicitSizes = succeeded(parser.parseOptionalKeyword("sizes"));
-    if ((explicitSizes || succeeded(parser.parseOptionalKeyword("shares"))) &&
-        parseIntList(parser, shares))
-      return failure();
   } else if (succeeded(parser.parseOptionalKeyword("partial"))) {
     relation = UnionRelation::Partial;
     if (parseReductionKind(parser, reduction))
       return failure();
-    if (succeeded(parser.parseOptionalKeyword("shares")) &&
-        parseIntList(parser, shares))
-      return failure();
   } else {
     hasRelation = false;
+  }
+  // Shares are parsed after any relation so that the verifier can say which
+  // relations take them.
+  if (hasRelation) {
+    explicitSizes = succeeded(parser.parseOptionalKeyword("sizes"));
+    if ((explicitSizes || succeeded(parser.parseOptionalKeyword("shares"))) &&
+        parseIntList(parser, shares))
+      return failure();
   }
   if (hasRelation && parser.parseColon())
     return failure();

@@ -44,7 +44,8 @@ static LogicalResult verifyDevicesInCluster(Operation *root,
 LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() != getClusterAttrName())
-    return op->emitError() << "unknown hspmd attribute '" << attr.getName()
+    return op->emitError() << "unknown hspmd attribute '"
+                           << attr.getName().getValue()
                            << "'";
   auto cluster = dyn_cast<ClusterAttr>(attr.getValue());
   if (!cluster)

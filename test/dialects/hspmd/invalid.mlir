@@ -1,0 +1,361 @@
+// RUN: loom-opt %s -split-input-file -verify-diagnostics
+
+// The degree product of a single group's states must equal the group size.
+func.func @degree_product(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{union member 0 has 4 devices but its states span 2}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0, 1, 2, 3]: [S0:2]}>
+  return
+}
+
+// -----
+
+// A later member of a union whose group size does not match its states.
+func.func @member_size(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{union member 1 has 2 devices but its states span 4}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<split(0): {[0, 1]: [S1:2]}, {[2, 3]: [S1:4]}>
+  return
+}
+
+// -----
+
+// An even split must divide the dimension.
+func.func @even_split(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{dimension 0 of size 6 is not divisible by split degree 4}}
+  %0 = hspmd.annotate %x : tensor<6x8xf32> as #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
+  return
+}
+
+// -----
+
+// A member's split must divide the share of the dimension its group holds.
+func.func @share_split(%x: tensor<64x8xf32>) {
+  // expected-error @+1 {{union member 1's share of dimension 0 (size 16) is not divisible by split degree 3}}
+  %0 = hspmd.annotate %x : tensor<64x8xf32> as #hspmd.union<split(0) shares [3, 1]: {[0]: []}, {[1, 2, 3]: [S0:3]}>
+  return
+}
+
+// -----
+
+// Explicit sizes must cover the dimension.
+func.func @sizes_cover(%x: tensor<64x8xf32>) {
+  // expected-error @+1 {{sizes [40, 16] cover 56 of dimension 0 of size 64}}
+  %0 = hspmd.annotate %x : tensor<64x8xf32> as #hspmd.union<split(0) sizes [40, 16]: {[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// A ratio must divide the dimension exactly.
+func.func @ratio_cover(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{shares [3, 1] do not divide dimension 0 of size 10 exactly; give explicit sizes}}
+  %0 = hspmd.annotate %x : tensor<10x8xf32> as #hspmd.union<split(0) shares [3, 1]: {[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// Without shares, the groups split the dimension equally.
+func.func @equal_cover(%x: tensor<10x8xf32>) {
+  // expected-error @+1 {{dimension 0 of size 10 cannot be split equally among 3 groups; give shares or sizes}}
+  %0 = hspmd.annotate %x : tensor<10x8xf32> as #hspmd.union<split(0): {[0]: []}, {[1]: []}, {[2]: []}>
+  return
+}
+
+// -----
+
+// The groups of a union must be disjoint.
+func.func @overlap(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{union members 0 and 1 overlap: groups [0, 1] and [1, 2]}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<replicated: {[0, 1]: [D:2]}, {[1, 2]: [D:2]}>
+  return
+}
+
+// -----
+
+// Every device a layout names must be in the module's cluster.
+module attributes {hspmd.cluster = #hspmd.cluster<[
+    #hspmd.device<0, "h200", speed = 1.0, mem = 141, node = 0>,
+    #hspmd.device<1, "h200", speed = 1.0, mem = 141, node = 0>]>} {
+  func.func @missing_device(%x: tensor<8x8xf32>) {
+    // expected-error @+1 {{'hspmd.annotate' op uses device 7, which is not in the module's cluster}}
+    %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0, 7]: [S0:2]}>
+    return
+  }
+}
+
+// -----
+
+// The cluster check also covers reshards and strategy sets.
+module attributes {hspmd.cluster = #hspmd.cluster<[
+    #hspmd.device<0, "cpu", speed = 1.0, mem = 8, node = 0>,
+    #hspmd.device<1, "cpu", speed = 1.0, mem = 8, node = 0>]>} {
+  func.func @missing_device_reshard(%x: tensor<8x8xf32>) {
+    // expected-error @+1 {{'hspmd.reshard' op uses device 2, which is not in the module's cluster}}
+    %0 = hspmd.reshard %x : tensor<8x8xf32>
+           from #hspmd.strategies<["a" = <{[0, 1]: [S0:2]}>], optimizer = "a">
+           to #hspmd.strategies<["a" = <{[0, 2]: [S0:2]}>], optimizer = "a">
+    return
+  }
+}
+
+// -----
+
+// A dimension is split at most once.
+// expected-error @+1 {{axis S0:2 repeats S0:2 in the order; each dimension is split at most once and D and P appear at most once}}
+func.func @repeated_split() attributes {s = #hspmd.states<[S0:2, S1:2, S0:2]>} {
+  return
+}
+
+// -----
+
+// There is at most one duplicate axis.
+// expected-error @+1 {{axis D:3 repeats D:2 in the order}}
+func.func @repeated_duplicate() attributes {s = #hspmd.states<[D:2, D:3]>} {
+  return
+}
+
+// -----
+
+// A partial axis names its reduction kind.
+// expected-error @+1 {{partial axis needs a reduction kind, e.g. P(sum):2}}
+func.func @partial_kind() attributes {s = #hspmd.states<[P:2]>} {
+  return
+}
+
+// -----
+
+// Reduction kinds are sum, mean, max and min.
+// expected-error @+1 {{unknown reduction kind 'avg'; expected sum, mean, max or min}}
+func.func @partial_unknown_kind() attributes {s = #hspmd.states<[P(avg):2]>} {
+  return
+}
+
+// -----
+
+// Axes are S<dim>, D and P.
+// expected-error @+1 {{unknown axis 'X'; expected S<dim>:<degree>, D:<degree> or P(<kind>):<degree>}}
+func.func @unknown_axis() attributes {s = #hspmd.states<[X:2]>} {
+  return
+}
+
+// -----
+
+// Degrees are at least 1.
+// expected-error @+1 {{axis S0:0 has degree 0; expected at least 1}}
+func.func @zero_degree() attributes {s = #hspmd.states<[S0:0]>} {
+  return
+}
+
+// -----
+
+// An annotation's splits must be within the tensor's rank.
+func.func @rank(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{axis S2:2 of union member 0 splits dimension 2 but the tensor has rank 2}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0, 1]: [S2:2]}>
+  return
+}
+
+// -----
+
+// A union's split dimension must be within the tensor's rank.
+func.func @union_rank(%x: tensor<8xf32>) {
+  // expected-error @+1 {{union splits dimension 1 but the tensor has rank 1}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(1): {[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// A mean-partial across groups with unequal shares would average averages.
+func.func @mean_unequal(%x: tensor<8xf32>) {
+  // expected-error @+1 {{a mean-partial across groups with unequal shares [3, 1] averages averages; use partial(sum) and scale by the global count}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<partial(mean) shares [3, 1]: {[0, 1, 2]: [D:3]}, {[3]: []}>
+  return
+}
+
+// -----
+
+// A group's local partial kind must be the union's.
+func.func @partial_mix(%x: tensor<8xf32>) {
+  // expected-error @+1 {{union member 0 is partial with max but the union is partial with sum}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<partial(sum): {[0, 1]: [P(max):2]}, {[2]: []}>
+  return
+}
+
+// -----
+
+// A group is not empty.
+func.func @empty_group(%x: tensor<8xf32>) {
+  // expected-error @+1 {{device group is empty}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<{[]: []}>
+  return
+}
+
+// -----
+
+// A device appears once in a group.
+func.func @duplicate_device(%x: tensor<8xf32>) {
+  // expected-error @+1 {{device 1 appears twice in group [0, 1, 1]}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<{[0, 1, 1]: [D:3]}>
+  return
+}
+
+// -----
+
+// Device ids are non-negative.
+// expected-error @+1 {{device id -1 is negative}}
+func.func @negative_device() attributes {g = #hspmd.group<[0, -1]>} {
+  return
+}
+
+// -----
+
+// A union of several groups states how they relate.
+func.func @no_relation(%x: tensor<8xf32>) {
+  // expected-error @+1 {{a union of 2 groups needs a relation: replicated, split(<dim>) or partial(<kind>)}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<{[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// Replicated groups take no shares.
+// expected-error @+1 {{a replicated union takes no shares}}
+func.func @replicated_shares() attributes {u = #hspmd.union<replicated shares [1, 1]: {[0]: []}, {[1]: []}>} {
+  return
+}
+
+// -----
+
+// There is one share per group.
+func.func @share_count(%x: tensor<8xf32>) {
+  // expected-error @+1 {{union has 2 groups but 3 shares}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(0) shares [1, 2, 1]: {[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// Shares are positive.
+func.func @zero_share(%x: tensor<8xf32>) {
+  // expected-error @+1 {{share 0 is not positive}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(0) sizes [8, 0]: {[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// Strategy names are distinct.
+// expected-error @+1 {{strategy 'tp' is named twice}}
+func.func @strategy_twice() attributes {s = #hspmd.strategies<["tp" = <{[0]: []}>, "tp" = <{[1]: []}>], optimizer = "tp">} {
+  return
+}
+
+// -----
+
+// The optimizer strategy is one of the set.
+// expected-error @+1 {{optimizer strategy 'zero' is not in the set}}
+func.func @strategy_optimizer() attributes {s = #hspmd.strategies<["tp" = <{[0]: []}>], optimizer = "zero">} {
+  return
+}
+
+// -----
+
+// Every strategy of an annotation fits the tensor.
+func.func @strategy_shape(%x: tensor<6xf32>) {
+  // expected-error @+1 {{strategy 'dp': dimension 0 of size 6 is not divisible by split degree 4}}
+  %0 = hspmd.annotate %x : tensor<6xf32> as #hspmd.strategies<["tp" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1, 2, 3]: [S0:4]}>], optimizer = "dp">
+  return
+}
+
+// -----
+
+// Device ids are distinct in a cluster.
+// expected-error @+1 {{device id 0 appears twice in the cluster}}
+module attributes {hspmd.cluster = #hspmd.cluster<[
+    #hspmd.device<0, "h200", speed = 1.0, mem = 141, node = 0>,
+    #hspmd.device<0, "910b", speed = 0.5, mem = 64, node = 1>]>} {
+}
+
+// -----
+
+// Devices have a positive speed.
+// expected-error @+1 {{device 3 has speed -1; expected a positive number}}
+func.func @speed() attributes {d = #hspmd.device<3, "h200", speed = -1.0, mem = 141, node = 0>} {
+  return
+}
+
+// -----
+
+// Devices have positive memory.
+// expected-error @+1 {{device 3 has memory 0 GiB; expected a positive number}}
+func.func @memory() attributes {d = #hspmd.device<3, "h200", speed = 1.0, mem = 0, node = 0>} {
+  return
+}
+
+// -----
+
+// The cluster belongs on a module.
+// expected-error @+1 {{'hspmd.cluster' belongs on a builtin.module}}
+func.func @cluster_on_func() attributes {hspmd.cluster = #hspmd.cluster<[#hspmd.device<0, "cpu", speed = 1.0, mem = 8, node = 0>]>} {
+  return
+}
+
+// -----
+
+// The cluster attribute holds a cluster.
+// expected-error @+1 {{'hspmd.cluster' must be a #hspmd.cluster, got 3 : i64}}
+module attributes {hspmd.cluster = 3} {
+}
+
+// -----
+
+// hspmd knows no other discardable attribute.
+// expected-error @+1 {{unknown hspmd attribute 'hspmd.clusters'}}
+module attributes {hspmd.clusters = 3} {
+}
+
+// -----
+
+// A reshard goes between layouts of the same kind.
+func.func @reshard_kinds(%x: tensor<8xf32>) {
+  // expected-error @+1 {{reshards between a union and a strategy set; both layouts must be of the same kind}}
+  %0 = hspmd.reshard %x : tensor<8xf32> from #hspmd.union<{[0]: []}> to #hspmd.strategies<["a" = <{[0]: []}>], optimizer = "a">
+  return
+}
+
+// -----
+
+// Reshards between strategy sets keep the strategy names.
+func.func @reshard_names(%x: tensor<8xf32>) {
+  // expected-error @+1 {{source and target strategy sets name different strategies}}
+  %0 = hspmd.reshard %x : tensor<8xf32> from #hspmd.strategies<["a" = <{[0]: []}>], optimizer = "a"> to #hspmd.strategies<["b" = <{[0]: []}>], optimizer = "b">
+  return
+}
+
+// -----
+
+// A reshard's target fits the tensor too.
+func.func @reshard_target(%x: tensor<6xf32>) {
+  // expected-error @+1 {{target layout: dimension 0 of size 6 is not divisible by split degree 4}}
+  %0 = hspmd.reshard %x : tensor<6xf32> from #hspmd.union<{[0, 1, 2, 3]: [D:4]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
+  return
+}
+
+// -----
+
+// An annotation's layout is a union or a strategy set.
+func.func @annotate_group(%x: tensor<8xf32>) {
+  // expected-error @+1 {{attribute 'layout' failed to satisfy constraint}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.group<[0, 1]>
+  return
+}
+
+// -----
+
+// Annotations apply to ranked tensors.
+func.func @annotate_unranked(%x: tensor<*xf32>) {
+  // expected-error @+1 {{invalid kind of type specified: expected builtin.tensor, but found 'tensor<*xf32>'}}
+  %0 = hspmd.annotate %x : tensor<*xf32> as #hspmd.union<{[0]: []}>
+  return
+}
