@@ -10,6 +10,9 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace loom::hspmd;
@@ -68,14 +71,28 @@ bool DeviceGroupAttr::overlaps(DeviceGroupAttr other) const {
 // DistStatesAttr
 //===----------------------------------------------------------------------===//
 
+/// Split dimensions beyond this are rejected so that rank arithmetic cannot
+/// overflow; no tensor has that many dimensions.
+static constexpr int64_t kMaxSplitDim = std::numeric_limits<int32_t>::max();
+
 LogicalResult DistStatesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                      ArrayRef<Axis> axes) {
+  int64_t numDevices = 1;
   for (auto [i, axis] : llvm::enumerate(axes)) {
     if (axis.degree < 1)
       return emitError() << "axis " << axis.str() << " has degree " << axis.degree
                          << "; expected at least 1";
-    if (axis.isSplit() && axis.dim < 0)
-      return emitError() << "split of negative dimension " << axis.dim;
+    if (axis.isSplit() && (axis.dim < 0 || axis.dim > kMaxSplitDim))
+      return emitError() << "split of dimension " << axis.dim
+                         << " is out of range";
+    if (!axis.isSplit() && axis.dim != -1)
+      return emitError() << "axis " << axis.str() << " names dimension "
+                         << axis.dim << "; only split axes name a dimension";
+    std::optional<int64_t> product = llvm::checkedMul(numDevices, axis.degree);
+    if (!product)
+      return emitError() << "the degrees of the axes overflow a 64-bit device "
+                            "count";
+    numDevices = *product;
     for (const Axis &earlier : axes.take_front(i))
       if (earlier.sameKindAs(axis))
         return emitError() << "axis " << axis.str() << " repeats " << earlier.str()
@@ -175,19 +192,53 @@ LogicalResult UnionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            << "] and [" << group.getDevices() << "]";
   }
 
-  if (relation == UnionRelation::Split && splitDim < 0)
-    return emitError() << "split of negative dimension " << splitDim;
+  if (relation == UnionRelation::Split &&
+      (splitDim < 0 || splitDim > kMaxSplitDim))
+    return emitError() << "split of dimension " << splitDim
+                       << " is out of range";
   if (relation == UnionRelation::Replicated && !shares.empty())
     return emitError() << "a replicated union takes no shares";
   if (explicitSizes && relation != UnionRelation::Split)
     return emitError() << "explicit sizes need a split relation";
-  if (!shares.empty()) {
+  if (!shares.empty() || explicitSizes) {
     if (shares.size() != groups.size())
       return emitError() << "union has " << groups.size() << " groups but "
                          << shares.size() << " shares";
-    for (int64_t share : shares)
+    int64_t total = 0;
+    for (int64_t share : shares) {
       if (share <= 0)
         return emitError() << "share " << share << " is not positive";
+      std::optional<int64_t> sum = llvm::checkedAdd(total, share);
+      if (!sum)
+        return emitError() << "shares [" << shares
+                           << "] overflow a 64-bit total";
+      total = *sum;
+    }
+  }
+
+  // What a member holds must be comparable across members: complete values
+  // in a replicated union (a pending reduction is not a replica of another
+  // group's), and the same kind of pending reduction, or none, in a split.
+  if (relation == UnionRelation::Replicated) {
+    for (auto [i, memberStates] : llvm::enumerate(states))
+      if (std::optional<ReductionKind> kind = memberStates.getPartialKind())
+        return emitError()
+               << "union member " << i << " of a replicated union is partial ("
+               << stringifyReductionKind(*kind)
+               << "); replicated groups hold complete values, use "
+                  "partial(<kind>) to combine contributions across groups";
+  }
+  if (relation == UnionRelation::Split) {
+    std::optional<ReductionKind> first = states.front().getPartialKind();
+    for (auto [i, memberStates] : llvm::enumerate(states)) {
+      std::optional<ReductionKind> kind = memberStates.getPartialKind();
+      if (kind != first)
+        return emitError()
+               << "union members 0 and " << i
+               << " of a split union disagree on the pending reduction ("
+               << (first ? stringifyReductionKind(*first) : "none") << " vs "
+               << (kind ? stringifyReductionKind(*kind) : "none") << ")";
+    }
   }
 
   if (relation == UnionRelation::Partial) {

@@ -73,10 +73,10 @@ def HSPMD_DistStatesAttr : HSPMD_Attr<"DistStates", "states"> {
     #hspmd.states<[P(sum):2, S1:2]>   // partial sums over 2, dim 1 split 2
     ```
 
-    Constraints: every degree is at least 1; no axis is named twice (a
-    dimension is split at most once, at most one duplicate and one partial
-    axis); a partial axis names its reduction kind; split dimensions are
-    non-negative.
+    Constraints: every degree is at least 1 and their product fits in 64
+    bits; no axis is named twice (a dimension is split at most once, at most
+    one duplicate and one partial axis); a partial axis names its reduction
+    kind; split dimensions are non-negative.
   }];
   let parameters = (ins ArrayRefParameter<"Axis", "axes, first slowest">:$axes);
   let hasCustomAssemblyFormat = 1;
@@ -119,8 +119,9 @@ def HSPMD_UnionAttr : HSPMD_Attr<"Union", "union"> {
     describe how the group holds its own part. The relation says what that
     part is:
 
-    * `replicated` — every group holds the whole tensor. An element is held by
-      the sum over groups of each group's duplicate degree.
+    * `replicated` — every group holds the whole tensor, complete (no group
+      is partial). An element is held by the sum over groups of each group's
+      duplicate degree.
     * `split(d) shares [a, b, ...]` — dimension `d` is cut into consecutive
       pieces, one per group in member order, in the ratio `a:b:...`; the
       ratio must divide the dimension exactly.
@@ -143,8 +144,12 @@ def HSPMD_UnionAttr : HSPMD_Attr<"Union", "union"> {
 
     Constraints: at least one member; groups are pairwise disjoint; each
     group's size equals the device count of its states; a union of several
-    groups states its relation; shares are positive and there is one per
-    group; a group's local partial kind equals a partial relation's kind.
+    groups states its relation; shares are positive, there is one per group
+    (explicit sizes always give them) and their total fits in 64 bits;
+    members of a replicated union hold complete values (no partial axis);
+    members of a split union all hold the same kind of pending reduction or
+    none (degrees may differ); a group's local partial kind equals a partial
+    relation's kind.
     Checks that need the tensor's shape (ranks, divisibility, sizes that
     cover a dimension) are made by the ops that apply the union to a value.
   }];

@@ -96,17 +96,28 @@ FailureOr<SmallVector<int64_t>> loom::hspmd::getGroupExtents(UnionAttr layout,
   return computeGroupExtents(layout, dimSize, nullptr);
 }
 
-LogicalResult loom::hspmd::verifyLayoutForShape(
-    UnionAttr layout, ArrayRef<int64_t> shape,
-    function_ref<InFlightDiagnostic()> emitError) {
+/// Checks that `layout` fits `shape`; reports through `emitError` when it is
+/// non-null and fails silently otherwise.
+static LogicalResult
+checkLayoutForShape(UnionAttr layout, ArrayRef<int64_t> shape,
+                    function_ref<InFlightDiagnostic()> emitError) {
+  auto fail = [&](auto &&describe) {
+    if (emitError) {
+      InFlightDiagnostic diag = emitError();
+      describe(diag);
+    }
+    return failure();
+  };
   int64_t rank = shape.size();
   bool splitsGroups = layout.getRelation() == UnionRelation::Split;
   int64_t splitDim = layout.getSplitDim();
   SmallVector<int64_t> extents;
   if (splitsGroups) {
     if (splitDim >= rank)
-      return emitError() << "union splits dimension " << splitDim
-                         << " but the tensor has rank " << rank;
+      return fail([&](InFlightDiagnostic &diag) {
+        diag << "union splits dimension " << splitDim
+             << " but the tensor has rank " << rank;
+      });
     if (!ShapedType::isDynamic(shape[splitDim])) {
       FailureOr<SmallVector<int64_t>> computed =
           computeGroupExtents(layout, shape[splitDim], emitError);
@@ -116,21 +127,24 @@ LogicalResult loom::hspmd::verifyLayoutForShape(
     }
   }
 
-  for (auto [member, states] : llvm::enumerate(layout.getStates())) {
+  for (auto [index, states] : llvm::enumerate(layout.getStates())) {
+    int64_t member = index;
     for (const Axis &axis : states.getAxes()) {
       if (!axis.isSplit())
         continue;
       if (axis.dim >= rank)
-        return emitError() << "axis " << axis.str() << " of union member " << member
-                           << " splits dimension " << axis.dim
-                           << " but the tensor has rank " << rank;
+        return fail([&](InFlightDiagnostic &diag) {
+          diag << "axis " << axis.str() << " of union member " << member
+               << " splits dimension " << axis.dim
+               << " but the tensor has rank " << rank;
+        });
       bool isShare = splitsGroups && axis.dim == splitDim;
       int64_t size = isShare && !extents.empty() ? extents[member]
                                                  : shape[axis.dim];
-      if (ShapedType::isDynamic(size) || (isShare && extents.empty()))
+      if (ShapedType::isDynamic(size) || (isShare && extents.empty()) ||
+          size % axis.degree == 0)
         continue;
-      if (size % axis.degree != 0) {
-        InFlightDiagnostic diag = emitError();
+      return fail([&](InFlightDiagnostic &diag) {
         if (isShare)
           diag << "union member " << member << "'s share of dimension "
                << axis.dim << " (size " << size
@@ -138,11 +152,16 @@ LogicalResult loom::hspmd::verifyLayoutForShape(
         else
           diag << "dimension " << axis.dim << " of size " << size
                << " is not divisible by split degree " << axis.degree;
-        return diag;
-      }
+      });
     }
   }
   return success();
+}
+
+LogicalResult loom::hspmd::verifyLayoutForShape(
+    UnionAttr layout, ArrayRef<int64_t> shape,
+    function_ref<InFlightDiagnostic()> emitError) {
+  return checkLayoutForShape(layout, shape, emitError);
 }
 
 LogicalResult loom::hspmd::verifyLayoutForShape(
@@ -172,7 +191,8 @@ std::optional<Shard> loom::hspmd::getShard(UnionAttr layout,
                                            ArrayRef<int64_t> shape,
                                            int64_t device) {
   int64_t member = layout.getMemberOf(device);
-  if (member < 0 || llvm::any_of(shape, ShapedType::isDynamic))
+  if (member < 0 || llvm::any_of(shape, ShapedType::isDynamic) ||
+      failed(checkLayoutForShape(layout, shape, nullptr)))
     return std::nullopt;
   ArrayRef<DistStatesAttr> allStates = layout.getStates();
   DistStatesAttr states = allStates[member];
@@ -183,15 +203,11 @@ std::optional<Shard> loom::hspmd::getShard(UnionAttr layout,
 
   if (layout.getRelation() == UnionRelation::Split) {
     int64_t dim = layout.getSplitDim();
-    if (dim >= static_cast<int64_t>(shape.size()))
-      return std::nullopt;
-    FailureOr<SmallVector<int64_t>> extents =
-        computeGroupExtents(layout, shape[dim], nullptr);
-    if (failed(extents))
-      return std::nullopt;
+    SmallVector<int64_t> extents =
+        *computeGroupExtents(layout, shape[dim], nullptr);
     for (int64_t i = 0; i < member; ++i)
-      shard.offsets[dim] += (*extents)[i];
-    shard.sizes[dim] = (*extents)[member];
+      shard.offsets[dim] += extents[i];
+    shard.sizes[dim] = extents[member];
   }
 
   int64_t index = layout.getGroups()[member].indexOf(device);

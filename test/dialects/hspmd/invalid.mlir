@@ -359,3 +359,48 @@ func.func @annotate_unranked(%x: tensor<*xf32>) {
   %0 = hspmd.annotate %x : tensor<*xf32> as #hspmd.union<{[0]: []}>
   return
 }
+
+// -----
+
+// Replicated groups hold complete values, not partial sums.
+func.func @replicated_partial(%x: tensor<8xf32>) {
+  // expected-error @+1 {{union member 0 of a replicated union is partial (sum); replicated groups hold complete values, use partial(<kind>) to combine contributions across groups}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<replicated: {[0, 1]: [P(sum):2]}, {[2]: []}>
+  return
+}
+
+// -----
+
+// The members of a split union agree on the pending reduction.
+func.func @split_partial_mix(%x: tensor<8xf32>) {
+  // expected-error @+1 {{union members 0 and 1 of a split union disagree on the pending reduction (sum vs none)}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(0): {[0, 1]: [P(sum):2]}, {[2]: []}>
+  return
+}
+
+// -----
+
+// Explicit sizes give one size per group.
+func.func @empty_sizes(%x: tensor<8xf32>) {
+  // expected-error @+1 {{union has 2 groups but 0 shares}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(0) sizes []: {[0]: []}, {[1]: []}>
+  return
+}
+
+// -----
+
+// Degrees whose product overflows are rejected, not wrapped.
+func.func @degree_overflow(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{the degrees of the axes overflow a 64-bit device count}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0]: [S0:7, S1:7905747460161236407]}>
+  return
+}
+
+// -----
+
+// Shares whose total overflows are rejected.
+func.func @share_overflow(%x: tensor<8xf32>) {
+  // expected-error @+1 {{shares [9223372036854775807, 1] overflow a 64-bit total}}
+  %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(0) shares [9223372036854775807, 1]: {[0]: []}, {[1]: []}>
+  return
+}
