@@ -219,7 +219,8 @@ LogicalResult UnionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   // What a member holds must be comparable across members: complete values
   // in a replicated union (a pending reduction is not a replica of another
   // group's), and the same kind of pending reduction, or none, in a split.
-  if (relation == UnionRelation::Replicated) {
+  // (A single member is the whole layout; its relation is moot.)
+  if (relation == UnionRelation::Replicated && groups.size() > 1) {
     for (auto [i, memberStates] : llvm::enumerate(states))
       if (std::optional<ReductionKind> kind = memberStates.getPartialKind())
         return emitError()

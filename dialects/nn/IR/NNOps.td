@@ -1,0 +1,869 @@
+//===- NNOps.td - Operations of the nn dialect -------------*- tablegen -*-===//
+//
+// Every op verifies its operands and, where the result type follows from
+// them, infers it (InferTypeOpInterface through `NN_InferredOp`), so the
+// custom assembly only spells operand types.
+//
+// Assembly conventions: attributes that determine the result shape (dims,
+// permutation, offsets, ...) and enumerations are keywords; numeric
+// hyper-parameters (epsilon, rates, learning rates) sit in the attribute
+// dictionary.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_NN_OPS
+#define LOOM_NN_OPS
+
+include "dialects/nn/IR/NNAttrs.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Shape inference
+//===----------------------------------------------------------------------===//
+
+/// Gives an op one function, `inferShape`, that both checks the operands and
+/// attributes and computes the result types. It serves InferTypeOpInterface
+/// (parsing, builders) and the op verifier, which runs it before comparing
+/// the inferred types with the actual ones, so a malformed op gets one clear
+/// diagnostic.
+def NN_InferShape : NativeOpTrait<"InferShape", [],
+    /*extraOpDeclaration=*/[{
+      /// Checks the operands and attributes in `adaptor` and computes the
+      /// result types. Reports problems through `diag`, which may be silent.
+      static ::llvm::LogicalResult inferShape(Adaptor adaptor,
+          ::llvm::SmallVectorImpl<::mlir::Type> &resultTypes,
+          const ::loom::nn::ShapeDiag &diag);
+    }],
+    /*extraOpDefinition=*/[{
+      ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+          std::optional<::mlir::Location> location, Adaptor adaptor,
+          ::llvm::SmallVectorImpl<::mlir::Type> &inferredReturnTypes) {
+        return inferShape(adaptor, inferredReturnTypes,
+                          ::loom::nn::ShapeDiag(location, getOperationName()));
+      }
+    }]> {
+  let cppNamespace = "::loom::nn::OpTrait";
+}
+
+/// An op whose result types are inferred from its operands and attributes.
+class NN_InferredOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic,
+            !listconcat([Pure], traits, [NN_InferShape, InferTypeOpAdaptor])>;
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def NN_MatmulOp : NN_InferredOp<"matmul"> {
+  let summary = "Batched matrix product with broadcast batch dimensions";
+  let description = [{
+    Multiplies the matrices held in the last two dimensions of `lhs` and
+    `rhs`. The leading (batch) dimensions broadcast with numpy rules.
+    `transpose_lhs` reads `lhs` as `[..., K, M]` instead of `[..., M, K]`,
+    `transpose_rhs` reads `rhs` as `[..., N, K]` instead of `[..., K, N]`.
+    The result is `[broadcast(batch_lhs, batch_rhs)..., M, N]`.
+
+    ```mlir
+    %0 = nn.matmul %a, %b : tensor<8x16x32xf32>, tensor<32x64xf32>
+    // %0 : tensor<8x16x64xf32>
+    %1 = nn.matmul %q, %k transpose_rhs : tensor<4x16x8xf32>, tensor<4x16x8xf32>
+    // %1 : tensor<4x16x16xf32>
+    ```
+
+    Constraints:
+    * both operands have rank at least 2 and the same element type;
+    * the contracting dimensions (`K`) have the same size;
+    * the batch dimensions are broadcast-compatible.
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise binary ops
+//===----------------------------------------------------------------------===//
+
+class NN_BroadcastBinaryOp<string mnemonic, string formula,
+                           list<Trait> traits = []>
+    : NN_InferredOp<mnemonic, traits> {
+  let summary = "Element-wise `" # formula # "` with numpy broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` element by element. The operand shapes
+    broadcast with numpy rules: they are aligned at their last dimension, a
+    missing leading dimension counts as 1, and each pair of dimensions must
+    be equal or contain a 1; the result takes the larger size.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
+    // %0 : tensor<4x8xf32>
+    ```
+
+    Constraints: both operands have the same float element type and
+    broadcast-compatible shapes.
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def NN_AddOp : NN_BroadcastBinaryOp<"add", "lhs + rhs", [Commutative]>;
+def NN_SubOp : NN_BroadcastBinaryOp<"sub", "lhs - rhs">;
+def NN_MulOp : NN_BroadcastBinaryOp<"mul", "lhs * rhs", [Commutative]>;
+def NN_DivOp : NN_BroadcastBinaryOp<"div", "lhs / rhs">;
+def NN_MinimumOp
+    : NN_BroadcastBinaryOp<"minimum", "min(lhs, rhs)", [Commutative]>;
+def NN_MaximumOp
+    : NN_BroadcastBinaryOp<"maximum", "max(lhs, rhs)", [Commutative]>;
+
+//===----------------------------------------------------------------------===//
+// Element-wise unary ops
+//===----------------------------------------------------------------------===//
+
+class NN_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let summary = "Element-wise `" # formula # "`";
+  let description = [{
+    Computes `}] # formula # [{` element by element; the result has the
+    operand's type.
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+
+    Constraints: the operand is a float tensor.
+  }];
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def NN_NegOp : NN_UnaryOp<"neg", "-x">;
+def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
+def NN_LogOp : NN_UnaryOp<"log", "log(x)">;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "sqrt(x)">;
+def NN_RsqrtOp : NN_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)">;
+def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
+def NN_SiluOp : NN_UnaryOp<"silu", "x * sigmoid(x)">;
+def NN_SinOp : NN_UnaryOp<"sin", "sin(x)">;
+def NN_CosOp : NN_UnaryOp<"cos", "cos(x)">;
+
+def NN_GeluOp : NN_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Element-wise GELU, exact or with the tanh approximation";
+  let description = [{
+    Computes the Gaussian error linear unit `x * Phi(x)`, `Phi` the standard
+    normal CDF. With `approximate = none` (the default, omitted from the
+    assembly) `Phi(x) = (1 + erf(x / sqrt(2))) / 2`; with
+    `approximate = tanh` it is
+    `(1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) / 2`, as in GPT-2.
+
+    ```mlir
+    %0 = nn.gelu %x : tensor<4x8xf32>
+    %1 = nn.gelu %x approximate = tanh : tensor<4x8xf32>
+    ```
+
+    Constraints: the operand is a float tensor.
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+      DefaultValuedAttr<NN_GeluApproximationAttr,
+                        "::loom::nn::GeluApproximation::None">:$approximate);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` `=` `` $approximate^)? attr-dict `:` type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Comparison, selection, clamping, casts
+//===----------------------------------------------------------------------===//
+
+def NN_CompareOp : NN_InferredOp<"compare"> {
+  let summary = "Element-wise comparison with numpy broadcasting";
+  let description = [{
+    Compares `lhs` and `rhs` element by element with `predicate` (`eq`, `ne`,
+    `lt`, `le`, `gt`, `ge`) and yields an `i1` tensor of the broadcast
+    shape. Float comparisons are ordered: any comparison with a NaN is false
+    except `ne`, which is true.
+
+    ```mlir
+    %0 = nn.compare lt, %a, %b : tensor<4x8xf32>, tensor<4x1xf32>
+    // %0 : tensor<4x8xi1>
+    ```
+
+    Constraints: both operands have the same element type (float or integer)
+    and broadcast-compatible shapes.
+  }];
+  let arguments = (ins NN_ComparePredicateAttr:$predicate,
+                       NN_NumericTensor:$lhs, NN_NumericTensor:$rhs);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = [{
+    `` $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def NN_SelectOp : NN_InferredOp<"select"> {
+  let summary = "Element-wise choice between two tensors";
+  let description = [{
+    Yields `true_value` where `condition` is true and `false_value`
+    elsewhere. The three shapes broadcast together with numpy rules.
+
+    ```mlir
+    %0 = nn.select %c, %a, %b : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>
+    // %0 : tensor<4x8xf32>
+    ```
+
+    Constraints: `condition` is an `i1` tensor; `true_value` and
+    `false_value` have the same element type; the three shapes are
+    broadcast-compatible.
+  }];
+  let arguments = (ins NN_BoolTensor:$condition, NN_NumericTensor:$true_value,
+                       NN_NumericTensor:$false_value);
+  let results = (outs NN_NumericTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:`
+    type($condition) `,` type($true_value) `,` type($false_value)
+  }];
+}
+
+def NN_ClampOp : NN_Op<"clamp", [Pure, SameOperandsAndResultType]> {
+  let summary = "Element-wise clamp to a closed interval";
+  let description = [{
+    Computes `min(max(x, min), max)` element by element. The bounds are `f64`
+    attributes, rounded to the element type.
+
+    ```mlir
+    %0 = nn.clamp %x {max = 6.0 : f64, min = 0.0 : f64} : tensor<4x8xf32>
+    ```
+
+    Constraints: the operand is a float tensor; neither bound is NaN and
+    `min <= max`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F64Attr:$min, F64Attr:$max);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def NN_CastOp : NN_Op<"cast", [Pure]> {
+  let summary = "Element type conversion";
+  let description = [{
+    Converts every element to the result's element type. Float to float
+    rounds to nearest even; float to integer truncates toward zero
+    (saturating at the integer range, NaN becomes 0); integer to float rounds
+    to nearest; `i1` converts to 0 or 1 and a non-zero value converts to
+    `true`.
+
+    ```mlir
+    %0 = nn.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    ```
+
+    Constraints: operand and result have the same shape.
+  }];
+  let arguments = (ins NN_AnyTensor:$input);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def NN_ReduceOp : NN_InferredOp<"reduce"> {
+  let summary = "Sum, mean or maximum over a set of dimensions";
+  let description = [{
+    Reduces `input` over the dimensions in `dims` with `kind` (`sum`, `mean`
+    or `max`). Without `keep_dims` the reduced dimensions disappear from the
+    result; with it they stay with size 1. The order of `dims` does not
+    matter.
+
+    ```mlir
+    %0 = nn.reduce sum %x dims = [1] : tensor<4x8xf32>
+    // %0 : tensor<4xf32>
+    %1 = nn.reduce max %x dims = [0, 1] keep_dims : tensor<4x8xf32>
+    // %1 : tensor<1x1xf32>
+    ```
+
+    Constraints: `dims` is not empty; every entry is in `[0, rank)`; no entry
+    is repeated.
+  }];
+  let arguments = (ins NN_ReduceKindAttr:$kind, NN_FloatTensor:$input,
+                       DenseI64ArrayAttr:$dims, UnitAttr:$keep_dims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    `` $kind $input `dims` `=` $dims (`keep_dims` $keep_dims^)? attr-dict `:`
+    type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def NN_BroadcastOp : NN_Op<"broadcast", [Pure]> {
+  let summary = "Broadcast to a larger shape";
+  let description = [{
+    Replicates `input` to the result shape. Without `broadcast_dims` numpy
+    rules apply: the input is aligned with the last result dimensions and
+    every input dimension is 1 or equal to its result dimension. With
+    `broadcast_dims`, input dimension `i` becomes result dimension
+    `broadcast_dims[i]` (again 1 or equal) and every other result dimension
+    is new.
+
+    ```mlir
+    %0 = nn.broadcast %b : tensor<8xf32> to tensor<4x8xf32>
+    %1 = nn.broadcast %c broadcast_dims = [0] : tensor<4xf32> to tensor<4x8xf32>
+    ```
+
+    Constraints: same element type; the input rank is at most the result
+    rank; with `broadcast_dims`, it has one strictly increasing entry per
+    input dimension, each in `[0, result rank)`; every mapped input
+    dimension is 1 or equal to its result dimension.
+  }];
+  let arguments = (ins NN_AnyTensor:$input,
+                       OptionalAttr<DenseI64ArrayAttr>:$broadcast_dims);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input (`broadcast_dims` `=` $broadcast_dims^)? attr-dict `:`
+    type($input) `to` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
+  let summary = "Reinterpret a tensor with another shape";
+  let description = [{
+    Yields the elements of `input`, in row-major order, laid out in the
+    result shape.
+
+    ```mlir
+    %0 = nn.reshape %x : tensor<8x16x32xf32> to tensor<128x32xf32>
+    ```
+
+    Constraints: same element type; when both shapes are static they hold
+    the same number of elements.
+  }];
+  let arguments = (ins NN_AnyTensor:$input);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_TransposeOp : NN_InferredOp<"transpose"> {
+  let summary = "Permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %0 = nn.transpose %x permutation = [0, 2, 1, 3] : tensor<2x16x4x8xf32>
+    // %0 : tensor<2x4x16x8xf32>
+    ```
+
+    Constraints: `permutation` is a permutation of `[0, rank)`.
+  }];
+  let arguments = (ins NN_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict `:` type($input)
+  }];
+}
+
+def NN_SliceOp : NN_InferredOp<"slice"> {
+  let summary = "Static strided slice";
+  let description = [{
+    Result element `[i0, i1, ...]` is input element
+    `[offsets[0] + i0 * strides[0], offsets[1] + i1 * strides[1], ...]`;
+    the result shape is `sizes`.
+
+    ```mlir
+    %0 = nn.slice %x offsets = [0, 2] sizes = [4, 3] strides = [1, 2]
+        : tensor<4x8xf32>
+    // %0 : tensor<4x3xf32>
+    ```
+
+    Constraints: one offset, size and stride per dimension; offsets and
+    sizes are non-negative, strides positive; every index read is inside the
+    input (checked for static dimensions).
+  }];
+  let arguments = (ins NN_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` `=` $offsets `sizes` `=` $sizes `strides` `=` $strides
+    attr-dict `:` type($input)
+  }];
+}
+
+def NN_ConcatOp : NN_InferredOp<"concat"> {
+  let summary = "Concatenate tensors along one dimension";
+  let description = [{
+    Joins `inputs` along dimension `dim`, in operand order.
+
+    ```mlir
+    %0 = nn.concat %a, %b dim = 1 : tensor<4x3xf32>, tensor<4x5xf32>
+    // %0 : tensor<4x8xf32>
+    ```
+
+    Constraints: at least one input; all inputs have the same rank and
+    element type; `dim` is in `[0, rank)`; all other dimensions match.
+  }];
+  let arguments = (ins Variadic<NN_AnyTensor>:$inputs, I64Attr:$dim);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = "$inputs `dim` `=` $dim attr-dict `:` type($inputs)";
+}
+
+def NN_GatherOp : NN_InferredOp<"gather"> {
+  let summary = "Gather along one dimension with an index tensor";
+  let description = [{
+    Take-along-axis gather: `indices` has the rank of `input`, and
+
+    ```
+    result[i0, ..., i(dim), ..., in] =
+        input[i0, ..., indices[i0, ..., in], ..., in]
+    ```
+
+    This is `torch.gather(input, dim, indices)` and
+    `numpy.take_along_axis(input, indices, dim)` without broadcasting: every
+    dimension other than `dim` has the same size in `indices` and `input`.
+    The result has the shape of `indices` and the element type of `input`.
+    An index outside `[0, input.shape[dim])` gives an undefined element.
+
+    ```mlir
+    %0 = nn.gather %logits, %labels dim = 1
+        : tensor<16x64xf32>, tensor<16x1xi64>
+    // %0 : tensor<16x1xf32>
+    ```
+
+    Constraints: same rank; `dim` in `[0, rank)`; other dimensions equal.
+  }];
+  let arguments = (ins NN_AnyTensor:$input, NN_IntTensor:$indices,
+                       I64Attr:$dim);
+  let results = (outs NN_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `dim` `=` $dim attr-dict `:` type($input) `,`
+    type($indices)
+  }];
+}
+
+def NN_IotaOp : NN_Op<"iota", [Pure]> {
+  let summary = "Indices along one dimension";
+  let description = [{
+    Element `[i0, ..., in]` of the result is `i(dim)`, converted to the
+    element type.
+
+    ```mlir
+    %0 = nn.iota dim = 1 : tensor<8x16xi64>
+    ```
+
+    Constraints: the result has rank at least 1 and `dim` is in
+    `[0, rank)`.
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs NN_NumericTensor:$result);
+  let assemblyFormat = "`dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and normalisation
+//===----------------------------------------------------------------------===//
+
+class NN_SoftmaxBaseOp<string mnemonic, string formula>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let description = [{
+    Computes `}] # formula # [{` over dimension `dim`, in a numerically
+    stable way (the maximum along `dim` is subtracted first).
+
+    ```mlir
+    %0 = nn.}] # mnemonic # [{ %x dim = 1 : tensor<4x8xf32>
+    ```
+
+    Constraints: the operand is a float tensor of rank at least 1 and `dim`
+    is in `[0, rank)`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` `=` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def NN_SoftmaxOp
+    : NN_SoftmaxBaseOp<"softmax", "exp(x) / sum(exp(x))"> {
+  let summary = "Softmax along one dimension";
+}
+
+def NN_LogSoftmaxOp
+    : NN_SoftmaxBaseOp<"log_softmax", "x - log(sum(exp(x)))"> {
+  let summary = "Log-softmax along one dimension";
+}
+
+def NN_LayerNormOp
+    : NN_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "Layer normalisation over the trailing dimensions";
+  let description = [{
+    Normalises `input` over its last `normalized_dims` dimensions (default
+    1) to zero mean and unit variance (biased variance, `epsilon` added to
+    it before the square root), then multiplies by `scale` and adds `bias`
+    when they are given:
+
+    ```
+    y = (x - mean(x)) / sqrt(var(x) + epsilon) * scale + bias
+    ```
+
+    ```mlir
+    %0 = nn.layer_norm %x scale %g bias %b
+        : tensor<8x16x32xf32>, tensor<32xf32>, tensor<32xf32>
+    %1 = nn.layer_norm %x {epsilon = 1.0e-06 : f64, normalized_dims = 2 : i64}
+        : tensor<8x16x32xf32>
+    ```
+
+    Constraints: `1 <= normalized_dims <= rank`; `scale` and `bias`, when
+    present, have the normalised trailing shape and the input's element
+    type; `epsilon > 0`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       Optional<NN_FloatTensor>:$scale,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "1">:$normalized_dims,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? (`bias` $bias^)? attr-dict `:` type(operands)
+  }];
+  }
+
+def NN_RmsNormOp : NN_InferredOp<"rms_norm"> {
+  let summary = "Root-mean-square normalisation over the trailing dimensions";
+  let description = [{
+    Divides `input` by the root mean square of its last `normalized_dims`
+    dimensions (default 1), then multiplies by `scale` when it is given:
+
+    ```
+    y = x / sqrt(mean(x^2) + epsilon) * scale
+    ```
+
+    ```mlir
+    %0 = nn.rms_norm %x scale %g : tensor<8x16x32xf32>, tensor<32xf32>
+    ```
+
+    Constraints: `1 <= normalized_dims <= rank`; `scale`, when present, has
+    the normalised trailing shape and the input's element type;
+    `epsilon > 0`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       Optional<NN_FloatTensor>:$scale,
+                       DefaultValuedAttr<I64Attr, "1">:$normalized_dims,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? attr-dict `:` type(operands)
+  }];
+  }
+
+//===----------------------------------------------------------------------===//
+// Transformer building blocks
+//===----------------------------------------------------------------------===//
+
+def NN_RopeOp : NN_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Rotary position embedding";
+  let description = [{
+    Rotates pairs of features of `input`, laid out as
+    `[batch..., seq, heads, head_dim]`, by angles proportional to the
+    token's position. `positions` has shape `[batch..., seq]` (the input
+    shape without its last two dimensions) and holds each token's position;
+    positions are explicit so that packed or deduplicated sequences keep
+    their original ones.
+
+    With `d = head_dim`, feature `i < d / 2` is paired with feature
+    `i + d / 2` (the "rotate half" layout of GPT-NeoX and Llama), and with
+    `a = positions[...] * theta^(-2i / d)`:
+
+    ```
+    y[i]         = x[i] * cos(a) - x[i + d/2] * sin(a)
+    y[i + d / 2] = x[i] * sin(a) + x[i + d/2] * cos(a)
+    ```
+
+    `theta` defaults to 10000.
+
+    ```mlir
+    %0 = nn.rope %q, %pos : tensor<8x16x4x8xf32>, tensor<8x16xi64>
+    ```
+
+    Constraints: `input` has rank at least 3 and an even `head_dim`;
+    `positions` is an integer tensor of shape `[batch..., seq]`;
+    `theta > 0`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_IntTensor:$positions,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_DropoutOp : NN_Op<"dropout",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Inverted dropout with an explicit seed";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    `1 / (1 - rate)`. The mask is a pure function of the key
+    `k = seed + offset` (mod 2^64; `offset` is the optional 0-d `i64`
+    operand, 0 when absent, e.g. the step counter) and of the element's
+    row-major linear index `i`: with the splitmix64 finaliser
+
+    ```
+    z = k + (i + 1) * 0x9E3779B97F4A7C15           (mod 2^64)
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+    z = z ^ (z >> 31)
+    u = (z >> 11) * 2^-53                           (uniform in [0, 1))
+    ```
+
+    the element is dropped iff `u < rate`. Every backend computes the same
+    mask, so the op is pure and its gradient (the same mask) reproducible.
+    `rate = 0` is the identity.
+
+    ```mlir
+    %0 = nn.dropout %x {rate = 1.0e-01 : f64, seed = 42 : i64}
+        : tensor<8x32xf32>
+    %1 = nn.dropout %x, %step {rate = 1.0e-01 : f64, seed = 42 : i64}
+        : tensor<8x32xf32>
+    ```
+
+    Constraints: `0 <= rate < 1`.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, Optional<NN_I64Scalar>:$offset,
+                       F64Attr:$rate, I64Attr:$seed);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` $offset^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_EmbeddingOp : NN_InferredOp<"embedding"> {
+  let summary = "Look up rows of an embedding table";
+  let description = [{
+    `result[i..., :] = table[ids[i...], :]`. The result shape is the shape
+    of `ids` followed by the table width. An id outside `[0, vocab)` gives
+    undefined elements.
+
+    ```mlir
+    %0 = nn.embedding %table, %ids : tensor<64x32xf32>, tensor<8x16xi64>
+    // %0 : tensor<8x16x32xf32>
+    ```
+
+    Constraints: `table` has rank 2 (`[vocab, width]`); `ids` is an integer
+    tensor.
+  }];
+  let arguments = (ins NN_FloatTensor:$table, NN_IntTensor:$ids);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids)
+  }];
+}
+
+def NN_AttentionOp : NN_InferredOp<"attention", [AttrSizedOperandSegments]> {
+  let summary = "Scaled dot-product attention with causal or tree masks";
+  let description = [{
+    Multi-head attention on `[batch, seq, heads, head_dim]` tensors:
+
+    ```
+    out[b, i, h, :] = sum_j softmax_j(scale * q[b, i, h, :] . k[b, j, g, :]
+                                      + mask(b, i, j)) * v[b, j, g, :]
+    ```
+
+    where `g = h / (heads / kv_heads)`: the number of heads is that of
+    `query`; `key` and `value` may have fewer heads (grouped-query
+    attention), each shared by `heads / kv_heads` query heads. `scale`
+    defaults to `1 / sqrt(head_dim)`. `value` may have its own head width;
+    the result is `[batch, seq_q, heads, value_head_dim]`.
+
+    Query `i` sits at key index `p(i)`: `positions[b, i]` when the optional
+    `positions` operand (`[batch, seq_q]`, integer) is given, `i` otherwise
+    (and then `seq_q == seq_k`). Positions let a chunk of queries attend to
+    a longer key sequence (chunked prefill, KV caches). Key `j` is visible
+    to query `i` when
+
+    * `mask = none`: always;
+    * `mask = causal`: `j <= p(i)`;
+    * `mask = tree`: `j <= p(i) <= subtree_end[b, j]`: tokens are a prefix
+      tree packed in depth-first order and `subtree_end[b, j]` (operand
+      `subtree_end`, `[batch, seq_k]`, integer) is the index of the last
+      token of `j`'s subtree, so a token sees exactly its ancestors and
+      itself. A chain (`subtree_end[b, j] = seq_k - 1`) gives the causal
+      mask.
+
+    A query that sees no key yields zeros.
+
+    ```mlir
+    %0 = nn.attention %q, %k, %v mask = causal
+        : tensor<8x16x4x8xf32>, tensor<8x16x4x8xf32>, tensor<8x16x4x8xf32>
+    %1 = nn.attention %q, %k, %v mask = tree subtree_end %ends
+        : tensor<1x32x4x8xf32>, tensor<1x32x4x8xf32>, tensor<1x32x4x8xf32>,
+          tensor<1x32xi32>
+    ```
+
+    Constraints: `query`, `key` and `value` have rank 4 and one element
+    type; batch sizes agree; `key` and `value` agree on sequence length and
+    heads; `key` has the query's head_dim; the query heads are a multiple of
+    the key/value heads; `subtree_end` is present iff `mask = tree`;
+    `positions` needs a causal or tree mask; without `positions`, masked
+    attention needs `seq_q == seq_k`; `scale > 0`.
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value,
+                       Optional<NN_IntTensor>:$subtree_end,
+                       Optional<NN_IntTensor>:$positions,
+                       NN_MaskKindAttr:$mask, OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `mask` `=` `` $mask
+    (`subtree_end` $subtree_end^)? (`positions` $positions^)? attr-dict `:`
+    type(operands)
+  }];
+}
+
+def NN_CrossEntropyOp
+    : NN_InferredOp<"cross_entropy", [AttrSizedOperandSegments]> {
+  let summary = "Weighted softmax cross-entropy, normalised explicitly";
+  let description = [{
+    For logits `[N..., vocab]` and integer labels `[N...]`:
+
+    ```
+    loss = sum_n weights[n] * (logsumexp(logits[n, :]) - logits[n, labels[n]])
+           / normalizer
+    ```
+
+    `weights` (`[N...]`, the logits' element type) defaults to all ones; a
+    zero weight ignores a token (padding). The normaliser is explicit so
+    that rewrites that change which tokens are computed (prefix
+    deduplication, sharding) keep the loss of the original batch: give it
+    either as the `f64` attribute `normalizer` (a constant such as the
+    token count of the full batch) or as the 0-d operand after the
+    `normalizer` keyword (a value computed in the program, e.g. the sum of
+    the weights), not both. The result is a 0-d tensor of the logits'
+    element type. A label outside `[0, vocab)` gives an undefined loss.
+
+    ```mlir
+    %0 = nn.cross_entropy %logits, %labels weights %w
+        {normalizer = 1.28e+02 : f64}
+        : tensor<8x16x64xf32>, tensor<8x16xi64>, tensor<8x16xf32>
+    %1 = nn.cross_entropy %logits, %labels normalizer %n
+        : tensor<8x16x64xf32>, tensor<8x16xi64>, tensor<f32>
+    // %0, %1 : tensor<f32>
+    ```
+
+    Constraints: logits have rank at least 1; labels have the logits' shape
+    without the last dimension, and so do weights; exactly one normaliser,
+    a positive attribute or a 0-d operand of the logits' element type.
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$labels,
+                       Optional<NN_FloatTensor>:$weights,
+                       Optional<NN_FloatTensor>:$normalizer_value,
+                       OptionalAttr<F64Attr>:$normalizer);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels (`weights` $weights^)?
+    (`normalizer` $normalizer_value^)? attr-dict `:` type(operands)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def NN_SgdUpdateOp : NN_Op<"sgd_update", [Pure, SameOperandsAndResultType]> {
+  let summary = "One step of SGD with momentum and weight decay";
+  let description = [{
+    The update of `torch.optim.SGD` (no dampening), with `mu = momentum`
+    and `wd = weight_decay`:
+
+    ```
+    g'  = grad + wd * param
+    buf = mu * momentum_buffer + g'
+    d   = nesterov ? g' + mu * buf : buf
+    new_param = param - lr * d
+    new_momentum_buffer = buf
+    ```
+
+    With `momentum = 0` (the default) this is plain SGD and the buffer
+    holds the last gradient.
+
+    ```mlir
+    %p, %m = nn.sgd_update %param, %grad, %buf
+        {lr = 1.0e-02 : f64, momentum = 9.0e-01 : f64, nesterov}
+        : tensor<32x64xf32>
+    ```
+
+    Constraints: all operands and results have one type; `lr >= 0`,
+    `0 <= momentum < 1`, `weight_decay >= 0`; `nesterov` needs
+    `momentum > 0`.
+  }];
+  let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
+                       NN_FloatTensor:$momentum_buffer, F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       UnitAttr:$nesterov);
+  let results = (outs NN_FloatTensor:$new_param,
+                      NN_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_AdamWUpdateOp : NN_Op<"adamw_update", [Pure,
+    AllTypesMatch<["param", "grad", "m", "v",
+                   "new_param", "new_m", "new_v"]>]> {
+  let summary = "One step of AdamW (decoupled weight decay)";
+  let description = [{
+    The update of `torch.optim.AdamW`. `step` is the 0-d `i64` count of this
+    update, starting at 1 (it drives the bias correction):
+
+    ```
+    param' = param - lr * weight_decay * param
+    new_m  = beta1 * m + (1 - beta1) * grad
+    new_v  = beta2 * v + (1 - beta2) * grad^2
+    m_hat  = new_m / (1 - beta1^step)
+    v_hat  = new_v / (1 - beta2^step)
+    new_param = param' - lr * m_hat / (sqrt(v_hat) + epsilon)
+    ```
+
+    Defaults: `beta1 = 0.9`, `beta2 = 0.999`, `epsilon = 1e-8`,
+    `weight_decay = 0.01`; `lr` has none.
+
+    ```mlir
+    %p, %m1, %v1 = nn.adamw_update %param, %grad, %m, %v, %step
+        {lr = 1.0e-03 : f64}
+        : tensor<32x64xf32>
+    ```
+
+    Constraints: `param`, `grad`, `m`, `v` and the results have one type;
+    `lr >= 0`, `0 <= beta1 < 1`, `0 <= beta2 < 1`, `epsilon > 0`,
+    `weight_decay >= 0`.
+  }];
+  let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
+                       NN_FloatTensor:$m, NN_FloatTensor:$v,
+                       NN_I64Scalar:$step, F64Attr:$lr,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs NN_FloatTensor:$new_param, NN_FloatTensor:$new_m,
+                      NN_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `,` $step attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LOOM_NN_OPS

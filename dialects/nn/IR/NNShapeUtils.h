@@ -1,0 +1,92 @@
+//===- NNShapeUtils.h - Shape checks shared by nn ops ----------*- C++ -*-===//
+//
+// Helpers for the verifiers and shape inference of the nn ops. They report
+// through a ShapeDiag, so one check serves both the verifier and inference.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECTS_NN_IR_NNSHAPEUTILS_H
+#define LOOM_DIALECTS_NN_IR_NNSHAPEUTILS_H
+
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+
+namespace loom::nn::shapes {
+
+/// A dimension size as users write it: the number, or `?` when dynamic.
+std::string formatSize(int64_t size);
+
+/// A shape as `[4, ?, 8]`.
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+/// A list of integers (dimension indices, offsets) as `[0, 2, 1]`.
+std::string formatList(llvm::ArrayRef<int64_t> values);
+
+/// A double as users write it (`0.9`, `1e-08`).
+std::string formatDouble(double value);
+
+/// Whether two dimension sizes may be equal: they are, or one is dynamic.
+inline bool compatibleSizes(int64_t a, int64_t b) {
+  return a == b || mlir::ShapedType::isDynamic(a) ||
+         mlir::ShapedType::isDynamic(b);
+}
+
+/// Returns `type` as a ranked tensor type, or reports that the operand
+/// called `name` must be one and returns null.
+mlir::RankedTensorType getRankedTensor(mlir::Type type, llvm::StringRef name,
+                                       const ShapeDiag &diag);
+
+/// Checks that `other` (called `otherName`) has the element type of `ref`
+/// (called `refName`).
+mlir::LogicalResult checkSameElementType(mlir::RankedTensorType ref,
+                                         llvm::StringRef refName,
+                                         mlir::RankedTensorType other,
+                                         llvm::StringRef otherName,
+                                         const ShapeDiag &diag);
+
+/// Checks that `shape` (of the operand called `name`) matches `expected`
+/// dimension by dimension; `expectedName` says where `expected` comes from,
+/// e.g. "the trailing dimensions of operand #0".
+mlir::LogicalResult checkShapeMatches(llvm::ArrayRef<int64_t> shape,
+                                      llvm::StringRef name,
+                                      llvm::ArrayRef<int64_t> expected,
+                                      llvm::StringRef expectedName,
+                                      const ShapeDiag &diag);
+
+/// Checks that the attribute `attrName` = `dim` names a dimension of a
+/// tensor of rank `rank`.
+mlir::LogicalResult checkDimInRange(int64_t dim, int64_t rank,
+                                    llvm::StringRef attrName,
+                                    const ShapeDiag &diag);
+
+/// Checks a hyper-parameter against its range: `value >= lower` (or `>` if
+/// `lowerOpen`) and, when `upper` is given, `value < upper` (or `<=` if
+/// `upperClosed`). NaN is always out of range.
+mlir::LogicalResult checkRange(double value, llvm::StringRef name, double lower,
+                               bool lowerOpen, std::optional<double> upper,
+                               bool upperClosed, const ShapeDiag &diag);
+
+/// A shape taking part in broadcasting, with the operand name that
+/// diagnostics use.
+struct NamedShape {
+  llvm::StringRef name;
+  llvm::ArrayRef<int64_t> shape;
+};
+
+/// Broadcasts `shapes` with numpy rules (aligned at the last dimension; each
+/// pair of sizes equal or one of them 1) into `result`. A dynamic size
+/// broadcasts with anything: against a static size other than 1 it takes
+/// that size.
+mlir::LogicalResult broadcastShapes(llvm::ArrayRef<NamedShape> shapes,
+                                    llvm::SmallVectorImpl<int64_t> &result,
+                                    const ShapeDiag &diag);
+
+} // namespace loom::nn::shapes
+
+#endif // LOOM_DIALECTS_NN_IR_NNSHAPEUTILS_H
