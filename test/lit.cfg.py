@@ -10,9 +10,14 @@ config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.loom_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
-                   "unit", "fuzz", "bench", "Inputs"]
+                   "unit", "fuzz", "bench", "Inputs",
+                   "check-round-trip.sh"]
 
 config.substitutions.append(("%loom_src_root", config.loom_src_root))
+# Print -> parse -> print is stable in custom, generic and bytecode form.
+config.substitutions.append(
+    ("%check-round-trip",
+     "bash " + os.path.join(config.loom_src_root, "test", "check-round-trip.sh")))
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -23,6 +28,7 @@ config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["loom-opt"], tool_dirs)
+llvm_config.with_environment("PATH", config.loom_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 if config.loom_sanitized:

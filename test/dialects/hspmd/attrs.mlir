@@ -3,6 +3,7 @@
 // RUN: loom-opt %s | loom-opt | FileCheck %s
 // RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
 // RUN: loom-opt %s --emit-bytecode | loom-opt | FileCheck %s
+// RUN: %check-round-trip %s %t
 
 // CHECK-LABEL: func.func @attrs()
 // CHECK-SAME: attributes

@@ -3,6 +3,7 @@
 // RUN: loom-opt %s | loom-opt | FileCheck %s
 // RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
 // RUN: loom-opt %s --emit-bytecode | loom-opt | FileCheck %s
+// RUN: %check-round-trip %s %t
 
 // Without a cluster, layouts name any devices; scalars, integer tensors,
 // dynamic sizes and reshards between strategy sets are fine.

@@ -3,6 +3,7 @@
 // RUN: loom-opt %s | loom-opt | FileCheck %s
 // RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
 // RUN: loom-opt %s --emit-bytecode | loom-opt | FileCheck %s
+// RUN: %check-round-trip %s %t
 
 // Annotations with a union and with a strategy set, and a reshard, under a
 // cluster of 4 fast and 2 slow devices.

@@ -1,6 +1,7 @@
 // RUN: loom-opt %s | loom-opt | FileCheck %s
 // RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
 // RUN: loom-opt %s --emit-bytecode | loom-opt | FileCheck %s
+// RUN: %check-round-trip %s %t
 
 // Round trip of every nn op through the custom form, the generic form and
 // bytecode. Result types are inferred where the custom form omits them.
