@@ -40,7 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   context.loadAllAvailableDialects();
   ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });
 
-  StringRef source(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer relies on the buffer ending in a NUL, as files and
+  // std::string buffers do; the fuzzer's bytes do not.
+  std::string source(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
   if (!module)
     return 0;
