@@ -9,6 +9,8 @@ build=${LOOM_BUILD_DIR:-$root/build-release}
 input=${1:-$root/examples/mlp_hetero.mlir}
 
 "$root/scripts/setup.sh"
+# Let ccache share objects between clones in different folders.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/configure.sh" "$build" release
 cmake --build "$build" --target loom-opt
 echo "== loom-opt --hspmd-print-shards $(basename "$input")"

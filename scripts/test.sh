@@ -7,6 +7,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-test}
 
 "$root/scripts/setup.sh"
+# Let ccache share objects between clones in different folders.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/configure.sh" "$build" test
 cmake --build "$build" --target all mlir-doc
 cd "$build"
