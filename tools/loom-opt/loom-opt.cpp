@@ -9,11 +9,15 @@
 #include "passes/Passes.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   loom::registerAllDialects(registry);
   loom::registerLoomPasses();
+  // Generic upstream transforms (canonicalize, cse, inline, ...); no
+  // dialect-specific upstream passes, in particular none of `shard`'s.
+  mlir::registerTransformsPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
 }
