@@ -1,0 +1,105 @@
+//===- RopeDropoutKernels.cpp - nn.rope and nn.dropout --------------------===//
+//
+// RoPE computes each angle and its sine and cosine in f64 and rounds them to
+// the element type; the rotation itself is in the element type. Dropout
+// draws its mask with splitmix64 exactly as the op doc specifies and scales
+// kept elements by 1 / (1 - rate) rounded to the element type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/interpreter/KernelUtils.h"
+#include "runtime/interpreter/Random.h"
+
+#include "dialects/nn/IR/NNOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace loom::interp;
+namespace nn = loom::nn;
+
+namespace {
+
+LogicalResult ropeKernel(nn::RopeOp op, KernelCall &call) {
+  const Tensor &input = call.operand(0), &positions = call.operand(1);
+  if (input.getRank() < 3)
+    return call.emitError() << "input must have rank at least 3, got shape "
+                            << formatShape(input.getShape());
+  if (failed(checkIndexTensor(call, positions, "positions")) ||
+      failed(checkShape(call, "positions", positions.getShape(),
+                        input.getShape().drop_back(2),
+                        "the input shape without its last two dimensions")))
+    return failure();
+  int64_t heads = input.getShape()[input.getRank() - 2];
+  int64_t headDim = input.getShape()[input.getRank() - 1];
+  if (headDim % 2 != 0)
+    return call.emitError() << "head_dim " << headDim << " is odd";
+  int64_t half = headDim / 2;
+  double theta = op.getTheta().convertToDouble();
+  llvm::SmallVector<double> inverseFrequency(half);
+  for (int64_t i = 0; i < half; ++i)
+    inverseFrequency[i] = std::pow(theta, -2.0 * static_cast<double>(i) /
+                                              static_cast<double>(headDim));
+  return dispatchFloat(call, input.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(input.getKind(), input.getShape());
+    if (!out)
+      return failure();
+    const T *x = input.data<T>();
+    T *y = out->data<T>();
+    llvm::SmallVector<T> cosines(half), sines(half);
+    for (int64_t token = 0, e = positions.getNumElements(); token < e;
+         ++token) {
+      double position = static_cast<double>(readIndex(positions, token));
+      for (int64_t i = 0; i < half; ++i) {
+        double angle = position * inverseFrequency[i];
+        cosines[i] = static_cast<T>(std::cos(angle));
+        sines[i] = static_cast<T>(std::sin(angle));
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        int64_t base = (token * heads + h) * headDim;
+        for (int64_t i = 0; i < half; ++i) {
+          T a = x[base + i], b = x[base + i + half];
+          y[base + i] = a * cosines[i] - b * sines[i];
+          y[base + i + half] = a * sines[i] + b * cosines[i];
+        }
+      }
+    }
+    return success();
+  });
+}
+
+LogicalResult dropoutKernel(nn::DropoutOp op, KernelCall &call) {
+  const Tensor &input = call.operand(0);
+  uint64_t key = op.getSeed();
+  if (op.getOffset()) {
+    const Tensor *offset = call.operandFor(op.getOffset());
+    if (!offset || offset->getKind() != ElementKind::I64 ||
+        offset->getNumElements() != 1)
+      return call.emitError() << "offset must be a 0-d i64 tensor";
+    key += static_cast<uint64_t>(offset->data<int64_t>()[0]);
+  }
+  double rate = op.getRate().convertToDouble();
+  return dispatchFloat(call, input.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(input.getKind(), input.getShape());
+    if (!out)
+      return failure();
+    const T *x = input.data<T>();
+    T *y = out->data<T>();
+    T scale = static_cast<T>(1.0 / (1.0 - rate));
+    for (int64_t i = 0, e = input.getNumElements(); i < e; ++i) {
+      double u = toUnitInterval(splitmix64(key, static_cast<uint64_t>(i)));
+      y[i] = u < rate ? T(0) : x[i] * scale;
+    }
+    return success();
+  });
+}
+
+} // namespace
+
+void loom::interp::registerRopeDropoutKernels(KernelRegistry &registry) {
+  constexpr bool inF32 = true;
+  registry.add(ropeKernel, inF32);
+  registry.add(dropoutKernel, inF32);
+}

@@ -1,0 +1,232 @@
+//===- RunMain.cpp - The loom-run driver ----------------------------------===//
+//
+// loom-run --interpret FILE.mlir [--entry NAME] [--input X.npy ...]
+//          [--random-inputs [--seed N] [--int-range LO,HI]]
+//          [--output-dir DIR] [--print]
+//
+// Inputs fill the entry function's arguments in order: first the --input
+// files, then, with --random-inputs, random tensors for the rest (see
+// makeRandomTensor). Results go to DIR/result_<i>.npy and, with --print, to
+// stdout as `result #i: tensor<...> = [...]`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/interpreter/RunMain.h"
+#include "runtime/interpreter/Interpreter.h"
+#include "runtime/interpreter/Npy.h"
+#include "runtime/interpreter/TensorIO.h"
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "dialects/nn/IR/NNDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace loom::interp;
+
+namespace {
+
+constexpr llvm::StringLiteral kTool = "loom-run";
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), kTool) << message << "\n";
+  return 1;
+}
+
+/// Picks the function to run: `requested`, else @main, else the only
+/// function with a body.
+func::FuncOp chooseEntry(ModuleOp module, Interpreter &interpreter,
+                         llvm::StringRef requested) {
+  if (!requested.empty())
+    return interpreter.lookupFunction(requested);
+  if (module.lookupSymbol<func::FuncOp>("main"))
+    return interpreter.lookupFunction("main");
+  llvm::SmallVector<func::FuncOp> defined;
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      defined.push_back(func);
+  if (defined.size() == 1)
+    return defined.front();
+  InFlightDiagnostic diag = emitError(module.getLoc());
+  if (defined.empty()) {
+    diag << "the module defines no function to run";
+  } else {
+    diag << "the module defines " << defined.size()
+         << " functions and none is called @main; choose one with --entry";
+  }
+  return {};
+}
+
+} // namespace
+
+int loom::interp::loomRunMain(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::OptionCategory category("loom-run options");
+  llvm::cl::opt<bool> interpret(
+      "interpret",
+      llvm::cl::desc("Evaluate the program with the reference interpreter "
+                     "(the only mode so far)"),
+      llvm::cl::cat(category));
+  llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
+                                       llvm::cl::desc("<input .mlir file>"),
+                                       llvm::cl::init("-"),
+                                       llvm::cl::cat(category));
+  llvm::cl::opt<std::string> entry(
+      "entry",
+      llvm::cl::desc("Function to run (default: @main, or the only function)"),
+      llvm::cl::value_desc("name"), llvm::cl::cat(category));
+  llvm::cl::list<std::string> inputs(
+      "input",
+      llvm::cl::desc("A .npy file for the next argument, in argument order "
+                     "(repeat the flag)"),
+      llvm::cl::value_desc("path.npy"), llvm::cl::cat(category));
+  llvm::cl::opt<bool> randomInputs(
+      "random-inputs",
+      llvm::cl::desc("Generate the arguments not given with --input: floats "
+                     "uniform in [-1, 1), integers uniform in --int-range, "
+                     "i1 fair coins"),
+      llvm::cl::cat(category));
+  llvm::cl::opt<uint64_t> seed("seed",
+                               llvm::cl::desc("Seed of --random-inputs"),
+                               llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> intRange(
+      "int-range",
+      llvm::cl::desc("Range [LO, HI) of random integer inputs (default 0,8)"),
+      llvm::cl::value_desc("LO,HI"), llvm::cl::init("0,8"),
+      llvm::cl::cat(category));
+  llvm::cl::opt<std::string> outputDir(
+      "output-dir",
+      llvm::cl::desc("Write result #i to DIR/result_<i>.npy (created if "
+                     "missing)"),
+      llvm::cl::value_desc("dir"), llvm::cl::cat(category));
+  llvm::cl::opt<bool> print(
+      "print",
+      llvm::cl::desc("Print every result as `result #i: <type> = [...]`"),
+      llvm::cl::cat(category));
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "Loom program runner: evaluates nn programs on the host\n");
+
+  if (!interpret)
+    return fail("pass --interpret: running on the reference interpreter is "
+                "the only mode loom-run has so far");
+
+  RandomSpec spec;
+  spec.seed = seed;
+  {
+    auto [low, high] = llvm::StringRef(intRange).split(',');
+    if (low.trim().getAsInteger(10, spec.intLow) ||
+        high.trim().getAsInteger(10, spec.intHigh) ||
+        spec.intLow >= spec.intHigh)
+      return fail("--int-range expects LO,HI with LO < HI, got '" + intRange +
+                  "'");
+  }
+
+  // The dialects the interpreter has kernels for; interfaces that passes
+  // attach (InitAllDialects.h) are not needed to evaluate a program.
+  DialectRegistry registry;
+  registry.insert<loom::nn::NNDialect, loom::hspmd::HSPMDDialect,
+                  arith::ArithDialect, func::FuncDialect,
+                  tensor::TensorDialect>();
+  MLIRContext context(registry);
+  context.allowUnregisteredDialects(false);
+  // Diagnostics point at the source line; the op printout would repeat it.
+  context.printOpOnDiagnostic(false);
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module)
+    return 1;
+
+  Interpreter interpreter(*module);
+  func::FuncOp func = chooseEntry(*module, interpreter, entry);
+  if (!func)
+    return 1;
+  FunctionType type = func.getFunctionType();
+
+  std::vector<Tensor> args;
+  std::vector<std::string> sources;
+  if (inputs.size() > type.getNumInputs())
+    return fail("got " + llvm::Twine(inputs.size()) + " --input files but @" +
+                func.getSymName() + " takes " +
+                llvm::Twine(type.getNumInputs()) + " arguments");
+  for (const std::string &path : inputs) {
+    llvm::Expected<Tensor> tensor = readNpyFile(path);
+    if (!tensor)
+      return fail("input for argument #" + llvm::Twine(args.size()) +
+                  " of @" + func.getSymName() + ": " +
+                  llvm::toString(tensor.takeError()));
+    args.push_back(std::move(*tensor));
+    sources.push_back(path);
+  }
+  if (randomInputs) {
+    for (unsigned i = args.size(); i < type.getNumInputs(); ++i) {
+      auto ranked = dyn_cast<RankedTensorType>(type.getInput(i));
+      std::optional<ElementKind> kind =
+          ranked ? getElementKind(ranked.getElementType()) : std::nullopt;
+      if (!kind || !ranked.hasStaticShape())
+        return fail("cannot generate argument #" + llvm::Twine(i) + " of @" +
+                    func.getSymName() +
+                    ": random inputs need a static tensor type of f32, f64, "
+                    "bf16, i1, i32 or i64; give it with --input");
+      std::optional<int64_t> count = getCheckedNumElements(ranked.getShape());
+      if (!count || static_cast<uint64_t>(*count) * getElementSize(*kind) >
+                        interpreter.getOptions().maxTensorBytes)
+        return fail("argument #" + llvm::Twine(i) + " of @" +
+                    func.getSymName() + " is too large to generate");
+      args.push_back(makeRandomTensor(*kind, ranked.getShape(), spec, i));
+      sources.push_back("random");
+    }
+  }
+  if (failed(Interpreter::checkArguments(func, args, sources)))
+    return 1;
+
+  FailureOr<std::vector<Tensor>> results =
+      interpreter.call(func.getSymName(), args);
+  if (failed(results))
+    return 1;
+
+  if (!outputDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+      return fail("cannot create '" + outputDir + "': " + ec.message());
+    for (auto [index, result] : llvm::enumerate(*results)) {
+      llvm::SmallString<128> path(outputDir);
+      llvm::sys::path::append(path,
+                              "result_" + llvm::Twine(index) + ".npy");
+      if (llvm::Error err = writeNpyFile(path, result))
+        return fail(llvm::toString(std::move(err)));
+    }
+  }
+  if (print) {
+    for (auto [index, result] : llvm::enumerate(*results)) {
+      llvm::outs() << "result #" << index << ": " << result.getTypeString()
+                   << " = ";
+      printTensorValues(llvm::outs(), result);
+      llvm::outs() << "\n";
+    }
+  }
+  llvm::outs().flush();
+  return 0;
+}
