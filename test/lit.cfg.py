@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "Loom"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.loom_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
@@ -19,6 +19,29 @@ config.substitutions.append(
     ("%check-round-trip",
      "bash " + os.path.join(config.loom_src_root, "test", "check-round-trip.sh")))
 
+
+def python_with_numpy():
+    """A Python that can import numpy, which the interpreter's numeric checks
+    use: lit may run under Debian's python3, which lacks it."""
+    import shutil
+    import subprocess
+    import sys
+    for candidate in (sys.executable, shutil.which("python3")):
+        if not candidate:
+            continue
+        try:
+            found = subprocess.run(
+                [candidate, "-c", "import numpy, sys; print(sys.executable)"],
+                capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    return sys.executable
+
+
+config.substitutions.append(("%python", python_with_numpy()))
+
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
@@ -27,7 +50,7 @@ config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=1"
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["loom-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["loom-opt", "loom-run"], tool_dirs)
 llvm_config.with_environment("PATH", config.loom_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
