@@ -677,10 +677,10 @@ def family_norms(rng):
 def family_rope_dropout(rng):
     cases = []
 
-    def rope(x, pos, theta=10000.0):
+    def rope(x, pos, theta=10000.0, inverse=False):
         d = x.shape[-1]
         half = d // 2
-        inv = theta ** (-2.0 * np.arange(half) / d)
+        inv = theta ** (-2.0 * np.arange(half) / d) * (-1 if inverse else 1)
         ang = pos[..., None, None].astype(np.float64) * inv   # [..., seq, 1, half]
         c, s = np.cos(ang), np.sin(ang)
         a, b = x[..., :half], x[..., half:]
@@ -697,6 +697,15 @@ def family_rope_dropout(rng):
         cases.append(Case("rope [s, h, d] i32 positions theta 500", et, [x, pos],
                           f"%r0 = nn.rope %a0, %a1 {{theta = {attr(500)}}} : {T(x)}, {T(pos)}",
                           lambda x, p: rope(x, p, 500.0)))
+        # `inverse` rotates the other way (written in the attribute
+        # dictionary, which parses whether or not the op spells the keyword).
+        cases.append(Case("rope inverse", et, [x, pos],
+                          f"%r0 = nn.rope %a0, %a1 {{inverse}} : {T(x)}, {T(pos)}",
+                          lambda x, p: rope(x, p, inverse=True)))
+        cases.append(Case("rope then inverse is the identity", et, [x, pos],
+                          f"%0 = nn.rope %a0, %a1 : {T(x)}, {T(pos)}\n"
+                          f"%r0 = nn.rope %0, %a1 {{inverse}} : {T(x)}, {T(pos)}",
+                          lambda x, p: x))
         x = rng.uniform((2, 1, 3, 2, 6), et)
         pos = rng.ints((2, 1, 3), "i64", 0, 2000)
         cases.append(Case("rope two batch dims, large positions", et, [x, pos],
