@@ -1,7 +1,8 @@
 //===- NNDialect.cpp - The nn dialect -------------------------------------===//
 //
 // Dialect registration, the enumeration attributes, and the checks on the
-// `nn.param` / `nn.data` function argument attributes.
+// role attributes of function arguments (`nn.param`, `nn.data`, `nn.state`,
+// `nn.step`) and results (`nn.loss`, `nn.updates`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -41,10 +43,52 @@ void NNDialect::registerAttributes() {
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
-/// Whether `name` is one of the argument classification attributes.
-static bool isArgClassAttr(StringRef name) {
-  return name == NNDialect::getParamAttrName() ||
-         name == NNDialect::getDataAttrName();
+/// The attributes that give a function argument its role; an argument has
+/// at most one.
+static constexpr StringLiteral kArgRoleAttrs[] = {
+    NNDialect::getParamAttrName(), NNDialect::getDataAttrName(),
+    NNDialect::getStateAttrName(), NNDialect::getStepAttrName()};
+
+/// The attributes that give a function result its role.
+static constexpr StringLiteral kResultRoleAttrs[] = {
+    NNDialect::getLossAttrName(), NNDialect::getUpdatesAttrName()};
+
+static bool isArgRoleAttr(StringRef name) {
+  return llvm::is_contained(kArgRoleAttrs, name);
+}
+
+static bool isResultRoleAttr(StringRef name) {
+  return llvm::is_contained(kResultRoleAttrs, name);
+}
+
+/// Whether `type` is a 0-d i64 tensor (a step counter).
+static bool isI64Scalar(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getRank() == 0 &&
+         tensor.getElementType().isSignlessInteger(64);
+}
+
+/// Checks `nn.state = <index>` on argument `argIndex` of `func`: the index
+/// names a parameter of the same type.
+static LogicalResult verifyStateAttr(FunctionOpInterface func,
+                                     unsigned argIndex, IntegerAttr attr) {
+  ArrayRef<Type> argTypes = func.getArgumentTypes();
+  int64_t param = attr.getValue().getSExtValue();
+  if (param < 0 || param >= static_cast<int64_t>(argTypes.size()))
+    return func->emitOpError()
+           << "argument #" << argIndex << " is optimizer state of argument #"
+           << param << ", but the function has " << argTypes.size()
+           << " arguments";
+  if (!func.getArgAttr(param, NNDialect::getParamAttrName()))
+    return func->emitOpError()
+           << "argument #" << argIndex << " is optimizer state of argument #"
+           << param << ", which is not a parameter (marked 'nn.param')";
+  if (argTypes[param] != argTypes[argIndex])
+    return func->emitOpError()
+           << "argument #" << argIndex << " of type " << argTypes[argIndex]
+           << " is optimizer state of parameter #" << param << " of type "
+           << argTypes[param] << "; they must have the same type";
+  return success();
 }
 
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
@@ -52,11 +96,23 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().strref();
-  if (!isArgClassAttr(name))
+  if (isResultRoleAttr(name))
+    return op->emitOpError()
+           << "carries '" << name << "' on argument #" << argIndex
+           << ", but it is only valid on function results";
+  if (!isArgRoleAttr(name))
     return op->emitOpError()
            << "has unknown nn argument attribute '" << name << "' on argument #"
-           << argIndex << " (expected 'nn.param' or 'nn.data')";
-  if (!isa<UnitAttr>(attr.getValue()))
+           << argIndex
+           << " (expected 'nn.param', 'nn.data', 'nn.state' or 'nn.step')";
+  bool isState = name == getStateAttrName();
+  if (isState && !isa<IntegerAttr>(attr.getValue()))
+    return op->emitOpError()
+           << "argument #" << argIndex << " attribute '" << name
+           << "' must be an integer (the argument index of its parameter), "
+              "got "
+           << attr.getValue();
+  if (!isState && !isa<UnitAttr>(attr.getValue()))
     return op->emitOpError()
            << "argument #" << argIndex << " attribute '" << name
            << "' must be a unit attribute, got " << attr.getValue();
@@ -71,16 +127,29 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
            << "carries '" << name << "' on argument #" << argIndex
            << ", but the function has only " << argTypes.size() << " arguments";
   Type type = argTypes[argIndex];
-  if (!isa<TensorType>(type))
+  if (name == getStepAttrName()) {
+    if (!isI64Scalar(type))
+      return op->emitOpError()
+             << "argument #" << argIndex << " of type " << type
+             << " is marked 'nn.step', which requires a 0-d i64 tensor";
+  } else if (!isa<TensorType>(type)) {
     return op->emitOpError()
            << "argument #" << argIndex << " of type " << type << " is marked '"
            << name << "', which requires a tensor-typed argument";
-  // Both attributes present: report once, from the check of `nn.data`.
-  if (name == getDataAttrName() &&
-      func.getArgAttr(argIndex, getParamAttrName()))
-    return op->emitOpError() << "argument #" << argIndex
-                             << " is marked both 'nn.param' and 'nn.data'; "
-                                "an argument is a parameter or data, not both";
+  }
+  // Several roles: report once, from the check of the last one listed.
+  for (StringRef other : kArgRoleAttrs) {
+    if (other == name)
+      break;
+    if (func.getArgAttr(argIndex, other))
+      return op->emitOpError()
+             << "argument #" << argIndex << " is marked both '" << other
+             << "' and '" << name
+             << "'; an argument has one role (parameter, data, optimizer "
+                "state or step counter) at most";
+  }
+  if (isState)
+    return verifyStateAttr(func, argIndex, cast<IntegerAttr>(attr.getValue()));
   return success();
 }
 
@@ -89,20 +158,75 @@ LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned resultIndex,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().strref();
-  if (isArgClassAttr(name))
+  if (isArgRoleAttr(name))
     return op->emitOpError()
            << "carries '" << name << "' on result #" << resultIndex
            << ", but it is only valid on function arguments";
-  return op->emitOpError() << "has unknown nn result attribute '" << name
-                           << "' on result #" << resultIndex;
+  if (!isResultRoleAttr(name))
+    return op->emitOpError()
+           << "has unknown nn result attribute '" << name << "' on result #"
+           << resultIndex << " (expected 'nn.loss' or 'nn.updates')";
+  bool isUpdates = name == getUpdatesAttrName();
+  if (isUpdates && !isa<IntegerAttr>(attr.getValue()))
+    return op->emitOpError()
+           << "result #" << resultIndex << " attribute '" << name
+           << "' must be an integer (the index of the argument it updates), "
+              "got "
+           << attr.getValue();
+  if (!isUpdates && !isa<UnitAttr>(attr.getValue()))
+    return op->emitOpError()
+           << "result #" << resultIndex << " attribute '" << name
+           << "' must be a unit attribute, got " << attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitOpError() << "carries '" << name
+                             << "' on a region result, but it is only valid "
+                                "on function results";
+  ArrayRef<Type> resultTypes = func.getResultTypes();
+  if (resultIndex >= resultTypes.size())
+    return op->emitOpError()
+           << "carries '" << name << "' on result #" << resultIndex
+           << ", but the function has only " << resultTypes.size()
+           << " results";
+  Type type = resultTypes[resultIndex];
+  if (!isUpdates) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() != 0 ||
+        !isa<FloatType>(tensor.getElementType()))
+      return op->emitOpError()
+             << "result #" << resultIndex << " of type " << type
+             << " is marked 'nn.loss', which requires a 0-d float tensor";
+    return success();
+  }
+  ArrayRef<Type> argTypes = func.getArgumentTypes();
+  int64_t arg = cast<IntegerAttr>(attr.getValue()).getValue().getSExtValue();
+  if (arg < 0 || arg >= static_cast<int64_t>(argTypes.size()))
+    return op->emitOpError()
+           << "result #" << resultIndex << " updates argument #" << arg
+           << ", but the function has " << argTypes.size() << " arguments";
+  if (!func.getArgAttr(arg, getParamAttrName()) &&
+      !func.getArgAttr(arg, getStateAttrName()))
+    return op->emitOpError()
+           << "result #" << resultIndex << " updates argument #" << arg
+           << ", which is neither a parameter nor optimizer state";
+  if (argTypes[arg] != type)
+    return op->emitOpError()
+           << "result #" << resultIndex << " of type " << type
+           << " updates argument #" << arg << " of type " << argTypes[arg]
+           << "; they must have the same type";
+  return success();
 }
 
 LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().strref();
-  if (isArgClassAttr(name))
+  if (isArgRoleAttr(name))
     return op->emitOpError() << "carries '" << name
                              << "' as an op attribute, but it is only valid "
                                 "on function arguments";
+  if (isResultRoleAttr(name))
+    return op->emitOpError() << "carries '" << name
+                             << "' as an op attribute, but it is only valid "
+                                "on function results";
   return op->emitOpError() << "has unknown nn attribute '" << name << "'";
 }

@@ -33,17 +33,26 @@ def NN_Dialect : Dialect {
     All ops are pure. Randomness (`nn.dropout`) is a deterministic function
     of an explicit seed.
 
-    Function arguments are classified with two unit attributes, checked by
-    the dialect:
+    Function arguments are classified by attributes, checked by the
+    dialect:
 
-    * `nn.param`: a trainable parameter (gradients and optimizer state are
-      created for it, and it persists across steps);
-    * `nn.data`: a per-step input (tokens, labels, loss weights).
+    * `nn.param` (unit): a trainable parameter (gradients and optimizer
+      state are created for it, and it persists across steps);
+    * `nn.data` (unit): a per-step input (tokens, labels, loss weights);
+    * `nn.state = <i>` (integer): optimizer state of the parameter at
+      argument `i` (which is marked `nn.param` and has this argument's type);
+    * `nn.step` (unit): the step counter, a 0-d `i64` tensor.
 
-    Either attribute must be a unit attribute on a tensor-typed argument of a
-    function (an op implementing `FunctionOpInterface`); an argument carries
-    at most one of them. Arguments with neither are plain inputs (for example
-    a step counter).
+    Each must be on an argument of a function (an op implementing
+    `FunctionOpInterface`), `nn.param`, `nn.data` and `nn.state` on a
+    tensor; an argument carries at most one of them. Arguments with none are
+    plain inputs.
+
+    Results of a training step (see `nn-training-step`) say what they are:
+
+    * `nn.loss` (unit): the loss, a 0-d float tensor;
+    * `nn.updates = <i>` (integer): the next step's value of argument `i`,
+      which is a parameter or optimizer state of the result's type.
 
     ```mlir
     func.func @step(%w: tensor<32x64xf32> {nn.param},
@@ -51,6 +60,10 @@ def NN_Dialect : Dialect {
       %y = nn.matmul %x, %w : tensor<8x32xf32>, tensor<32x64xf32>
       return %y : tensor<8x64xf32>
     }
+    func.func @train(%w: tensor<4xf32> {nn.param},
+                     %m: tensor<4xf32> {nn.state = 0 : i64})
+        -> (tensor<f32> {nn.loss}, tensor<4xf32> {nn.updates = 0 : i64},
+            tensor<4xf32> {nn.updates = 1 : i64})
     ```
   }];
   let useDefaultAttributePrinterParser = 1;
@@ -65,6 +78,24 @@ def NN_Dialect : Dialect {
     /// The unit attribute that marks a function argument as per-step data.
     static constexpr ::llvm::StringLiteral getDataAttrName() {
       return ::llvm::StringLiteral("nn.data");
+    }
+    /// The integer attribute that marks a function argument as optimizer
+    /// state of the parameter at the argument index it holds.
+    static constexpr ::llvm::StringLiteral getStateAttrName() {
+      return ::llvm::StringLiteral("nn.state");
+    }
+    /// The unit attribute that marks the step counter argument.
+    static constexpr ::llvm::StringLiteral getStepAttrName() {
+      return ::llvm::StringLiteral("nn.step");
+    }
+    /// The unit attribute that marks a function result as the loss.
+    static constexpr ::llvm::StringLiteral getLossAttrName() {
+      return ::llvm::StringLiteral("nn.loss");
+    }
+    /// The integer attribute that marks a function result as the next
+    /// step's value of the argument at the index it holds.
+    static constexpr ::llvm::StringLiteral getUpdatesAttrName() {
+      return ::llvm::StringLiteral("nn.updates");
     }
 
   private:

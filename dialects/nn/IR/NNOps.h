@@ -3,6 +3,7 @@
 #ifndef LOOM_DIALECTS_NN_IR_NNOPS_H
 #define LOOM_DIALECTS_NN_IR_NNOPS_H
 
+#include "dialects/Interfaces/GradientOpInterface.h"
 #include "dialects/nn/IR/NNDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

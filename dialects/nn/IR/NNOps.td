@@ -4,6 +4,10 @@
 // them, infers it (InferTypeOpInterface through `NN_InferredOp`), so the
 // custom assembly only spells operand types.
 //
+// Every forward op implements GradientOpInterface (NNGradients.cpp); its
+// description ends with what autodiff builds for it. The backward ops that
+// gradients need beyond the forward ops are in NNBackwardOps.td.
+//
 // Assembly conventions: attributes that determine the result shape (dims,
 // permutation, offsets, ...) and enumerations are keywords; numeric
 // hyper-parameters (epsilon, rates, learning rates) sit in the attribute
@@ -14,6 +18,7 @@
 #ifndef LOOM_NN_OPS
 #define LOOM_NN_OPS
 
+include "dialects/Interfaces/GradientOpInterface.td"
 include "dialects/nn/IR/NNAttrs.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -52,11 +57,41 @@ class NN_InferredOp<string mnemonic, list<Trait> traits = []>
     : NN_Op<mnemonic,
             !listconcat([Pure], traits, [NN_InferShape, InferTypeOpAdaptor])>;
 
+/// A forward op that builds its own gradient (see GradientOpInterface).
+def NN_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def NN_FillOp : NN_Op<"fill", [Pure, NN_Differentiable]> {
+  let summary = "A tensor with every element equal to one value";
+  let description = [{
+    Yields a tensor of the result type whose every element is `value`,
+    rounded to the element type. Gradients use it for seeds and for the
+    constants of their formulas; a 0-d fill broadcasts in every element-wise
+    op.
+
+    ```mlir
+    %one = nn.fill 1.0 : tensor<f32>
+    %zeros = nn.fill 0.0 : tensor<4x8xbf16>
+    ```
+
+    Constraints: the result has a static shape; `value` is not NaN.
+
+    Gradient: none (no operands).
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def NN_MatmulOp : NN_InferredOp<"matmul"> {
+def NN_MatmulOp : NN_InferredOp<"matmul", [NN_Differentiable]> {
   let summary = "Batched matrix product with broadcast batch dimensions";
   let description = [{
     Multiplies the matrices held in the last two dimensions of `lhs` and
@@ -76,6 +111,11 @@ def NN_MatmulOp : NN_InferredOp<"matmul"> {
     * both operands have rank at least 2 and the same element type;
     * the contracting dimensions (`K`) have the same size;
     * the batch dimensions are broadcast-compatible.
+
+    Gradient: with `A`, `B` the matrices as read and `dY` the result
+    gradient, `dA = dY B^T` and `dB = A^T dY`, built as `nn.matmul` with the
+    transpose flags that read the stored operands directly, then summed over
+    the batch dimensions an operand was broadcast along.
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
@@ -90,9 +130,9 @@ def NN_MatmulOp : NN_InferredOp<"matmul"> {
 // Element-wise binary ops
 //===----------------------------------------------------------------------===//
 
-class NN_BroadcastBinaryOp<string mnemonic, string formula,
+class NN_BroadcastBinaryOp<string mnemonic, string formula, string gradient,
                            list<Trait> traits = []>
-    : NN_InferredOp<mnemonic, traits> {
+    : NN_InferredOp<mnemonic, !listconcat(traits, [NN_Differentiable])> {
   let summary = "Element-wise `" # formula # "` with numpy broadcasting";
   let description = [{
     Computes `}] # formula # [{` element by element. The operand shapes
@@ -107,27 +147,41 @@ class NN_BroadcastBinaryOp<string mnemonic, string formula,
 
     Constraints: both operands have the same float element type and
     broadcast-compatible shapes.
+
+    Gradient (`dy` the result gradient): }] # gradient # [{ Each operand's
+    gradient is then summed over the dimensions it was broadcast along
+    (`nn.reduce sum`, then `nn.reshape` to the operand's shape).
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def NN_AddOp : NN_BroadcastBinaryOp<"add", "lhs + rhs", [Commutative]>;
-def NN_SubOp : NN_BroadcastBinaryOp<"sub", "lhs - rhs">;
-def NN_MulOp : NN_BroadcastBinaryOp<"mul", "lhs * rhs", [Commutative]>;
-def NN_DivOp : NN_BroadcastBinaryOp<"div", "lhs / rhs">;
-def NN_MinimumOp
-    : NN_BroadcastBinaryOp<"minimum", "min(lhs, rhs)", [Commutative]>;
-def NN_MaximumOp
-    : NN_BroadcastBinaryOp<"maximum", "max(lhs, rhs)", [Commutative]>;
+def NN_AddOp : NN_BroadcastBinaryOp<"add", "lhs + rhs",
+    "`dlhs = drhs = dy`.", [Commutative]>;
+def NN_SubOp : NN_BroadcastBinaryOp<"sub", "lhs - rhs",
+    "`dlhs = dy`, `drhs = -dy`.">;
+def NN_MulOp : NN_BroadcastBinaryOp<"mul", "lhs * rhs",
+    "`dlhs = dy * rhs`, `drhs = dy * lhs`.", [Commutative]>;
+def NN_DivOp : NN_BroadcastBinaryOp<"div", "lhs / rhs",
+    "`dlhs = dy / rhs`, `drhs = -(dy / rhs) * result`.">;
+def NN_MinimumOp : NN_BroadcastBinaryOp<"minimum", "min(lhs, rhs)",
+    "`dy` goes to the smaller operand; where `lhs == rhs` each operand "
+    "gets `dy / 2` (symmetric, as in PyTorch and JAX); where either is "
+    "NaN neither gets any.", [Commutative]>;
+def NN_MaximumOp : NN_BroadcastBinaryOp<"maximum", "max(lhs, rhs)",
+    "`dy` goes to the larger operand; where `lhs == rhs` each operand "
+    "gets `dy / 2` (symmetric, as in PyTorch and JAX); where either is "
+    "NaN neither gets any.", [Commutative]>;
 
 //===----------------------------------------------------------------------===//
 // Element-wise unary ops
 //===----------------------------------------------------------------------===//
 
-class NN_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
-    : NN_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+class NN_UnaryOp<string mnemonic, string formula, string gradient,
+                 list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits,
+                                  [NN_Differentiable])> {
   let summary = "Element-wise `" # formula # "`";
   let description = [{
     Computes `}] # formula # [{` element by element; the result has the
@@ -138,24 +192,30 @@ class NN_UnaryOp<string mnemonic, string formula, list<Trait> traits = []>
     ```
 
     Constraints: the operand is a float tensor.
+
+    Gradient (`dy` the result gradient, `y` the result): }] # gradient # [{
   }];
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def NN_NegOp : NN_UnaryOp<"neg", "-x">;
-def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)">;
-def NN_LogOp : NN_UnaryOp<"log", "log(x)">;
-def NN_SqrtOp : NN_UnaryOp<"sqrt", "sqrt(x)">;
-def NN_RsqrtOp : NN_UnaryOp<"rsqrt", "1 / sqrt(x)">;
-def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)">;
-def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
-def NN_SiluOp : NN_UnaryOp<"silu", "x * sigmoid(x)">;
-def NN_SinOp : NN_UnaryOp<"sin", "sin(x)">;
-def NN_CosOp : NN_UnaryOp<"cos", "cos(x)">;
+def NN_NegOp : NN_UnaryOp<"neg", "-x", "`dx = -dy`.">;
+def NN_ExpOp : NN_UnaryOp<"exp", "exp(x)", "`dx = dy * y`.">;
+def NN_LogOp : NN_UnaryOp<"log", "log(x)", "`dx = dy / x`.">;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "sqrt(x)", "`dx = (dy / y) * 0.5`.">;
+def NN_RsqrtOp : NN_UnaryOp<"rsqrt", "1 / sqrt(x)",
+    "`dx = dy * (y * y * y) * -0.5`.">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "tanh(x)", "`dx = dy * (1 - y * y)`.">;
+def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)",
+    "`dx = x > 0 ? dy : 0` (no gradient at `x = 0`, as in PyTorch).">;
+def NN_SiluOp : NN_UnaryOp<"silu", "x * sigmoid(x)",
+    "with `s = 1 / (1 + exp(-x))`, `dx = dy * (s + y * (1 - s))`.">;
+def NN_SinOp : NN_UnaryOp<"sin", "sin(x)", "`dx = dy * cos(x)`.">;
+def NN_CosOp : NN_UnaryOp<"cos", "cos(x)", "`dx = -(dy * sin(x))`.">;
 
-def NN_GeluOp : NN_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def NN_GeluOp : NN_Op<"gelu",
+    [Pure, SameOperandsAndResultType, NN_Differentiable]> {
   let summary = "Element-wise GELU, exact or with the tanh approximation";
   let description = [{
     Computes the Gaussian error linear unit `x * Phi(x)`, `Phi` the standard
@@ -170,6 +230,8 @@ def NN_GeluOp : NN_Op<"gelu", [Pure, SameOperandsAndResultType]> {
     ```
 
     Constraints: the operand is a float tensor.
+
+    Gradient: `nn.gelu_grad` with the same approximation.
   }];
   let arguments = (ins NN_FloatTensor:$input,
       DefaultValuedAttr<NN_GeluApproximationAttr,
@@ -184,7 +246,7 @@ def NN_GeluOp : NN_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 // Comparison, selection, clamping, casts
 //===----------------------------------------------------------------------===//
 
-def NN_CompareOp : NN_InferredOp<"compare"> {
+def NN_CompareOp : NN_InferredOp<"compare", [NN_Differentiable]> {
   let summary = "Element-wise comparison with numpy broadcasting";
   let description = [{
     Compares `lhs` and `rhs` element by element with `predicate` (`eq`, `ne`,
@@ -199,6 +261,8 @@ def NN_CompareOp : NN_InferredOp<"compare"> {
 
     Constraints: both operands have the same element type (float or integer)
     and broadcast-compatible shapes.
+
+    Gradient: none; the result is a predicate.
   }];
   let arguments = (ins NN_ComparePredicateAttr:$predicate,
                        NN_NumericTensor:$lhs, NN_NumericTensor:$rhs);
@@ -208,7 +272,7 @@ def NN_CompareOp : NN_InferredOp<"compare"> {
   }];
 }
 
-def NN_SelectOp : NN_InferredOp<"select"> {
+def NN_SelectOp : NN_InferredOp<"select", [NN_Differentiable]> {
   let summary = "Element-wise choice between two tensors";
   let description = [{
     Yields `true_value` where `condition` is true and `false_value`
@@ -222,6 +286,10 @@ def NN_SelectOp : NN_InferredOp<"select"> {
     Constraints: `condition` is an `i1` tensor; `true_value` and
     `false_value` have the same element type; the three shapes are
     broadcast-compatible.
+
+    Gradient: `dtrue = select(condition, dy, 0)` and
+    `dfalse = select(condition, 0, dy)`, each summed over the dimensions its
+    operand was broadcast along; none for `condition` or integer values.
   }];
   let arguments = (ins NN_BoolTensor:$condition, NN_NumericTensor:$true_value,
                        NN_NumericTensor:$false_value);
@@ -232,7 +300,8 @@ def NN_SelectOp : NN_InferredOp<"select"> {
   }];
 }
 
-def NN_ClampOp : NN_Op<"clamp", [Pure, SameOperandsAndResultType]> {
+def NN_ClampOp : NN_Op<"clamp",
+    [Pure, SameOperandsAndResultType, NN_Differentiable]> {
   let summary = "Element-wise clamp to a closed interval";
   let description = [{
     Computes `min(max(x, min), max)` element by element. The bounds are `f64`
@@ -244,6 +313,10 @@ def NN_ClampOp : NN_Op<"clamp", [Pure, SameOperandsAndResultType]> {
 
     Constraints: the operand is a float tensor; neither bound is NaN and
     `min <= max`.
+
+    Gradient: `dx = (x >= min and x <= max) ? dy : 0`; the bounds are
+    inclusive, so a value sitting on a bound keeps its gradient (as in
+    PyTorch), and NaN gets none.
   }];
   let arguments = (ins NN_FloatTensor:$input, F64Attr:$min, F64Attr:$max);
   let results = (outs NN_FloatTensor:$result);
@@ -251,7 +324,7 @@ def NN_ClampOp : NN_Op<"clamp", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def NN_CastOp : NN_Op<"cast", [Pure]> {
+def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
   let summary = "Element type conversion";
   let description = [{
     Converts every element to the result's element type. Float to float
@@ -265,6 +338,9 @@ def NN_CastOp : NN_Op<"cast", [Pure]> {
     ```
 
     Constraints: operand and result have the same shape.
+
+    Gradient: between float types, `dy` cast back to the operand's type;
+    none when either side is an integer or `i1` tensor.
   }];
   let arguments = (ins NN_AnyTensor:$input);
   let results = (outs NN_AnyTensor:$result);
@@ -276,7 +352,7 @@ def NN_CastOp : NN_Op<"cast", [Pure]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def NN_ReduceOp : NN_InferredOp<"reduce"> {
+def NN_ReduceOp : NN_InferredOp<"reduce", [NN_Differentiable]> {
   let summary = "Sum, mean or maximum over a set of dimensions";
   let description = [{
     Reduces `input` over the dimensions in `dims` with `kind` (`sum`, `mean`
@@ -293,6 +369,13 @@ def NN_ReduceOp : NN_InferredOp<"reduce"> {
 
     Constraints: `dims` is not empty; every entry is in `[0, rank)`; no entry
     is repeated.
+
+    Gradient (`dy` reshaped to keep the reduced dimensions as 1): `sum`
+    broadcasts `dy` back; `mean` broadcasts `dy / count`, `count` the number
+    of elements reduced into each result (the reduced dimensions must be
+    static); `max` splits `dy` evenly among the elements equal to the
+    maximum (`dx = x == y ? dy / n : 0`, `n` the number of such elements in
+    the reduced slice), as PyTorch's `amax` and JAX do.
   }];
   let arguments = (ins NN_ReduceKindAttr:$kind, NN_FloatTensor:$input,
                        DenseI64ArrayAttr:$dims, UnitAttr:$keep_dims);
@@ -307,7 +390,7 @@ def NN_ReduceOp : NN_InferredOp<"reduce"> {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def NN_BroadcastOp : NN_Op<"broadcast", [Pure]> {
+def NN_BroadcastOp : NN_Op<"broadcast", [Pure, NN_Differentiable]> {
   let summary = "Broadcast to a larger shape";
   let description = [{
     Replicates `input` to the result shape. Without `broadcast_dims` numpy
@@ -326,6 +409,9 @@ def NN_BroadcastOp : NN_Op<"broadcast", [Pure]> {
     rank; with `broadcast_dims`, it has one strictly increasing entry per
     input dimension, each in `[0, result rank)`; every mapped input
     dimension is 1 or equal to its result dimension.
+
+    Gradient: `dy` summed over the new dimensions and over the dimensions
+    that grew from 1, reshaped to the operand's shape.
   }];
   let arguments = (ins NN_AnyTensor:$input,
                        OptionalAttr<DenseI64ArrayAttr>:$broadcast_dims);
@@ -337,7 +423,7 @@ def NN_BroadcastOp : NN_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
+def NN_ReshapeOp : NN_Op<"reshape", [Pure, NN_Differentiable]> {
   let summary = "Reinterpret a tensor with another shape";
   let description = [{
     Yields the elements of `input`, in row-major order, laid out in the
@@ -349,6 +435,8 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
 
     Constraints: same element type; when both shapes are static they hold
     the same number of elements.
+
+    Gradient: `dy` reshaped to the operand's shape.
   }];
   let arguments = (ins NN_AnyTensor:$input);
   let results = (outs NN_AnyTensor:$result);
@@ -356,7 +444,7 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_TransposeOp : NN_InferredOp<"transpose"> {
+def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
   let summary = "Permute dimensions";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`.
@@ -367,6 +455,8 @@ def NN_TransposeOp : NN_InferredOp<"transpose"> {
     ```
 
     Constraints: `permutation` is a permutation of `[0, rank)`.
+
+    Gradient: `dy` transposed with the inverse permutation.
   }];
   let arguments = (ins NN_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs NN_AnyTensor:$result);
@@ -375,7 +465,7 @@ def NN_TransposeOp : NN_InferredOp<"transpose"> {
   }];
 }
 
-def NN_SliceOp : NN_InferredOp<"slice"> {
+def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable]> {
   let summary = "Static strided slice";
   let description = [{
     Result element `[i0, i1, ...]` is input element
@@ -391,6 +481,9 @@ def NN_SliceOp : NN_InferredOp<"slice"> {
     Constraints: one offset, size and stride per dimension; offsets and
     sizes are non-negative, strides positive; every index read is inside the
     input (checked for static dimensions).
+
+    Gradient: `nn.slice_grad` (zeros of the input's shape with `dy` at the
+    positions read).
   }];
   let arguments = (ins NN_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
                        DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
@@ -401,7 +494,7 @@ def NN_SliceOp : NN_InferredOp<"slice"> {
   }];
 }
 
-def NN_ConcatOp : NN_InferredOp<"concat"> {
+def NN_ConcatOp : NN_InferredOp<"concat", [NN_Differentiable]> {
   let summary = "Concatenate tensors along one dimension";
   let description = [{
     Joins `inputs` along dimension `dim`, in operand order.
@@ -413,13 +506,16 @@ def NN_ConcatOp : NN_InferredOp<"concat"> {
 
     Constraints: at least one input; all inputs have the same rank and
     element type; `dim` is in `[0, rank)`; all other dimensions match.
+
+    Gradient: each input gets its piece of `dy`, an `nn.slice` along `dim`
+    (static shapes only).
   }];
   let arguments = (ins Variadic<NN_AnyTensor>:$inputs, I64Attr:$dim);
   let results = (outs NN_AnyTensor:$result);
   let assemblyFormat = "$inputs `dim` `=` $dim attr-dict `:` type($inputs)";
 }
 
-def NN_GatherOp : NN_InferredOp<"gather"> {
+def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable]> {
   let summary = "Gather along one dimension with an index tensor";
   let description = [{
     Take-along-axis gather: `indices` has the rank of `input`, and
@@ -442,6 +538,9 @@ def NN_GatherOp : NN_InferredOp<"gather"> {
     ```
 
     Constraints: same rank; `dim` in `[0, rank)`; other dimensions equal.
+
+    Gradient: `nn.gather_grad` (a scatter-add of `dy` into zeros of the
+    input's shape); none for the indices.
   }];
   let arguments = (ins NN_AnyTensor:$input, NN_IntTensor:$indices,
                        I64Attr:$dim);
@@ -452,7 +551,7 @@ def NN_GatherOp : NN_InferredOp<"gather"> {
   }];
 }
 
-def NN_IotaOp : NN_Op<"iota", [Pure]> {
+def NN_IotaOp : NN_Op<"iota", [Pure, NN_Differentiable]> {
   let summary = "Indices along one dimension";
   let description = [{
     Element `[i0, ..., in]` of the result is `i(dim)`, converted to the
@@ -464,6 +563,8 @@ def NN_IotaOp : NN_Op<"iota", [Pure]> {
 
     Constraints: the result has rank at least 1 and `dim` is in
     `[0, rank)`.
+
+    Gradient: none (no operands).
   }];
   let arguments = (ins I64Attr:$dim);
   let results = (outs NN_NumericTensor:$result);
@@ -475,8 +576,8 @@ def NN_IotaOp : NN_Op<"iota", [Pure]> {
 // Softmax and normalisation
 //===----------------------------------------------------------------------===//
 
-class NN_SoftmaxBaseOp<string mnemonic, string formula>
-    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+class NN_SoftmaxBaseOp<string mnemonic, string formula, string gradient>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType, NN_Differentiable]> {
   let description = [{
     Computes `}] # formula # [{` over dimension `dim`, in a numerically
     stable way (the maximum along `dim` is subtracted first).
@@ -487,6 +588,9 @@ class NN_SoftmaxBaseOp<string mnemonic, string formula>
 
     Constraints: the operand is a float tensor of rank at least 1 and `dim`
     is in `[0, rank)`.
+
+    Gradient (`dy` the result gradient, `y` the result, sums along `dim`
+    with the dimension kept): }] # gradient # [{
   }];
   let arguments = (ins NN_FloatTensor:$input, I64Attr:$dim);
   let results = (outs NN_FloatTensor:$result);
@@ -495,17 +599,20 @@ class NN_SoftmaxBaseOp<string mnemonic, string formula>
 }
 
 def NN_SoftmaxOp
-    : NN_SoftmaxBaseOp<"softmax", "exp(x) / sum(exp(x))"> {
+    : NN_SoftmaxBaseOp<"softmax", "exp(x) / sum(exp(x))",
+                       "`dx = y * (dy - sum(dy * y))`."> {
   let summary = "Softmax along one dimension";
 }
 
 def NN_LogSoftmaxOp
-    : NN_SoftmaxBaseOp<"log_softmax", "x - log(sum(exp(x)))"> {
+    : NN_SoftmaxBaseOp<"log_softmax", "x - log(sum(exp(x)))",
+                       "`dx = dy - exp(y) * sum(dy)`."> {
   let summary = "Log-softmax along one dimension";
 }
 
 def NN_LayerNormOp
-    : NN_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
+    : NN_InferredOp<"layer_norm", [AttrSizedOperandSegments,
+                                   NN_Differentiable]> {
   let summary = "Layer normalisation over the trailing dimensions";
   let description = [{
     Normalises `input` over its last `normalized_dims` dimensions (default
@@ -527,6 +634,10 @@ def NN_LayerNormOp
     Constraints: `1 <= normalized_dims <= rank`; `scale` and `bias`, when
     present, have the normalised trailing shape and the input's element
     type; `epsilon > 0`.
+
+    Gradient: `dx` is `nn.layer_norm_grad`; with `xhat` this op without
+    scale and bias, `dscale = sum(dy * xhat)` and `dbias = sum(dy)`, the
+    sums over the leading (not normalised) dimensions.
   }];
   let arguments = (ins NN_FloatTensor:$input,
                        Optional<NN_FloatTensor>:$scale,
@@ -539,7 +650,7 @@ def NN_LayerNormOp
   }];
   }
 
-def NN_RmsNormOp : NN_InferredOp<"rms_norm"> {
+def NN_RmsNormOp : NN_InferredOp<"rms_norm", [NN_Differentiable]> {
   let summary = "Root-mean-square normalisation over the trailing dimensions";
   let description = [{
     Divides `input` by the root mean square of its last `normalized_dims`
@@ -556,6 +667,9 @@ def NN_RmsNormOp : NN_InferredOp<"rms_norm"> {
     Constraints: `1 <= normalized_dims <= rank`; `scale`, when present, has
     the normalised trailing shape and the input's element type;
     `epsilon > 0`.
+
+    Gradient: `dx` is `nn.rms_norm_grad`; with `xhat` this op without
+    scale, `dscale = sum(dy * xhat)` over the leading dimensions.
   }];
   let arguments = (ins NN_FloatTensor:$input,
                        Optional<NN_FloatTensor>:$scale,
@@ -571,7 +685,8 @@ def NN_RmsNormOp : NN_InferredOp<"rms_norm"> {
 // Transformer building blocks
 //===----------------------------------------------------------------------===//
 
-def NN_RopeOp : NN_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def NN_RopeOp : NN_Op<"rope",
+    [Pure, AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
   let summary = "Rotary position embedding";
   let description = [{
     Rotates pairs of features of `input`, laid out as
@@ -590,27 +705,36 @@ def NN_RopeOp : NN_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     y[i + d / 2] = x[i] * sin(a) + x[i + d/2] * cos(a)
     ```
 
-    `theta` defaults to 10000.
+    `theta` defaults to 10000. With `inverse` the rotation goes the other
+    way (`a` is replaced by `-a`): the inverse, and the transpose, of the
+    rotation.
 
     ```mlir
     %0 = nn.rope %q, %pos : tensor<8x16x4x8xf32>, tensor<8x16xi64>
+    %1 = nn.rope %dq, %pos inverse : tensor<8x16x4x8xf32>, tensor<8x16xi64>
     ```
 
     Constraints: `input` has rank at least 3 and an even `head_dim`;
     `positions` is an integer tensor of shape `[batch..., seq]`;
     `theta > 0`.
+
+    Gradient: the rotation is orthogonal, so `dx` is `dy` rotated the other
+    way: `nn.rope` of `dy` with the same positions and `theta` and
+    `inverse` toggled. None for the positions.
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_IntTensor:$positions,
-                       DefaultValuedAttr<F64Attr, "10000.0">:$theta);
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       UnitAttr:$inverse);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+    $input `,` $positions (`inverse` $inverse^)? attr-dict `:` type($input)
+    `,` type($positions)
   }];
   let hasVerifier = 1;
 }
 
 def NN_DropoutOp : NN_Op<"dropout",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
   let summary = "Inverted dropout with an explicit seed";
   let description = [{
     Zeroes each element with probability `rate` and scales the others by
@@ -639,6 +763,9 @@ def NN_DropoutOp : NN_Op<"dropout",
     ```
 
     Constraints: `0 <= rate < 1`.
+
+    Gradient: `nn.dropout` of `dy` with the same `seed`, `offset` and
+    `rate`, hence the same mask and scale; none for the offset.
   }];
   let arguments = (ins NN_FloatTensor:$input, Optional<NN_I64Scalar>:$offset,
                        F64Attr:$rate, I64Attr:$seed);
@@ -649,7 +776,7 @@ def NN_DropoutOp : NN_Op<"dropout",
   let hasVerifier = 1;
 }
 
-def NN_EmbeddingOp : NN_InferredOp<"embedding"> {
+def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
   let summary = "Look up rows of an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`. The result shape is the shape
@@ -663,6 +790,11 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding"> {
 
     Constraints: `table` has rank 2 (`[vocab, width]`); `ids` is an integer
     tensor.
+
+    Gradient: a scatter-add of `dy` into the rows named by `ids`,
+    `dtable[ids[i...], :] += dy[i..., :]`, built as `nn.gather_grad` along
+    dimension 0 of `dy` reshaped to `[tokens, width]` with `ids` broadcast to
+    the same shape; none for the ids.
   }];
   let arguments = (ins NN_FloatTensor:$table, NN_IntTensor:$ids);
   let results = (outs NN_FloatTensor:$result);
@@ -671,7 +803,8 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding"> {
   }];
 }
 
-def NN_AttentionOp : NN_InferredOp<"attention", [AttrSizedOperandSegments]> {
+def NN_AttentionOp : NN_InferredOp<"attention",
+    [AttrSizedOperandSegments, NN_Differentiable]> {
   let summary = "Scaled dot-product attention with causal or tree masks";
   let description = [{
     Multi-head attention on `[batch, seq, heads, head_dim]` tensors:
@@ -718,6 +851,9 @@ def NN_AttentionOp : NN_InferredOp<"attention", [AttrSizedOperandSegments]> {
     the key/value heads; `subtree_end` is present iff `mask = tree`;
     `positions` needs a causal or tree mask; without `positions`, masked
     attention needs `seq_q == seq_k`; `scale > 0`.
+
+    Gradient: `nn.attention_grad` (dq, dk, dv) with the same mask,
+    positions and scale; none for `subtree_end` and `positions`.
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value,
@@ -733,7 +869,8 @@ def NN_AttentionOp : NN_InferredOp<"attention", [AttrSizedOperandSegments]> {
 }
 
 def NN_CrossEntropyOp
-    : NN_InferredOp<"cross_entropy", [AttrSizedOperandSegments]> {
+    : NN_InferredOp<"cross_entropy", [AttrSizedOperandSegments,
+                                      NN_Differentiable]> {
   let summary = "Weighted softmax cross-entropy, normalised explicitly";
   let description = [{
     For logits `[N..., vocab]` and integer labels `[N...]`:
@@ -765,6 +902,11 @@ def NN_CrossEntropyOp
     Constraints: logits have rank at least 1; labels have the logits' shape
     without the last dimension, and so do weights; exactly one normaliser,
     a positive attribute or a 0-d operand of the logits' element type.
+
+    Gradient (`dy` the 0-d result gradient, `N` the normaliser, `l[n]` the
+    per-token loss `-log_softmax(logits[n, :])[labels[n]]`):
+    `dlogits` is `nn.cross_entropy_grad`; `dweights[n] = dy * l[n] / N`;
+    `dnormalizer = -(dy * result) / N`; none for the labels.
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$labels,
                        Optional<NN_FloatTensor>:$weights,
@@ -865,5 +1007,7 @@ def NN_AdamWUpdateOp : NN_Op<"adamw_update", [Pure,
   }];
   let hasVerifier = 1;
 }
+
+include "dialects/nn/IR/NNBackwardOps.td"
 
 #endif // LOOM_NN_OPS

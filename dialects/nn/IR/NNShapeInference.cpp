@@ -149,17 +149,6 @@ LogicalResult shapes::broadcastShapes(ArrayRef<NamedShape> shapes,
   return success();
 }
 
-/// The attribute `name` of the op being inferred. While an op is parsed, the
-/// attributes written in its attribute dictionary are not yet in the
-/// properties the adaptor reads, so this falls back to the dictionary.
-template <typename AttrT>
-static AttrT lookupAttr(AttrT fromProperties, DictionaryAttr attrs,
-                        StringRef name) {
-  if (fromProperties || !attrs)
-    return fromProperties;
-  return dyn_cast_or_null<AttrT>(attrs.get(name));
-}
-
 /// Appends the ranked tensor types of `values` to `types`; fails, after
 /// reporting it as `operand #i`, on the first value that has another type.
 static LogicalResult getRankedOperands(ArrayRef<Value> values,
@@ -392,9 +381,16 @@ LogicalResult SliceOp::inferShape(Adaptor adaptor,
       lookupAttr(adaptor.getStridesAttr(), attrs, "strides");
   if (!offsetsAttr || !sizesAttr || !stridesAttr)
     return diag("requires 'offsets', 'sizes' and 'strides' attributes");
-  ArrayRef<int64_t> offsets = offsetsAttr.asArrayRef();
-  ArrayRef<int64_t> sizes = sizesAttr.asArrayRef();
-  ArrayRef<int64_t> strides = stridesAttr.asArrayRef();
+  return inferSlice(input, offsetsAttr.asArrayRef(), sizesAttr.asArrayRef(),
+                    stridesAttr.asArrayRef(), resultTypes, diag);
+}
+
+LogicalResult shapes::inferSlice(RankedTensorType input,
+                                 ArrayRef<int64_t> offsets,
+                                 ArrayRef<int64_t> sizes,
+                                 ArrayRef<int64_t> strides,
+                                 SmallVectorImpl<Type> &resultTypes,
+                                 const ShapeDiag &diag) {
   int64_t rank = input.getRank();
   if (static_cast<int64_t>(offsets.size()) != rank ||
       static_cast<int64_t>(sizes.size()) != rank ||
@@ -502,16 +498,21 @@ LogicalResult GatherOp::inferShape(Adaptor adaptor,
   if (failed(getRankedOperands({adaptor.getInput(), adaptor.getIndices()},
                                types, diag)))
     return failure();
-  RankedTensorType input = types[0], indices = types[1];
-  int64_t rank = input.getRank();
-  if (indices.getRank() != rank)
-    return diag("operand #1 (indices) has rank ", indices.getRank(),
-                " but operand #0 has rank ", rank, "; they must be equal");
   IntegerAttr dimAttr =
       lookupAttr(adaptor.getDimAttr(), adaptor.getAttributes(), "dim");
   if (!dimAttr)
     return diag("requires a 'dim' attribute");
-  int64_t dim = dimAttr.getInt();
+  return inferGather(types[0], types[1], dimAttr.getInt(), resultTypes, diag);
+}
+
+LogicalResult shapes::inferGather(RankedTensorType input,
+                                  RankedTensorType indices, int64_t dim,
+                                  SmallVectorImpl<Type> &resultTypes,
+                                  const ShapeDiag &diag) {
+  int64_t rank = input.getRank();
+  if (indices.getRank() != rank)
+    return diag("operand #1 (indices) has rank ", indices.getRank(),
+                " but operand #0 has rank ", rank, "; they must be equal");
   if (failed(checkDimInRange(dim, rank, "dim", diag)))
     return failure();
   for (int64_t d = 0; d < rank; ++d) {
@@ -532,12 +533,11 @@ LogicalResult GatherOp::inferShape(Adaptor adaptor,
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-/// Shared by layer_norm and rms_norm: `scaleAndBias` are the optional
-/// operands with their names (null values are absent).
-static LogicalResult
-inferNorm(Value inputValue, ArrayRef<std::pair<Value, StringRef>> scaleAndBias,
-          IntegerAttr normalizedDimsAttr, FloatAttr epsilonAttr,
-          SmallVectorImpl<Type> &resultTypes, const ShapeDiag &diag) {
+LogicalResult
+shapes::inferNorm(Value inputValue,
+                  ArrayRef<std::pair<Value, StringRef>> scaleAndBias,
+                  IntegerAttr normalizedDimsAttr, FloatAttr epsilonAttr,
+                  SmallVectorImpl<Type> &resultTypes, const ShapeDiag &diag) {
   RankedTensorType input =
       getRankedTensor(inputValue.getType(), "operand #0", diag);
   if (!input)
@@ -616,16 +616,29 @@ LogicalResult EmbeddingOp::inferShape(Adaptor adaptor,
 LogicalResult AttentionOp::inferShape(Adaptor adaptor,
                                       SmallVectorImpl<Type> &resultTypes,
                                       const ShapeDiag &diag) {
+  DictionaryAttr attrs = adaptor.getAttributes();
+  return inferAttention(
+      adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+      adaptor.getSubtreeEnd(), adaptor.getPositions(),
+      lookupAttr(adaptor.getMaskAttr(), attrs, "mask"),
+      lookupAttr(adaptor.getScaleAttr(), attrs, "scale"), resultTypes, diag);
+}
+
+LogicalResult shapes::inferAttention(Value queryValue, Value keyValue,
+                                     Value valueValue, Value subtreeEnd,
+                                     Value positions, MaskKindAttr maskAttr,
+                                     FloatAttr scale,
+                                     SmallVectorImpl<Type> &resultTypes,
+                                     const ShapeDiag &diag) {
   RankedTensorType query =
-      getRankedTensor(adaptor.getQuery().getType(), "query", diag);
+      getRankedTensor(queryValue.getType(), "query", diag);
   if (!query)
     return failure();
-  RankedTensorType key =
-      getRankedTensor(adaptor.getKey().getType(), "key", diag);
+  RankedTensorType key = getRankedTensor(keyValue.getType(), "key", diag);
   if (!key)
     return failure();
   RankedTensorType value =
-      getRankedTensor(adaptor.getValue().getType(), "value", diag);
+      getRankedTensor(valueValue.getType(), "value", diag);
   if (!value)
     return failure();
   for (auto [type, name] : {std::pair(query, "query"), std::pair(key, "key"),
@@ -662,12 +675,9 @@ LogicalResult AttentionOp::inferShape(Adaptor adaptor,
     return diag("query heads ", heads,
                 " are not a multiple of the key/value heads ", kvHeads);
 
-  MaskKindAttr maskAttr =
-      lookupAttr(adaptor.getMaskAttr(), adaptor.getAttributes(), "mask");
   if (!maskAttr)
     return diag("requires a 'mask' attribute");
   MaskKind mask = maskAttr.getValue();
-  Value subtreeEnd = adaptor.getSubtreeEnd();
   if (mask == MaskKind::Tree && !subtreeEnd)
     return diag("mask kind 'tree' requires a subtree_end operand");
   if (mask != MaskKind::Tree && subtreeEnd)
@@ -681,7 +691,7 @@ LogicalResult AttentionOp::inferShape(Adaptor adaptor,
                                  "[batch, key sequence length]", diag)))
       return failure();
   }
-  if (Value positions = adaptor.getPositions()) {
+  if (positions) {
     if (mask == MaskKind::None)
       return diag("positions need a causal or tree mask, got mask kind "
                   "'none'");
@@ -697,8 +707,7 @@ LogicalResult AttentionOp::inferShape(Adaptor adaptor,
                 "lengths, got ",
                 q[1], " and ", k[1]);
   }
-  if (FloatAttr scale =
-          lookupAttr(adaptor.getScaleAttr(), adaptor.getAttributes(), "scale"))
+  if (scale)
     if (failed(checkRange(scale.getValueAsDouble(), "scale", 0.0,
                           /*lowerOpen=*/true, std::nullopt, false, diag)))
       return failure();
@@ -711,12 +720,26 @@ LogicalResult AttentionOp::inferShape(Adaptor adaptor,
 LogicalResult CrossEntropyOp::inferShape(Adaptor adaptor,
                                          SmallVectorImpl<Type> &resultTypes,
                                          const ShapeDiag &diag) {
+  return inferCrossEntropy(
+      adaptor.getLogits(), adaptor.getLabels(), adaptor.getWeights(),
+      adaptor.getNormalizerValue(),
+      lookupAttr(adaptor.getNormalizerAttr(), adaptor.getAttributes(),
+                 "normalizer"),
+      resultTypes, diag);
+}
+
+LogicalResult shapes::inferCrossEntropy(Value logitsValue, Value labelsValue,
+                                        Value weightsValue,
+                                        Value normalizerValue,
+                                        FloatAttr normalizerAttr,
+                                        SmallVectorImpl<Type> &resultTypes,
+                                        const ShapeDiag &diag) {
   RankedTensorType logits =
-      getRankedTensor(adaptor.getLogits().getType(), "logits", diag);
+      getRankedTensor(logitsValue.getType(), "logits", diag);
   if (!logits)
     return failure();
   RankedTensorType labels =
-      getRankedTensor(adaptor.getLabels().getType(), "labels", diag);
+      getRankedTensor(labelsValue.getType(), "labels", diag);
   if (!labels)
     return failure();
   if (logits.getRank() < 1)
@@ -727,7 +750,7 @@ LogicalResult CrossEntropyOp::inferShape(Adaptor adaptor,
                                "dimension",
                                diag)))
     return failure();
-  if (Value weightsValue = adaptor.getWeights()) {
+  if (weightsValue) {
     RankedTensorType weights =
         getRankedTensor(weightsValue.getType(), "weights", diag);
     if (!weights ||
@@ -739,9 +762,6 @@ LogicalResult CrossEntropyOp::inferShape(Adaptor adaptor,
                                  diag)))
       return failure();
   }
-  FloatAttr normalizerAttr = lookupAttr(adaptor.getNormalizerAttr(),
-                                        adaptor.getAttributes(), "normalizer");
-  Value normalizerValue = adaptor.getNormalizerValue();
   if (normalizerAttr && normalizerValue)
     return diag("takes the normalizer either as the 'normalizer' attribute or "
                 "as an operand, not both");

@@ -87,6 +87,60 @@ mlir::LogicalResult broadcastShapes(llvm::ArrayRef<NamedShape> shapes,
                                     llvm::SmallVectorImpl<int64_t> &result,
                                     const ShapeDiag &diag);
 
+/// The attribute `name` of the op being inferred. While an op is parsed, the
+/// attributes written in its attribute dictionary are not yet in the
+/// properties the adaptor reads, so this falls back to the dictionary.
+template <typename AttrT>
+AttrT lookupAttr(AttrT fromProperties, mlir::DictionaryAttr attrs,
+                 llvm::StringRef name) {
+  if (fromProperties || !attrs)
+    return fromProperties;
+  return llvm::dyn_cast_or_null<AttrT>(attrs.get(name));
+}
+
+// The checks and result types of the forward ops that their backward ops
+// share, so that a backward op accepts exactly what its forward op does.
+
+/// nn.slice of `input`: the result type.
+mlir::LogicalResult inferSlice(mlir::RankedTensorType input,
+                               llvm::ArrayRef<int64_t> offsets,
+                               llvm::ArrayRef<int64_t> sizes,
+                               llvm::ArrayRef<int64_t> strides,
+                               llvm::SmallVectorImpl<mlir::Type> &resultTypes,
+                               const ShapeDiag &diag);
+
+/// nn.gather of `input` with `indices` along `dim`: the result type.
+mlir::LogicalResult inferGather(mlir::RankedTensorType input,
+                                mlir::RankedTensorType indices, int64_t dim,
+                                llvm::SmallVectorImpl<mlir::Type> &resultTypes,
+                                const ShapeDiag &diag);
+
+/// nn.layer_norm and nn.rms_norm: `scaleAndBias` are the optional operands
+/// with their names (null values are absent); absent attributes take their
+/// defaults.
+mlir::LogicalResult
+inferNorm(mlir::Value input,
+          llvm::ArrayRef<std::pair<mlir::Value, llvm::StringRef>> scaleAndBias,
+          mlir::IntegerAttr normalizedDims, mlir::FloatAttr epsilon,
+          llvm::SmallVectorImpl<mlir::Type> &resultTypes,
+          const ShapeDiag &diag);
+
+/// nn.attention: the result type. `subtreeEnd` and `positions` may be null.
+mlir::LogicalResult
+inferAttention(mlir::Value query, mlir::Value key, mlir::Value value,
+               mlir::Value subtreeEnd, mlir::Value positions,
+               MaskKindAttr mask, mlir::FloatAttr scale,
+               llvm::SmallVectorImpl<mlir::Type> &resultTypes,
+               const ShapeDiag &diag);
+
+/// nn.cross_entropy: the (0-d) result type. `weights` and `normalizerValue`
+/// may be null.
+mlir::LogicalResult
+inferCrossEntropy(mlir::Value logits, mlir::Value labels, mlir::Value weights,
+                  mlir::Value normalizerValue, mlir::FloatAttr normalizerAttr,
+                  llvm::SmallVectorImpl<mlir::Type> &resultTypes,
+                  const ShapeDiag &diag);
+
 } // namespace loom::nn::shapes
 
 #endif // LOOM_DIALECTS_NN_IR_NNSHAPEUTILS_H

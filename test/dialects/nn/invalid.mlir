@@ -486,7 +486,7 @@ func.func @param_scalar(%w: tensor<4xf32> {nn.param}, %lr: f32 {nn.param}) {
 // -----
 
 // An argument is a parameter or data, not both.
-// expected-error @+1 {{'func.func' op argument #0 is marked both 'nn.param' and 'nn.data'; an argument is a parameter or data, not both}}
+// expected-error @+1 {{'func.func' op argument #0 is marked both 'nn.param' and 'nn.data'; an argument has one role (parameter, data, optimizer state or step counter) at most}}
 func.func @param_and_data(%w: tensor<4xf32> {nn.param, nn.data}) {
   return
 }
@@ -510,7 +510,7 @@ func.func @param_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.param}) {
 // -----
 
 // Unknown nn argument attributes are rejected.
-// expected-error @+1 {{'func.func' op has unknown nn argument attribute 'nn.weight' on argument #0 (expected 'nn.param' or 'nn.data')}}
+// expected-error @+1 {{'func.func' op has unknown nn argument attribute 'nn.weight' on argument #0 (expected 'nn.param', 'nn.data', 'nn.state' or 'nn.step')}}
 func.func @unknown_arg_attr(%x: tensor<4xf32> {nn.weight}) {
   return
 }
