@@ -8,6 +8,7 @@
 #ifndef LOOM_DIALECTS_INITALLDIALECTS_H
 #define LOOM_DIALECTS_INITALLDIALECTS_H
 
+#include "dialects/hspmd/Extensions/GradientOpInterfaceImpl.h"
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
 
@@ -20,12 +21,14 @@
 namespace loom {
 
 /// Adds Loom's dialects and the upstream dialects Loom programs use to
-/// `registry`. The upstream `shard` dialect is registered for interop only;
-/// none of its passes are.
+/// `registry`, with the interfaces Loom attaches to them from outside (the
+/// gradients of `hspmd` ops). The upstream `shard` dialect is registered for
+/// interop only; none of its passes are.
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<hspmd::HSPMDDialect, nn::NNDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::shard::ShardDialect,
                   mlir::tensor::TensorDialect>();
+  hspmd::registerGradientOpInterfaceExternalModels(registry);
 }
 
 } // namespace loom

@@ -288,3 +288,143 @@ bool loom::hspmd::areEquivalent(UnionAttr lhs, UnionAttr rhs,
   }
   return true;
 }
+
+//===----------------------------------------------------------------------===//
+// Duality
+//===----------------------------------------------------------------------===//
+
+DistStatesAttr loom::hspmd::getGradientStates(
+    DistStatesAttr states, function_ref<InFlightDiagnostic()> emitError) {
+  SmallVector<Axis> axes;
+  for (const Axis &axis : states.getAxes()) {
+    switch (axis.kind) {
+    case AxisKind::Split:
+      axes.push_back(axis);
+      break;
+    case AxisKind::Duplicate:
+      axes.push_back(Axis::partial(axis.degree, ReductionKind::Sum));
+      break;
+    case AxisKind::Partial:
+      if (axis.reduction != ReductionKind::Sum) {
+        if (emitError)
+          emitError() << "axis " << axis.str()
+                      << " has no dual: only a pending sum (P(sum)) turns "
+                         "into a duplicate in the gradient";
+        return {};
+      }
+      axes.push_back(Axis::duplicate(axis.degree));
+      break;
+    }
+  }
+  return DistStatesAttr::get(states.getContext(), axes);
+}
+
+UnionAttr
+loom::hspmd::getGradientLayout(UnionAttr layout,
+                               function_ref<InFlightDiagnostic()> emitError) {
+  MLIRContext *context = layout.getContext();
+  SmallVector<DistStatesAttr> states;
+  for (DistStatesAttr member : layout.getStates()) {
+    DistStatesAttr dual = getGradientStates(member, emitError);
+    if (!dual)
+      return {};
+    states.push_back(dual);
+  }
+
+  UnionRelation relation = layout.getRelation();
+  ReductionKind reduction = ReductionKind::Sum;
+  SmallVector<int64_t> shares(layout.getShares());
+  bool explicitSizes = layout.getExplicitSizes();
+  bool severalGroups = layout.getNumGroups() > 1;
+  switch (layout.getRelation()) {
+  case UnionRelation::Split: {
+    // Members of a split union agree on the pending reduction: where one
+    // member's gradient is a partial sum, the others hold theirs as a
+    // degree-1 partial sum.
+    bool anyPartial = llvm::any_of(states, [](DistStatesAttr member) {
+      return member.getPartialKind().has_value();
+    });
+    if (anyPartial)
+      for (DistStatesAttr &member : states)
+        if (!member.getPartialKind()) {
+          SmallVector<Axis> axes(member.getAxes());
+          axes.push_back(Axis::partial(1, ReductionKind::Sum));
+          member = DistStatesAttr::get(context, axes);
+        }
+    break;
+  }
+  case UnionRelation::Replicated:
+    // Every group uses the whole value: each holds a part of the gradient.
+    if (severalGroups)
+      relation = UnionRelation::Partial;
+    break;
+  case UnionRelation::Partial:
+    if (layout.getReduction() != ReductionKind::Sum) {
+      if (emitError)
+        emitError() << "a partial(" << stringifyReductionKind(layout.getReduction())
+                    << ") union has no dual: only a pending sum across groups "
+                       "turns into a replicated gradient";
+      return {};
+    }
+    relation = UnionRelation::Replicated;
+    shares.clear();
+    // Replicated groups hold complete values, so a member that duplicated
+    // its contribution (and now holds a partial sum of the gradient) has no
+    // place in the dual.
+    if (severalGroups)
+      for (auto [i, member] : llvm::enumerate(states))
+        if (member.getPartialKind() && member.getPartialDegree() > 1) {
+          if (emitError)
+            emitError() << "union member " << i
+                        << " duplicates its contribution to a partial(sum) "
+                           "union, so its gradient would be a partial sum "
+                           "inside a replicated union, which has no layout";
+          return {};
+        }
+    break;
+  }
+  if (relation == UnionRelation::Replicated && severalGroups)
+    for (DistStatesAttr &member : states)
+      if (member.getPartialKind()) {
+        // Only degree-1 partial axes are left here; drop them.
+        SmallVector<Axis> axes;
+        for (const Axis &axis : member.getAxes())
+          if (!axis.isPartial())
+            axes.push_back(axis);
+        member = DistStatesAttr::get(context, axes);
+      }
+  return UnionAttr::get(context, relation, layout.getSplitDim(), reduction,
+                        shares, explicitSizes, layout.getGroups(), states);
+}
+
+StrategySetAttr
+loom::hspmd::getGradientLayout(StrategySetAttr layouts,
+                               function_ref<InFlightDiagnostic()> emitError) {
+  SmallVector<UnionAttr> duals;
+  for (auto [name, layout] :
+       llvm::zip_equal(layouts.getNames(), layouts.getLayouts())) {
+    auto withStrategy = [&, name = name]() {
+      InFlightDiagnostic diag = emitError();
+      diag << "strategy '" << name.getValue() << "': ";
+      return diag;
+    };
+    UnionAttr dual = getGradientLayout(
+        layout, emitError ? function_ref<InFlightDiagnostic()>(withStrategy)
+                          : function_ref<InFlightDiagnostic()>());
+    if (!dual)
+      return {};
+    duals.push_back(dual);
+  }
+  return StrategySetAttr::get(layouts.getContext(), layouts.getNames(), duals,
+                              layouts.getOptimizerIndex());
+}
+
+Attribute
+loom::hspmd::getGradientLayout(Attribute layout,
+                               function_ref<InFlightDiagnostic()> emitError) {
+  if (auto layoutUnion = dyn_cast<UnionAttr>(layout))
+    return getGradientLayout(layoutUnion, emitError);
+  if (auto set = dyn_cast<StrategySetAttr>(layout))
+    return getGradientLayout(set, emitError);
+  return {};
+}

@@ -77,6 +77,51 @@ bool areEquivalent(UnionAttr lhs, UnionAttr rhs, llvm::ArrayRef<int64_t> shape);
 /// Whether the two layouts span exactly the same set of devices.
 bool haveSameDevices(UnionAttr lhs, UnionAttr rhs);
 
+//===----------------------------------------------------------------------===//
+// Duality: the layout of a gradient
+//===----------------------------------------------------------------------===//
+//
+// Reverse-mode differentiation turns a copy into a sum: where a value is
+// duplicated on n devices, each device's use of it contributes a piece of
+// its gradient, so the gradient is a partial sum over those n devices; and
+// where a value is a pending sum, every contribution gets the whole
+// gradient, so the gradient is duplicated. Splits are linear and stay. The
+// dual layout is the layout the gradient naturally has:
+//
+//   S<d>:n -> S<d>:n      D:n -> P(sum):n      P(sum):n -> D:n
+//   union split(d) (same shares)    -> split(d)
+//   union replicated (several groups) -> partial(sum) (no shares)
+//   union partial(sum)              -> replicated
+//
+// each member's states dualised axis by axis, in place (the device order is
+// kept). Pending reductions other than a sum have no dual. The dual of the
+// dual is the original, up to degree-1 partial axes that a split union adds
+// so that its members agree on the pending reduction.
+
+/// The dual of distributed states, or null (after reporting through
+/// `emitError` when given) when they hold a reduction other than a sum.
+DistStatesAttr getGradientStates(
+    DistStatesAttr states,
+    llvm::function_ref<mlir::InFlightDiagnostic()> emitError = nullptr);
+
+/// The layout of the gradient of a value laid out as `layout`, or null
+/// (after reporting through `emitError` when given) when it has none.
+UnionAttr getGradientLayout(
+    UnionAttr layout,
+    llvm::function_ref<mlir::InFlightDiagnostic()> emitError = nullptr);
+
+/// The dual of every strategy of a strategy set (names and the optimizer
+/// strategy unchanged), or null when one has none.
+StrategySetAttr getGradientLayout(
+    StrategySetAttr layouts,
+    llvm::function_ref<mlir::InFlightDiagnostic()> emitError = nullptr);
+
+/// The dual of a union or a strategy set given as an attribute; null for
+/// anything else or when there is none.
+mlir::Attribute getGradientLayout(
+    mlir::Attribute layout,
+    llvm::function_ref<mlir::InFlightDiagnostic()> emitError = nullptr);
+
 } // namespace loom::hspmd
 
 #endif // LOOM_DIALECTS_HSPMD_IR_HSPMDLAYOUT_H
