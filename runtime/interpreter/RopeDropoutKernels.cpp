@@ -85,6 +85,11 @@ LogicalResult dropoutKernel(nn::DropoutOp op, KernelCall &call) {
     key += static_cast<uint64_t>(offset->data<int64_t>()[0]);
   }
   double rate = op.getRate().convertToDouble();
+  // The scale is rounded to the element type (bf16 too, although the kernel
+  // computes in f32).
+  double scaleValue = 1.0 / (1.0 - rate);
+  if (op.getType().getElementType().isBF16())
+    scaleValue = bf16ToFloat(doubleToBf16(scaleValue));
   return dispatchFloat(call, input.getKind(), [&](auto tag) -> LogicalResult {
     using T = decltype(tag);
     Tensor *out = call.addResult(input.getKind(), input.getShape());
@@ -92,7 +97,7 @@ LogicalResult dropoutKernel(nn::DropoutOp op, KernelCall &call) {
       return failure();
     const T *x = input.data<T>();
     T *y = out->data<T>();
-    T scale = static_cast<T>(1.0 / (1.0 - rate));
+    T scale = static_cast<T>(scaleValue);
     for (int64_t i = 0, e = input.getNumElements(); i < e; ++i) {
       double u = toUnitInterval(splitmix64(key, static_cast<uint64_t>(i)));
       y[i] = u < rate ? T(0) : x[i] * scale;

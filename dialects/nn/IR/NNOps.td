@@ -138,7 +138,8 @@ class NN_BroadcastBinaryOp<string mnemonic, string formula, string gradient,
     Computes `}] # formula # [{` element by element. The operand shapes
     broadcast with numpy rules: they are aligned at their last dimension, a
     missing leading dimension counts as 1, and each pair of dimensions must
-    be equal or contain a 1; the result takes the larger size.
+    be equal or contain a 1; the result takes the larger size. A NaN in
+    either operand gives NaN (`minimum` and `maximum` included, as numpy's).
 
     ```mlir
     %0 = nn.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
@@ -185,7 +186,7 @@ class NN_UnaryOp<string mnemonic, string formula, string gradient,
   let summary = "Element-wise `" # formula # "`";
   let description = [{
     Computes `}] # formula # [{` element by element; the result has the
-    operand's type.
+    operand's type. A NaN gives NaN (`relu` included).
 
     ```mlir
     %0 = nn.}] # mnemonic # [{ %x : tensor<4x8xf32>
@@ -305,7 +306,7 @@ def NN_ClampOp : NN_Op<"clamp",
   let summary = "Element-wise clamp to a closed interval";
   let description = [{
     Computes `min(max(x, min), max)` element by element. The bounds are `f64`
-    attributes, rounded to the element type.
+    attributes, rounded to the element type. A NaN stays NaN.
 
     ```mlir
     %0 = nn.clamp %x {max = 6.0 : f64, min = 0.0 : f64} : tensor<4x8xf32>
@@ -330,8 +331,9 @@ def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
     Converts every element to the result's element type. Float to float
     rounds to nearest even; float to integer truncates toward zero
     (saturating at the integer range, NaN becomes 0); integer to float rounds
-    to nearest; `i1` converts to 0 or 1 and a non-zero value converts to
-    `true`.
+    to nearest; integer to integer sign-extends, or keeps the low bits when
+    narrowing (as `arith.trunci`); `i1` converts to 0 or 1 and a non-zero
+    value (NaN included) converts to `true`.
 
     ```mlir
     %0 = nn.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
@@ -358,7 +360,8 @@ def NN_ReduceOp : NN_InferredOp<"reduce", [NN_Differentiable]> {
     Reduces `input` over the dimensions in `dims` with `kind` (`sum`, `mean`
     or `max`). Without `keep_dims` the reduced dimensions disappear from the
     result; with it they stay with size 1. The order of `dims` does not
-    matter.
+    matter. `max` propagates NaN. Over zero elements `sum` gives 0, `mean`
+    NaN and `max` -inf.
 
     ```mlir
     %0 = nn.reduce sum %x dims = [1] : tensor<4x8xf32>
@@ -737,8 +740,9 @@ def NN_DropoutOp : NN_Op<"dropout",
     [Pure, AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
   let summary = "Inverted dropout with an explicit seed";
   let description = [{
-    Zeroes each element with probability `rate` and scales the others by
-    `1 / (1 - rate)`. The mask is a pure function of the key
+    Zeroes each element with probability `rate` and multiplies the others
+    by `1 / (1 - rate)`, computed in f64 and rounded to the element type.
+    The mask is a pure function of the key
     `k = seed + offset` (mod 2^64; `offset` is the optional 0-d `i64`
     operand, 0 when absent, e.g. the step counter) and of the element's
     row-major linear index `i`: with the splitmix64 finaliser
@@ -888,7 +892,10 @@ def NN_CrossEntropyOp
     token count of the full batch) or as the 0-d operand after the
     `normalizer` keyword (a value computed in the program, e.g. the sum of
     the weights), not both. The result is a 0-d tensor of the logits'
-    element type. A label outside `[0, vocab)` gives an undefined loss.
+    element type. A token with zero weight contributes nothing, whatever
+    its label and logits (padding may carry any label, such as -100); a
+    label outside `[0, vocab)` on a token with non-zero weight gives an
+    undefined loss.
 
     ```mlir
     %0 = nn.cross_entropy %logits, %labels weights %w

@@ -891,7 +891,8 @@ def family_glue(rng):
 
 
 def family_bf16(rng):
-    """bf16 storage, computed in f32 and rounded once per op."""
+    """bf16 storage, computed in f32 and rounded once per op; attributes
+    (clamp bounds, the dropout scale) rounded to bf16."""
     cases = []
     a, b = rng.uniform((4, 8), "bf16"), rng.uniform((8,), "bf16")
     cases.append(Case("add broadcast", "bf16", [a, b],
@@ -906,6 +907,13 @@ def family_bf16(rng):
     cases.append(Case("attention causal", "bf16", [q, k, v],
                       f"%r0 = nn.attention %a0, %a1, %a2 mask = causal : {T(q)}, {T(k)}, {T(v)}",
                       lambda q, k, v: attention_ref(q, k, v, "causal")))
+    x = rng.uniform((8, 9), "bf16")
+    scale = bf16_to_f64(f64_to_bf16_exact(np.array(1 / 0.7))).astype(np.float32)
+    kept = f32_to_bf16(bf16_to_f64(x).astype(np.float32) * scale)
+    expected = np.where(dropout_mask(x.shape, 5, 0, 0.3), np.uint16(0), kept)
+    cases.append(Case("dropout (scale rounded to bf16)", "bf16", [x],
+                      f"%r0 = nn.dropout %a0 {{rate = {attr(0.3)}, seed = 5 : i64}} : {T(x)}",
+                      lambda _, e=expected: e, exact=True))
     x = rng.uniform((4, 6), "bf16")
     cases.append(Case("clamp", "bf16", [x],
                       f"%r0 = nn.clamp %a0 {{max = {attr(0.3)}, min = {attr(-0.3)}}} : {T(x)}",
