@@ -8,6 +8,9 @@
 
 namespace loom {
 
+/// The optimizer of a training step (nn-training-step).
+enum class OptimizerKind { SGD, AdamW };
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 

@@ -28,4 +28,138 @@ def PrintShardsPass : Pass<"hspmd-print-shards", "mlir::ModuleOp"> {
   }];
 }
 
+def AutodiffPass : Pass<"nn-autodiff", "mlir::ModuleOp"> {
+  let summary = "Generates the gradient function of a forward function";
+  let description = [{
+    For a forward function `@f` whose body computes a scalar loss from
+    arguments marked `nn.param`, creates `@f_grad`, with the same arguments,
+    returning the loss followed by the gradient of the loss with respect to
+    each `nn.param` argument, in argument order.
+
+    The gradient is built in reverse mode over the (single-block) body:
+    every op on a path from a parameter to the loss provides the gradients
+    of its operands through `GradientOpInterface`; where a value has several
+    uses, its gradients add up with `nn.add`. Layout annotations reach the
+    gradients by duality (see `getGradientLayout`). Ops that no gradient
+    needs are left out of `@f_grad`.
+
+    ```mlir
+    func.func @f(%w: tensor<4x8xf32> {nn.param}, %x: tensor<2x4xf32> {nn.data})
+        -> tensor<f32> {
+      %y = nn.matmul %x, %w : tensor<2x4xf32>, tensor<4x8xf32>
+      %l = nn.reduce sum %y dims = [0, 1] : tensor<2x8xf32>
+      return %l : tensor<f32>
+    }
+    // becomes, next to @f:
+    func.func @f_grad(%w: tensor<4x8xf32> {nn.param}, %x: tensor<2x4xf32> {nn.data})
+        -> (tensor<f32>, tensor<4x8xf32>) {
+      %y = nn.matmul %x, %w : tensor<2x4xf32>, tensor<4x8xf32>
+      %l = nn.reduce sum %y dims = [0, 1] : tensor<2x8xf32>
+      %seed = nn.fill 1.000000e+00 : tensor<f32>
+      %0 = nn.reshape %seed : tensor<f32> to tensor<1x1xf32>
+      %1 = nn.broadcast %0 : tensor<1x1xf32> to tensor<2x8xf32>
+      %dw = nn.matmul %x, %1 transpose_lhs : tensor<2x4xf32>, tensor<2x8xf32>
+      return %l, %dw : tensor<f32>, tensor<4x8xf32>
+    }
+    ```
+
+    Which functions: the one named by `func`, or by default every function
+    that has `nn.param` arguments and returns a single 0-d float tensor.
+    Errors, each at the offending location: a loss that is not a 0-d float
+    tensor, a function without `nn.param` arguments, a parameter that does
+    not reach the loss, an op without a gradient on the path from a
+    parameter to the loss (calls among them: inline first), a body of
+    several blocks, a layout without a dual.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"\"",
+           "The forward function to differentiate (default: every function "
+           "with nn.param arguments that returns a 0-d float tensor)">,
+  ];
+  let statistics = [
+    Statistic<"numFunctions", "functions",
+              "Gradient functions created">,
+    Statistic<"numGradientOps", "gradient-ops",
+              "Ops in the gradient functions beyond their forward ops">,
+  ];
+}
+
+def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
+  let summary = "Generates a training step: forward, backward, optimizer update";
+  let description = [{
+    For a forward function `@f` (selected as by `nn-autodiff`), creates
+
+    ```
+    @f_train_step(params..., state..., [step,] data...)
+        -> (loss, new params..., new state...)
+    ```
+
+    which computes the loss and its gradients (the same code as
+    `nn-autodiff`) and applies one optimizer update to every parameter:
+    `nn.sgd_update` (state: one momentum buffer per parameter) or
+    `nn.adamw_update` (state: the first moments `m` of all parameters, then
+    the second moments `v`; `step` is the 0-d `i64` count of this update,
+    starting at 1, which the caller increments). `data` are the forward
+    function's other arguments, in their order, with their attributes.
+
+    Roles are attributes, so that a driver knows what feeds what:
+
+    * arguments: `nn.param` (a parameter), `nn.state = <i>` (optimizer state
+      of the parameter at argument `i`), `nn.step` (the step counter),
+      `nn.data` (per-step input);
+    * results: `nn.loss` (the loss of this step, before the update) and
+      `nn.updates = <i>` (the next step's value of argument `i`).
+
+    State starts at zero.
+
+    ```mlir
+    func.func @f_train_step(%w: tensor<4x8xf32> {nn.param},
+        %m: tensor<4x8xf32> {nn.state = 0 : i64},
+        %v: tensor<4x8xf32> {nn.state = 0 : i64},
+        %step: tensor<i64> {nn.step}, %x: tensor<2x4xf32> {nn.data})
+        -> (tensor<f32> {nn.loss}, tensor<4x8xf32> {nn.updates = 0 : i64},
+            tensor<4x8xf32> {nn.updates = 1 : i64},
+            tensor<4x8xf32> {nn.updates = 2 : i64}) {
+      ...
+      %w1, %m1, %v1 = nn.adamw_update %w, %dw, %m, %v, %step
+          {lr = 1.000000e-03 : f64, weight_decay = 0.000000e+00 : f64}
+          : tensor<4x8xf32>
+      return %l, %w1, %m1, %v1 : ...
+    }
+    ```
+
+    Hyper-parameters are checked by the update ops' verifiers; an invalid
+    one is reported and nothing is created.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"\"",
+           "The forward function (default: as nn-autodiff)">,
+    Option<"optimizer", "optimizer", "::loom::OptimizerKind",
+           /*default=*/"::loom::OptimizerKind::AdamW",
+           "The optimizer", [{::llvm::cl::values(
+             clEnumValN(::loom::OptimizerKind::SGD, "sgd",
+                        "SGD with momentum (nn.sgd_update)"),
+             clEnumValN(::loom::OptimizerKind::AdamW, "adamw",
+                        "AdamW with bias correction (nn.adamw_update)"))}]>,
+    Option<"lr", "lr", "double", /*default=*/"1.0e-3", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD: Nesterov momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "AdamW: decay of the first moment">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "AdamW: decay of the second moment">,
+    Option<"eps", "eps", "double", /*default=*/"1.0e-8",
+           "AdamW: added to the root of the second moment">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (coupled for SGD, decoupled for AdamW; PyTorch's "
+           "AdamW uses 0.01, give it explicitly)">,
+  ];
+  let statistics = [
+    Statistic<"numFunctions", "functions", "Training steps created">,
+    Statistic<"numParams", "params", "Parameters updated">,
+  ];
+}
+
 #endif // LOOM_PASSES

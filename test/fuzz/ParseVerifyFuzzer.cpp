@@ -2,18 +2,23 @@
 //
 // Feeds arbitrary text to the parser with every dialect loom-opt registers.
 // Whatever parses must verify (the parser verifies), print, parse back and
-// print the same text again. A crash, a sanitizer report or a round trip
-// that changes the text is a finding; diagnostics are expected and ignored.
+// print the same text again. Then autodiff (nn-autodiff) and the training
+// step (nn-training-step) run on copies: they may fail, but must not crash,
+// and what they produce when they succeed must verify. A crash, a sanitizer
+// report, a round trip that changes the text or a pass that produces
+// invalid IR is a finding; diagnostics are expected and ignored.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/InitAllDialects.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -28,6 +33,24 @@ static std::string print(ModuleOp module) {
   llvm::raw_string_ostream os(text);
   module.print(os);
   return text;
+}
+
+/// Runs `pass` on a copy of `module`. Failure is fine; success must leave
+/// valid IR.
+static void runPassOnCopy(ModuleOp module, std::unique_ptr<Pass> pass,
+                          llvm::StringRef name) {
+  OwningOpRef<ModuleOp> copy = module.clone();
+  PassManager pm(module.getContext());
+  // Verify ourselves, to tell a failing pass from one that breaks the IR.
+  pm.enableVerifier(false);
+  pm.addPass(std::move(pass));
+  if (failed(pm.run(*copy)))
+    return;
+  if (failed(verify(*copy))) {
+    llvm::errs() << name << " produced invalid IR from:\n"
+                 << print(module) << '\n';
+    std::abort();
+  }
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -60,5 +83,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  << second << '\n';
     std::abort();
   }
+  runPassOnCopy(*module, loom::createAutodiffPass(), "nn-autodiff");
+  loom::TrainingStepPassOptions sgd;
+  sgd.optimizer = loom::OptimizerKind::SGD;
+  sgd.momentum = 0.9;
+  runPassOnCopy(*module, loom::createTrainingStepPass(sgd),
+                "nn-training-step");
   return 0;
 }

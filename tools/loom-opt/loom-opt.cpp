@@ -7,6 +7,7 @@
 
 #include "dialects/InitAllDialects.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   loom::registerAllDialects(registry);
   loom::registerLoomPasses();
+  loom::registerLoomPipelines();
   // Generic upstream transforms (canonicalize, cse, inline, ...); no
   // dialect-specific upstream passes, in particular none of `shard`'s.
   mlir::registerTransformsPasses();

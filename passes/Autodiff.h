@@ -1,0 +1,52 @@
+//===- Autodiff.h - Reverse-mode differentiation of functions --*- C++ -*-===//
+//
+// The entry point that nn-autodiff and nn-training-step share: differentiate
+// one forward function. See the nn-autodiff pass description.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_AUTODIFF_H
+#define LOOM_PASSES_AUTODIFF_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace loom {
+
+/// What differentiateInPlace built.
+struct Gradients {
+  /// The loss (the forward function's returned value).
+  mlir::Value loss;
+  /// The indices of the `nn.param` arguments, in order.
+  llvm::SmallVector<unsigned> paramArgs;
+  /// The gradient of the loss with respect to each of them.
+  llvm::SmallVector<mlir::Value> paramGrads;
+  /// The number of ops added beyond the forward ops that are still needed.
+  unsigned numGradientOps = 0;
+};
+
+/// Whether `func` is one that autodiff applies to when no function is
+/// named: it has a body, `nn.param` arguments, and returns one 0-d float
+/// tensor.
+bool isForwardFunction(mlir::func::FuncOp func);
+
+/// The forward functions a pass works on: the function named `name`, or
+/// when `name` is empty every forward function (isForwardFunction) of
+/// `module`. Fails, after reporting it, when there is no function `name`.
+mlir::LogicalResult
+collectForwardFunctions(mlir::ModuleOp module, llvm::StringRef name,
+                        llvm::SmallVectorImpl<mlir::func::FuncOp> &functions);
+
+/// Differentiates `func`, a forward function returning a scalar loss, in
+/// place: after the forward ops it computes the gradient of the loss with
+/// respect to every `nn.param` argument, returns (loss, gradients...) in
+/// argument order, and keeps only the ops these need. Meant for a copy of
+/// the forward function. On failure every problem found has been reported,
+/// at its location, and `func` is left in an unspecified state (discard it).
+mlir::FailureOr<Gradients> differentiateInPlace(mlir::func::FuncOp func);
+
+} // namespace loom
+
+#endif // LOOM_PASSES_AUTODIFF_H

@@ -1,0 +1,37 @@
+//===- Pipelines.cpp - Loom's pass pipelines ------------------------------===//
+
+#include "passes/Pipelines.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace loom;
+
+TrainingStepPassOptions TrainingOptions::getTrainingStepOptions() const {
+  TrainingStepPassOptions options;
+  options.func = func;
+  options.optimizer = optimizer;
+  options.lr = lr;
+  options.momentum = momentum;
+  options.nesterov = nesterov;
+  options.beta1 = beta1;
+  options.beta2 = beta2;
+  options.eps = eps;
+  options.weightDecay = weightDecay;
+  return options;
+}
+
+void loom::buildTrainingPipeline(OpPassManager &pm,
+                                 const TrainingOptions &options) {
+  pm.addPass(createTrainingStepPass(options.getTrainingStepOptions()));
+  pm.addPass(createCSEPass());
+}
+
+void loom::registerLoomPipelines() {
+  PassPipelineRegistration<TrainingOptions>(
+      "loom-training-pipeline",
+      "Builds a training step (forward, backward, optimizer update) from a "
+      "forward function returning a scalar loss",
+      buildTrainingPipeline);
+}

@@ -1,0 +1,73 @@
+//===- Pipelines.h - Loom's pass pipelines ----------------------*- C++ -*-===//
+//
+// Pipelines as named C++ functions, which the CLI (`loom-opt`), the C API and
+// Python all call, each with its options as a struct.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_PIPELINES_H
+#define LOOM_PASSES_PIPELINES_H
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace loom {
+
+/// Options of the training pipeline: those of nn-training-step.
+struct TrainingOptions : public mlir::PassPipelineOptions<TrainingOptions> {
+  Option<std::string> func{
+      *this, "func",
+      llvm::cl::desc("The forward function (default: every function with "
+                     "nn.param arguments that returns a 0-d float tensor)"),
+      llvm::cl::init("")};
+  Option<OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("The optimizer"),
+      llvm::cl::init(OptimizerKind::AdamW),
+      llvm::cl::values(clEnumValN(OptimizerKind::SGD, "sgd",
+                                  "SGD with momentum (nn.sgd_update)"),
+                       clEnumValN(OptimizerKind::AdamW, "adamw",
+                                  "AdamW with bias correction "
+                                  "(nn.adamw_update)"))};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(1.0e-3)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD: Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> beta1{*this, "beta1",
+                       llvm::cl::desc("AdamW: decay of the first moment"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2",
+                       llvm::cl::desc("AdamW: decay of the second moment"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps",
+                     llvm::cl::desc("AdamW: added to the root of the second "
+                                    "moment"),
+                     llvm::cl::init(1.0e-8)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (coupled for SGD, decoupled for AdamW)"),
+      llvm::cl::init(0.0)};
+
+  /// The options of the nn-training-step pass these amount to.
+  TrainingStepPassOptions getTrainingStepOptions() const;
+};
+
+/// A training step from a forward function: nn-training-step (forward,
+/// backward through nn-autodiff's code, optimizer update), then CSE, which
+/// merges the constants and recomputations that gradients repeat.
+void buildTrainingPipeline(mlir::OpPassManager &pm,
+                           const TrainingOptions &options);
+
+/// Registers Loom's pipelines with the command line:
+/// `--loom-training-pipeline`.
+void registerLoomPipelines();
+
+} // namespace loom
+
+#endif // LOOM_PASSES_PIPELINES_H
