@@ -66,6 +66,7 @@ void loom::interp::registerAllKernels(KernelRegistry &registry) {
   registerAttentionKernels(registry);
   registerLossKernels(registry);
   registerOptimizerKernels(registry);
+  registerBackwardKernels(registry);
 }
 
 const KernelRegistry &loom::interp::getDefaultKernelRegistry() {

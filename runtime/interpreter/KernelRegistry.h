@@ -114,6 +114,7 @@ void registerGatherKernels(KernelRegistry &registry);
 void registerAttentionKernels(KernelRegistry &registry);
 void registerLossKernels(KernelRegistry &registry);
 void registerOptimizerKernels(KernelRegistry &registry);
+void registerBackwardKernels(KernelRegistry &registry);
 
 /// Adds every kernel above.
 void registerAllKernels(KernelRegistry &registry);

@@ -922,13 +922,259 @@ def family_bf16(rng):
     return cases
 
 
+# ----------------------------------------------------------------------------
+# Backward ops (NNBackwardOps.td) and nn.fill: numpy straight from the docs
+# ----------------------------------------------------------------------------
+
+def gelu_grad_ref(dy, x, approximate):
+    if approximate:
+        c, k = math.sqrt(2 / math.pi), 0.044715
+        t = np.tanh(c * (x + k * x ** 3))
+        return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * c * (1 + 3 * k * x ** 2))
+    cdf = (1 + erf(x / math.sqrt(2))) / 2
+    pdf = np.exp(-x ** 2 / 2) / math.sqrt(2 * math.pi)
+    return dy * (cdf + x * pdf)
+
+
+def norm_grad_ref(dy, x, scale, n, eps, centre):
+    axes = tuple(range(x.ndim - n, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True) if centre else 0.0
+    r = 1 / np.sqrt(((x - mu) ** 2).mean(axis=axes, keepdims=True) + eps)
+    xhat = (x - mu) * r
+    g = dy if scale is None else dy * scale
+    mean_g = g.mean(axis=axes, keepdims=True) if centre else 0.0
+    return r * (g - mean_g - xhat * (g * xhat).mean(axis=axes, keepdims=True))
+
+
+def cross_entropy_grad_ref(dloss, logits, labels, weights, normalizer):
+    vocab = logits.shape[-1]
+    flat = logits.reshape(-1, vocab)
+    lab = labels.reshape(-1)
+    w = np.ones(len(lab)) if weights is None else weights.reshape(-1)
+    out = np.zeros_like(flat)
+    for n in range(len(lab)):
+        p = softmax(flat[n], 0)
+        if 0 <= lab[n] < vocab:
+            p[lab[n]] -= 1
+        out[n] = float(dloss) * w[n] / normalizer * p
+    return out.reshape(logits.shape)
+
+
+def attention_grad_ref(dout, q, k, v, mask="none", positions=None,
+                       parents=None, scale=None):
+    """The doc's formulas, per (b, h, i); tree visibility from `parents`."""
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    group = h // hk
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    for bi in range(b):
+        for i in range(sq):
+            p = i if positions is None else int(positions[bi, i])
+            if mask == "none":
+                visible = np.ones(sk, bool)
+            elif mask == "causal":
+                visible = np.arange(sk) <= p
+            else:
+                visible = np.zeros(sk, bool)
+                node = p if 0 <= p < sk else -1
+                while node >= 0:
+                    visible[node] = True
+                    node = parents[bi][node]
+            if not visible.any():
+                continue
+            for hi in range(h):
+                g = hi // group
+                s = np.where(visible, scale * (k[bi, :, g, :] @ q[bi, i, hi, :]), -np.inf)
+                w = np.exp(s - s.max())
+                w /= w.sum()
+                dp = v[bi, :, g, :] @ dout[bi, i, hi, :]
+                ds = w * (dp - np.sum(w * dp))
+                dq[bi, i, hi, :] = scale * (ds @ k[bi, :, g, :])
+                dk[bi, :, g, :] += scale * np.outer(ds, q[bi, i, hi, :])
+                dv[bi, :, g, :] += np.outer(w, dout[bi, i, hi, :])
+    return [dq, dk, dv]
+
+
+def gather_grad_ref(dy, idx, dim, shape):
+    out = np.zeros(shape)
+    coords = list(np.indices(idx.shape))
+    ok = (idx >= 0) & (idx < shape[dim])
+    coords[dim] = idx
+    np.add.at(out, tuple(c[ok] for c in coords), dy[ok])
+    return out
+
+
+def slice_grad_ref(dy, offsets, strides, shape):
+    out = np.zeros(shape)
+    index = tuple(slice(o, o + s * n, s) if n else slice(0, 0)
+                  for o, s, n in zip(offsets, strides, dy.shape))
+    out[index] = dy
+    return out
+
+
+def family_backward(rng):
+    cases = []
+    for value in (1.0, -0.1, 0.0, 3.0e5):
+        for et in ("f32", "f64", "bf16"):
+            shape = (3, 4) if value != 0.0 else ()
+            if et == "bf16":
+                expected = np.full(shape, f64_to_bf16_exact(np.full(shape, value)))
+            else:
+                expected = np.full(shape, value, NP_DTYPE[et])
+            cases.append(Case(f"fill {value} {shape}", et, [],
+                              f"%r0 = nn.fill {value:.17e} : {ttype(shape, et)}",
+                              lambda e=expected: e, exact=True))
+    for et in FLOAT_TYPES:
+        # gelu_grad, both approximations.
+        for approx in ("none", "tanh"):
+            x = rng.uniform((5, 7), et, -4, 4)
+            dy = rng.uniform((5, 7), et)
+            spelled = "" if approx == "none" else " approximate = tanh"
+            cases.append(Case(f"gelu_grad {approx}", et, [dy, x],
+                              f"%r0 = nn.gelu_grad %a0, %a1{spelled} : {T(x)}",
+                              lambda dy, x, t=approx == "tanh": gelu_grad_ref(dy, x, t)))
+        # layer_norm_grad / rms_norm_grad: with and without scale, 1 or 2
+        # normalised dimensions, default and explicit epsilon.
+        for op, centre, default_eps in (("layer_norm_grad", True, 1e-5),
+                                        ("rms_norm_grad", False, 1e-6)):
+            x = rng.uniform((3, 4, 16), et, -2, 2)
+            dy = rng.uniform((3, 4, 16), et)
+            g = rng.uniform((16,), et, 0.5, 1.5)
+            cases.append(Case(f"{op} scale", et, [dy, x, g],
+                              f"%r0 = nn.{op} %a0, %a1 scale %a2 : {T(dy)}, {T(x)}, {T(g)}",
+                              lambda dy, x, g, c=centre, e=default_eps:
+                              norm_grad_ref(dy, x, g, 1, e, c)))
+            cases.append(Case(f"{op} no scale", et, [dy, x],
+                              f"%r0 = nn.{op} %a0, %a1 : {T(dy)}, {T(x)}",
+                              lambda dy, x, c=centre, e=default_eps:
+                              norm_grad_ref(dy, x, None, 1, e, c)))
+            g2 = rng.uniform((4, 16), et, 0.5, 1.5)
+            cases.append(Case(f"{op} normalized_dims 2 eps 1e-3", et, [dy, x, g2],
+                              f"%r0 = nn.{op} %a0, %a1 scale %a2 {{epsilon = {attr(1e-3)}, normalized_dims = 2 : i64}} : {T(dy)}, {T(x)}, {T(g2)}",
+                              lambda dy, x, g, c=centre: norm_grad_ref(dy, x, g, 2, 1e-3, c)))
+        # cross_entropy_grad.
+        dl = rng.uniform((), et, 0.5, 2)
+        logits = rng.uniform((6, 10), et, -3, 3)
+        labels = rng.ints((6,), "i64", 0, 10)
+        cases.append(Case("cross_entropy_grad no weights, attribute normaliser", et,
+                          [dl, logits, labels],
+                          f"%r0 = nn.cross_entropy_grad %a0, %a1, %a2 {{normalizer = {attr(6)}}} : {T(dl)}, {T(logits)}, {T(labels)}",
+                          lambda d, l, y: cross_entropy_grad_ref(d, l, y, None, 6.0)))
+        logits = rng.uniform((2, 3, 7), et, -3, 3)
+        labels = rng.ints((2, 3), "i32", 0, 7)
+        weights = rng.uniform((2, 3), et, 0, 2)
+        weights[0, 1] = 0
+        labels[0, 1] = -100   # zero weight: zero row
+        labels[1, 2] = 7      # outside the vocabulary: no one-hot term
+        cases.append(Case("cross_entropy_grad weights, labels outside, attribute normaliser", et,
+                          [dl, logits, labels, weights],
+                          f"%r0 = nn.cross_entropy_grad %a0, %a1, %a2 weights %a3 {{normalizer = {attr(12.5)}}} : {T(dl)}, {T(logits)}, {T(labels)}, {T(weights)}",
+                          lambda d, l, y, w: cross_entropy_grad_ref(d, l, y, w, 12.5)))
+        norm = np.array(weights.astype(np.float64).sum(), NP_DTYPE[et])
+        cases.append(Case("cross_entropy_grad weights, operand normaliser", et,
+                          [dl, logits, labels, weights, norm],
+                          f"%r0 = nn.cross_entropy_grad %a0, %a1, %a2 weights %a3 normalizer %a4 : {T(dl)}, {T(logits)}, {T(labels)}, {T(weights)}, {T(norm)}",
+                          lambda d, l, y, w, n: cross_entropy_grad_ref(d, l, y, w, float(n))))
+        logits = rng.uniform((5,), et, -3, 3)
+        label = np.array(3, np.int64)
+        norm = np.array(0.5, NP_DTYPE[et])
+        cases.append(Case("cross_entropy_grad 1-d logits, operand normaliser", et,
+                          [dl, logits, label, norm],
+                          f"%r0 = nn.cross_entropy_grad %a0, %a1, %a2 normalizer %a3 : {T(dl)}, {T(logits)}, {T(label)}, {T(norm)}",
+                          lambda d, l, y, n: cross_entropy_grad_ref(d, l, y, None, float(n))))
+
+        # attention_grad: masks, GQA/MQA, positions, scale, tree masks.
+        def qkv(b, sq, sk, h, hk, d, dv=None):
+            dv = dv or d
+            return (rng.uniform((b, sq, h, dv), et), rng.uniform((b, sq, h, d), et),
+                    rng.uniform((b, sk, hk, d), et), rng.uniform((b, sk, hk, dv), et))
+
+        def add(name, arrays, mask, extra="", parents=None, positions=False):
+            """Operands: grad, q, k, v, then subtree_end (tree), then positions."""
+            types = ", ".join(T(a) for a in arrays)
+            spelled = f"%r0, %r1, %r2 = nn.attention_grad %a0, %a1, %a2, %a3 mask = {mask}"
+            if mask == "tree":
+                spelled += " subtree_end %a4"
+            if positions:
+                spelled += f" positions %a{len(arrays) - 1}"
+            spelled += f"{extra} : {types}"
+
+            def ref(dout, q, k, v, *rest):
+                return attention_grad_ref(dout, q, k, v, mask, parents=parents,
+                                          positions=rest[-1] if positions else None,
+                                          scale=0.5 if "scale" in extra else None)
+            cases.append(Case(f"attention_grad {name}", et, list(arrays), spelled, ref))
+
+        add("none", qkv(2, 5, 5, 2, 2, 4), "none")
+        add("none, seq_q != seq_k", qkv(1, 3, 6, 2, 2, 4), "none")
+        add("causal", qkv(2, 6, 6, 2, 2, 4), "causal")
+        add("causal GQA 4/2", qkv(1, 5, 5, 4, 2, 4), "causal")
+        add("none GQA 6/2, value head_dim 5", qkv(1, 4, 4, 6, 2, 3, 5), "none")
+        add("causal scale 0.5", qkv(1, 5, 5, 2, 2, 4), "causal",
+            extra=f" {{scale = {attr(0.5)}}}")
+        arrays = list(qkv(2, 4, 9, 2, 1, 4))
+        add("causal positions (chunked, MQA)",
+            arrays + [np.array([[5, 6, 7, 8], [0, 2, 4, 8]], np.int64)], "causal",
+            positions=True)
+        add("causal positions, queries that see nothing",
+            arrays + [np.array([[-1, 0, 3, 100], [2, -7, 8, 1]], np.int32)], "causal",
+            positions=True)
+        n = 10
+        trees = [random_tree(rng, n), random_tree(rng, n, roots=3)]
+        parents = [t[0] for t in trees]
+        for it in ("i32", "i64"):
+            ends = np.array([t[1] for t in trees], NP_DTYPE[it])
+            add(f"tree {it} subtree ends, GQA", list(qkv(2, n, n, 4, 2, 4)) + [ends],
+                "tree", parents=parents)
+        ends = np.array([trees[0][1]], np.int64)
+        pos = np.array([[n - 1, 3, 0, 7]], np.int64)
+        add("tree positions (queries at chosen tokens)",
+            list(qkv(1, 4, n, 2, 2, 4)) + [ends, pos], "tree",
+            parents=[parents[0]], positions=True)
+
+        # gather_grad: repeated indices add up, out-of-range ones add nothing.
+        for shape, dim, idx_shape in (((4, 6), 1, (4, 3)), ((5, 3), 0, (8, 3)),
+                                      ((2, 3, 4), 1, (2, 5, 4)), ((16, 64), 1, (16, 1))):
+            idx = rng.ints(idx_shape, "i64", 0, shape[dim])
+            idx.ravel()[0] = -1
+            idx.ravel()[-1] = shape[dim]
+            dy = rng.uniform(idx_shape, et)
+            cases.append(Case(f"gather_grad {shape} dim {dim}", et, [dy, idx],
+                              f"%r0 = nn.gather_grad %a0, %a1 dim = {dim} : {T(dy)}, {T(idx)} to {ttype(shape, et)}",
+                              lambda dy, idx, d=dim, s=shape: gather_grad_ref(dy, idx, d, s)))
+        idx = rng.ints((6, 2), "i32", 0, 3)
+        dy = rng.uniform((6, 2), et)
+        cases.append(Case("gather_grad i32 indices", et, [dy, idx],
+                          f"%r0 = nn.gather_grad %a0, %a1 dim = 0 : {T(dy)}, {T(idx)} to {ttype((3, 2), et)}",
+                          lambda dy, idx: gather_grad_ref(dy, idx, 0, (3, 2))))
+        # slice_grad.
+        for shape, offsets, strides, size in (((4, 8), (0, 2), (1, 2), (4, 3)),
+                                              ((5, 6, 3), (1, 2, 0), (2, 2, 1), (2, 2, 3)),
+                                              ((4, 3), (0, 0), (1, 1), (0, 3))):
+            dy = rng.uniform(size, et)
+            cases.append(Case(f"slice_grad {shape} offsets {offsets} strides {strides}", et, [dy],
+                              f"%r0 = nn.slice_grad %a0 offsets = {list(offsets)} strides = {list(strides)} : {T(dy)} to {ttype(shape, et)}",
+                              lambda dy, s=shape, o=offsets, st=strides: slice_grad_ref(dy, o, st, s)))
+    # bf16: computed in f32, rounded once.
+    x, dy = rng.uniform((4, 8), "bf16", -3, 3), rng.uniform((4, 8), "bf16")
+    cases.append(Case("gelu_grad bf16", "bf16", [dy, x],
+                      f"%r0 = nn.gelu_grad %a0, %a1 : {T(x)}",
+                      lambda dy, x: gelu_grad_ref(dy, x, False)))
+    idx = rng.ints((4, 3), "i64", 0, 5)
+    cases.append(Case("gather_grad bf16", "bf16", [dy[:, :3].copy(), idx],
+                      f"%r0 = nn.gather_grad %a0, %a1 dim = 1 : {ttype((4, 3), 'bf16')}, {T(idx)} to {ttype((4, 5), 'bf16')}",
+                      lambda dy, idx: gather_grad_ref(dy, idx, 1, (4, 5))))
+    return cases
+
+
 FAMILIES = {
     "elementwise": family_elementwise, "cast": family_cast,
     "reduce": family_reduce, "matmul": family_matmul, "shape": family_shape,
     "gather": family_gather, "norms": family_norms,
     "rope_dropout": family_rope_dropout, "attention": family_attention,
     "loss": family_loss, "optimizer": family_optimizer, "glue": family_glue,
-    "bf16": family_bf16,
+    "bf16": family_bf16, "backward": family_backward,
 }
 
 # Every op of the nn dialect the interpreter supports; `--family coverage`
@@ -936,7 +1182,9 @@ FAMILIES = {
 NN_OPS = """add sub mul div minimum maximum neg exp log sqrt rsqrt tanh relu silu
 sin cos gelu compare select clamp cast reduce broadcast reshape transpose slice
 concat gather iota softmax log_softmax layer_norm rms_norm rope dropout
-embedding attention cross_entropy sgd_update adamw_update matmul""".split()
+embedding attention cross_entropy sgd_update adamw_update matmul fill gelu_grad
+layer_norm_grad rms_norm_grad cross_entropy_grad attention_grad gather_grad
+slice_grad""".split()
 
 
 def main():
