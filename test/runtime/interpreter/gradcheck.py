@@ -20,6 +20,7 @@ f64 are good to about 1e-10 relative here). Inputs are kept away from kinks
 exits non-zero on any failure.
 
     gradcheck.py --opt PATH/loom-opt --run PATH/loom-run --work-dir DIR
+                 [--filter NAME] [--corrupt 1e-5]
 """
 
 import argparse
@@ -33,6 +34,8 @@ import numpy as np
 H = 1e-6
 RTOL = 1e-6
 ATOL_FACTOR = 1e-8
+# --corrupt: scales the autodiff gradients, to show that the check fails.
+CORRUPT = 1.0
 
 
 def ttype(shape, et="f64"):
@@ -106,7 +109,7 @@ def check(case, opt, run_tool, workdir, index, rng):
                    "--output-dir", out] + param_inputs + data_inputs)
     if rc:
         return False, f"loom-run --entry f_grad failed on {grad_mlir}: {err}"
-    grads = [np.load(os.path.join(out, f"result_{i + 1}.npy"))
+    grads = [np.load(os.path.join(out, f"result_{i + 1}.npy")) * CORRUPT
              for i in range(len(case.params))]
 
     # Central differences: @main calls @f at every perturbed point.
@@ -304,6 +307,15 @@ def cases(rng):
               positions=np.array([[1, 3]], np.int64))
     # Tree: tokens 0 <- 1 <- 2, 0 <- 3 (depth-first packed): subtree ends.
     attention("tree", 1, 4, 4, 2, 1, 2, "tree", ends=np.array([[3, 2, 2, 3]], np.int64))
+    # Two trees per row (0 <- 1, 0 <- 2 <- 3; 4 <- 5), GQA 4/2, queries at
+    # chosen tokens.
+    attention("tree GQA 4/2 positions", 2, 3, 6, 4, 2, 2, "tree",
+              ends=np.array([[3, 1, 3, 3, 5, 5], [5, 5, 5, 5, 5, 5]], np.int64),
+              positions=np.array([[3, 1, 5], [0, 4, 2]], np.int64))
+    x = u(4, 6)
+    out.append(Case("dropout", [x], [],
+                    f"%y = nn.dropout %p0 {{rate = 3.0e-01 : f64, seed = 7 : i64}} : {T(x)}",
+                    x.shape))
     # Loss.
     logits = u(4, 5, lo=-2, hi=2)
     labels = np.array([1, 0, 4, 2], np.int64)
@@ -320,9 +332,15 @@ def main():
     parser.add_argument("--run", required=True)
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--filter", default="",
+                        help="only the cases whose name contains this")
+    parser.add_argument("--corrupt", type=float, default=0.0,
+                        help="scale the gradients by 1 + this (self-test)")
     args = parser.parse_args()
+    global CORRUPT
+    CORRUPT = 1.0 + args.corrupt
     rng = np.random.default_rng(2024)
-    all_cases = cases(rng)
+    all_cases = [c for c in cases(rng) if args.filter in c.name]
     os.makedirs(args.work_dir, exist_ok=True)
     seeds = [np.random.default_rng(i) for i in range(len(all_cases))]
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
