@@ -131,9 +131,10 @@ def NN_CrossEntropyGradOp
     ```
 
     `weights` defaults to all ones; the normaliser is the attribute or the
-    0-d operand, exactly as in `nn.cross_entropy`. A label outside
-    `[0, vocab)` contributes no one-hot term (its forward loss is
-    undefined).
+    0-d operand, exactly as in `nn.cross_entropy`. A token with zero weight
+    gets a row of zeros, whatever its label and logits (as it contributes
+    nothing to the loss); on other tokens a label outside `[0, vocab)`
+    contributes no one-hot term (their forward loss is undefined).
 
     ```mlir
     %dlogits = nn.cross_entropy_grad %dloss, %logits, %labels weights %w

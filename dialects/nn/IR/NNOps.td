@@ -912,7 +912,8 @@ def NN_CrossEntropyOp
 
     Gradient (`dy` the 0-d result gradient, `N` the normaliser, `l[n]` the
     per-token loss `-log_softmax(logits[n, :])[labels[n]]`):
-    `dlogits` is `nn.cross_entropy_grad`; `dweights[n] = dy * l[n] / N`;
+    `dlogits` is `nn.cross_entropy_grad`; `dweights[n] = dy * l[n] / N`
+    (undefined where the label is outside `[0, vocab)`, as `l[n]` is);
     `dnormalizer = -(dy * result) / N`; none for the labels.
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$labels,
