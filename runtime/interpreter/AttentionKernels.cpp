@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/interpreter/Blas.h"
+#include "runtime/interpreter/AttentionMask.h"
 #include "runtime/interpreter/KernelUtils.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -61,32 +62,11 @@ LogicalResult attentionKernel(nn::AttentionOp op, KernelCall &call) {
       return call.emitError() << "dimension " << size
                               << " is too large for BLAS";
 
-  nn::MaskKind mask = op.getMask();
-  const Tensor *subtreeEnd =
-      op.getSubtreeEnd() ? call.operandFor(op.getSubtreeEnd()) : nullptr;
-  const Tensor *positions =
-      op.getPositions() ? call.operandFor(op.getPositions()) : nullptr;
-  if ((mask == nn::MaskKind::Tree) != (subtreeEnd != nullptr))
-    return call.emitError() << "subtree_end must be given exactly for a tree "
-                               "mask";
-  if (subtreeEnd &&
-      (failed(checkIndexTensor(call, *subtreeEnd, "subtree_end")) ||
-       failed(checkShape(call, "subtree_end", subtreeEnd->getShape(),
-                         {batch, seqK}, "[batch, seq_k]"))))
+  FailureOr<AttentionMask> maskOr =
+      getAttentionMask(call, op, batch, seqQ, seqK, dim);
+  if (failed(maskOr))
     return failure();
-  if (positions &&
-      (failed(checkIndexTensor(call, *positions, "positions")) ||
-       failed(checkShape(call, "positions", positions->getShape(),
-                         {batch, seqQ}, "[batch, seq_q]"))))
-    return failure();
-  if (mask != nn::MaskKind::None && !positions && seqQ != seqK)
-    return call.emitError() << "a masked attention without positions needs "
-                               "seq_q == seq_k, got "
-                            << seqQ << " and " << seqK;
-
-  double scaleValue = op.getScale()
-                          ? op.getScale()->convertToDouble()
-                          : 1.0 / std::sqrt(static_cast<double>(dim));
+  const AttentionMask &mask = *maskOr;
   int64_t group = heads / kvHeads;
 
   llvm::SmallVector<int64_t> resultShape = {batch, seqQ, heads, valueDim};
@@ -102,7 +82,7 @@ LogicalResult attentionKernel(nn::AttentionOp op, KernelCall &call) {
       return failure();
     std::vector<T> scores(static_cast<size_t>(seqQ * seqK));
     std::vector<uint8_t> visible(static_cast<size_t>(seqK));
-    const T scale = static_cast<T>(scaleValue);
+    const T scale = static_cast<T>(mask.scale);
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t h = 0; h < heads; ++h) {
         int64_t g = h / group;
@@ -113,16 +93,12 @@ LogicalResult attentionKernel(nn::AttentionOp op, KernelCall &call) {
         gemm(false, true, seqQ, seqK, dim, scale, q, heads * dim, k,
              kvHeads * dim, T(0), scores.data(), seqK);
         for (int64_t i = 0; i < seqQ; ++i) {
-          int64_t p = positions ? readIndex(*positions, b * seqQ + i) : i;
+          int64_t p = mask.positionOf(b, i);
           T *row = scores.data() + i * seqK;
           T max = -std::numeric_limits<T>::infinity();
           bool any = false;
           for (int64_t j = 0; j < seqK; ++j) {
-            bool sees = true;
-            if (mask == nn::MaskKind::Causal)
-              sees = j <= p;
-            else if (mask == nn::MaskKind::Tree)
-              sees = j <= p && p <= readIndex(*subtreeEnd, b * seqK + j);
+            bool sees = mask.sees(b, j, p);
             visible[j] = sees;
             if (sees) {
               any = true;

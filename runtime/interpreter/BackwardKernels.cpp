@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/interpreter/AttentionMask.h"
 #include "runtime/interpreter/KernelUtils.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -318,32 +319,11 @@ LogicalResult attentionGradKernel(nn::AttentionGradOp op, KernelCall &call) {
                         "value_head_dim]")))
     return failure();
 
-  nn::MaskKind mask = op.getMask();
-  const Tensor *subtreeEnd =
-      op.getSubtreeEnd() ? call.operandFor(op.getSubtreeEnd()) : nullptr;
-  const Tensor *positions =
-      op.getPositions() ? call.operandFor(op.getPositions()) : nullptr;
-  if ((mask == nn::MaskKind::Tree) != (subtreeEnd != nullptr))
-    return call.emitError() << "subtree_end must be given exactly for a tree "
-                               "mask";
-  if (subtreeEnd &&
-      (failed(checkIndexTensor(call, *subtreeEnd, "subtree_end")) ||
-       failed(checkShape(call, "subtree_end", subtreeEnd->getShape(),
-                         {batch, seqK}, "[batch, seq_k]"))))
+  FailureOr<AttentionMask> maskOr =
+      getAttentionMask(call, op, batch, seqQ, seqK, dim);
+  if (failed(maskOr))
     return failure();
-  if (positions &&
-      (failed(checkIndexTensor(call, *positions, "positions")) ||
-       failed(checkShape(call, "positions", positions->getShape(),
-                         {batch, seqQ}, "[batch, seq_q]"))))
-    return failure();
-  if (mask != nn::MaskKind::None && !positions && seqQ != seqK)
-    return call.emitError() << "a masked attention without positions needs "
-                               "seq_q == seq_k, got "
-                            << seqQ << " and " << seqK;
-
-  double scaleValue = op.getScale()
-                          ? op.getScale()->convertToDouble()
-                          : 1.0 / std::sqrt(static_cast<double>(dim));
+  const AttentionMask &mask = *maskOr;
   int64_t group = heads / kvHeads;
   ElementKind kind = query.getKind();
   return dispatchFloat(call, kind, [&](auto tag) -> LogicalResult {
@@ -356,7 +336,7 @@ LogicalResult attentionGradKernel(nn::AttentionGradOp op, KernelCall &call) {
     T *dq = call.result(0).data<T>();
     T *dk = call.result(1).data<T>();
     T *dv = call.result(2).data<T>();
-    const T scale = static_cast<T>(scaleValue);
+    const T scale = static_cast<T>(mask.scale);
     std::vector<T> p(static_cast<size_t>(seqK)), ds(static_cast<size_t>(seqK));
     std::vector<uint8_t> visible(static_cast<size_t>(seqK));
     // Row offsets of [batch, seq, heads, width] tensors.
@@ -370,17 +350,13 @@ LogicalResult attentionGradKernel(nn::AttentionGradOp op, KernelCall &call) {
       for (int64_t h = 0; h < heads; ++h) {
         int64_t g = h / group;
         for (int64_t i = 0; i < seqQ; ++i) {
-          int64_t pos = positions ? readIndex(*positions, b * seqQ + i) : i;
+          int64_t pos = mask.positionOf(b, i);
           const T *q = query.data<T>() + qAt(b, i, h, dim);
           const T *dout = grad.data<T>() + qAt(b, i, h, valueDim);
           bool any = false;
           T max = -std::numeric_limits<T>::infinity();
           for (int64_t j = 0; j < seqK; ++j) {
-            bool sees = true;
-            if (mask == nn::MaskKind::Causal)
-              sees = j <= pos;
-            else if (mask == nn::MaskKind::Tree)
-              sees = j <= pos && pos <= readIndex(*subtreeEnd, b * seqK + j);
+            bool sees = mask.sees(b, j, pos);
             visible[j] = sees;
             if (!sees)
               continue;
