@@ -3,6 +3,9 @@
 // loom-run --interpret FILE.mlir [--entry NAME] [--input X.npy ...]
 //          [--random-inputs [--seed N] [--int-range LO,HI]]
 //          [--output-dir DIR] [--print]
+// loom-run --interpret FILE.mlir --train [--entry NAME] [--steps N]
+//          [--seed S] [--vocab V] [--data-task auto|tokens|affine] [--json]
+//          [--init-npy DIR] [--output-dir DIR]
 //
 // Inputs fill the entry function's arguments in order: first the --input
 // files, then, with --random-inputs, random tensors for the rest (see
@@ -15,6 +18,7 @@
 #include "runtime/interpreter/Interpreter.h"
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/TensorIO.h"
+#include "runtime/interpreter/Train.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
@@ -116,6 +120,34 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       "print",
       llvm::cl::desc("Print every result as `result #i: <type> = [...]`"),
       llvm::cl::cat(category));
+  llvm::cl::opt<bool> train(
+      "train",
+      llvm::cl::desc("Run a training step (a function with an nn.loss "
+                     "result) for --steps steps, feeding nn.updates results "
+                     "back and printing the loss of every step (see "
+                     "runtime/interpreter/Train.cpp)"),
+      llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> trainSteps(
+      "steps", llvm::cl::desc("Number of --train steps (default 100)"),
+      llvm::cl::init(100), llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> vocab(
+      "vocab",
+      llvm::cl::desc("--train: integer data is drawn from [0, V) (default 64)"),
+      llvm::cl::value_desc("V"), llvm::cl::init(64), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> dataTask(
+      "data-task",
+      llvm::cl::desc("--train: the synthetic task, auto, tokens (target = "
+                     "(7 * token + 3) mod V) or affine (target = x A + c)"),
+      llvm::cl::init("auto"), llvm::cl::cat(category));
+  llvm::cl::opt<bool> json(
+      "json",
+      llvm::cl::desc("--train: print one JSON object per step"),
+      llvm::cl::cat(category));
+  llvm::cl::opt<std::string> initNpy(
+      "init-npy",
+      llvm::cl::desc("--train: read the k-th parameter from "
+                     "DIR/param_<k>.npy"),
+      llvm::cl::value_desc("dir"), llvm::cl::cat(category));
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Loom program runner: evaluates nn programs on the host\n");
@@ -161,6 +193,25 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     return 1;
 
   Interpreter interpreter(*module);
+  if (train) {
+    if (!inputs.empty() || randomInputs || print)
+      return fail("--train generates its own arguments and prints losses; "
+                  "it does not take --input, --random-inputs or --print");
+    TrainOptions options;
+    options.entry = entry;
+    options.steps = trainSteps;
+    options.seed = seed;
+    options.vocab = vocab;
+    options.dataTask = dataTask;
+    options.json = json;
+    options.initDir = initNpy;
+    options.outputDir = outputDir;
+    return runTraining(*module, interpreter, options);
+  }
+  if (json || !initNpy.empty() || trainSteps.getNumOccurrences() ||
+      vocab.getNumOccurrences() || dataTask.getNumOccurrences())
+    return fail("--steps, --vocab, --data-task, --json and --init-npy only "
+                "apply with --train");
   func::FuncOp func = chooseEntry(*module, interpreter, entry);
   if (!func)
     return 1;

@@ -1,0 +1,390 @@
+//===- Train.cpp - loom-run --train ---------------------------------------===//
+//
+// The training loop of `loom-run --interpret FILE --train`. The step
+// function is found by its role attributes (docs/rationale/autodiff.md):
+//
+//   arguments  nn.param    initialised once (below), then fed back
+//              nn.state    optimizer state, zeros at the start
+//              nn.step     the step counter, 1 at the first step, +1 each step
+//              nn.data     drawn afresh every step by the data task (below)
+//   results    nn.loss     a scalar, printed every step
+//              nn.updates = i   becomes argument i of the next step
+//
+// Parameter initialisation (a fixed rule; names are not knowable): a
+// parameter of rank >= 2 is uniform in [-a, a) with a = 1/sqrt(fan_in),
+// fan_in = shape[rank - 2] (the input dimension of an [in, out] matmul
+// weight, the vocabulary of an embedding table); parameters of rank 0 or 1
+// (biases and norm scales) are ones. `--init-npy DIR` loads
+// DIR/param_<k>.npy for the k-th nn.param argument instead.
+//
+// Data tasks, one batch per step, a pure function of (seed, step):
+//   tokens  the first integer data argument is uniform in [0, V) (V from
+//           --vocab), the second integer data argument (same shape) is
+//           target = (7 * token + 3) mod V at the same position;
+//   affine  the first float data argument x, viewed as rows of its last
+//           dimension In, is uniform in [-1, 1); the second float data
+//           argument t, rows of Out, is t = x A + c with A (In x Out) and c
+//           (Out) uniform in [-1, 1) / sqrt(In), fixed by the seed; both must
+//           have the same number of rows;
+//   auto    tokens if the first data argument is an integer tensor, else
+//           affine.
+// Any other data argument is uniform: floats in [-1, 1), integers in [0, V).
+//
+// Everything except the tokens/s figure is bitwise reproducible for a seed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/interpreter/Train.h"
+#include "runtime/interpreter/Npy.h"
+#include "runtime/interpreter/Random.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace mlir;
+using namespace loom::interp;
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "loom-run") << message << "\n";
+  return 1;
+}
+
+enum class Role { Param, State, Step, Data };
+
+/// Independent random keys: one per purpose and index.
+uint64_t streamKey(uint64_t seed, uint64_t purpose, uint64_t index) {
+  return splitmix64(splitmix64(seed, purpose), index);
+}
+
+constexpr uint64_t kInitStream = 1, kDataStream = 2, kAffineStream = 3;
+
+/// Uniform in [-scale, scale).
+double uniform(uint64_t key, uint64_t index, double scale) {
+  return (2.0 * toUnitInterval(splitmix64(key, index)) - 1.0) * scale;
+}
+
+func::FuncOp findTrainStep(ModuleOp module, Interpreter &interpreter,
+                           llvm::StringRef requested) {
+  if (!requested.empty())
+    return interpreter.lookupFunction(requested);
+  llvm::SmallVector<func::FuncOp> found;
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+      if (func.getResultAttr(i, "nn.loss")) {
+        found.push_back(func);
+        break;
+      }
+  }
+  if (found.size() == 1)
+    return found.front();
+  InFlightDiagnostic diag = emitError(module.getLoc());
+  if (found.empty())
+    diag << "--train needs a training step: no function has a result marked "
+            "nn.loss (build one with loom-opt --loom-training-pipeline)";
+  else
+    diag << found.size()
+         << " functions have a result marked nn.loss; choose one with --entry";
+  return {};
+}
+
+} // namespace
+
+int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
+                              const TrainOptions &options) {
+  if (options.steps < 1)
+    return fail("--steps must be at least 1");
+  if (options.vocab < 1 || options.vocab > (int64_t{1} << 31))
+    return fail("--vocab must be in [1, 2^31]");
+  if (options.dataTask != "auto" && options.dataTask != "tokens" &&
+      options.dataTask != "affine")
+    return fail("--data-task must be auto, tokens or affine, got '" +
+                options.dataTask + "'");
+
+  func::FuncOp func = findTrainStep(module, interpreter, options.entry);
+  if (!func)
+    return 1;
+  FunctionType type = func.getFunctionType();
+  llvm::StringRef name = func.getSymName();
+  unsigned numArgs = type.getNumInputs();
+
+  // Roles of the arguments and static types.
+  std::vector<Role> roles(numArgs);
+  std::vector<RankedTensorType> argTypes(numArgs);
+  std::vector<ElementKind> argKinds(numArgs);
+  std::vector<unsigned> params, states, steps, data;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto ranked = dyn_cast<RankedTensorType>(type.getInput(i));
+    std::optional<ElementKind> kind =
+        ranked ? getElementKind(ranked.getElementType()) : std::nullopt;
+    if (!kind || !ranked.hasStaticShape())
+      return fail("argument #" + llvm::Twine(i) + " of @" + name +
+                  " must be a static tensor of f32, f64, bf16, i1, i32 or "
+                  "i64 to be trained");
+    std::optional<int64_t> count = getCheckedNumElements(ranked.getShape());
+    if (!count || static_cast<uint64_t>(*count) * getElementSize(*kind) >
+                      interpreter.getOptions().maxTensorBytes)
+      return fail("argument #" + llvm::Twine(i) + " of @" + name +
+                  " is too large");
+    argTypes[i] = ranked;
+    argKinds[i] = *kind;
+    if (func.getArgAttr(i, "nn.param")) {
+      roles[i] = Role::Param;
+      params.push_back(i);
+    } else if (func.getArgAttr(i, "nn.state")) {
+      roles[i] = Role::State;
+      states.push_back(i);
+    } else if (func.getArgAttr(i, "nn.step")) {
+      roles[i] = Role::Step;
+      steps.push_back(i);
+    } else if (func.getArgAttr(i, "nn.data")) {
+      roles[i] = Role::Data;
+      data.push_back(i);
+    } else {
+      return fail("argument #" + llvm::Twine(i) + " of @" + name +
+                  " has no role attribute (nn.param, nn.state, nn.step or "
+                  "nn.data); --train does not know how to fill it");
+    }
+  }
+  if (params.empty())
+    return fail("@" + name + " has no nn.param argument to train");
+
+  // Results: the loss and the feedback map.
+  std::optional<unsigned> lossIndex;
+  std::vector<std::pair<unsigned, unsigned>> feedback; // result -> argument
+  std::vector<bool> fed(numArgs, false);
+  for (unsigned r = 0, e = type.getNumResults(); r < e; ++r) {
+    if (func.getResultAttr(r, "nn.loss")) {
+      if (lossIndex)
+        return fail("@" + name + " has more than one nn.loss result");
+      auto ranked = dyn_cast<RankedTensorType>(type.getResult(r));
+      if (!ranked || ranked.getRank() != 0 ||
+          !isa<FloatType>(ranked.getElementType()))
+        return fail("the nn.loss result of @" + name +
+                    " must be a 0-d float tensor");
+      lossIndex = r;
+    }
+    if (auto updates = func.getResultAttrOfType<IntegerAttr>(r, "nn.updates")) {
+      int64_t target = updates.getInt();
+      if (target < 0 || target >= numArgs)
+        return fail("result #" + llvm::Twine(r) + " of @" + name +
+                    " updates argument #" + llvm::Twine(target) +
+                    ", which does not exist");
+      if (type.getResult(r) != type.getInput(target))
+        return fail("result #" + llvm::Twine(r) + " of @" + name +
+                    " updates argument #" + llvm::Twine(target) +
+                    " but their types differ");
+      if (fed[target])
+        return fail("argument #" + llvm::Twine(target) + " of @" + name +
+                    " is updated by two results");
+      fed[target] = true;
+      feedback.push_back({r, static_cast<unsigned>(target)});
+    }
+  }
+  if (!lossIndex)
+    return fail("@" + name + " has no nn.loss result");
+
+  // Initial arguments.
+  std::vector<Tensor> args(numArgs);
+  for (auto [k, i] : llvm::enumerate(params)) {
+    llvm::ArrayRef<int64_t> shape = argTypes[i].getShape();
+    if (!isFloatKind(argKinds[i]))
+      return fail("parameter argument #" + llvm::Twine(i) + " of @" + name +
+                  " is not a float tensor");
+    if (!options.initDir.empty()) {
+      llvm::SmallString<128> path(options.initDir);
+      llvm::sys::path::append(path, "param_" + llvm::Twine(k) + ".npy");
+      llvm::Expected<Tensor> tensor =
+          readNpyFile(path, interpreter.getOptions().maxTensorBytes);
+      if (!tensor)
+        return fail("--init-npy: " + llvm::toString(tensor.takeError()));
+      if (!tensor->matchesType(argTypes[i]))
+        return fail("--init-npy: '" + path + "' holds a " +
+                    tensor->getTypeString() + " but argument #" +
+                    llvm::Twine(i) + " of @" + name + " is a " +
+                    Tensor(argKinds[i], shape).getTypeString());
+      args[i] = std::move(*tensor);
+      continue;
+    }
+    Tensor tensor(argKinds[i], shape);
+    if (shape.size() >= 2) {
+      int64_t fanIn = std::max<int64_t>(shape[shape.size() - 2], 1);
+      double scale = 1.0 / std::sqrt(static_cast<double>(fanIn));
+      uint64_t key = streamKey(options.seed, kInitStream, k);
+      for (int64_t e = 0, n = tensor.getNumElements(); e < n; ++e)
+        tensor.setDouble(e, uniform(key, e, scale));
+    } else {
+      for (int64_t e = 0, n = tensor.getNumElements(); e < n; ++e)
+        tensor.setDouble(e, 1.0);
+    }
+    args[i] = std::move(tensor);
+  }
+  for (unsigned i : states)
+    args[i] = Tensor(argKinds[i], argTypes[i].getShape());
+  for (unsigned i : steps)
+    args[i] = Tensor(argKinds[i], argTypes[i].getShape());
+
+  // The data task.
+  std::string task = options.dataTask;
+  if (!data.empty() && task == "auto")
+    task = isFloatKind(argKinds[data[0]]) ? "affine" : "tokens";
+  // The two data arguments the task fills, if any.
+  std::optional<unsigned> inputArg, targetArg;
+  auto nthOf = [&](bool wantFloat, unsigned n) -> std::optional<unsigned> {
+    for (unsigned i : data)
+      if (isFloatKind(argKinds[i]) == wantFloat &&
+          argKinds[i] != ElementKind::I1 && n-- == 0)
+        return i;
+    return std::nullopt;
+  };
+  int64_t affineIn = 0, affineOut = 0, rows = 0;
+  std::vector<double> affineA, affineC;
+  if (!data.empty()) {
+    bool wantFloat = task == "affine";
+    inputArg = nthOf(wantFloat, 0);
+    targetArg = nthOf(wantFloat, 1);
+    if (!inputArg)
+      return fail("--data-task " + task + " needs " +
+                  (wantFloat ? "a float" : "an integer") +
+                  " nn.data argument in @" + name);
+    if (targetArg) {
+      llvm::ArrayRef<int64_t> in = argTypes[*inputArg].getShape();
+      llvm::ArrayRef<int64_t> out = argTypes[*targetArg].getShape();
+      if (!wantFloat && in != out)
+        return fail("--data-task tokens: the targets (argument #" +
+                    llvm::Twine(*targetArg) + ") must have the shape of the "
+                    "tokens (argument #" + llvm::Twine(*inputArg) + ")");
+      if (wantFloat) {
+        affineIn = in.empty() ? 1 : in.back();
+        affineOut = out.empty() ? 1 : out.back();
+        int64_t inRows =
+            affineIn ? *getCheckedNumElements(in) / affineIn : 0;
+        int64_t outRows =
+            affineOut ? *getCheckedNumElements(out) / affineOut : 0;
+        if (affineIn == 0 || affineOut == 0 || inRows != outRows)
+          return fail("--data-task affine: the inputs (argument #" +
+                      llvm::Twine(*inputArg) + ", rows of " +
+                      llvm::Twine(affineIn) + ") and the targets (argument #" +
+                      llvm::Twine(*targetArg) + ", rows of " +
+                      llvm::Twine(affineOut) +
+                      ") must have the same number of non-empty rows");
+        rows = inRows;
+        uint64_t key = streamKey(options.seed, kAffineStream, 0);
+        double scale = 1.0 / std::sqrt(static_cast<double>(affineIn));
+        affineA.resize(affineIn * affineOut);
+        affineC.resize(affineOut);
+        for (size_t e = 0; e < affineA.size(); ++e)
+          affineA[e] = uniform(key, e, scale);
+        for (size_t e = 0; e < affineC.size(); ++e)
+          affineC[e] = uniform(key, affineA.size() + e, scale);
+      }
+    }
+  }
+  // Tokens per step, for the throughput figure.
+  int64_t tokensPerStep = 0;
+  for (unsigned i : data)
+    if (isIntegerKind(argKinds[i])) {
+      tokensPerStep = *getCheckedNumElements(argTypes[i].getShape());
+      break;
+    }
+  if (!tokensPerStep && inputArg) {
+    llvm::ArrayRef<int64_t> shape = argTypes[*inputArg].getShape();
+    tokensPerStep = shape.empty() ? 1 : shape.front();
+  }
+
+  llvm::raw_ostream &os = llvm::outs();
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    for (unsigned i : steps)
+      args[i].setDouble(0, static_cast<double>(step));
+    for (unsigned i : data) {
+      if (targetArg && i == *targetArg)
+        continue;
+      Tensor tensor(argKinds[i], argTypes[i].getShape());
+      uint64_t key = streamKey(options.seed, kDataStream,
+                               static_cast<uint64_t>(step) * numArgs + i);
+      for (int64_t e = 0, n = tensor.getNumElements(); e < n; ++e) {
+        uint64_t bits = splitmix64(key, e);
+        if (isFloatKind(argKinds[i]))
+          tensor.setDouble(e, 2.0 * toUnitInterval(bits) - 1.0);
+        else if (argKinds[i] == ElementKind::I1)
+          tensor.setDouble(e, static_cast<double>(bits >> 63));
+        else
+          tensor.setDouble(
+              e, static_cast<double>(bits % static_cast<uint64_t>(
+                                                options.vocab)));
+      }
+      args[i] = std::move(tensor);
+    }
+    if (targetArg) {
+      const Tensor &input = args[*inputArg];
+      Tensor target(argKinds[*targetArg], argTypes[*targetArg].getShape());
+      if (task == "tokens") {
+        for (int64_t e = 0, n = target.getNumElements(); e < n; ++e) {
+          int64_t token = static_cast<int64_t>(input.getDouble(e));
+          target.setDouble(e, static_cast<double>((7 * token + 3) %
+                                                  options.vocab));
+        }
+      } else {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t o = 0; o < affineOut; ++o) {
+            double sum = affineC[o];
+            for (int64_t k = 0; k < affineIn; ++k)
+              sum += input.getDouble(r * affineIn + k) *
+                     affineA[k * affineOut + o];
+            target.setDouble(r * affineOut + o, sum);
+          }
+      }
+      args[*targetArg] = std::move(target);
+    }
+
+    auto start = std::chrono::steady_clock::now();
+    FailureOr<std::vector<Tensor>> results = interpreter.call(name, args);
+    auto stop = std::chrono::steady_clock::now();
+    if (failed(results))
+      return 1;
+    double seconds = std::chrono::duration<double>(stop - start).count();
+    double tokensPerSecond =
+        seconds > 0 ? static_cast<double>(tokensPerStep) / seconds : 0.0;
+    const Tensor &lossTensor = (*results)[*lossIndex];
+    double loss = lossTensor.getDouble(0);
+    if (!std::isfinite(loss))
+      return fail("the loss is not finite at step " + llvm::Twine(step) +
+                  "; lower the learning rate or check the model");
+    const char *lossFormat =
+        lossTensor.getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
+    if (options.json)
+      os << "{\"step\":" << step << ",\"loss\":"
+         << llvm::format(lossFormat, loss) << ",\"tokens_per_s\":"
+         << llvm::format("%.1f", tokensPerSecond) << "}\n";
+    else
+      os << "step " << step << " loss " << llvm::format(lossFormat, loss)
+         << " tokens/s " << llvm::format("%.1f", tokensPerSecond) << "\n";
+    os.flush();
+    for (auto [r, i] : feedback)
+      args[i] = std::move((*results)[r]);
+  }
+
+  if (!options.outputDir.empty()) {
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(options.outputDir))
+      return fail("cannot create '" + options.outputDir +
+                  "': " + ec.message());
+    for (auto [k, i] : llvm::enumerate(params)) {
+      llvm::SmallString<128> path(options.outputDir);
+      llvm::sys::path::append(path, "param_" + llvm::Twine(k) + ".npy");
+      if (llvm::Error err = writeNpyFile(path, args[i]))
+        return fail(llvm::toString(std::move(err)));
+    }
+  }
+  return 0;
+}
