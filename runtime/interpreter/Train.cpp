@@ -192,7 +192,8 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     }
   }
   if (!lossIndex)
-    return fail("@" + name + " has no nn.loss result");
+    return fail("@" + name + " has no nn.loss result; --train runs a "
+                "training step, built by loom-opt --loom-training-pipeline");
 
   // Initial arguments.
   std::vector<Tensor> args(numArgs);

@@ -9,6 +9,9 @@
 // RUN: loom-run --interpret %t.step.mlir --train --steps 20 --seed 4 --vocab 16 --json > %t.3
 // RUN: not %python %S/train_same_losses.py %t.1 %t.3
 // RUN: %python %S/train_loss_check.py %t.1 --steps 20 --ratio 1.0
+// --entry names the step; the result is the same.
+// RUN: loom-run --interpret %t.step.mlir --train --entry cls_train_step --steps 20 --seed 3 --vocab 16 --json > %t.4
+// RUN: %python %S/train_same_losses.py %t.1 %t.4
 
 // Errors are diagnostics, not crashes.
 // RUN: not loom-run --interpret %t.step.mlir --train --steps 0 2>&1 | FileCheck %s --check-prefix=STEPS
@@ -21,6 +24,8 @@
 // NOSTEP: error: --train needs a training step: no function has a result marked nn.loss
 // RUN: not loom-run --interpret %t.step.mlir --train --init-npy %t.missing 2>&1 | FileCheck %s --check-prefix=INIT
 // INIT: error: --init-npy:
+// RUN: not loom-run --interpret %t.step.mlir --train --entry cls 2>&1 | FileCheck %s --check-prefix=NOTSTEP
+// NOTSTEP: error: @cls has no nn.loss result; --train runs a training step
 // RUN: not loom-run --interpret %t.step.mlir --json 2>&1 | FileCheck %s --check-prefix=ONLY
 // ONLY: error: --steps, --vocab, --data-task, --json and --init-npy only apply with --train
 // RUN: not loom-run --interpret %t.step.mlir --train --random-inputs 2>&1 | FileCheck %s --check-prefix=MIX
