@@ -12,6 +12,6 @@ input=${1:-$root/examples/mlp_hetero.mlir}
 # Let ccache share objects between clones in different folders.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/configure.sh" "$build" release
-cmake --build "$build" --target loom-opt
+cmake --build "$build" --target loom-opt loom-run
 echo "== loom-opt --hspmd-print-shards $(basename "$input")"
 "$build/bin/loom-opt" "$input" --hspmd-print-shards -o /dev/null
