@@ -34,14 +34,15 @@ if [[ ! -x /usr/lib/llvm-22/bin/lit && ! -x /usr/lib/llvm-22/build/utils/lit/lit
     python3 -m pip install -q lit
   fi
 fi
-# numpy: the interpreter's numeric tests compare against it. pip where it
-# may install (pyenv, venvs); Debian's own python3 gets it from apt.
-if ! python3 -c 'import numpy' 2>/dev/null; then
-  if ! python3 -m pip install -q numpy 2>/dev/null; then
+# numpy and scipy: the interpreter's numeric tests and the GPT-mini cross-check
+# compare against them (scipy for erf). pip where it may install (pyenv,
+# venvs); Debian's own python3 gets them from apt.
+if ! python3 -c 'import numpy, scipy' 2>/dev/null; then
+  if ! python3 -m pip install -q numpy scipy 2>/dev/null; then
     sudo_cmd=()
     if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
-      --no-install-recommends python3-numpy >/dev/null
+      --no-install-recommends python3-numpy python3-scipy >/dev/null
   fi
 fi
 echo "setup: all dependencies present"

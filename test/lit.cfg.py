@@ -21,8 +21,9 @@ config.substitutions.append(
 
 
 def python_with_numpy():
-    """A Python that can import numpy, which the interpreter's numeric checks
-    use: lit may run under Debian's python3, which lacks it."""
+    """A Python that can import numpy and scipy, which the interpreter's
+    numeric checks use: lit may run under Debian's python3, which lacks
+    them."""
     import shutil
     import subprocess
     import sys
@@ -31,7 +32,7 @@ def python_with_numpy():
             continue
         try:
             found = subprocess.run(
-                [candidate, "-c", "import numpy, sys; print(sys.executable)"],
+                [candidate, "-c", "import numpy, scipy, sys; print(sys.executable)"],
                 capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             continue
