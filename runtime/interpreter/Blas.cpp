@@ -26,6 +26,14 @@ void scaleOnly(int64_t m, int64_t n, T beta, T *c, int64_t ldc) {
 
 } // namespace
 
+std::string loom::interp::getBlasDescription() {
+  pinThreads();
+  std::string config = openblas_get_config();
+  while (!config.empty() && config.back() == ' ')
+    config.pop_back();
+  return config + ", core " + openblas_get_corename() + ", 1 thread";
+}
+
 bool loom::interp::fitsBlasInt(int64_t value) {
   return value >= 0 && value <= INT_MAX;
 }

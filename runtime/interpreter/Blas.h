@@ -12,6 +12,7 @@
 #define LOOM_RUNTIME_INTERPRETER_BLAS_H
 
 #include <cstdint>
+#include <string>
 
 namespace loom::interp {
 
@@ -29,6 +30,10 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 /// Whether a size or leading dimension can be passed to cblas.
 bool fitsBlasInt(int64_t value);
+
+/// The BLAS in use, for benchmark reports: OpenBLAS's build configuration
+/// and the kernel family (core) it picked for this CPU.
+std::string getBlasDescription();
 
 } // namespace loom::interp
 

@@ -2,7 +2,7 @@
 //
 // loom-run --interpret FILE.mlir [--entry NAME] [--input X.npy ...]
 //          [--random-inputs [--seed N] [--int-range LO,HI]]
-//          [--output-dir DIR] [--print]
+//          [--output-dir DIR] [--print] [--repeat N]
 // loom-run --interpret FILE.mlir --train [--entry NAME] [--steps N]
 //          [--seed S] [--vocab V] [--data-task auto|tokens|affine] [--json]
 //          [--init-npy DIR] [--output-dir DIR]
@@ -10,11 +10,14 @@
 // Inputs fill the entry function's arguments in order: first the --input
 // files, then, with --random-inputs, random tensors for the rest (see
 // makeRandomTensor). Results go to DIR/result_<i>.npy and, with --print, to
-// stdout as `result #i: tensor<...> = [...]`.
+// stdout as `result #i: tensor<...> = [...]`. --repeat N calls the function N
+// more times, checks that every call gives the same bits, and prints the
+// wall time per call (for benchmarks; the first call is not timed).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/interpreter/RunMain.h"
+#include "runtime/interpreter/Blas.h"
 #include "runtime/interpreter/Interpreter.h"
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/TensorIO.h"
@@ -32,11 +35,15 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
 
 using namespace mlir;
 using namespace loom::interp;
@@ -120,6 +127,11 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       "print",
       llvm::cl::desc("Print every result as `result #i: <type> = [...]`"),
       llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> repeat(
+      "repeat",
+      llvm::cl::desc("Call the function N more times, check that the results "
+                     "are the same bits, and print the time per call"),
+      llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<bool> train(
       "train",
       llvm::cl::desc("Run a training step (a function with an nn.loss "
@@ -194,9 +206,10 @@ int loom::interp::loomRunMain(int argc, char **argv) {
 
   Interpreter interpreter(*module);
   if (train) {
-    if (!inputs.empty() || randomInputs || print)
+    if (!inputs.empty() || randomInputs || print || repeat)
       return fail("--train generates its own arguments and prints losses; "
-                  "it does not take --input, --random-inputs or --print");
+                  "it does not take --input, --random-inputs, --print or "
+                  "--repeat");
     TrainOptions options;
     options.entry = entry;
     options.steps = trainSteps;
@@ -258,6 +271,32 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       interpreter.call(func.getSymName(), args);
   if (failed(results))
     return 1;
+  if (repeat < 0)
+    return fail("--repeat expects N >= 0, got " + llvm::Twine(repeat));
+  if (repeat > 0) {
+    std::vector<double> seconds;
+    for (int64_t i = 0; i < repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      FailureOr<std::vector<Tensor>> again =
+          interpreter.call(func.getSymName(), args);
+      seconds.push_back(std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+      if (failed(again))
+        return 1;
+      for (auto [index, result] : llvm::enumerate(*again))
+        if (!result.bitwiseEqual((*results)[index]))
+          return fail("--repeat: call " + llvm::Twine(i + 2) + " of @" +
+                      func.getSymName() + " gave other bits in result #" +
+                      llvm::Twine(index) + " than the first");
+    }
+    std::sort(seconds.begin(), seconds.end());
+    llvm::outs() << llvm::format(
+        "timing: %lld calls of @%s, min %.6f s, median %.6f s per call\n",
+        static_cast<long long>(repeat), func.getSymName().str().c_str(),
+        seconds.front(), seconds[seconds.size() / 2]);
+    llvm::outs() << "blas: " << getBlasDescription() << "\n";
+  }
 
   if (!outputDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))

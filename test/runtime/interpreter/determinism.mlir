@@ -9,6 +9,15 @@
 // RUN: cmp %t.1/result_2.npy %t.2/result_2.npy
 // RUN: loom-run --interpret %s --random-inputs --seed 12 --output-dir %t.3
 // RUN: not cmp %t.1/result_0.npy %t.3/result_0.npy
+//
+// --repeat N calls the function N more times, checks that each call gives
+// the first call's bits, and reports the time per call and the BLAS.
+// RUN: loom-run --interpret %s --random-inputs --seed 11 --repeat 3 --output-dir %t.4 | FileCheck %s --check-prefix=REPEAT
+// RUN: cmp %t.1/result_0.npy %t.4/result_0.npy
+// REPEAT: timing: 3 calls of @main, min {{[0-9.]+}} s, median {{[0-9.]+}} s per call
+// REPEAT-NEXT: blas: OpenBLAS {{.*}}, core {{.*}}, 1 thread
+// RUN: not loom-run --interpret %s --random-inputs --repeat -1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: --repeat expects N >= 0, got -1
 
 func.func @main(%table: tensor<64x32xf32>, %ids: tensor<4x16xi64>,
                 %gamma: tensor<32xf32>, %wq: tensor<32x32xf32>,

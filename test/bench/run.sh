@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Benchmarks, one command: set up, build the optimized tools, run every
+# benchmark under test/bench/. Not part of CI; the figures are ratios
+# against a baseline measured in the same run (the machine is shared).
+#   test/bench/run.sh [ARGS for gpt_mini_fwd_bwd.py]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${LOOM_BUILD_DIR:-$root/build-release}
+
+"$root/scripts/setup.sh"
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+"$root/scripts/configure.sh" "$build" release
+cmake --build "$build" --target loom-opt loom-run
+python3 "$root/test/bench/gpt_mini_fwd_bwd.py" --build "$build" "$@"
