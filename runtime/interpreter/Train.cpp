@@ -38,6 +38,8 @@
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/Random.h"
 
+#include "dialects/nn/IR/NNOps.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -291,6 +293,38 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
       }
     }
   }
+  // Integer data is drawn from [0, vocab): it must index whatever it
+  // directly feeds (an embedding table's rows, cross-entropy's classes).
+  for (unsigned i : data) {
+    if (!isIntegerKind(argKinds[i]) || argKinds[i] == ElementKind::I1)
+      continue;
+    for (OpOperand &use : func.getArgument(i).getUses()) {
+      Operation *user = use.getOwner();
+      int64_t limit = ShapedType::kDynamic;
+      llvm::StringRef what;
+      if (auto embedding = dyn_cast<loom::nn::EmbeddingOp>(user);
+          embedding && use.get() == embedding.getIds()) {
+        limit = embedding.getTable().getType().getDimSize(0);
+        what = "rows in the embedding table";
+      } else if (auto loss = dyn_cast<loom::nn::CrossEntropyOp>(user);
+                 loss && use.get() == loss.getLabels()) {
+        auto logits = cast<RankedTensorType>(loss.getLogits().getType());
+        limit = logits.getRank() ? logits.getDimSize(logits.getRank() - 1)
+                                 : ShapedType::kDynamic;
+        what = "classes in the cross-entropy logits";
+      }
+      if (ShapedType::isDynamic(limit) || options.vocab <= limit)
+        continue;
+      user->emitError() << "--vocab " << options.vocab
+                        << " draws ids up to " << options.vocab - 1
+                        << " for nn.data argument #" << i << " of @" << name
+                        << ", but it feeds this op, which has " << limit
+                        << " " << what << "; pass --vocab " << limit
+                        << " or less";
+      return 1;
+    }
+  }
+
   // Tokens per step, for the throughput figure.
   int64_t tokensPerStep = 0;
   for (unsigned i : data)

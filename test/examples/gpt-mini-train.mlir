@@ -1,6 +1,6 @@
 // The GPT-mini forward pass becomes a training step: the loss, the gradient
 // of every one of its 29 parameters, and an AdamW update of each.
-// RUN: loom-opt %loom_src_root/examples/gpt_mini.mlir --loom-training-pipeline="optimizer=adamw lr=1e-3 weight-decay=0.01" | FileCheck %s
+// RUN: loom-opt %loom_src_root/examples/gpt_mini.mlir --loom-training-pipeline="optimizer=adamw lr=1e-2 weight-decay=0.01" | FileCheck %s
 // RUN: loom-opt %loom_src_root/examples/gpt_mini.mlir --nn-autodiff | FileCheck %s --check-prefix=GRAD
 
 // CHECK-LABEL: func.func @gpt_mini_train_step(
@@ -17,7 +17,7 @@
 // CHECK-COUNT-2: nn.attention_grad {{.*}} mask = causal
 // CHECK: nn.gather_grad {{.*}} to tensor<16x32xf32>
 // CHECK: nn.gather_grad {{.*}} to tensor<64x32xf32>
-// CHECK-COUNT-29: nn.adamw_update {{.*}} {lr = 1.000000e-03 : f64}
+// CHECK-COUNT-29: nn.adamw_update {{.*}} {lr = 1.000000e-02 : f64}
 // CHECK-NEXT: return
 
 // The backward pass runs through the blocks in reverse: final norm, then
