@@ -108,6 +108,19 @@ LogicalResult identityKernel(KernelCall &call) {
   return success();
 }
 
+/// A collective in the global view (with `from` and `to` layouts) only
+/// moves pieces of a value between devices: on one device it is the
+/// identity. In the local view it needs the other ranks.
+LogicalResult globalCollectiveKernel(KernelCall &call) {
+  Operation *op = call.getOp();
+  if (!op->hasAttr("from"))
+    return call.emitError()
+           << "works on one device's buffer (the local view, after "
+              "specialisation) and needs the other ranks: run it on the "
+              "simulator";
+  return identityKernel(call);
+}
+
 } // namespace
 
 void loom::interp::registerGlueKernels(KernelRegistry &registry) {
@@ -116,4 +129,12 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
   registry.add(emptyKernel);
   registry.add(hspmd::AnnotateOp::getOperationName(), identityKernel);
   registry.add(hspmd::ReshardOp::getOperationName(), identityKernel);
+  for (StringRef name :
+       {hspmd::AllReduceOp::getOperationName(),
+        hspmd::AllGatherOp::getOperationName(),
+        hspmd::ReduceScatterOp::getOperationName(),
+        hspmd::AllToAllOp::getOperationName(),
+        hspmd::PermuteOp::getOperationName(),
+        hspmd::LocalSliceOp::getOperationName()})
+    registry.add(name, globalCollectiveKernel);
 }

@@ -9,6 +9,7 @@
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "dialects/hspmd/IR/HSPMDOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -1200,3 +1201,49 @@ TEST_F(HSPMDLayoutTest, StrategySetAndClusterVerifiers) {
 }
 
 } // namespace
+
+// Collective sub-groups: devices that differ only in the digits of the
+// collective's mesh axes, each in rank order (mixed radix over those axes).
+TEST(HSPMDCollectiveTest, SubgroupsOfOneMiddleAxis) {
+  // Mesh [2, 3, 2]: index = 6a + 2b + c; over axis 1 (b).
+  auto groups = loom::hspmd::getCollectiveSubgroups({2, 3, 2}, {1});
+  std::vector<std::vector<int64_t>> got;
+  for (auto &group : groups)
+    got.emplace_back(group.begin(), group.end());
+  EXPECT_EQ(got, (std::vector<std::vector<int64_t>>{
+                     {0, 2, 4}, {1, 3, 5}, {6, 8, 10}, {7, 9, 11}}));
+}
+
+TEST(HSPMDCollectiveTest, SubgroupsOfTwoOuterAxes) {
+  // Over axes 0 and 2 (a, c): one sub-group per b, ranked by 2a + c.
+  auto groups = loom::hspmd::getCollectiveSubgroups({2, 3, 2}, {0, 2});
+  std::vector<std::vector<int64_t>> got;
+  for (auto &group : groups)
+    got.emplace_back(group.begin(), group.end());
+  EXPECT_EQ(got, (std::vector<std::vector<int64_t>>{
+                     {0, 1, 6, 7}, {2, 3, 8, 9}, {4, 5, 10, 11}}));
+}
+
+TEST(HSPMDCollectiveTest, SubgroupsPartitionTheGroup) {
+  // Every device is in exactly one sub-group, and all sub-groups have the
+  // product of the axes' sizes as their size.
+  const std::vector<int64_t> mesh = {3, 2, 4, 2};
+  for (unsigned mask = 1; mask < 16; ++mask) {
+    llvm::SmallVector<int64_t> axes;
+    int64_t size = 1;
+    for (int64_t axis = 0; axis < 4; ++axis)
+      if (mask & (1u << axis)) {
+        axes.push_back(axis);
+        size *= mesh[axis];
+      }
+    auto groups = loom::hspmd::getCollectiveSubgroups(mesh, axes);
+    std::vector<int> seen(48, 0);
+    for (auto &group : groups) {
+      EXPECT_EQ(static_cast<int64_t>(group.size()), size);
+      for (int64_t index : group)
+        ++seen[index];
+    }
+    for (int count : seen)
+      EXPECT_EQ(count, 1) << "mask " << mask;
+  }
+}

@@ -10,12 +10,24 @@
 #define LOOM_HSPMD_ATTRS
 
 include "dialects/hspmd/IR/HSPMDDialect.td"
+include "dialects/hspmd/IR/HSPMDEnums.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 
 class HSPMD_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<HSPMD_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
+}
+
+def HSPMD_ReductionKindAttr
+    : EnumAttr<HSPMD_Dialect, HSPMD_ReductionKind, "reduction"> {
+  let summary = "A reduction kind as an attribute (of collectives)";
+  let description = [{
+    `sum`, `mean`, `max` or `min`. Inside an op the value is spelled bare
+    (`hspmd.all_reduce sum ...`); on its own it reads
+    `#hspmd.reduction<sum>`.
+  }];
+  let assemblyFormat = "`<` $value `>`";
 }
 
 //===----------------------------------------------------------------------===//

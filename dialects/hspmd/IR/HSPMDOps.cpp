@@ -3,8 +3,14 @@
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace loom::hspmd;
+
 
 LogicalResult AnnotateOp::verify() {
   return verifyLayoutForShape(getLayout(), getInput().getType().getShape(),
@@ -32,6 +38,272 @@ LogicalResult ReshardOp::verify() {
     return emitOpError("source and target strategy sets name different "
                        "strategies");
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseReductionKind(OpAsmParser &parser,
+                                      ReductionKindAttr &attr) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<ReductionKind> kind = symbolizeReductionKind(keyword);
+  if (!kind)
+    return parser.emitError(loc, "expected a reduction kind (sum, mean, max "
+                                 "or min), got '")
+           << keyword << "'";
+  attr = ReductionKindAttr::get(parser.getContext(), *kind);
+  return success();
+}
+
+static void printReductionKind(OpAsmPrinter &printer, Operation *,
+                               ReductionKindAttr attr) {
+  printer << stringifyReductionKind(attr.getValue());
+}
+
+namespace {
+
+/// What a collective's local view does to the shape of its buffer, given
+/// the sub-group size `k`: the expected result shape, or failure after a
+/// diagnostic.
+using LocalShapeRule = llvm::function_ref<FailureOr<SmallVector<int64_t>>(
+    ArrayRef<int64_t> input, int64_t k)>;
+
+int64_t getProduct(ArrayRef<int64_t> values, ArrayRef<int64_t> indices) {
+  int64_t product = 1;
+  for (int64_t index : indices)
+    product *= values[index];
+  return product;
+}
+
+/// Checks the attributes every collective shares and the view-specific
+/// types: the global view (layouts present) keeps the global type; the
+/// local view's result shape follows `rule`.
+LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
+                               ArrayRef<int64_t> mesh, UnionAttr from,
+                               UnionAttr to, LocalShapeRule rule) {
+  if (mesh.empty())
+    return op->emitOpError("needs a non-empty mesh");
+  int64_t devices = 1;
+  for (int64_t size : mesh) {
+    if (size < 1)
+      return op->emitOpError("mesh sizes must be at least 1, got ") << size;
+    if (llvm::MulOverflow(devices, size, devices))
+      return op->emitOpError("mesh has more devices than fit in 64 bits");
+  }
+  if (axes.empty())
+    return op->emitOpError("needs at least one mesh axis to run over");
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= static_cast<int64_t>(mesh.size()))
+      return op->emitOpError("mesh axis ")
+             << axis << " is out of range for a mesh of " << mesh.size()
+             << " axes";
+    if (i > 0 && axis <= axes[i - 1])
+      return op->emitOpError("mesh axes must be strictly increasing");
+  }
+  auto input = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  if (input.getElementType() != result.getElementType() ||
+      input.getRank() != result.getRank())
+    return op->emitOpError("operand and result must have the same element "
+                           "type and rank");
+  int64_t k = getProduct(mesh, axes);
+  if (!from != !to)
+    return op->emitOpError("needs both `from` and `to` layouts, or neither");
+  if (from) {
+    // Global view: the value does not change, only where its pieces are.
+    if (input != result)
+      return op->emitOpError("in the global view (with layouts) the result "
+                             "has the operand's type");
+    for (auto [role, layout] : {std::pair{"from", from}, {"to", to}}) {
+      auto emit = [&, role = role]() {
+        InFlightDiagnostic diag = op->emitOpError();
+        diag << "`" << role << "` layout: ";
+        return diag;
+      };
+      if (failed(verifyLayoutForShape(layout, input.getShape(), emit)))
+        return failure();
+      if (layout.getGroups().size() != 1)
+        return emit() << "a collective runs inside one device group; "
+                         "unions of several groups have their own transfers";
+      if (layout.getGroups()[0].getDevices().size() !=
+          static_cast<size_t>(devices))
+        return emit() << "its group has "
+                      << layout.getGroups()[0].getDevices().size()
+                      << " devices but the mesh has " << devices;
+    }
+    if (from.getGroups()[0] != to.getGroups()[0])
+      return op->emitOpError("`from` and `to` must be on the same device "
+                             "group");
+    return success();
+  }
+  FailureOr<SmallVector<int64_t>> expected = rule(input.getShape(), k);
+  if (failed(expected))
+    return failure();
+  for (auto [dim, want, got] :
+       llvm::enumerate(*expected, result.getShape())) {
+    if (ShapedType::isDynamic(want) || ShapedType::isDynamic(got))
+      continue;
+    if (want != got)
+      return op->emitOpError("result dimension ")
+             << dim << " must be " << want << " over sub-groups of " << k
+             << " devices, got " << got;
+  }
+  return success();
+}
+
+/// The rule of ops that keep the shape.
+FailureOr<SmallVector<int64_t>> keepShape(ArrayRef<int64_t> input, int64_t) {
+  return SmallVector<int64_t>(input);
+}
+
+/// Checks that `dim` is a dimension of `shape` (and, for `divide`, that its
+/// size is a multiple of `k`), then scales it.
+FailureOr<SmallVector<int64_t>> scaleDim(Operation *op, StringRef name,
+                                         ArrayRef<int64_t> shape, int64_t dim,
+                                         int64_t k, bool divide) {
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) {
+    op->emitOpError() << "`" << name << "` " << dim
+                      << " is not a dimension of a rank-" << shape.size()
+                      << " tensor";
+    return failure();
+  }
+  SmallVector<int64_t> result(shape);
+  if (ShapedType::isDynamic(shape[dim]))
+    return result;
+  if (divide) {
+    if (shape[dim] % k != 0) {
+      op->emitOpError() << "dimension " << dim << " of size " << shape[dim]
+                        << " does not divide among sub-groups of " << k
+                        << " devices";
+      return failure();
+    }
+    result[dim] = shape[dim] / k;
+  } else {
+    result[dim] = shape[dim] * k;
+  }
+  return result;
+}
+
+} // namespace
+
+SmallVector<SmallVector<int64_t>>
+loom::hspmd::getCollectiveSubgroups(ArrayRef<int64_t> mesh,
+                                    ArrayRef<int64_t> axes) {
+  int64_t devices = getProduct(mesh, llvm::to_vector(llvm::seq<int64_t>(
+                                          0, mesh.size())));
+  llvm::SmallDenseMap<int64_t, unsigned> groupOf;
+  SmallVector<SmallVector<int64_t>> groups;
+  llvm::SmallBitVector inAxes(mesh.size());
+  for (int64_t axis : axes)
+    inAxes.set(axis);
+  for (int64_t index = 0; index < devices; ++index) {
+    // The digits outside `axes` name the sub-group; the device's position
+    // in it is the mixed-radix number of the digits inside (visiting
+    // indices in order visits each sub-group's members in rank order).
+    int64_t key = 0, rest = index;
+    SmallVector<int64_t> digits(mesh.size());
+    for (int64_t axis = mesh.size() - 1; axis >= 0; --axis) {
+      digits[axis] = rest % mesh[axis];
+      rest /= mesh[axis];
+    }
+    for (auto [axis, digit] : llvm::enumerate(digits))
+      if (!inAxes.test(axis))
+        key = key * mesh[axis] + digit;
+    auto [it, inserted] = groupOf.try_emplace(key, groups.size());
+    if (inserted)
+      groups.emplace_back();
+    groups[it->second].push_back(index);
+  }
+  return groups;
+}
+
+#define COLLECTIVE_SUBGROUPS(Op)                                               \
+  SmallVector<SmallVector<int64_t>> Op::getSubgroupIndices() {                \
+    return getCollectiveSubgroups(getMesh(), getAxes());                       \
+  }                                                                            \
+  int64_t Op::getSubgroupSize() { return getProduct(getMesh(), getAxes()); }
+COLLECTIVE_SUBGROUPS(AllReduceOp)
+COLLECTIVE_SUBGROUPS(AllGatherOp)
+COLLECTIVE_SUBGROUPS(ReduceScatterOp)
+COLLECTIVE_SUBGROUPS(AllToAllOp)
+COLLECTIVE_SUBGROUPS(PermuteOp)
+COLLECTIVE_SUBGROUPS(LocalSliceOp)
+#undef COLLECTIVE_SUBGROUPS
+
+LogicalResult AllReduceOp::verify() {
+  return verifyCollective(*this, getAxes(), getMesh(), getFromAttr(),
+                          getToAttr(), keepShape);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyCollective(
+      *this, getAxes(), getMesh(), getFromAttr(), getToAttr(),
+      [&](ArrayRef<int64_t> shape, int64_t k) {
+        return scaleDim(*this, "dim", shape, getDim(), k, /*divide=*/false);
+      });
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyCollective(
+      *this, getAxes(), getMesh(), getFromAttr(), getToAttr(),
+      [&](ArrayRef<int64_t> shape, int64_t k) {
+        return scaleDim(*this, "dim", shape, getDim(), k, /*divide=*/true);
+      });
+}
+
+LogicalResult AllToAllOp::verify() {
+  return verifyCollective(
+      *this, getAxes(), getMesh(), getFromAttr(), getToAttr(),
+      [&](ArrayRef<int64_t> shape,
+          int64_t k) -> FailureOr<SmallVector<int64_t>> {
+        if (getSplitDim() == getConcatDim()) {
+          emitOpError("`split` and `concat` must be different dimensions");
+          return failure();
+        }
+        FailureOr<SmallVector<int64_t>> split =
+            scaleDim(*this, "split", shape, getSplitDim(), k, true);
+        if (failed(split))
+          return failure();
+        return scaleDim(*this, "concat", *split, getConcatDim(), k, false);
+      });
+}
+
+LogicalResult PermuteOp::verify() {
+  ArrayRef<int64_t> perm = getPerm(), axes = getAxes(), mesh = getMesh();
+  if (perm.size() != axes.size())
+    return emitOpError("`perm` must have one entry per mesh axis in `over` (")
+           << axes.size() << "), got " << perm.size();
+  llvm::SmallBitVector seen(perm.size());
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(perm)) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen.test(p))
+      return emitOpError("`perm` must be a permutation of 0 .. ")
+             << perm.size() - 1;
+    seen.set(p);
+    identity &= p == static_cast<int64_t>(i);
+    if (axes[i] >= 0 && axes[i] < static_cast<int64_t>(mesh.size()) &&
+        axes[p] >= 0 && axes[p] < static_cast<int64_t>(mesh.size()) &&
+        mesh[axes[i]] != mesh[axes[p]])
+      return emitOpError("`perm` exchanges digits of mesh axes ")
+             << axes[i] << " and " << axes[p] << " of different sizes ("
+             << mesh[axes[i]] << " and " << mesh[axes[p]] << ")";
+  }
+  if (identity)
+    return emitOpError("`perm` is the identity: nothing moves");
+  return verifyCollective(*this, axes, mesh, getFromAttr(), getToAttr(),
+                          keepShape);
+}
+
+LogicalResult LocalSliceOp::verify() {
+  return verifyCollective(
+      *this, getAxes(), getMesh(), getFromAttr(), getToAttr(),
+      [&](ArrayRef<int64_t> shape, int64_t k) {
+        return scaleDim(*this, "dim", shape, getDim(), k, /*divide=*/true);
+      });
 }
 
 #define GET_OP_CLASSES

@@ -60,4 +60,163 @@ def HSPMD_ReshardOp : HSPMD_Op<"reshard",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+class HSPMD_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : HSPMD_Op<mnemonic, !listconcat(traits, [Pure])> {
+  code commonDescription = [{
+
+    Sub-groups: the devices of the group, in order, are read as mixed-radix
+    numbers over the mesh `of [n0, n1, ...]` (first digit slowest, product =
+    group size); the collective runs within every set of devices that differ
+    only in the digits of the mesh axes `over [a, ...]` (strictly
+    increasing). `subgroups` lists them. A device's rank inside its
+    sub-group is the mixed-radix number of those digits.
+
+    Two views. In the global view (what reshard lowering produces) the op
+    carries `from` and `to` layouts, its operand and result have the global
+    tensor type, and its value is its operand: it only moves data between
+    devices, so the single-device interpreter runs the lowered program
+    unchanged. In the local view (after specialisation) there are no
+    layouts and the types are one device's buffers.
+  }];
+  code commonFormat = [{
+    `over` $axes `of` $mesh `:` type($input) `->` type($result)
+    (`from` $from^ `to` $to)? attr-dict
+  }];
+  let results = (outs AnyRankedTensor:$result);
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The devices of each sub-group, as indices into the group (0 ..
+    /// product(mesh) - 1), in rank order.
+    ::llvm::SmallVector<::llvm::SmallVector<int64_t>> getSubgroupIndices();
+    /// The number of devices in each sub-group.
+    int64_t getSubgroupSize();
+  }];
+}
+
+def HSPMD_AllReduceOp : HSPMD_CollectiveOp<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Reduces partial values within each sub-group";
+  let description = [{
+    Every device of a sub-group contributes its buffer; every device gets
+    the reduction (`sum`, `mean`, `max`, `min`) of all of them. Resolves a
+    partial axis into a duplicate one.
+
+    ```mlir
+    %y = hspmd.all_reduce sum %x over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x16xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, HSPMD_ReductionKindAttr:$reduction,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat = "custom<ReductionKind>($reduction) $input " # commonFormat;
+}
+
+def HSPMD_AllGatherOp : HSPMD_CollectiveOp<"all_gather"> {
+  let summary = "Concatenates the buffers of each sub-group along a dimension";
+  let description = [{
+    Every device gets the concatenation, in sub-group rank order, of the
+    sub-group's buffers along `dim`. Turns a split axis into a duplicate
+    one. Local view: the result's `dim` is the operand's times the
+    sub-group size.
+
+    ```mlir
+    %y = hspmd.all_gather %x dim 0 over [0] of [4] : tensor<2x16xf32> -> tensor<8x16xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$dim,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat = "$input `dim` $dim " # commonFormat;
+}
+
+def HSPMD_ReduceScatterOp : HSPMD_CollectiveOp<"reduce_scatter"> {
+  let summary = "Reduces within each sub-group and scatters along a dimension";
+  let description = [{
+    The sub-group's buffers are reduced elementwise; the device of rank r
+    gets block r of the reduction along `dim`. Turns a partial axis into a
+    split one. Local view: the result's `dim` is the operand's divided by
+    the sub-group size.
+
+    ```mlir
+    %y = hspmd.reduce_scatter sum %x dim 0 over [0] of [2] : tensor<8x16xf32> -> tensor<4x16xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, HSPMD_ReductionKindAttr:$reduction,
+                       I64Attr:$dim, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat = "custom<ReductionKind>($reduction) $input `dim` $dim " # commonFormat;
+}
+
+def HSPMD_AllToAllOp : HSPMD_CollectiveOp<"all_to_all"> {
+  let summary = "Moves a split from one dimension to another";
+  let description = [{
+    Each device cuts its buffer into sub-group-size blocks along
+    `split_dim` and sends block r to the device of rank r, which
+    concatenates what it receives, in rank order, along `concat_dim`. Turns
+    a split of `concat_dim` into a split of `split_dim`. Local view: the
+    result's `split_dim` is divided and its `concat_dim` multiplied by the
+    sub-group size.
+
+    ```mlir
+    %y = hspmd.all_to_all %x split 1 concat 0 over [0] of [2] : tensor<4x16xf32> -> tensor<8x8xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$split_dim,
+                       I64Attr:$concat_dim, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat =
+      "$input `split` $split_dim `concat` $concat_dim " # commonFormat;
+}
+
+def HSPMD_PermuteOp : HSPMD_CollectiveOp<"permute",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Exchanges whole buffers by a permutation of mesh axes";
+  let description = [{
+    A send/recv permutation: the device whose digits over the mesh are
+    `(c_0, ..., c_k)` receives the buffer of the device whose digit `i` is
+    `c_perm[i]`, for every mesh axis `i`. `over` lists the mesh axes that
+    `perm` moves (every other axis maps to itself); devices whose source is
+    themselves keep their buffer. Changes only which mesh axis splits which
+    dimension.
+
+    ```mlir
+    %y = hspmd.permute %x perm [1, 0] over [0, 1] of [2, 2] : tensor<4x4xf32> -> tensor<4x4xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat = "$input `perm` $perm " # commonFormat;
+}
+
+def HSPMD_LocalSliceOp : HSPMD_CollectiveOp<"local_slice"> {
+  let summary = "Keeps this device's block of a duplicated dimension";
+  let description = [{
+    No communication: the device of rank r in its sub-group keeps block r
+    of its buffer along `dim`. Turns a duplicate axis into a split one.
+    Local view: the result's `dim` is the operand's divided by the
+    sub-group size.
+
+    ```mlir
+    %y = hspmd.local_slice %x dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x8xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$dim,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat = "$input `dim` $dim " # commonFormat;
+}
+
 #endif // LOOM_HSPMD_OPS

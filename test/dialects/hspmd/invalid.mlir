@@ -404,3 +404,139 @@ func.func @share_overflow(%x: tensor<8xf32>) {
   %0 = hspmd.annotate %x : tensor<8xf32> as #hspmd.union<split(0) shares [9223372036854775807, 1]: {[0]: []}, {[1]: []}>
   return
 }
+
+// -----
+
+func.func @collective_axis_range(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{mesh axis 2 is out of range for a mesh of 2 axes}}
+  %0 = hspmd.all_reduce sum %x over [2] of [2, 2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @collective_axes_order(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{mesh axes must be strictly increasing}}
+  %0 = hspmd.all_reduce sum %x over [1, 0] of [2, 2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @collective_mesh_size(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{mesh sizes must be at least 1, got 0}}
+  %0 = hspmd.all_reduce sum %x over [0] of [0] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @collective_no_axes(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{needs at least one mesh axis to run over}}
+  %0 = hspmd.all_reduce sum %x over [] of [2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @collective_reduction_kind(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{expected a reduction kind (sum, mean, max or min), got 'prod'}}
+  %0 = hspmd.all_reduce prod %x over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_shape(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{result dimension 0 must be 8 over sub-groups of 4 devices, got 6}}
+  %0 = hspmd.all_gather %x dim 0 over [0, 1] of [2, 2] : tensor<2x8xf32> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{`dim` 2 is not a dimension of a rank-2 tensor}}
+  %0 = hspmd.all_gather %x dim 2 over [0] of [2] : tensor<2x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_divide(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{dimension 0 of size 6 does not divide among sub-groups of 4 devices}}
+  %0 = hspmd.reduce_scatter sum %x dim 0 over [0] of [4] : tensor<6x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @all_to_all_same_dim(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`split` and `concat` must be different dimensions}}
+  %0 = hspmd.all_to_all %x split 0 concat 0 over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @permute_identity(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`perm` is the identity: nothing moves}}
+  %0 = hspmd.permute %x perm [0, 1] over [0, 1] of [2, 2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @permute_sizes(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`perm` exchanges digits of mesh axes 0 and 1 of different sizes (2 and 4)}}
+  %0 = hspmd.permute %x perm [1, 0] over [0, 1] of [2, 4] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @permute_not_permutation(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`perm` must be a permutation of 0 .. 1}}
+  %0 = hspmd.permute %x perm [1, 1] over [0, 1] of [2, 2] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @collective_global_one_layout(%x: tensor<8x8xf32>) {
+  // expected-error @+2 {{expected 'to'}}
+  %0 = hspmd.all_reduce sum %x over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}>
+  return
+}
+
+// -----
+
+func.func @collective_global_type(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{in the global view (with layouts) the result has the operand's type}}
+  %0 = hspmd.all_gather %x dim 0 over [0] of [2] : tensor<8x8xf32> -> tensor<16x8xf32> from #hspmd.union<{[0, 1]: [S0:2]}> to #hspmd.union<{[0, 1]: [D:2]}>
+  return
+}
+
+// -----
+
+func.func @collective_global_mesh(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`from` layout: its group has 2 devices but the mesh has 4}}
+  %0 = hspmd.all_reduce sum %x over [0] of [4] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<{[0, 1]: [D:2]}>
+  return
+}
+
+// -----
+
+func.func @collective_global_groups(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`from` and `to` must be on the same device group}}
+  %0 = hspmd.all_reduce sum %x over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<{[2, 3]: [D:2]}>
+  return
+}
+
+// -----
+
+func.func @collective_global_union(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{`to` layout: a collective runs inside one device group}}
+  %0 = hspmd.all_reduce sum %x over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<replicated: {[0]: []}, {[1]: []}>
+  return
+}
