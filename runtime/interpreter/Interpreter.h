@@ -32,6 +32,9 @@ struct InterpreterOptions {
   uint64_t maxTensorBytes = uint64_t{1} << 32;
   /// How deeply func.call may nest.
   unsigned maxCallDepth = 128;
+  /// The caller has verified the module (the simulator does, once for all
+  /// ranks, instead of every rank's interpreter on its own thread).
+  bool assumeVerified = false;
 };
 
 class Interpreter {

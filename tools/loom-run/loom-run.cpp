@@ -1,10 +1,10 @@
 //===- loom-run.cpp - Runs Loom programs ----------------------------------===//
 //
 // `loom-run --interpret FILE.mlir ...` evaluates an nn program with the
-// reference interpreter; see runtime/interpreter/RunMain.cpp for the flags.
+// reference interpreter; see tools/loom-run/RunMain.cpp for the flags.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/interpreter/RunMain.h"
+#include "tools/loom-run/RunMain.h"
 
 int main(int argc, char **argv) { return loom::interp::loomRunMain(argc, argv); }

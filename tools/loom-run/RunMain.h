@@ -1,7 +1,7 @@
 //===- RunMain.h - The loom-run driver -------------------------*- C++ -*-===//
 
-#ifndef LOOM_RUNTIME_INTERPRETER_RUNMAIN_H
-#define LOOM_RUNTIME_INTERPRETER_RUNMAIN_H
+#ifndef LOOM_TOOLS_LOOM_RUN_RUNMAIN_H
+#define LOOM_TOOLS_LOOM_RUN_RUNMAIN_H
 
 namespace loom::interp {
 
@@ -11,4 +11,4 @@ int loomRunMain(int argc, char **argv);
 
 } // namespace loom::interp
 
-#endif // LOOM_RUNTIME_INTERPRETER_RUNMAIN_H
+#endif // LOOM_TOOLS_LOOM_RUN_RUNMAIN_H

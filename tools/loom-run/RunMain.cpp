@@ -3,6 +3,9 @@
 // loom-run --interpret FILE.mlir [--entry NAME] [--input X.npy ...]
 //          [--random-inputs [--seed N] [--int-range LO,HI]]
 //          [--output-dir DIR] [--print] [--repeat N]
+// loom-run --interpret FILE.mlir --simulate N [--entry NAME] [--input ...]
+//          [--random-inputs [--seed S]] [--output-dir DIR] [--print]
+//          [--comm-stats]
 // loom-run --interpret FILE.mlir --train [--entry NAME] [--steps N]
 //          [--seed S] [--vocab V] [--data-task auto|tokens|affine] [--json]
 //          [--init-npy DIR] [--output-dir DIR]
@@ -16,12 +19,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/interpreter/RunMain.h"
+#include "tools/loom-run/RunMain.h"
 #include "runtime/interpreter/Blas.h"
 #include "runtime/interpreter/Interpreter.h"
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/TensorIO.h"
 #include "runtime/interpreter/Train.h"
+#include "runtime/simulator/Simulator.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
@@ -83,6 +87,75 @@ func::FuncOp chooseEntry(ModuleOp module, Interpreter &interpreter,
 
 } // namespace
 
+namespace {
+
+struct SimulationOptions {
+  int64_t ranks;
+  std::string outputDir;
+  bool print;
+  bool commStats;
+};
+
+/// Writes `tensors` as DIR/<prefix>_<i>.npy.
+int writeAll(llvm::StringRef dir, llvm::StringRef prefix,
+             llvm::ArrayRef<Tensor> tensors) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return fail("cannot create '" + dir + "': " + ec.message());
+  for (auto [index, tensor] : llvm::enumerate(tensors)) {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, prefix + "_" + llvm::Twine(index) + ".npy");
+    if (llvm::Error err = writeNpyFile(path, tensor))
+      return fail(llvm::toString(std::move(err)));
+  }
+  return 0;
+}
+
+/// --simulate: runs `func` on N ranks; rank r's arguments come from
+/// `argsOf(r)`. With an output directory, rank r's arguments and results go
+/// to DIR/rank_<r>/arg_<i>.npy and result_<i>.npy.
+int runSimulation(ModuleOp module, func::FuncOp func,
+                  llvm::ArrayRef<Tensor> rank0Args,
+                  llvm::function_ref<std::vector<Tensor>(int64_t)> argsOf,
+                  const SimulationOptions &options) {
+  if (options.ranks < 1 || options.ranks > 4096)
+    return fail("--simulate expects 1 to 4096 ranks, got " +
+                llvm::Twine(options.ranks));
+  std::vector<std::vector<Tensor>> args;
+  args.push_back(rank0Args);
+  for (int64_t r = 1; r < options.ranks; ++r)
+    args.push_back(argsOf(r));
+  loom::sim::Simulator simulator(module, options.ranks);
+  auto results = simulator.run(func.getSymName(), args);
+  if (failed(results))
+    return 1;
+  for (int64_t r = 0; r < options.ranks; ++r) {
+    if (!options.outputDir.empty()) {
+      llvm::SmallString<128> dir(options.outputDir);
+      llvm::sys::path::append(dir, "rank_" + llvm::Twine(r));
+      if (int code = writeAll(dir, "arg", args[r]))
+        return code;
+      if (int code = writeAll(dir, "result", (*results)[r]))
+        return code;
+    }
+    if (options.print)
+      for (auto [index, result] : llvm::enumerate((*results)[r])) {
+        llvm::outs() << "rank " << r << " result #" << index << ": "
+                     << result.getTypeString() << " = ";
+        printTensorValues(llvm::outs(), result);
+        llvm::outs() << "\n";
+      }
+    if (options.commStats)
+      for (const auto &[kind, entry] : simulator.getStats(r).byKind)
+        llvm::outs() << "rank " << r << " " << kind << ": calls " << entry.calls
+                     << ", bytes sent " << entry.bytesSent << ", received "
+                     << entry.bytesReceived << "\n";
+  }
+  llvm::outs().flush();
+  return 0;
+}
+
+} // namespace
+
 int loom::interp::loomRunMain(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   llvm::cl::OptionCategory category("loom-run options");
@@ -91,10 +164,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("Evaluate the program with the reference interpreter "
                      "(the only mode so far)"),
       llvm::cl::cat(category));
-  llvm::cl::opt<std::string> inputFile(llvm::cl::Positional,
-                                       llvm::cl::desc("<input .mlir file>"),
-                                       llvm::cl::init("-"),
-                                       llvm::cl::cat(category));
+  llvm::cl::opt<std::string> inputFile(
+      llvm::cl::Positional, llvm::cl::desc("<input .mlir file>"),
+      llvm::cl::init("-"), llvm::cl::cat(category));
   llvm::cl::opt<std::string> entry(
       "entry",
       llvm::cl::desc("Function to run (default: @main, or the only function)"),
@@ -132,6 +204,17 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("Call the function N more times, check that the results "
                      "are the same bits, and print the time per call"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> simulate(
+      "simulate",
+      llvm::cl::desc("Run the function on N simulated ranks (a local-view "
+                     "program whose hspmd collectives the simulator carries "
+                     "out); rank r's random inputs use seed + r"),
+      llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<bool> commStats(
+      "comm-stats",
+      llvm::cl::desc("--simulate: print each rank's calls and bytes per "
+                     "collective kind"),
+      llvm::cl::init(false), llvm::cl::cat(category));
   llvm::cl::opt<bool> train(
       "train",
       llvm::cl::desc("Run a training step (a function with an nn.loss "
@@ -152,8 +235,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                      "(7 * token + 3) mod V) or affine (target = x A + c)"),
       llvm::cl::init("auto"), llvm::cl::cat(category));
   llvm::cl::opt<bool> json(
-      "json",
-      llvm::cl::desc("--train: print one JSON object per step"),
+      "json", llvm::cl::desc("--train: print one JSON object per step"),
       llvm::cl::cat(category));
   llvm::cl::opt<std::string> initNpy(
       "init-npy",
@@ -182,9 +264,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   // The dialects the interpreter has kernels for; interfaces that passes
   // attach (InitAllDialects.h) are not needed to evaluate a program.
   DialectRegistry registry;
-  registry.insert<loom::nn::NNDialect, loom::hspmd::HSPMDDialect,
-                  arith::ArithDialect, func::FuncDialect,
-                  tensor::TensorDialect>();
+  registry
+      .insert<loom::nn::NNDialect, loom::hspmd::HSPMDDialect,
+              arith::ArithDialect, func::FuncDialect, tensor::TensorDialect>();
   MLIRContext context(registry);
   context.allowUnregisteredDialects(false);
   // Diagnostics point at the source line; the op printout would repeat it.
@@ -206,10 +288,11 @@ int loom::interp::loomRunMain(int argc, char **argv) {
 
   Interpreter interpreter(*module);
   if (train) {
-    if (!inputs.empty() || randomInputs || print || repeat)
+    if (!inputs.empty() || randomInputs || print || repeat ||
+        simulate.getNumOccurrences())
       return fail("--train generates its own arguments and prints losses; "
-                  "it does not take --input, --random-inputs, --print or "
-                  "--repeat");
+                  "it does not take --input, --random-inputs, --print, "
+                  "--repeat or --simulate");
     TrainOptions options;
     options.entry = entry;
     options.steps = trainSteps;
@@ -239,14 +322,16 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   for (const std::string &path : inputs) {
     llvm::Expected<Tensor> tensor = readNpyFile(path);
     if (!tensor)
-      return fail("input for argument #" + llvm::Twine(args.size()) +
-                  " of @" + func.getSymName() + ": " +
+      return fail("input for argument #" + llvm::Twine(args.size()) + " of @" +
+                  func.getSymName() + ": " +
                   llvm::toString(tensor.takeError()));
     args.push_back(std::move(*tensor));
     sources.push_back(path);
   }
-  if (randomInputs) {
-    for (unsigned i = args.size(); i < type.getNumInputs(); ++i) {
+  // Random arguments after the --input ones, from `rankSpec`.
+  auto appendRandom = [&](std::vector<Tensor> &into,
+                          const RandomSpec &rankSpec) -> int {
+    for (unsigned i = into.size(); i < type.getNumInputs(); ++i) {
       auto ranked = dyn_cast<RankedTensorType>(type.getInput(i));
       std::optional<ElementKind> kind =
           ranked ? getElementKind(ranked.getElementType()) : std::nullopt;
@@ -260,12 +345,35 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                         interpreter.getOptions().maxTensorBytes)
         return fail("argument #" + llvm::Twine(i) + " of @" +
                     func.getSymName() + " is too large to generate");
-      args.push_back(makeRandomTensor(*kind, ranked.getShape(), spec, i));
-      sources.push_back("random");
+      into.push_back(makeRandomTensor(*kind, ranked.getShape(), rankSpec, i));
+      if (&into == &args)
+        sources.push_back("random");
     }
-  }
+    return 0;
+  };
+  if (randomInputs)
+    if (int code = appendRandom(args, spec))
+      return code;
   if (failed(Interpreter::checkArguments(func, args, sources)))
     return 1;
+  if (commStats && !simulate.getNumOccurrences())
+    return fail("--comm-stats only applies with --simulate");
+  if (simulate.getNumOccurrences() && repeat)
+    return fail("--repeat times the single-device interpreter; it does not "
+                "combine with --simulate");
+  if (simulate.getNumOccurrences())
+    return runSimulation(
+        *module, func, args,
+        [&](int64_t rank) {
+          std::vector<Tensor> rankArgs(args.begin(),
+                                       args.begin() + inputs.size());
+          RandomSpec rankSpec = spec;
+          rankSpec.seed = spec.seed + static_cast<uint64_t>(rank);
+          if (randomInputs)
+            (void)appendRandom(rankArgs, rankSpec); // checked on rank 0's
+          return rankArgs;
+        },
+        {simulate, outputDir, print, commStats});
 
   FailureOr<std::vector<Tensor>> results =
       interpreter.call(func.getSymName(), args);
@@ -303,8 +411,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       return fail("cannot create '" + outputDir + "': " + ec.message());
     for (auto [index, result] : llvm::enumerate(*results)) {
       llvm::SmallString<128> path(outputDir);
-      llvm::sys::path::append(path,
-                              "result_" + llvm::Twine(index) + ".npy");
+      llvm::sys::path::append(path, "result_" + llvm::Twine(index) + ".npy");
       if (llvm::Error err = writeNpyFile(path, result))
         return fail(llvm::toString(std::move(err)));
     }

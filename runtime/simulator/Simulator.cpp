@@ -1,0 +1,535 @@
+//===- Simulator.cpp - N ranks in one process on the interpreter ----------===//
+
+#include "runtime/simulator/Simulator.h"
+
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "runtime/interpreter/Convert.h"
+#include "runtime/interpreter/KernelRegistry.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::sim;
+using interp::ElementKind;
+using interp::KernelCall;
+using interp::Tensor;
+
+int64_t CommStats::getBytesSent() const {
+  int64_t total = 0;
+  for (const auto &[kind, entry] : byKind)
+    total += entry.bytesSent;
+  return total;
+}
+
+int64_t CommStats::getBytesReceived() const {
+  int64_t total = 0;
+  for (const auto &[kind, entry] : byKind)
+    total += entry.bytesReceived;
+  return total;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Buffer arithmetic
+//===----------------------------------------------------------------------===//
+
+/// A tensor seen as [outer, size, inner] around dimension `dim`, in bytes
+/// for the inner part.
+struct DimView {
+  int64_t outer = 1, size = 1, innerBytes = 1;
+};
+
+DimView viewAround(const Tensor &tensor, int64_t dim) {
+  DimView view;
+  ArrayRef<int64_t> shape = tensor.getShape();
+  for (int64_t d = 0; d < dim; ++d)
+    view.outer *= shape[d];
+  view.size = shape[dim];
+  view.innerBytes =
+      static_cast<int64_t>(interp::getElementSize(tensor.getKind()));
+  for (int64_t d = dim + 1, e = shape.size(); d < e; ++d)
+    view.innerBytes *= shape[d];
+  return view;
+}
+
+/// Block `index` of `count` equal blocks of `tensor` along `dim`.
+Tensor getBlock(const Tensor &tensor, int64_t dim, int64_t count,
+                int64_t index) {
+  DimView view = viewAround(tensor, dim);
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape[dim] /= count;
+  Tensor block(tensor.getKind(), shape);
+  int64_t rowBytes = shape[dim] * view.innerBytes;
+  for (int64_t o = 0; o < view.outer; ++o)
+    std::memcpy(block.rawData() + o * rowBytes,
+                tensor.rawData() +
+                    (o * view.size + index * shape[dim]) * view.innerBytes,
+                rowBytes);
+  return block;
+}
+
+/// The concatenation of equally shaped `parts` along `dim`.
+Tensor concatenate(ArrayRef<const Tensor *> parts, int64_t dim) {
+  const Tensor &first = *parts.front();
+  DimView view = viewAround(first, dim);
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] *= parts.size();
+  Tensor result(first.getKind(), shape);
+  int64_t partBytes = view.size * view.innerBytes;
+  for (int64_t o = 0; o < view.outer; ++o)
+    for (auto [p, part] : llvm::enumerate(parts))
+      std::memcpy(result.rawData() + (o * parts.size() + p) * partBytes,
+                  part->rawData() + o * partBytes, partBytes);
+  return result;
+}
+
+template <typename T> T combine(T acc, T value, hspmd::ReductionKind kind) {
+  switch (kind) {
+  case hspmd::ReductionKind::Sum:
+  case hspmd::ReductionKind::Mean:
+    return acc + value;
+  case hspmd::ReductionKind::Max:
+    return acc >= value || acc != acc ? acc : value;
+  case hspmd::ReductionKind::Min:
+    return acc <= value || acc != acc ? acc : value;
+  }
+  return acc;
+}
+
+/// The elementwise reduction of `inputs`, combined in order (input 0 first),
+/// in the element type; a mean divides the sum by the count at the end.
+FailureOr<Tensor> reduce(ArrayRef<const Tensor *> inputs,
+                         hspmd::ReductionKind kind, std::string &error) {
+  Tensor result = *inputs.front();
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    MutableArrayRef<T> acc = result.values<T>();
+    for (const Tensor *input : inputs.drop_front())
+      for (auto [a, v] : llvm::zip_equal(acc, input->values<T>()))
+        a = combine<T>(a, v, kind);
+    if (kind == hspmd::ReductionKind::Mean)
+      for (T &a : acc)
+        a = a / static_cast<T>(inputs.size());
+  };
+  switch (result.getKind()) {
+  case ElementKind::F32:
+    run(float{});
+    return result;
+  case ElementKind::F64:
+    run(double{});
+    return result;
+  case ElementKind::BF16: {
+    MutableArrayRef<uint16_t> acc = result.values<uint16_t>();
+    for (const Tensor *input : inputs.drop_front())
+      for (auto [a, v] : llvm::zip_equal(acc, input->values<uint16_t>()))
+        a = interp::floatToBf16(combine<float>(interp::bf16ToFloat(a),
+                                               interp::bf16ToFloat(v), kind));
+    if (kind == hspmd::ReductionKind::Mean)
+      for (uint16_t &a : acc)
+        a = interp::floatToBf16(interp::bf16ToFloat(a) /
+                                static_cast<float>(inputs.size()));
+    return result;
+  }
+  case ElementKind::I32:
+  case ElementKind::I64:
+    if (kind == hspmd::ReductionKind::Mean)
+      break;
+    if (result.getKind() == ElementKind::I32)
+      run(int32_t{});
+    else
+      run(int64_t{});
+    return result;
+  case ElementKind::I1:
+    break;
+  }
+  error = "cannot reduce " + result.getTypeString() + " with '" +
+          hspmd::stringifyReductionKind(kind).str() + "'";
+  return failure();
+}
+
+int64_t product(ArrayRef<int64_t> values) {
+  int64_t result = 1;
+  for (int64_t value : values)
+    result *= value;
+  return result;
+}
+
+/// The digits of `index` in the mixed radix `sizes` (first slowest).
+SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> digits(sizes.size());
+  for (int64_t i = sizes.size() - 1; i >= 0; --i) {
+    digits[i] = index % sizes[i];
+    index /= sizes[i];
+  }
+  return digits;
+}
+
+int64_t fromDigits(ArrayRef<int64_t> digits, ArrayRef<int64_t> sizes) {
+  int64_t index = 0;
+  for (auto [digit, size] : llvm::zip_equal(digits, sizes))
+    index = index * size + digit;
+  return index;
+}
+
+/// Bytes of chunk `j` when `elements` are cut into `k` near-equal chunks
+/// (the first `elements mod k` one element larger).
+int64_t chunkBytes(int64_t elements, int64_t k, int64_t j,
+                   int64_t elementSize) {
+  return (elements / k + (j < elements % k ? 1 : 0)) * elementSize;
+}
+
+//===----------------------------------------------------------------------===//
+// Rendezvous
+//===----------------------------------------------------------------------===//
+
+/// One collective instance: a sub-group's n-th collective.
+struct Pending {
+  SmallVector<int64_t> members;
+  std::vector<const Tensor *> inputs;
+  std::vector<Operation *> ops;
+  int64_t arrived = 0;
+  int64_t taken = 0;
+  bool done = false;
+  /// Set when the collective cannot be carried out; the op of sub-group
+  /// rank 0 reports it.
+  std::string error;
+  std::vector<Tensor> outputs;
+  std::vector<CommStats::Entry> traffic;
+};
+
+using PendingKey = std::pair<std::vector<int64_t>, int64_t>;
+
+} // namespace
+
+struct Simulator::Impl {
+  Impl(ModuleOp module, int64_t numRanks, interp::InterpreterOptions options)
+      : module(module), numRanks(numRanks), stats(numRanks),
+        sequence(numRanks) {
+    options.assumeVerified = true; // run() verifies once for every rank
+    interp::registerAllKernels(registry);
+    for (StringRef name : {hspmd::AllReduceOp::getOperationName(),
+                           hspmd::AllGatherOp::getOperationName(),
+                           hspmd::ReduceScatterOp::getOperationName(),
+                           hspmd::AllToAllOp::getOperationName(),
+                           hspmd::PermuteOp::getOperationName(),
+                           hspmd::LocalSliceOp::getOperationName()})
+      registry.add(name, [this](KernelCall &call) { return collective(call); });
+    for (int64_t r = 0; r < numRanks; ++r) {
+      interpreters.push_back(
+          std::make_unique<interp::Interpreter>(module, registry, options));
+      rankOf[interpreters.back().get()] = r;
+    }
+  }
+
+  LogicalResult collective(KernelCall &call);
+  /// Under the lock: computes the outputs of a complete collective.
+  void complete(Pending &pending);
+  /// Under the lock: aborts the run when a collective can no longer
+  /// complete.
+  void checkDeadlock();
+  void abort() {
+    aborted = true;
+    wakeup.notify_all();
+  }
+
+  ModuleOp module;
+  int64_t numRanks;
+  interp::KernelRegistry registry;
+  std::vector<std::unique_ptr<interp::Interpreter>> interpreters;
+  llvm::DenseMap<const interp::Interpreter *, int64_t> rankOf;
+  std::vector<CommStats> stats;
+
+  // The state of a run, guarded by `mutex`.
+  std::mutex mutex;
+  std::condition_variable wakeup;
+  std::map<PendingKey, Pending> pending;
+  std::vector<std::map<std::vector<int64_t>, int64_t>> sequence;
+  int64_t waiting = 0;
+  int64_t finished = 0;
+  bool aborted = false;
+};
+
+LogicalResult Simulator::Impl::collective(KernelCall &call) {
+  Operation *op = call.getOp();
+  int64_t rank = rankOf.lookup(&call.getInterpreter());
+  if (op->hasAttr("from"))
+    return call.emitError()
+           << "is in the global view (it carries layouts); the simulator "
+              "runs local-view programs, after specialisation";
+  ArrayRef<int64_t> mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
+  ArrayRef<int64_t> axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  if (product(mesh) != numRanks)
+    return call.emitError()
+           << "runs over a mesh of " << product(mesh)
+           << " devices but the simulator has " << numRanks << " ranks";
+
+  // The rank's sub-group: the ranks that differ from it only in the digits
+  // of `axes`, in the order of those digits.
+  SmallVector<int64_t> digits = toDigits(rank, mesh);
+  SmallVector<int64_t> axisSizes;
+  for (int64_t axis : axes)
+    axisSizes.push_back(mesh[axis]);
+  int64_t k = product(axisSizes);
+  std::vector<int64_t> members;
+  for (int64_t position = 0; position < k; ++position) {
+    SmallVector<int64_t> memberDigits = digits;
+    for (auto [axis, digit] :
+         llvm::zip_equal(axes, toDigits(position, axisSizes)))
+      memberDigits[axis] = digit;
+    members.push_back(fromDigits(memberDigits, mesh));
+  }
+  int64_t position = llvm::find(members, rank) - members.begin();
+  std::string kind = op->getName().stripDialect().str();
+  const Tensor &input = call.operand(0);
+
+  if (auto slice = dyn_cast<hspmd::LocalSliceOp>(op)) {
+    call.addResult(getBlock(input, slice.getDim(), k, position));
+    std::lock_guard<std::mutex> lock(mutex);
+    ++stats[rank].byKind[kind].calls;
+    return success();
+  }
+
+  std::unique_lock<std::mutex> lock(mutex);
+  if (aborted)
+    return failure();
+  PendingKey key{members, sequence[rank][members]++};
+  Pending &entry = pending[key];
+  if (entry.inputs.empty()) {
+    entry.members.assign(members.begin(), members.end());
+    entry.inputs.resize(k, nullptr);
+    entry.ops.resize(k, nullptr);
+  }
+  entry.inputs[position] = &input;
+  entry.ops[position] = op;
+  if (++entry.arrived == k) {
+    complete(entry);
+    entry.done = true;
+    // The other members stop waiting now, not when they wake up: until
+    // then a rank that runs on could see everyone "waiting" and take it for
+    // a deadlock.
+    waiting -= k - 1;
+    wakeup.notify_all();
+  } else {
+    ++waiting;
+    checkDeadlock();
+    wakeup.wait(lock, [&] { return entry.done || aborted; });
+    if (!entry.done)
+      --waiting;
+  }
+  if (!entry.done)
+    return failure();
+  bool failed = !entry.error.empty();
+  if (failed && position == 0)
+    op->emitError() << entry.error;
+  if (!failed) {
+    call.addResult(std::move(entry.outputs[position]));
+    CommStats::Entry &counts = stats[rank].byKind[kind];
+    ++counts.calls;
+    counts.bytesSent += entry.traffic[position].bytesSent;
+    counts.bytesReceived += entry.traffic[position].bytesReceived;
+  }
+  if (++entry.taken == k)
+    pending.erase(key);
+  if (failed)
+    abort();
+  return failure(failed);
+}
+
+void Simulator::Impl::complete(Pending &entry) {
+  int64_t k = entry.members.size();
+  // Every member must run the same collective on the same kind of buffer.
+  Operation *first = entry.ops.front();
+  for (int64_t p = 1; p < k; ++p) {
+    Operation *other = entry.ops[p];
+    if (other->getName() != first->getName() ||
+        other->getAttrDictionary() != first->getAttrDictionary() ||
+        entry.inputs[p]->getKind() != entry.inputs[0]->getKind() ||
+        entry.inputs[p]->getShape() != entry.inputs[0]->getShape()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "ranks " << entry.members[0] << " and " << entry.members[p]
+         << " of a sub-group disagree on a collective: rank "
+         << entry.members[0] << " runs '" << first->getName() << "' "
+         << first->getAttrDictionary() << " at " << first->getLoc() << " on "
+         << entry.inputs[0]->getTypeString() << ", rank " << entry.members[p]
+         << " runs '" << other->getName() << "' " << other->getAttrDictionary()
+         << " at " << other->getLoc() << " on "
+         << entry.inputs[p]->getTypeString();
+      entry.error = text;
+      return;
+    }
+  }
+  entry.outputs.resize(k);
+  entry.traffic.assign(k, {});
+  const Tensor &sample = *entry.inputs.front();
+  int64_t bytes = sample.getByteSize();
+  int64_t elementSize = interp::getElementSize(sample.getKind());
+  auto sendBlocks = [&] {
+    for (int64_t p = 0; p < k; ++p)
+      entry.traffic[p] = {1, bytes / k * (k - 1), bytes / k * (k - 1)};
+  };
+
+  if (auto op = dyn_cast<hspmd::AllReduceOp>(first)) {
+    FailureOr<Tensor> sum =
+        reduce(entry.inputs, op.getReduction(), entry.error);
+    if (failed(sum))
+      return;
+    int64_t n = sample.getNumElements();
+    for (int64_t p = 0; p < k; ++p) {
+      entry.outputs[p] = *sum;
+      int64_t own = chunkBytes(n, k, p, elementSize);
+      int64_t others = n * elementSize - own;
+      entry.traffic[p] = {1, others + (k - 1) * own, (k - 1) * own + others};
+    }
+  } else if (auto op = dyn_cast<hspmd::AllGatherOp>(first)) {
+    Tensor whole = concatenate(entry.inputs, op.getDim());
+    for (int64_t p = 0; p < k; ++p) {
+      entry.outputs[p] = whole;
+      entry.traffic[p] = {1, bytes * (k - 1), bytes * (k - 1)};
+    }
+  } else if (auto op = dyn_cast<hspmd::ReduceScatterOp>(first)) {
+    FailureOr<Tensor> sum =
+        reduce(entry.inputs, op.getReduction(), entry.error);
+    if (failed(sum))
+      return;
+    for (int64_t p = 0; p < k; ++p)
+      entry.outputs[p] = getBlock(*sum, op.getDim(), k, p);
+    sendBlocks();
+  } else if (auto op = dyn_cast<hspmd::AllToAllOp>(first)) {
+    for (int64_t p = 0; p < k; ++p) {
+      std::vector<Tensor> blocks;
+      for (const Tensor *input : entry.inputs)
+        blocks.push_back(getBlock(*input, op.getSplitDim(), k, p));
+      SmallVector<const Tensor *> parts;
+      for (const Tensor &block : blocks)
+        parts.push_back(&block);
+      entry.outputs[p] = concatenate(parts, op.getConcatDim());
+    }
+    sendBlocks();
+  } else if (auto op = dyn_cast<hspmd::PermuteOp>(first)) {
+    SmallVector<int64_t> sizes;
+    for (int64_t axis : op.getAxes())
+      sizes.push_back(op.getMesh()[axis]);
+    ArrayRef<int64_t> perm = op.getPerm();
+    for (int64_t p = 0; p < k; ++p) {
+      SmallVector<int64_t> to = toDigits(p, sizes), from(to.size());
+      for (auto [i, source] : llvm::enumerate(perm))
+        from[i] = to[source];
+      int64_t source = fromDigits(from, sizes);
+      entry.outputs[p] = *entry.inputs[source];
+      if (source != p) {
+        entry.traffic[source].bytesSent += bytes;
+        entry.traffic[p].bytesReceived += bytes;
+      }
+    }
+    for (CommStats::Entry &traffic : entry.traffic)
+      traffic.calls = 1;
+  }
+}
+
+void Simulator::Impl::checkDeadlock() {
+  if (aborted || waiting + finished < numRanks)
+    return;
+  for (auto &[key, entry] : pending) {
+    if (entry.done)
+      continue;
+    std::string arrived, missing;
+    llvm::raw_string_ostream arrivedOs(arrived), missingOs(missing);
+    Operation *op = nullptr;
+    for (auto [p, member] : llvm::enumerate(entry.members)) {
+      if (entry.ops[p]) {
+        arrivedOs << (arrived.empty() ? "" : ", ") << member;
+        op = op ? op : entry.ops[p];
+      } else {
+        missingOs << (missing.empty() ? "" : ", ") << member;
+      }
+    }
+    op->emitError() << "deadlock: collective #" << key.second
+                    << " of the sub-group {"
+                    << llvm::join(llvm::map_range(entry.members,
+                                                  [](int64_t m) {
+                                                    return std::to_string(m);
+                                                  }),
+                                  ", ")
+                    << "} was reached by rank(s) " << arrived
+                    << " but never by rank(s) " << missing
+                    << ", which finished or wait elsewhere";
+    break;
+  }
+  abort();
+}
+
+Simulator::Simulator(ModuleOp module, int64_t numRanks,
+                     interp::InterpreterOptions options)
+    : impl(std::make_unique<Impl>(module, numRanks, options)) {}
+
+Simulator::~Simulator() = default;
+
+int64_t Simulator::getNumRanks() const { return impl->numRanks; }
+
+const CommStats &Simulator::getStats(int64_t rank) const {
+  return impl->stats[rank];
+}
+
+FailureOr<std::vector<std::vector<Tensor>>>
+Simulator::run(StringRef func, std::vector<std::vector<Tensor>> args) {
+  return run(std::vector<std::string>(impl->numRanks, func.str()),
+             std::move(args));
+}
+
+FailureOr<std::vector<std::vector<Tensor>>>
+Simulator::run(ArrayRef<std::string> funcs,
+               std::vector<std::vector<Tensor>> args) {
+  if (static_cast<int64_t>(args.size()) != impl->numRanks ||
+      static_cast<int64_t>(funcs.size()) != impl->numRanks)
+    return emitError(impl->module.getLoc())
+           << "the simulator has " << impl->numRanks << " ranks but got "
+           << args.size() << " argument lists and " << funcs.size()
+           << " functions";
+  // Verify once here rather than concurrently in every rank's interpreter.
+  if (failed(mlir::verify(impl->module)))
+    return failure();
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    impl->pending.clear();
+    for (auto &perRank : impl->sequence)
+      perRank.clear();
+    impl->waiting = impl->finished = 0;
+    impl->aborted = false;
+  }
+  std::vector<FailureOr<std::vector<Tensor>>> results(impl->numRanks,
+                                                      failure());
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < impl->numRanks; ++r)
+    threads.emplace_back([this, r, &funcs, &args, &results] {
+      results[r] = impl->interpreters[r]->call(funcs[r], args[r]);
+      std::lock_guard<std::mutex> lock(impl->mutex);
+      ++impl->finished;
+      if (failed(results[r]))
+        impl->abort();
+      else
+        impl->checkDeadlock();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  std::vector<std::vector<Tensor>> out;
+  for (auto &result : results) {
+    if (failed(result))
+      return failure();
+    out.push_back(std::move(*result));
+  }
+  return out;
+}
