@@ -229,4 +229,31 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
   ];
 }
 
+def PrintFactorRulesPass : Pass<"nn-print-factor-rules", "mlir::ModuleOp"> {
+  let summary = "Reports the factor rule of every op that has one";
+  let description = [{
+    For every op implementing `LayoutRuleOpInterface`, in program order,
+    computes its factor rule (how layouts flow through the op, see
+    `dialects/Interfaces/FactorRule.h`), checks it against the op
+    (`FactorRule::verify`: one entry per operand and result, dimension sizes
+    equal to the products of their factors, every factor used, no reduction
+    factor in a result) and emits it as a remark on the op. A rule that
+    fails the check is an error in the op's rule, reported on the op, and
+    fails the pass. The IR is not changed; tests pin the rules with
+    `-verify-diagnostics`.
+
+    ```mlir
+    %0 = nn.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32>
+    // remark: factor rule: ([i, k], [k, j]) -> ([i, j])
+    //         {i = 8, j = 4, k = 16 reduction(sum)}
+    %1 = nn.reshape %x : tensor<8x32xf32> to tensor<8x4x8xf32>
+    // remark: factor rule: ([i, j*k]) -> ([i, j, k]) {i = 8, j = 4, k = 8}
+    ```
+
+    Factors are named `i`, `j`, `k`, ... in the order the rule creates
+    them; a dimension of several factors is written major first (`j*k`),
+    one of none (a broadcast dimension of size 1) as `1`.
+  }];
+}
+
 #endif // LOOM_PASSES
