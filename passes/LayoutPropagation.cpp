@@ -104,11 +104,12 @@ struct RuleTensor {
   unsigned index;
 };
 
-/// The factor split by each mesh axis (-1: none), with the priority each
-/// axis's choice was made with.
+/// The factor split by each mesh axis (-1: none), and per tensor of the op
+/// (in getRuleTensors order) and mesh axis, the priority with which the
+/// choice determines that tensor's role.
 struct Assignment {
   SmallVector<int64_t> factors;
-  SmallVector<Priority> priorities;
+  SmallVector<SmallVector<Priority>> priorities;
 };
 
 /// A user layout, with where it was written.
@@ -356,35 +357,9 @@ FunctionPropagation::getRuleTensors(Operation *op,
 
 LogicalResult FunctionPropagation::checkRule(Operation *op,
                                              const FactorRule &rule) const {
-  // What propagation indexes by: one entry per operand and result, one
-  // list of factors per dimension of each ranked tensor, factor indices in
-  // range.
-  auto check = [&](ValueRange values, ArrayRef<TensorFactors> entries,
-                   StringRef what) -> LogicalResult {
-    if (values.size() != entries.size())
-      return op->emitError() << "factor rule describes " << entries.size()
-                             << " " << what << "s of " << values.size();
-    for (auto [index, value, dims] : llvm::enumerate(values, entries)) {
-      auto type = dyn_cast<RankedTensorType>(value.getType());
-      if (!type)
-        continue;
-      if (static_cast<int64_t>(dims.size()) != type.getRank())
-        return op->emitError() << "factor rule gives " << what << " " << index
-                               << " " << dims.size() << " dimensions of "
-                               << type.getRank();
-      for (const DimFactors &dim : dims)
-        for (int64_t factor : dim)
-          if (factor < 0 ||
-              factor >= static_cast<int64_t>(rule.getFactors().size()))
-            return op->emitError() << "factor rule names factor " << factor
-                                   << " of " << rule.getFactors().size();
-    }
-    return success();
-  };
-  if (failed(check(op->getOperands(), rule.getOperands(), "operand")) ||
-      failed(check(op->getResults(), rule.getResults(), "result")))
-    return failure();
-  return success();
+  // Propagation indexes the rule by operand, result, dimension and factor;
+  // a rule that does not match its op is a bug in the op, reported on it.
+  return rule.verify(op);
 }
 
 void FunctionPropagation::initialize() {
@@ -621,10 +596,11 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       splittable[index] = false;
   for (const RuleTensor &tensor : tensors)
     for (const DimFactors &dim : *tensor.dims)
-      for (int64_t factor : llvm::drop_begin(dim))
-        splittable[factor] = false;
+      for (size_t i = 1; i < dim.size(); ++i)
+        splittable[dim[i]] = false;
 
   Assignment result;
+  result.priorities.assign(tensors.size(), {});
   SmallVector<int64_t> splitBy(numFactors, 1);
   for (int64_t axis = 0; axis < mesh.getRank(); ++axis) {
     int64_t size = mesh.sizes[axis];
@@ -632,9 +608,12 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       int64_t factor;
       std::array<double, kNumPriorities> cost{};
       int64_t disagreements = 0;
-      Priority support = Priority::None;
+      /// Per tensor: the priority of its current role if it agrees with
+      /// the candidate, None otherwise.
+      SmallVector<Priority> agreeing;
     };
     std::optional<Candidate> best;
+    SmallVector<int64_t> validFactors;
     auto better = [](const Candidate &lhs, const Candidate &rhs) {
       for (size_t level = kNumPriorities; level-- > 1;)
         if (lhs.cost[level] != rhs.cost[level])
@@ -657,9 +636,10 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       }
       SmallVector<int64_t> factors = result.factors;
       factors.push_back(factor);
-      Candidate candidate{factor, {}, 0, Priority::None};
+      Candidate candidate{factor, {}, 0, {}};
       bool valid = true;
       for (const RuleTensor &tensor : tensors) {
+        candidate.agreeing.push_back(Priority::None);
         SmallVector<MeshRole> roles = impliedRoles(rule, tensor, factors);
         if (!isRepresentable(roles)) {
           valid = false;
@@ -670,7 +650,7 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
         if (current.priority == Priority::None)
           continue;
         if (current.role == roles.back()) {
-          candidate.support = std::max(candidate.support, current.priority);
+          candidate.agreeing.back() = current.priority;
           continue;
         }
         // The bytes of the block this mesh axis acts on.
@@ -688,15 +668,62 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       }
       if (!valid)
         continue;
+      if (factor >= 0)
+        validFactors.push_back(factor);
       if (!best || better(candidate, *best))
-        best = candidate;
+        best = std::move(candidate);
     }
-    // "none" is always valid: duplicating a mesh axis keeps every layout
-    // spellable (only splits and partials repeat).
+    if (!best) {
+      // No choice keeps every tensor spellable (on a mesh of three or more
+      // axes, (D, S0, D) has no states): the op computes on duplicates.
+      Assignment none;
+      none.factors.assign(mesh.getRank(), -1);
+      none.priorities.assign(tensors.size(),
+                             SmallVector<Priority>(mesh.getRank()));
+      return none;
+    }
     result.factors.push_back(best->factor);
-    result.priorities.push_back(best->support);
     if (best->factor >= 0)
       splitBy[best->factor] *= size;
+
+    // How firmly the choice determines each tensor's role. A split factor
+    // is as firm as the strongest tensor that already splits it (or holds
+    // its partial), and determines every tensor (one factor per axis); a
+    // choice made on cost alone is a derived one. Choosing no factor
+    // determines a tensor only as far as every factor it could have been
+    // split by is ruled out by an agreeing duplicate holding that factor.
+    auto holds = [&](const RuleTensor &tensor, int64_t factor) {
+      for (const DimFactors &dim : *tensor.dims)
+        if (llvm::is_contained(dim, factor))
+          return true;
+      return tensor.isResult &&
+             rule.getFactor(factor).kind == FactorKind::Reduction;
+    };
+    if (best->factor >= 0) {
+      Priority support = Priority::Derived;
+      for (auto [tensor, agreeing] : llvm::zip_equal(tensors, best->agreeing))
+        if (holds(tensor, best->factor))
+          support = std::max(support, agreeing);
+      for (SmallVector<Priority> &priorities : result.priorities)
+        priorities.push_back(support);
+      continue;
+    }
+    Priority strongest = Priority::None;
+    for (Priority agreeing : best->agreeing)
+      strongest = std::max(strongest, agreeing);
+    for (auto [index, tensor] : llvm::enumerate(tensors)) {
+      std::optional<Priority> firm;
+      for (int64_t factor : validFactors) {
+        if (!holds(tensor, factor))
+          continue;
+        Priority ruledOut = Priority::None;
+        for (auto [other, agreeing] : llvm::zip_equal(tensors, best->agreeing))
+          if (holds(other, factor))
+            ruledOut = std::max(ruledOut, agreeing);
+        firm = firm ? std::min(*firm, ruledOut) : ruledOut;
+      }
+      result.priorities[index].push_back(firm ? *firm : strongest);
+    }
   }
   return result;
 }
@@ -711,9 +738,10 @@ void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
     });
     llvm::dbgs() << ")\n";
   });
-  for (const RuleTensor &tensor : tensors)
+  for (auto [tensor, priorities] :
+       llvm::zip_equal(tensors, assignment.priorities))
     update(tensor.value, impliedRoles(rule, tensor, assignment.factors),
-           assignment.priorities);
+           priorities);
 }
 
 void FunctionPropagation::process(Operation *op) {
