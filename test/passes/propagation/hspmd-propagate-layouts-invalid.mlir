@@ -55,3 +55,30 @@ func.func @result_group(%x: tensor<8xf32> {hspmd.layout = #hspmd.union<{[0, 1]: 
 func.func @impossible_for_shape(%x: tensor<6x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>}) -> tensor<6x8xf32> {
   return %x : tensor<6x8xf32>
 }
+
+// -----
+
+// Two user layouts that split softmax's replicated axis (factor j), one on
+// its operand and one on its result: no factor assignment honours either.
+// expected-note @+1 {{operand layout set by 'func.func' here}}
+func.func @replicated_conflict(%x: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>}) -> tensor<8x16xf32> {
+  // expected-error @+1 {{user layouts split replicated factor j (size 16) of 'nn.softmax' on both sides: operand 0 is #hspmd.union<{[0, 1]: [S1:2]}> and result 0 is #hspmd.union<{[0, 1]: [S1:2]}>}}
+  %0 = nn.softmax %x dim = 1 : tensor<8x16xf32>
+  // expected-note @+1 {{result layout set by 'hspmd.annotate' here}}
+  %1 = hspmd.annotate %0 : tensor<8x16xf32> as #hspmd.union<{[0, 1]: [S1:2]}>
+  return %1 : tensor<8x16xf32>
+}
+
+// -----
+
+// The same through an annotation on the operand and a function result's
+// layout, for the normalized axis of a layer norm.
+// expected-note @+1 {{result layout set by 'func.func' here}}
+func.func @replicated_conflict_result(%x: tensor<8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>)
+    -> (tensor<8x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>}) {
+  // expected-note @+1 {{operand layout set by 'hspmd.annotate' here}}
+  %xa = hspmd.annotate %x : tensor<8x32xf32> as #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>
+  // expected-error @+1 {{user layouts split replicated factor j (size 32) of 'nn.layer_norm' on both sides: operand 0 is #hspmd.union<{[0, 1, 2, 3]: [S1:4]}> and result 0 is #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>}}
+  %0 = nn.layer_norm %xa scale %g bias %b : tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %0 : tensor<8x32xf32>
+}
