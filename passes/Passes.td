@@ -162,4 +162,98 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
   ];
 }
 
+def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
+  let summary = "Lays out every tensor of a device group from the user's layouts";
+  let description = [{
+    For every function whose layouts (`hspmd.annotate`, `hspmd.reshard`,
+    `hspmd.layout` argument and result attributes) all lie on one device
+    group, deduces the layout of every tensor through the factor rules of the
+    ops (`LayoutRuleOpInterface`), forward and backward to a fixed point,
+    and records it:
+
+    * `hspmd.layout` on every tensor argument and result of the function
+      (user layouts are kept as written);
+    * on every op with tensor operands or results, `hspmd.operand_layouts`
+      (what the op needs of each ranked-tensor operand) and
+      `hspmd.result_layouts` (what it produces), one `#hspmd.union` each.
+
+    Where an operand layout differs from what its producer produces,
+    `hspmd-insert-reshards` puts a reshard in between.
+
+    Layouts are read on the group's mesh, the common refinement of the axis
+    strides of all user layouts. Per mesh axis every op splits one factor of
+    its rule, or none: split parallel factors split every tensor that has
+    them, split reduction factors leave the results partial, replicated
+    factors are never split. The choice follows the layouts the op's tensors
+    already have, by priority: user layouts, then layouts derived onto
+    `nn.param` arguments, then onto `nn.data` arguments, then the rest;
+    among choices that override layouts of the same priority, the one that
+    moves the fewest bytes wins (all-gather `b(m-1)/m`, all-reduce
+    `2b(m-1)/m`, reduce-scatter `b(m-1)/m`, all-to-all `b(m-1)/m^2`, slices
+    free, for a block of `b` bytes on a mesh axis of `m` devices).
+    `hspmd.annotate` is a boundary: its result has the annotated layout, its
+    operand only takes that layout if nothing else decides it. Ops without a
+    factor rule need and produce duplicated tensors. Values nothing
+    constrains are duplicated. Function results take the layout their value
+    is produced with, or, for a training step's `nn.updates = i` result, the
+    layout of argument `i`.
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32> {nn.data, hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>},
+                 %w: tensor<16x4xf32> {nn.param}) -> tensor<8x4xf32> {
+      %y = nn.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32>
+      return %y : tensor<8x4xf32>
+    }
+    // becomes
+    func.func @f(%x: tensor<8x16xf32> {nn.data, hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>},
+                 %w: tensor<16x4xf32> {nn.param, hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>})
+        -> (tensor<8x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}) {
+      %y = nn.matmul %x, %w {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>,
+                                                      #hspmd.union<{[0, 1]: [D:2]}>],
+                             hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>]}
+             : tensor<8x16xf32>, tensor<16x4xf32>
+      return {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>]} %y : tensor<8x4xf32>
+    }
+    ```
+
+    Functions without any layout are left alone. Errors, at the layout's
+    location: a strategy set or a union of several groups (later passes
+    handle those), layouts on different groups in one function, two layouts
+    that share no mesh, user layouts that split a replicated factor of an op
+    on both its operand and its result side.
+  }];
+  let statistics = [
+    Statistic<"numFunctions", "functions", "Functions laid out">,
+    Statistic<"numReshards", "reshards",
+              "Operands whose needed layout differs from the produced one">,
+  ];
+}
+
+def PrintFactorRulesPass : Pass<"nn-print-factor-rules", "mlir::ModuleOp"> {
+  let summary = "Reports the factor rule of every op that has one";
+  let description = [{
+    For every op implementing `LayoutRuleOpInterface`, in program order,
+    computes its factor rule (how layouts flow through the op, see
+    `dialects/Interfaces/FactorRule.h`), checks it against the op
+    (`FactorRule::verify`: one entry per operand and result, dimension sizes
+    equal to the products of their factors, every factor used, no reduction
+    factor in a result) and emits it as a remark on the op. A rule that
+    fails the check is an error in the op's rule, reported on the op, and
+    fails the pass. The IR is not changed; tests pin the rules with
+    `-verify-diagnostics`.
+
+    ```mlir
+    %0 = nn.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32>
+    // remark: factor rule: ([i, k], [k, j]) -> ([i, j])
+    //         {i = 8, j = 4, k = 16 reduction(sum)}
+    %1 = nn.reshape %x : tensor<8x32xf32> to tensor<8x4x8xf32>
+    // remark: factor rule: ([i, j*k]) -> ([i, j, k]) {i = 8, j = 4, k = 8}
+    ```
+
+    Factors are named `i`, `j`, `k`, ... in the order the rule creates
+    them; a dimension of several factors is written major first (`j*k`),
+    one of none (a broadcast dimension of size 1) as `1`.
+  }];
+}
+
 #endif // LOOM_PASSES

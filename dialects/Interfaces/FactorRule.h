@@ -84,7 +84,7 @@ public:
   mlir::LogicalResult verify(mlir::Operation *op) const;
 
   /// A compact spelling for tests and diagnostics, e.g.
-  /// `([i, k], [k, j]) -> ([i, j]) {i = 8, k = 16 reduction(sum), j = 4}`;
+  /// `([i, k], [k, j]) -> ([i, j]) {i = 8, j = 4, k = 16 reduction(sum)}`;
   /// a dimension of several factors prints as `h*d`, one of none as `1`,
   /// replicated factors as `k = 16 replicated`. Factors are named i, j, k,
   /// l, ... in index order (then f14, f15, ...).

@@ -2,8 +2,9 @@
 //
 // Feeds arbitrary text to the parser with every dialect loom-opt registers.
 // Whatever parses must verify (the parser verifies), print, parse back and
-// print the same text again. Then autodiff (nn-autodiff) and the training
-// step (nn-training-step) run on copies: they may fail, but must not crash,
+// print the same text again. Then autodiff (nn-autodiff), the training
+// step (nn-training-step) and layout propagation (hspmd-propagate-layouts)
+// run on copies: they may fail, but must not crash,
 // and what they produce when they succeed must verify. A crash, a sanitizer
 // report, a round trip that changes the text or a pass that produces
 // invalid IR is a finding; diagnostics are expected and ignored.
@@ -89,5 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   sgd.momentum = 0.9;
   runPassOnCopy(*module, loom::createTrainingStepPass(sgd),
                 "nn-training-step");
+  runPassOnCopy(*module, loom::createLayoutPropagationPass(),
+                "hspmd-propagate-layouts");
   return 0;
 }

@@ -1,7 +1,10 @@
 //===- HSPMDDialect.cpp - The hspmd dialect -------------------------------===//
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -41,8 +44,101 @@ static LogicalResult verifyDevicesInCluster(Operation *root,
   return failure(result.wasInterrupted());
 }
 
+/// Checks a per-operand or per-result layout array against `values`.
+static LogicalResult verifyLayoutArray(Operation *op, NamedAttribute attr,
+                                       ValueRange values, StringRef what) {
+  auto array = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!array)
+    return op->emitOpError() << "'" << attr.getName().getValue()
+                             << "' must be an array of #hspmd.union, got "
+                             << attr.getValue();
+  SmallVector<RankedTensorType> types;
+  for (Value value : values)
+    if (auto type = dyn_cast<RankedTensorType>(value.getType()))
+      types.push_back(type);
+  if (array.size() != types.size())
+    return op->emitOpError()
+           << "'" << attr.getName().getValue() << "' has " << array.size()
+           << " layouts for " << types.size() << " ranked tensor " << what
+           << "s";
+  for (auto [index, entry, type] : llvm::enumerate(array, types)) {
+    auto layout = dyn_cast<UnionAttr>(entry);
+    if (!layout)
+      return op->emitOpError()
+             << "'" << attr.getName().getValue() << "' entry " << index
+             << " must be a #hspmd.union, got " << entry;
+    size_t position = index;
+    if (failed(verifyLayoutForShape(layout, type.getShape(), [&]() {
+          InFlightDiagnostic diag = op->emitOpError();
+          diag << "layout of tensor " << what << " " << position << ": ";
+          return diag;
+        })))
+      return failure();
+  }
+  return success();
+}
+
+/// Checks an `hspmd.layout` argument or result attribute against `type`.
+static LogicalResult verifyValueLayout(Operation *op, Location loc,
+                                       NamedAttribute attr, Type type,
+                                       StringRef what, unsigned index) {
+  if (attr.getName() != HSPMDDialect::getLayoutAttrName())
+    return emitError(loc) << "unknown hspmd " << what << " attribute '"
+                           << attr.getName().getValue() << "'";
+  Attribute layout = attr.getValue();
+  if (!isa<UnionAttr, StrategySetAttr>(layout))
+    return emitError(loc) << "'" << attr.getName().getValue() << "' of "
+                           << what << " " << index
+                           << " must be a #hspmd.union or #hspmd.strategies, "
+                              "got "
+                           << layout;
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return emitError(loc) << "'" << attr.getName().getValue() << "' on "
+                           << what << " " << index << " of type " << type
+                           << "; layouts apply to ranked tensors";
+  return verifyLayoutForShape(layout, tensor.getShape(), [&]() {
+    InFlightDiagnostic diag = emitError(loc);
+    diag << "layout of " << what << " " << index << ": ";
+    return diag;
+  });
+}
+
+LogicalResult HSPMDDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  Type type;
+  Location loc = op->getLoc();
+  Region &region = op->getRegion(regionIndex);
+  if (!region.empty())
+    loc = region.getArgument(argIndex).getLoc();
+  if (auto function = dyn_cast<FunctionOpInterface>(op))
+    type = function.getArgumentTypes()[argIndex];
+  else
+    type = region.getArgument(argIndex).getType();
+  return verifyValueLayout(op, loc, attr, type, "argument", argIndex);
+}
+
+LogicalResult HSPMDDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' result attributes belong on functions";
+  return verifyValueLayout(op, op->getLoc(), attr,
+                           function.getResultTypes()[resultIndex],
+                           "result", resultIndex);
+}
+
 LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  if (attr.getName() == getOperandLayoutsAttrName())
+    return verifyLayoutArray(op, attr, op->getOperands(), "operand");
+  if (attr.getName() == getResultLayoutsAttrName())
+    return verifyLayoutArray(op, attr, op->getResults(), "result");
   if (attr.getName() != getClusterAttrName())
     return op->emitError() << "unknown hspmd attribute '"
                            << attr.getName().getValue()

@@ -38,6 +38,13 @@ def HSPMD_Dialect : Dialect {
     The module attribute `hspmd.cluster` describes the devices. When present,
     every device id named by a layout in the module must exist in it.
 
+    Layouts decided by layout propagation are attributes too:
+    `hspmd.layout` on a function argument or result (a union or strategy set
+    that fits the argument's or result's tensor type), and on an op
+    `hspmd.operand_layouts` / `hspmd.result_layouts`: arrays with one union
+    per ranked-tensor operand / result, in order, each fitting its type
+    (what the op needs and what it produces).
+
     ```mlir
     module attributes {hspmd.cluster = #hspmd.cluster<[
         #hspmd.device<0, "h200", speed = 1.0, mem = 141, node = 0>,
@@ -53,7 +60,22 @@ def HSPMD_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// The argument / result attribute that holds a function argument's or
+    /// result's layout.
+    static constexpr ::llvm::StringLiteral getLayoutAttrName() {
+      return ::llvm::StringLiteral("hspmd.layout");
+    }
+    /// The op attributes that hold, per ranked-tensor operand / result, the
+    /// layout the op needs / produces.
+    static constexpr ::llvm::StringLiteral getOperandLayoutsAttrName() {
+      return ::llvm::StringLiteral("hspmd.operand_layouts");
+    }
+    static constexpr ::llvm::StringLiteral getResultLayoutsAttrName() {
+      return ::llvm::StringLiteral("hspmd.result_layouts");
+    }
     /// The name of the module attribute that holds the cluster description.
     static constexpr ::llvm::StringLiteral getClusterAttrName() {
       return ::llvm::StringLiteral("hspmd.cluster");

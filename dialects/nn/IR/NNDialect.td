@@ -9,6 +9,7 @@
 #ifndef LOOM_NN_DIALECT
 #define LOOM_NN_DIALECT
 
+include "dialects/Interfaces/LayoutRuleOpInterface.td"
 include "mlir/IR/OpBase.td"
 
 def NN_Dialect : Dialect {
@@ -109,8 +110,13 @@ def NN_Dialect : Dialect {
 // Base class
 //===----------------------------------------------------------------------===//
 
+/// Every nn op states how layouts flow through it (its factor rule,
+/// NNLayoutRules.cpp): the interface is declared here, on the base class, so
+/// that no op can lack it (a missing rule fails to link).
 class NN_Op<string mnemonic, list<Trait> traits = []>
-    : Op<NN_Dialect, mnemonic, traits>;
+    : Op<NN_Dialect, mnemonic,
+         !listconcat(traits,
+                     [DeclareOpInterfaceMethods<LayoutRuleOpInterface>])>;
 
 //===----------------------------------------------------------------------===//
 // Type constraints

@@ -4,6 +4,7 @@
 #define LOOM_DIALECTS_NN_IR_NNOPS_H
 
 #include "dialects/Interfaces/GradientOpInterface.h"
+#include "dialects/Interfaces/LayoutRuleOpInterface.h"
 #include "dialects/nn/IR/NNDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

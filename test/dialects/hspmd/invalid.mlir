@@ -540,3 +540,62 @@ func.func @collective_global_union(%x: tensor<8x8xf32>) {
   %0 = hspmd.all_reduce sum %x over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<replicated: {[0]: []}, {[1]: []}>
   return
 }
+
+// -----
+
+// A function argument's layout must fit the argument's type.
+// expected-error @+1 {{layout of argument 0: dimension 1 of size 6 is not divisible by split degree 4}}
+func.func @arg_layout_shape(%x: tensor<8x6xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>}) {
+  return
+}
+
+// -----
+
+// A function result's layout must be a layout.
+// expected-error @+1 {{'hspmd.layout' of result 0 must be a #hspmd.union or #hspmd.strategies, got 3 : i64}}
+func.func @result_layout_kind(%x: tensor<8xf32>) -> (tensor<8xf32> {hspmd.layout = 3}) {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// Only ranked tensors have layouts.
+// expected-error @+1 {{'hspmd.layout' on argument 0 of type 'f32'; layouts apply to ranked tensors}}
+func.func @arg_layout_scalar(%x: f32 {hspmd.layout = #hspmd.union<{[0]: []}>}) {
+  return
+}
+
+// -----
+
+// Unknown hspmd argument attributes are rejected.
+// expected-error @+1 {{unknown hspmd argument attribute 'hspmd.layouts'}}
+func.func @arg_unknown(%x: tensor<8xf32> {hspmd.layouts = #hspmd.union<{[0]: []}>}) {
+  return
+}
+
+// -----
+
+// An op's layouts give one union per ranked tensor result.
+func.func @result_layouts_count(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'hspmd.result_layouts' has 2 layouts for 1 ranked tensor results}}
+  %0 = nn.neg %x {hspmd.result_layouts = [#hspmd.union<{[0]: []}>, #hspmd.union<{[0]: []}>]} : tensor<8xf32>
+  return
+}
+
+// -----
+
+// ... each fitting its tensor.
+func.func @operand_layouts_shape(%x: tensor<6xf32>) {
+  // expected-error @+1 {{layout of tensor operand 0: dimension 0 of size 6 is not divisible by split degree 4}}
+  %0 = nn.neg %x {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]} : tensor<6xf32>
+  return
+}
+
+// -----
+
+// ... and being unions.
+func.func @operand_layouts_kind(%x: tensor<6xf32>) {
+  // expected-error @+1 {{'hspmd.operand_layouts' entry 0 must be a #hspmd.union, got #hspmd.states<[]>}}
+  %0 = nn.neg %x {hspmd.operand_layouts = [#hspmd.states<[]>]} : tensor<6xf32>
+  return
+}

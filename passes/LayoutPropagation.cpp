@@ -1,0 +1,972 @@
+//===- LayoutPropagation.cpp - Lay out every tensor of a device group -----===//
+//
+// Fills in the layout of every tensor of a function whose layouts all live
+// on one device group, from the user's annotations, through the factor rules
+// of the ops (LayoutRuleOpInterface), forward and backward to a fixed point.
+// See docs/rationale/partitioning.md, "The group mesh" and "Propagation".
+//
+// The model. Every layout in play is read on the group's mesh (HSPMDMesh.h).
+// Propagation keeps, per tensor value and mesh axis, a role (split of a
+// dimension, duplicate, partial) and the priority it came with:
+//
+//   user    hspmd.annotate / hspmd.reshard results, hspmd.layout arguments
+//   param   derived onto an nn.param argument
+//   data    derived onto an nn.data argument
+//   derived anything else (and what an annotation or a function result
+//           asks of the value it takes, which is only a hint)
+//
+// For an op with a factor rule, each mesh axis is given one factor to split
+// (or none). Candidates are "none" and every factor that may be split: not
+// replicated, the major factor of every dimension it appears in, of a size
+// the mesh axes given to it divide, and keeping every tensor's mesh layout
+// spellable as states (equal roles adjacent). Each candidate implies a role
+// for every operand and result; a tensor whose current role differs
+// disagrees, and its reshard costs bytes (see `reshardBytes`). The candidate
+// with the smallest cost at the highest priority wins (costs compared
+// priority level by priority level, user first), then the one with the
+// fewest disagreeing tensors, then "none", then the lowest factor index. The
+// winner's priority is the highest priority of the tensors that agree with
+// it; every tensor of the op whose role has a lower priority takes the
+// implied role with that priority (raised to param / data on arguments of
+// those roles). Tensors at equal or higher priority keep theirs: where they
+// differ, the op's operand layout differs from the producer's and a reshard
+// goes in between.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/Interfaces/LayoutRuleOpInterface.h"
+#include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "dialects/hspmd/IR/HSPMDMesh.h"
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/nn/IR/NNDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Debug.h"
+
+#include <array>
+#include <optional>
+
+#define DEBUG_TYPE "hspmd-propagate-layouts"
+
+namespace loom {
+#define GEN_PASS_DEF_LAYOUTPROPAGATIONPASS
+#include "passes/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::hspmd;
+
+namespace {
+
+/// Where a role came from; higher wins.
+enum class Priority : uint8_t { None, Derived, Data, Param, User };
+constexpr size_t kNumPriorities = 5;
+
+/// What propagation knows about a value on one mesh axis.
+struct AxisInfo {
+  MeshRole role = MeshRole::duplicate();
+  Priority priority = Priority::None;
+};
+
+/// What propagation knows about a tensor value.
+struct ValueState {
+  SmallVector<AxisInfo> axes;
+  /// The least priority a role derived onto this value gets (param or data
+  /// for arguments with those roles).
+  Priority floor = Priority::None;
+  /// User layouts never change.
+  bool pinned = false;
+  /// For diagnostics: where a pinned layout comes from.
+  Operation *sourceOp = nullptr;
+  std::optional<Location> sourceLoc;
+
+  SmallVector<MeshRole> getRoles() const {
+    return llvm::map_to_vector(axes, [](const AxisInfo &axis) {
+      return axis.role;
+    });
+  }
+};
+
+/// One tensor of an op as its factor rule sees it.
+struct RuleTensor {
+  Value value;
+  const TensorFactors *dims;
+  bool isResult;
+  unsigned index;
+};
+
+/// The factor split by each mesh axis (-1: none), and per tensor of the op
+/// (in getRuleTensors order) and mesh axis, the priority with which the
+/// choice determines that tensor's role.
+struct Assignment {
+  SmallVector<int64_t> factors;
+  SmallVector<SmallVector<Priority>> priorities;
+};
+
+/// A user layout, with where it was written.
+struct UserLayout {
+  UnionAttr layout;
+  Location loc;
+  /// The op that carries it (an annotate, a reshard, or the function).
+  Operation *op;
+};
+
+/// The name FactorRule::str gives factor `index`.
+std::string factorName(int64_t index) {
+  if (index < 14)
+    return std::string(1, static_cast<char>('i' + index));
+  return "f" + std::to_string(index);
+}
+
+ReductionKind toReduction(PartialKind kind) {
+  switch (kind) {
+  case PartialKind::Sum:
+    return ReductionKind::Sum;
+  case PartialKind::Max:
+    return ReductionKind::Max;
+  case PartialKind::Min:
+    return ReductionKind::Min;
+  }
+  llvm_unreachable("unknown partial kind");
+}
+
+/// The bytes of a tensor (dynamic sizes count as 1).
+double tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  double elements = 1;
+  for (int64_t size : tensor.getShape())
+    elements *= ShapedType::isDynamic(size) ? 1 : size;
+  Type element = tensor.getElementType();
+  double bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  return elements * std::max(bits, 8.0) / 8;
+}
+
+/// The bytes each device receives to turn role `from` into role `to` on a
+/// mesh axis of `size` devices, for a block of `block` bytes (the tensor
+/// divided by the splits of its other mesh axes):
+///
+///   split -> duplicate       all-gather       block * (m - 1) / m
+///   partial -> duplicate     all-reduce       2 * block * (m - 1) / m
+///   partial -> split         reduce-scatter   block * (m - 1) / m
+///   split d -> split e       all-to-all       block * (m - 1) / m^2
+///   duplicate -> anything    local slice      0
+///   split -> partial         zero-fill        0
+double reshardBytes(const MeshRole &from, const MeshRole &to, int64_t size,
+                    double block) {
+  if (from == to || from.isDuplicate())
+    return 0;
+  double m = static_cast<double>(size);
+  double gather = block * (m - 1) / m;
+  if (from.isSplit()) {
+    if (to.isDuplicate())
+      return gather;
+    if (to.isSplit())
+      return gather / m;
+    return 0;
+  }
+  // From a partial.
+  if (to.isSplit())
+    return gather;
+  return 2 * gather;
+}
+
+class FunctionPropagation {
+public:
+  FunctionPropagation(func::FuncOp func)
+      : func(func), context(func.getContext()) {}
+
+  /// Runs propagation and writes the attributes. Returns failure after
+  /// reporting an error; `skipped` is set when the function has no layout.
+  LogicalResult run(bool &skipped, int64_t &numReshards);
+
+private:
+  LogicalResult collectUserLayouts();
+  LogicalResult computeMesh();
+  void initialize();
+  LogicalResult checkReplicatedConflicts();
+  void propagate();
+  void process(Operation *op);
+  void processRuleOp(Operation *op, const FactorRule &rule);
+  Assignment assign(Operation *op, const FactorRule &rule,
+                    ArrayRef<RuleTensor> tensors);
+  SmallVector<MeshRole> impliedRoles(const FactorRule &rule,
+                                     const RuleTensor &tensor,
+                                     ArrayRef<int64_t> factors) const;
+  void hint(Value value, ArrayRef<MeshRole> roles, Priority priority);
+  void update(Value value, ArrayRef<MeshRole> roles,
+              ArrayRef<Priority> priorities);
+  bool fits(Value value, ArrayRef<MeshRole> roles) const;
+  LogicalResult writeAttributes(int64_t &numReshards);
+
+  UnionAttr toUnion(ArrayRef<MeshRole> roles) const;
+  UnionAttr duplicated() const;
+  FailureOr<MeshLayout> read(UnionAttr layout) const {
+    return toMeshLayout(layout.getStates().front(), mesh);
+  }
+  SmallVector<RuleTensor> getRuleTensors(Operation *op,
+                                         const FactorRule &rule) const;
+  LogicalResult checkRule(Operation *op, const FactorRule &rule) const;
+
+  MLIRContext *getContext() const { return context; }
+
+  func::FuncOp func;
+  MLIRContext *context;
+  SmallVector<UserLayout> userLayouts;
+  DeviceGroupAttr group;
+  Mesh mesh;
+  DenseMap<Value, ValueState> states;
+  llvm::SetVector<Operation *> worklist;
+  /// The rules of the ops that have one, in program order.
+  llvm::MapVector<Operation *, FactorRule> rules;
+};
+
+LogicalResult FunctionPropagation::collectUserLayouts() {
+  Block &body = func.getBody().front();
+  auto add = [&](Attribute attr, Location loc, Operation *op) -> LogicalResult {
+    if (!attr)
+      return success();
+    auto layout = dyn_cast<UnionAttr>(attr);
+    if (!layout)
+      return emitError(loc)
+             << "layout " << attr
+             << " is a strategy set; layout propagation handles one union "
+                "per value (strategies are specialised by a later pass)";
+    if (layout.getNumGroups() != 1)
+      return emitError(loc)
+             << "layout " << layout << " spans " << layout.getNumGroups()
+             << " device groups; layout propagation handles one device "
+                "group per function (heterogeneous unions are handled by a "
+                "later pass)";
+    userLayouts.push_back({layout, loc, op});
+    return success();
+  };
+  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
+  for (BlockArgument arg : body.getArguments())
+    if (failed(add(func.getArgAttr(arg.getArgNumber(), layoutName),
+                   arg.getLoc(), func)))
+      return failure();
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (failed(add(func.getResultAttr(i, layoutName), func.getLoc(), func)))
+      return failure();
+  WalkResult walk = func.walk([&](Operation *op) {
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      return failed(add(annotate.getLayout(), op->getLoc(), op))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    if (auto reshard = dyn_cast<ReshardOp>(op))
+      return failed(add(reshard.getSource(), op->getLoc(), op)) ||
+                     failed(add(reshard.getTarget(), op->getLoc(), op))
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (userLayouts.empty())
+    return success();
+  group = userLayouts.front().layout.getGroups().front();
+  for (const UserLayout &user : userLayouts) {
+    DeviceGroupAttr other = user.layout.getGroups().front();
+    if (other == group)
+      continue;
+    InFlightDiagnostic diag = emitError(user.loc)
+                              << "layout " << user.layout << " is on group "
+                              << other << " but " << userLayouts.front().layout
+                              << " is on group " << group
+                              << "; layout propagation handles one device "
+                                 "group per function (heterogeneous unions are "
+                                 "handled by a later pass)";
+    diag.attachNote(userLayouts.front().loc) << "first layout here";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult FunctionPropagation::computeMesh() {
+  SmallVector<DistStatesAttr> all = llvm::map_to_vector(
+      userLayouts, [](const UserLayout &user) {
+        return user.layout.getStates().front();
+      });
+  FailureOr<Mesh> refined = refineMesh(all);
+  if (succeeded(refined)) {
+    mesh = *refined;
+    LLVM_DEBUG(llvm::dbgs() << "@" << func.getSymName() << ": mesh "
+                            << mesh.str() << "\n");
+    return success();
+  }
+  // Find the first pair that shares no mesh (if every pair shares one, the
+  // cut points of all of them form a chain, so some pair fails).
+  for (size_t j = 1; j < userLayouts.size(); ++j)
+    for (size_t i = 0; i < j; ++i) {
+      if (succeeded(refineMesh({all[i], all[j]})))
+        continue;
+      InFlightDiagnostic diag =
+          emitError(userLayouts[j].loc)
+          << "layout " << userLayouts[j].layout << " shares no mesh with "
+          << userLayouts[i].layout
+          << ": the strides of their axes do not divide one another, so no "
+             "factor assignment relates them (a change between them is a "
+             "general send/recv plan)";
+      diag.attachNote(userLayouts[i].loc) << "other layout here";
+      return failure();
+    }
+  return emitError(func.getLoc()) << "the layouts of this function share no mesh";
+}
+
+UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles) const {
+  MeshLayout layout{SmallVector<MeshRole>(roles)};
+  FailureOr<DistStatesAttr> states =
+      toStates(layout, mesh, getContext());
+  // Every role list propagation builds is representable (candidates keep
+  // them so, updates that would not are dropped); fall back to duplicating
+  // the value if one is not.
+  if (failed(states))
+    return duplicated();
+  return UnionAttr::get(getContext(), group, *states);
+}
+
+UnionAttr FunctionPropagation::duplicated() const {
+  SmallVector<MeshRole> roles(mesh.getRank(), MeshRole::duplicate());
+  return UnionAttr::get(
+      getContext(), group, *toStates(MeshLayout{roles}, mesh, getContext()));
+}
+
+SmallVector<RuleTensor>
+FunctionPropagation::getRuleTensors(Operation *op,
+                                    const FactorRule &rule) const {
+  SmallVector<RuleTensor> tensors;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    if (isa<RankedTensorType>(operand.getType()))
+      tensors.push_back({operand, &rule.getOperands()[index], false,
+                         static_cast<unsigned>(index)});
+  for (auto [index, result] : llvm::enumerate(op->getResults()))
+    if (isa<RankedTensorType>(result.getType()))
+      tensors.push_back({result, &rule.getResults()[index], true,
+                         static_cast<unsigned>(index)});
+  return tensors;
+}
+
+LogicalResult FunctionPropagation::checkRule(Operation *op,
+                                             const FactorRule &rule) const {
+  // Propagation indexes the rule by operand, result, dimension and factor;
+  // a rule that does not match its op is a bug in the op, reported on it.
+  return rule.verify(op);
+}
+
+void FunctionPropagation::initialize() {
+  auto initState = [&](Value value) {
+    if (!isa<RankedTensorType>(value.getType()))
+      return;
+    ValueState state;
+    state.axes.assign(mesh.getRank(), AxisInfo());
+    states[value] = std::move(state);
+  };
+  auto pin = [&](Value value, UnionAttr layout, Location loc, Operation *op) {
+    ValueState &state = states[value];
+    MeshLayout roles = *read(layout);
+    for (auto [axis, role] : llvm::zip_equal(state.axes, roles.roles))
+      axis = {role, Priority::User};
+    state.pinned = true;
+    state.sourceOp = op;
+    state.sourceLoc = loc;
+  };
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    initState(arg);
+    if (!states.count(arg))
+      continue;
+    unsigned index = arg.getArgNumber();
+    ValueState &state = states[arg];
+    if (func.getArgAttr(index, nn::NNDialect::getParamAttrName()))
+      state.floor = Priority::Param;
+    else if (func.getArgAttr(index, nn::NNDialect::getDataAttrName()))
+      state.floor = Priority::Data;
+    if (auto layout = func.getArgAttrOfType<UnionAttr>(
+            index, HSPMDDialect::getLayoutAttrName()))
+      pin(arg, layout, arg.getLoc(), func);
+  }
+  func.walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (op != func.getOperation())
+            initState(arg);
+    for (Value result : op->getResults())
+      initState(result);
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      pin(annotate.getResult(), cast<UnionAttr>(annotate.getLayout()),
+          op->getLoc(), op);
+    if (auto reshard = dyn_cast<ReshardOp>(op))
+      pin(reshard.getResult(), cast<UnionAttr>(reshard.getTarget()),
+          op->getLoc(), op);
+    if (auto ruleOp = dyn_cast<LayoutRuleOpInterface>(op))
+      rules.try_emplace(op, ruleOp.getFactorRule());
+  });
+}
+
+LogicalResult FunctionPropagation::checkReplicatedConflicts() {
+  // A replicated factor that user layouts split on both sides of an op: on
+  // an operand (a pinned value) and on a result (taken by an annotation or
+  // returned as a function result with a user layout). Resharding could
+  // satisfy both, but only by gathering what the user split on one side and
+  // splitting it again on the other: the annotations contradict each other.
+  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
+  for (auto &entry : rules) {
+    Operation *op = entry.first;
+    const FactorRule &rule = entry.second;
+    SmallVector<RuleTensor> tensors = getRuleTensors(op, rule);
+    // Per tensor, the user layouts that apply to it.
+    SmallVector<std::pair<const RuleTensor *, UserLayout>> sides[2];
+    for (const RuleTensor &tensor : tensors) {
+      if (!tensor.isResult) {
+        const ValueState &state = states[tensor.value];
+        if (state.pinned) {
+          UnionAttr layout;
+          if (auto annotate = dyn_cast_or_null<AnnotateOp>(state.sourceOp))
+            layout = cast<UnionAttr>(annotate.getLayout());
+          else if (auto reshard = dyn_cast_or_null<ReshardOp>(state.sourceOp))
+            layout = cast<UnionAttr>(reshard.getTarget());
+          else
+            layout = func.getArgAttrOfType<UnionAttr>(
+                cast<BlockArgument>(tensor.value).getArgNumber(), layoutName);
+          sides[0].push_back(
+              {&tensor, UserLayout{layout, *state.sourceLoc, state.sourceOp}});
+        }
+        continue;
+      }
+      for (OpOperand &use : tensor.value.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto annotate = dyn_cast<AnnotateOp>(user))
+          sides[1].push_back(
+              {&tensor, UserLayout{cast<UnionAttr>(annotate.getLayout()),
+                                   user->getLoc(), user}});
+        else if (isa<func::ReturnOp>(user) &&
+                 user->getParentOp() == func.getOperation())
+          if (auto layout = func.getResultAttrOfType<UnionAttr>(
+                  use.getOperandNumber(), layoutName))
+            sides[1].push_back(
+                {&tensor, UserLayout{layout, func.getLoc(), func}});
+      }
+    }
+    // Which replicated factor a user layout splits, if any.
+    auto splitReplicated = [&](const RuleTensor &tensor,
+                               UnionAttr layout) -> int64_t {
+      MeshLayout roles = *read(layout);
+      for (const MeshRole &role : roles.roles) {
+        if (!role.isSplit() ||
+            role.dim >= static_cast<int64_t>(tensor.dims->size()))
+          continue;
+        for (int64_t factor : (*tensor.dims)[role.dim])
+          if (rule.getFactor(factor).kind == FactorKind::Replicated)
+            return factor;
+      }
+      return -1;
+    };
+    for (auto &[operand, operandUser] : sides[0]) {
+      int64_t factor = splitReplicated(*operand, operandUser.layout);
+      if (factor < 0)
+        continue;
+      for (auto &[result, resultUser] : sides[1]) {
+        if (splitReplicated(*result, resultUser.layout) != factor)
+          continue;
+        InFlightDiagnostic diag =
+            op->emitError()
+            << "user layouts split replicated factor " << factorName(factor)
+            << " (size " << rule.getFactor(factor).size << ") of '"
+            << op->getName() << "' on both sides: operand "
+            << operand->index << " is " << operandUser.layout
+            << " and result " << result->index << " is " << resultUser.layout;
+        diag.attachNote(operandUser.loc)
+            << "operand layout set by '" << operandUser.op->getName()
+            << "' here";
+        diag.attachNote(resultUser.loc)
+            << "result layout set by '" << resultUser.op->getName()
+            << "' here";
+        return failure();
+      }
+    }
+  }
+  return success();
+}
+
+bool FunctionPropagation::fits(Value value, ArrayRef<MeshRole> roles) const {
+  if (!isRepresentable(roles))
+    return false;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> degrees(type.getRank(), 1);
+  for (auto [role, size] : llvm::zip_equal(roles, mesh.sizes)) {
+    if (!role.isSplit())
+      continue;
+    if (role.dim >= type.getRank())
+      return false;
+    degrees[role.dim] *= size;
+  }
+  for (auto [size, degree] : llvm::zip_equal(type.getShape(), degrees))
+    if (!ShapedType::isDynamic(size) && size % degree != 0)
+      return false;
+  return true;
+}
+
+void FunctionPropagation::update(Value value, ArrayRef<MeshRole> roles,
+                                 ArrayRef<Priority> priorities) {
+  auto it = states.find(value);
+  if (it == states.end() || it->second.pinned)
+    return;
+  ValueState &state = it->second;
+  SmallVector<AxisInfo> axes = state.axes;
+  bool changed = false;
+  for (auto [axis, role, priority] : llvm::zip_equal(axes, roles, priorities)) {
+    if (priority == Priority::None)
+      continue;
+    Priority raised = std::max(priority, state.floor);
+    if (raised <= axis.priority)
+      continue;
+    changed |= axis.role != role || axis.priority != raised;
+    axis = {role, raised};
+  }
+  if (!changed)
+    return;
+  // An update that would leave the value without a states spelling or with
+  // a split that does not divide its shape is dropped: the value keeps its
+  // (less split) layout and the op that asked gets a reshard.
+  SmallVector<MeshRole> newRoles =
+      llvm::map_to_vector(axes, [](const AxisInfo &axis) { return axis.role; });
+  if (!fits(value, newRoles)) {
+    LLVM_DEBUG(llvm::dbgs() << "  dropped update of " << value << " to "
+                            << MeshLayout{newRoles}.str() << "\n");
+    return;
+  }
+  state.axes = std::move(axes);
+  LLVM_DEBUG(llvm::dbgs() << "  " << value << " -> "
+                          << MeshLayout{newRoles}.str() << "\n");
+  if (Operation *def = value.getDefiningOp())
+    worklist.insert(def);
+  for (Operation *user : value.getUsers())
+    worklist.insert(user);
+  // Function results that update an argument follow its layout.
+  if (isa<BlockArgument>(value))
+    func.walk([&](func::ReturnOp ret) { worklist.insert(ret); });
+}
+
+void FunctionPropagation::hint(Value value, ArrayRef<MeshRole> roles,
+                               Priority priority) {
+  SmallVector<Priority> priorities(roles.size(), priority);
+  update(value, roles, priorities);
+}
+
+SmallVector<MeshRole>
+FunctionPropagation::impliedRoles(const FactorRule &rule,
+                                  const RuleTensor &tensor,
+                                  ArrayRef<int64_t> factors) const {
+  SmallVector<MeshRole> roles;
+  for (int64_t factor : factors) {
+    MeshRole role = MeshRole::duplicate();
+    if (factor >= 0) {
+      for (auto [dim, dimFactors] : llvm::enumerate(*tensor.dims))
+        if (!dimFactors.empty() && dimFactors.front() == factor)
+          role = MeshRole::split(dim);
+      const Factor &info = rule.getFactor(factor);
+      if (role.isDuplicate() && tensor.isResult &&
+          info.kind == FactorKind::Reduction)
+        role = MeshRole::partial(toReduction(info.partial));
+    }
+    roles.push_back(role);
+  }
+  return roles;
+}
+
+Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
+                                       ArrayRef<RuleTensor> tensors) {
+  (void)op;
+  int64_t numFactors = rule.getFactors().size();
+  // Which factors may be split at all: not replicated, and wherever they
+  // appear, the major factor of their dimension.
+  SmallVector<bool> splittable(numFactors, true);
+  for (auto [index, factor] : llvm::enumerate(rule.getFactors()))
+    if (factor.kind == FactorKind::Replicated)
+      splittable[index] = false;
+  for (const RuleTensor &tensor : tensors)
+    for (const DimFactors &dim : *tensor.dims)
+      for (size_t i = 1; i < dim.size(); ++i)
+        splittable[dim[i]] = false;
+
+  Assignment result;
+  result.priorities.assign(tensors.size(), {});
+  SmallVector<int64_t> splitBy(numFactors, 1);
+  for (int64_t axis = 0; axis < mesh.getRank(); ++axis) {
+    int64_t size = mesh.sizes[axis];
+    struct Candidate {
+      int64_t factor;
+      std::array<double, kNumPriorities> cost{};
+      int64_t disagreements = 0;
+      /// Per tensor: the priority of its current role if it agrees with
+      /// the candidate, None otherwise.
+      SmallVector<Priority> agreeing;
+    };
+    std::optional<Candidate> best;
+    SmallVector<int64_t> validFactors;
+    auto better = [](const Candidate &lhs, const Candidate &rhs) {
+      for (size_t level = kNumPriorities; level-- > 1;)
+        if (lhs.cost[level] != rhs.cost[level])
+          return lhs.cost[level] < rhs.cost[level];
+      if (lhs.disagreements != rhs.disagreements)
+        return lhs.disagreements < rhs.disagreements;
+      // "none" (-1) first, then factors in index order.
+      return lhs.factor < rhs.factor;
+    };
+    for (int64_t factor = -1; factor < numFactors; ++factor) {
+      if (factor >= 0) {
+        int64_t factorSize = rule.getFactor(factor).size;
+        if (!splittable[factor] ||
+            (!ShapedType::isDynamic(factorSize) &&
+             factorSize % (splitBy[factor] * size) != 0))
+          continue;
+        // Several mesh axes may split one factor only if they are adjacent.
+        if (splitBy[factor] > 1 && result.factors.back() != factor)
+          continue;
+      }
+      SmallVector<int64_t> factors = result.factors;
+      factors.push_back(factor);
+      Candidate candidate{factor, {}, 0, {}};
+      bool valid = true;
+      for (const RuleTensor &tensor : tensors) {
+        candidate.agreeing.push_back(Priority::None);
+        SmallVector<MeshRole> roles = impliedRoles(rule, tensor, factors);
+        if (!isRepresentable(roles)) {
+          valid = false;
+          break;
+        }
+        const ValueState &state = states[tensor.value];
+        const AxisInfo &current = state.axes[axis];
+        if (current.priority == Priority::None)
+          continue;
+        if (current.role == roles.back()) {
+          candidate.agreeing.back() = current.priority;
+          continue;
+        }
+        // The bytes of the block this mesh axis acts on.
+        double block = tensorBytes(tensor.value.getType());
+        for (auto [other, info] : llvm::enumerate(state.axes))
+          if (static_cast<int64_t>(other) != axis && info.role.isSplit())
+            block /= mesh.sizes[other];
+        double bytes = tensor.isResult
+                           ? reshardBytes(roles.back(), current.role, size,
+                                          block)
+                           : reshardBytes(current.role, roles.back(), size,
+                                          block);
+        candidate.cost[static_cast<size_t>(current.priority)] += bytes;
+        ++candidate.disagreements;
+      }
+      if (!valid)
+        continue;
+      if (factor >= 0)
+        validFactors.push_back(factor);
+      if (!best || better(candidate, *best))
+        best = std::move(candidate);
+    }
+    if (!best) {
+      // No choice keeps every tensor spellable (on a mesh of three or more
+      // axes, (D, S0, D) has no states): the op computes on duplicates.
+      Assignment none;
+      none.factors.assign(mesh.getRank(), -1);
+      none.priorities.assign(tensors.size(),
+                             SmallVector<Priority>(mesh.getRank()));
+      return none;
+    }
+    result.factors.push_back(best->factor);
+    if (best->factor >= 0)
+      splitBy[best->factor] *= size;
+
+    // How firmly the choice determines each tensor's role. A split factor
+    // is as firm as the strongest tensor that already splits it (or holds
+    // its partial), and determines every tensor (one factor per axis); a
+    // choice made on cost alone is a derived one. Choosing no factor
+    // determines a tensor only as far as every factor it could have been
+    // split by is ruled out by an agreeing duplicate holding that factor.
+    auto holds = [&](const RuleTensor &tensor, int64_t factor) {
+      for (const DimFactors &dim : *tensor.dims)
+        if (llvm::is_contained(dim, factor))
+          return true;
+      return tensor.isResult &&
+             rule.getFactor(factor).kind == FactorKind::Reduction;
+    };
+    if (best->factor >= 0) {
+      Priority support = Priority::Derived;
+      for (auto [tensor, agreeing] : llvm::zip_equal(tensors, best->agreeing))
+        if (holds(tensor, best->factor))
+          support = std::max(support, agreeing);
+      for (SmallVector<Priority> &priorities : result.priorities)
+        priorities.push_back(support);
+      continue;
+    }
+    Priority strongest = Priority::None;
+    for (Priority agreeing : best->agreeing)
+      strongest = std::max(strongest, agreeing);
+    for (auto [index, tensor] : llvm::enumerate(tensors)) {
+      std::optional<Priority> firm;
+      for (int64_t factor : validFactors) {
+        if (!holds(tensor, factor))
+          continue;
+        Priority ruledOut = Priority::None;
+        for (auto [other, agreeing] : llvm::zip_equal(tensors, best->agreeing))
+          if (holds(other, factor))
+            ruledOut = std::max(ruledOut, agreeing);
+        firm = firm ? std::min(*firm, ruledOut) : ruledOut;
+      }
+      result.priorities[index].push_back(firm ? *firm : strongest);
+    }
+  }
+  return result;
+}
+
+void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
+  SmallVector<RuleTensor> tensors = getRuleTensors(op, rule);
+  Assignment assignment = assign(op, rule, tensors);
+  LLVM_DEBUG({
+    llvm::dbgs() << "op " << op->getName() << " assigns (";
+    llvm::interleaveComma(assignment.factors, llvm::dbgs(), [](int64_t f) {
+      llvm::dbgs() << (f < 0 ? std::string("-") : factorName(f));
+    });
+    llvm::dbgs() << ")\n";
+  });
+  for (auto [tensor, priorities] :
+       llvm::zip_equal(tensors, assignment.priorities))
+    update(tensor.value, impliedRoles(rule, tensor, assignment.factors),
+           priorities);
+}
+
+void FunctionPropagation::process(Operation *op) {
+  if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+    // A boundary: the annotated layout is only a hint to the operand.
+    hint(annotate.getInput(),
+         read(cast<UnionAttr>(annotate.getLayout()))->roles, Priority::Derived);
+    return;
+  }
+  if (auto reshard = dyn_cast<ReshardOp>(op)) {
+    hint(reshard.getInput(), read(cast<UnionAttr>(reshard.getSource()))->roles,
+         Priority::Derived);
+    return;
+  }
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    if (ret->getParentOp() != func.getOperation())
+      return;
+    for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+      if (!states.count(operand))
+        continue;
+      if (auto layout = func.getResultAttrOfType<UnionAttr>(
+              index, HSPMDDialect::getLayoutAttrName())) {
+        hint(operand, read(layout)->roles, Priority::Derived);
+        continue;
+      }
+      if (auto updates = func.getResultAttrOfType<IntegerAttr>(
+              index, nn::NNDialect::getUpdatesAttrName())) {
+        int64_t arg = updates.getInt();
+        if (arg < 0 || arg >= func.getNumArguments())
+          continue;
+        Value source = func.getArgument(arg);
+        if (!states.count(source) ||
+            source.getType() != operand.getType())
+          continue;
+        const ValueState &state = states[source];
+        if (llvm::all_of(state.axes, [](const AxisInfo &axis) {
+              return axis.priority == Priority::None;
+            }))
+          continue;
+        hint(operand, state.getRoles(), Priority::Derived);
+      }
+    }
+    return;
+  }
+  auto it = rules.find(op);
+  if (it != rules.end()) {
+    processRuleOp(op, it->second);
+    return;
+  }
+  // Ops without a factor rule compute on whole tensors: their results are
+  // duplicated (and their operands are gathered to duplicates).
+  for (Value result : op->getResults())
+    if (states.count(result))
+      hint(result, SmallVector<MeshRole>(mesh.getRank(), MeshRole::duplicate()),
+           Priority::Derived);
+}
+
+void FunctionPropagation::propagate() {
+  // Termination: a (value, mesh axis) pair changes only to a strictly higher
+  // priority (`update`), there are five priorities, and an op is processed
+  // again only when one of its values changed. So every pair changes at
+  // most four times and the worklist empties.
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      worklist.insert(op);
+  });
+  while (!worklist.empty()) {
+    Operation *op = worklist.front();
+    worklist.remove(op);
+    process(op);
+  }
+}
+
+LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
+  MLIRContext *context = func.getContext();
+  Builder builder(context);
+  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
+  // What each value is produced as: arguments as their state says, results
+  // as their op's rule produces them.
+  DenseMap<Value, UnionAttr> produced;
+  auto stateLayout = [&](Value value) {
+    return toUnion(states[value].getRoles());
+  };
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    if (!states.count(arg))
+      continue;
+    unsigned index = arg.getArgNumber();
+    auto layout = func.getArgAttrOfType<UnionAttr>(index, layoutName);
+    if (!layout) {
+      layout = stateLayout(arg);
+      func.setArgAttr(index, layoutName, layout);
+    }
+    produced[arg] = layout;
+  }
+
+  auto setLayouts = [&](Operation *op, ArrayRef<UnionAttr> operandLayouts,
+                        ArrayRef<UnionAttr> resultLayouts) {
+    SmallVector<Attribute> operands(operandLayouts.begin(),
+                                    operandLayouts.end());
+    SmallVector<Attribute> results(resultLayouts.begin(), resultLayouts.end());
+    if (!operands.empty())
+      op->setAttr(HSPMDDialect::getOperandLayoutsAttrName(),
+                  builder.getArrayAttr(operands));
+    if (!results.empty())
+      op->setAttr(HSPMDDialect::getResultLayoutsAttrName(),
+                  builder.getArrayAttr(results));
+    for (auto [operand, layout] : llvm::zip_equal(
+             llvm::make_filter_range(op->getOperands(),
+                                     [&](Value v) { return states.count(v); }),
+             operandLayouts)) {
+      auto it = produced.find(operand);
+      auto type = cast<RankedTensorType>(operand.getType());
+      if (it != produced.end() &&
+          !areEquivalent(it->second, layout, type.getShape()))
+        ++numReshards;
+    }
+    for (auto [result, layout] : llvm::zip_equal(
+             llvm::make_filter_range(op->getResults(),
+                                     [&](Value v) { return states.count(v); }),
+             resultLayouts))
+      produced[result] = layout;
+  };
+
+  WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
+    if (op == func.getOperation())
+      return WalkResult::advance();
+    SmallVector<UnionAttr> operandLayouts, resultLayouts;
+    auto tensorsOf = [&](ValueRange values) {
+      return llvm::count_if(values, [&](Value v) { return states.count(v); });
+    };
+    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+      auto layout = cast<UnionAttr>(annotate.getLayout());
+      setLayouts(op, {layout}, {layout});
+      return WalkResult::advance();
+    }
+    if (auto reshard = dyn_cast<ReshardOp>(op)) {
+      setLayouts(op, {cast<UnionAttr>(reshard.getSource())},
+                 {cast<UnionAttr>(reshard.getTarget())});
+      return WalkResult::advance();
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op);
+        ret && ret->getParentOp() == func.getOperation()) {
+      for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+        if (!states.count(operand))
+          continue;
+        auto layout = func.getResultAttrOfType<UnionAttr>(index, layoutName);
+        if (!layout) {
+          if (auto updates = func.getResultAttrOfType<IntegerAttr>(
+                  index, nn::NNDialect::getUpdatesAttrName())) {
+            int64_t arg = updates.getInt();
+            if (arg >= 0 && arg < func.getNumArguments() &&
+                func.getArgument(arg).getType() == operand.getType())
+              layout = produced.lookup(func.getArgument(arg));
+          }
+        }
+        if (!layout)
+          layout = produced.lookup(operand);
+        if (!layout)
+          layout = stateLayout(operand);
+        func.setResultAttr(index, layoutName, layout);
+        operandLayouts.push_back(layout);
+      }
+      setLayouts(op, operandLayouts, {});
+      return WalkResult::advance();
+    }
+    auto it = rules.find(op);
+    if (it != rules.end()) {
+      SmallVector<RuleTensor> tensors = getRuleTensors(op, it->second);
+      Assignment assignment = assign(op, it->second, tensors);
+      for (const RuleTensor &tensor : tensors) {
+        UnionAttr layout =
+            toUnion(impliedRoles(it->second, tensor, assignment.factors));
+        (tensor.isResult ? resultLayouts : operandLayouts).push_back(layout);
+      }
+      setLayouts(op, operandLayouts, resultLayouts);
+      return WalkResult::advance();
+    }
+    operandLayouts.assign(tensorsOf(op->getOperands()), duplicated());
+    resultLayouts.assign(tensorsOf(op->getResults()), duplicated());
+    setLayouts(op, operandLayouts, resultLayouts);
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult FunctionPropagation::run(bool &skipped, int64_t &numReshards) {
+  skipped = false;
+  if (func.isExternal()) {
+    skipped = true;
+    return success();
+  }
+  if (failed(collectUserLayouts()))
+    return failure();
+  if (userLayouts.empty()) {
+    skipped = true;
+    return success();
+  }
+  if (failed(computeMesh()))
+    return failure();
+  initialize();
+  for (auto &[op, rule] : rules)
+    if (failed(checkRule(op, rule)))
+      return failure();
+  if (failed(checkReplicatedConflicts()))
+    return failure();
+  propagate();
+  return writeAttributes(numReshards);
+}
+
+struct LayoutPropagationPass
+    : loom::impl::LayoutPropagationPassBase<LayoutPropagationPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      FunctionPropagation propagation(func);
+      bool skipped = false;
+      int64_t reshards = 0;
+      if (failed(propagation.run(skipped, reshards)))
+        return signalPassFailure();
+      if (!skipped) {
+        ++numFunctions;
+        numReshards += reshards;
+      }
+    }
+  }
+};
+
+} // namespace
