@@ -256,4 +256,53 @@ def PrintFactorRulesPass : Pass<"nn-print-factor-rules", "mlir::ModuleOp"> {
   }];
 }
 
+def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
+  let summary = "Writes the local function every device of a group runs";
+  let description = [{
+    For every function whose tensors all have layouts on one device group
+    (after `hspmd-propagate-layouts`, `hspmd-insert-reshards` and
+    `hspmd-lower-reshards`), adds `@<name>_group0`: the same computation on
+    the block of every tensor that a device holds, with the collectives in
+    their local view (no layouts; buffer types). Inside a group every device
+    holds equally shaped blocks, so one function serves all of them and its
+    size does not depend on how many devices the group has; a device's rank
+    is implicit in the collectives it joins. Arguments and results keep
+    their attributes, the layout renamed `hspmd.global_layout` (the layout
+    of the global tensor the value is a block of, so inputs can be cut into
+    shards and results put back); the function records its group as
+    `hspmd.group` and its origin as `hspmd.specializes`. The global
+    function stays.
+
+    A mean over split dimensions is scaled by local / global count so that
+    the contributions add up to the global mean.
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>},
+                 %w: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>})
+        -> (tensor<8x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}) {
+      %y = nn.matmul %x, %w {hspmd.operand_layouts = [...], hspmd.result_layouts = [...]}
+          : tensor<8x16xf32>, tensor<16x4xf32>
+      return %y : tensor<8x4xf32>
+    }
+    // adds
+    func.func @f_group0(%x: tensor<4x16xf32> {hspmd.global_layout = ...},
+                        %w: tensor<16x4xf32> {hspmd.global_layout = ...})
+        -> (tensor<4x4xf32> {hspmd.global_layout = ...})
+        attributes {hspmd.group = #hspmd.group<[0, 1]>, hspmd.specializes = @f} {
+      %y = nn.matmul %x, %w : tensor<4x16xf32>, tensor<16x4xf32>
+      return %y : tensor<4x4xf32>
+    }
+    ```
+
+    Errors, at the op: a tensor without a layout (propagation has not run),
+    a reshard not lowered, layouts on several groups, ops with regions, and
+    ops whose local form would need the device's offset in the global
+    tensor (an iota, dropout or masked attention along a split dimension, an
+    embedding whose vocabulary is split), which later work handles.
+  }];
+  let statistics = [
+    Statistic<"numFunctions", "functions", "Functions specialised">,
+  ];
+}
+
 #endif // LOOM_PASSES

@@ -115,10 +115,10 @@ FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
 namespace {
 
 hspmd::UnionAttr getLayout(func::FuncOp func, unsigned index, bool isResult) {
-  return isResult
-             ? func.getResultAttrOfType<hspmd::UnionAttr>(index,
-                                                          "hspmd.layout")
-             : func.getArgAttrOfType<hspmd::UnionAttr>(index, "hspmd.layout");
+  return isResult ? func.getResultAttrOfType<hspmd::UnionAttr>(
+                        index, "hspmd.global_layout")
+                  : func.getArgAttrOfType<hspmd::UnionAttr>(
+                        index, "hspmd.global_layout");
 }
 
 } // namespace
@@ -142,8 +142,8 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
     if (!layout)
       return local.emitError()
              << what << " #" << index << " of @" << local.getSymName()
-             << " has no hspmd.layout; a sharded run needs the global "
-                "layout of every argument and result";
+             << " has no hspmd.global_layout; a sharded run needs the "
+                "global layout of every argument and result";
     if (layout.getNumGroups() != 1)
       return local.emitError()
              << what << " #" << index << " of @" << local.getSymName()

@@ -82,6 +82,28 @@ static LogicalResult verifyLayoutArray(Operation *op, NamedAttribute attr,
 static LogicalResult verifyValueLayout(Operation *op, Location loc,
                                        NamedAttribute attr, Type type,
                                        StringRef what, unsigned index) {
+  if (attr.getName() == HSPMDDialect::getGlobalLayoutAttrName()) {
+    // On a specialised function: the value is one device's block of a
+    // global tensor laid out as `layout` on the function's group.
+    auto layout = dyn_cast<UnionAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!layout || layout.getNumGroups() != 1 || !tensor)
+      return emitError(loc) << "'" << attr.getName().getValue() << "' of "
+                            << what << " " << index
+                            << " must be a one-group #hspmd.union on a "
+                               "ranked tensor, got "
+                            << attr.getValue();
+    SmallVector<int64_t> global(tensor.getShape());
+    for (const Axis &axis : layout.getStates()[0].getAxes())
+      if (axis.isSplit() && axis.dim < static_cast<int64_t>(global.size()) &&
+          !ShapedType::isDynamic(global[axis.dim]))
+        global[axis.dim] *= axis.degree;
+    return verifyLayoutForShape(layout, global, [&]() {
+      InFlightDiagnostic diag = emitError(loc);
+      diag << "global layout of " << what << " " << index << ": ";
+      return diag;
+    });
+  }
   if (attr.getName() != HSPMDDialect::getLayoutAttrName())
     return emitError(loc) << "unknown hspmd " << what << " attribute '"
                            << attr.getName().getValue() << "'";
@@ -139,6 +161,23 @@ LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
     return verifyLayoutArray(op, attr, op->getOperands(), "operand");
   if (attr.getName() == getResultLayoutsAttrName())
     return verifyLayoutArray(op, attr, op->getResults(), "result");
+  if (attr.getName() == getGroupAttrName() ||
+      attr.getName() == getSpecializesAttrName()) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' belongs on a specialised function";
+    if (attr.getName() == getGroupAttrName() &&
+        !isa<DeviceGroupAttr>(attr.getValue()))
+      return op->emitError() << "'" << getGroupAttrName()
+                             << "' must be a #hspmd.group, got "
+                             << attr.getValue();
+    if (attr.getName() == getSpecializesAttrName() &&
+        !isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'" << getSpecializesAttrName()
+                             << "' must name the global function, got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() != getClusterAttrName())
     return op->emitError() << "unknown hspmd attribute '"
                            << attr.getName().getValue()

@@ -76,6 +76,19 @@ def HSPMD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getResultLayoutsAttrName() {
       return ::llvm::StringLiteral("hspmd.result_layouts");
     }
+    /// On the arguments and results of a specialised function: the layout
+    /// of the global tensor whose block the value is.
+    static constexpr ::llvm::StringLiteral getGlobalLayoutAttrName() {
+      return ::llvm::StringLiteral("hspmd.global_layout");
+    }
+    /// Attributes of a specialised function (`hspmd-specialize`): the device
+    /// group it runs on and the global function it specialises.
+    static constexpr ::llvm::StringLiteral getGroupAttrName() {
+      return ::llvm::StringLiteral("hspmd.group");
+    }
+    static constexpr ::llvm::StringLiteral getSpecializesAttrName() {
+      return ::llvm::StringLiteral("hspmd.specializes");
+    }
     /// The name of the module attribute that holds the cluster description.
     static constexpr ::llvm::StringLiteral getClusterAttrName() {
       return ::llvm::StringLiteral("hspmd.cluster");

@@ -1,0 +1,334 @@
+//===- Specialization.cpp - One local function per device group -----------===//
+//
+// After propagation, reshard insertion and reshard lowering every tensor of a
+// function has a layout on one device group and every layout change is a
+// global-view collective. This pass writes the function every device of the
+// group runs: the same ops on local shapes (each tensor's block under its
+// layout), collectives in their local view. Every device of a group holds
+// equally shaped blocks (splits inside a group are even), so one function
+// serves the whole group and its size does not depend on the group's size;
+// a device's rank is implicit in the collectives it joins.
+//
+// Ops whose local computation needs the device's position in the global
+// tensor (an iota, causal attention or dropout along a split dimension, an
+// embedding with a split vocabulary) have no local form yet and are
+// reported. A mean over split dimensions divides by the global count: the
+// local mean is scaled by local/global count, and the contributions sum.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+
+namespace loom {
+#define GEN_PASS_DEF_SPECIALIZATIONPASS
+#include "passes/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+constexpr StringLiteral kLayout = "hspmd.layout";
+constexpr StringLiteral kGlobalLayout = "hspmd.global_layout";
+constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
+constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
+
+/// The block shape every device of `layout`'s single group holds of a
+/// tensor of `shape`: each dimension divided by the degrees that split it.
+SmallVector<int64_t> getLocalShape(hspmd::UnionAttr layout,
+                                   ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> local(shape);
+  for (const hspmd::Axis &axis : layout.getStates()[0].getAxes())
+    if (axis.isSplit() && !ShapedType::isDynamic(local[axis.dim]))
+      local[axis.dim] /= axis.degree;
+  return local;
+}
+
+/// The product of the degrees that split dimension `dim`.
+int64_t getSplitDegree(hspmd::UnionAttr layout, int64_t dim) {
+  int64_t degree = 1;
+  for (const hspmd::Axis &axis : layout.getStates()[0].getAxes())
+    if (axis.isSplit() && axis.dim == dim)
+      degree *= axis.degree;
+  return degree;
+}
+
+class Specializer {
+public:
+  explicit Specializer(func::FuncOp global) : global(global) {}
+
+  /// Builds the group's function after `global`; null after a diagnostic.
+  func::FuncOp run();
+
+private:
+  /// Checks that `layout` is a single-group union on the function's group
+  /// (the first one seen sets it).
+  LogicalResult checkLayout(Attribute layout, Location loc,
+                            const Twine &what);
+  /// The local type of a value of `type` laid out as `layout`.
+  Type getLocalType(Type type, Attribute layout);
+  /// The layouts of `op`'s ranked-tensor results or operands, or failure
+  /// after a diagnostic when propagation has not run.
+  FailureOr<SmallVector<hspmd::UnionAttr>> getLayouts(Operation *op,
+                                                      StringRef name,
+                                                      ValueRange values);
+  /// Reports ops whose local form would need the device's position.
+  LogicalResult checkLocalForm(Operation *op,
+                               ArrayRef<hspmd::UnionAttr> operandLayouts,
+                               ArrayRef<hspmd::UnionAttr> resultLayouts);
+  LogicalResult specializeOp(Operation *op, OpBuilder &builder,
+                             IRMapping &mapping);
+
+  func::FuncOp global;
+  hspmd::DeviceGroupAttr group;
+};
+
+LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
+                                       const Twine &what) {
+  auto layout = dyn_cast_or_null<hspmd::UnionAttr>(attr);
+  if (!layout)
+    return emitError(loc) << what
+                          << " has no hspmd layout; run "
+                             "--hspmd-propagate-layouts first";
+  if (layout.getNumGroups() != 1)
+    return emitError(loc)
+           << what << " is laid out over " << layout.getNumGroups()
+           << " device groups; specialisation handles one group per "
+              "function so far";
+  if (!group)
+    group = layout.getGroups()[0];
+  else if (group != layout.getGroups()[0])
+    return emitError(loc) << what << " is on the device group " << layout
+                          << " but the function's other layouts are on "
+                          << group;
+  return success();
+}
+
+Type Specializer::getLocalType(Type type, Attribute layout) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return type;
+  return tensor.clone(
+      getLocalShape(cast<hspmd::UnionAttr>(layout), tensor.getShape()));
+}
+
+FailureOr<SmallVector<hspmd::UnionAttr>>
+Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
+  unsigned count = llvm::count_if(values.getTypes(), [](Type type) {
+    return isa<RankedTensorType>(type);
+  });
+  SmallVector<hspmd::UnionAttr> layouts;
+  if (count == 0)
+    return layouts;
+  auto array = op->getAttrOfType<ArrayAttr>(name);
+  if (!array || array.size() != count)
+    return op->emitError() << "has no " << name
+                           << " for its tensors; run "
+                              "--hspmd-propagate-layouts (and "
+                              "--hspmd-insert-reshards) first";
+  for (auto [i, attr] : llvm::enumerate(array)) {
+    if (failed(checkLayout(attr, op->getLoc(),
+                           name + " entry #" + Twine(i))))
+      return failure();
+    layouts.push_back(cast<hspmd::UnionAttr>(attr));
+  }
+  return layouts;
+}
+
+LogicalResult
+Specializer::checkLocalForm(Operation *op,
+                            ArrayRef<hspmd::UnionAttr> operandLayouts,
+                            ArrayRef<hspmd::UnionAttr> resultLayouts) {
+  auto needsPosition = [&](StringRef what) {
+    return op->emitError()
+           << what
+           << ": its local form needs the device's offset in the global "
+              "tensor, which specialisation does not provide yet";
+  };
+  if (auto iota = dyn_cast<nn::IotaOp>(op))
+    if (getSplitDegree(resultLayouts[0], iota.getDim()) > 1)
+      return needsPosition("counts along a split dimension");
+  if (auto dropout = dyn_cast<nn::DropoutOp>(op))
+    for (int64_t d = 0, e = dropout.getType().getRank(); d < e; ++d)
+      if (getSplitDegree(resultLayouts[0], d) > 1)
+        return needsPosition("draws its mask by global element index on a "
+                             "split tensor");
+  if (auto attention = dyn_cast<nn::AttentionOp>(op))
+    if (attention.getMask() != nn::MaskKind::None &&
+        !attention.getPositions() && getSplitDegree(operandLayouts[0], 1) > 1)
+      return needsPosition("masks by query position on a split sequence");
+  if (auto embedding = dyn_cast<nn::EmbeddingOp>(op))
+    if (getSplitDegree(operandLayouts[0], 0) > 1)
+      return needsPosition("looks up a table split along the vocabulary");
+  return success();
+}
+
+LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
+                                        IRMapping &mapping) {
+  if (auto annotate = dyn_cast<hspmd::AnnotateOp>(op)) {
+    mapping.map(annotate.getResult(), mapping.lookup(annotate.getInput()));
+    return success();
+  }
+  if (isa<hspmd::ReshardOp>(op))
+    return op->emitError("is not lowered; run --hspmd-lower-reshards before "
+                         "specialisation");
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    SmallVector<Value> operands;
+    for (Value value : ret.getOperands())
+      operands.push_back(mapping.lookup(value));
+    func::ReturnOp::create(builder, ret.getLoc(), operands);
+    return success();
+  }
+  if (op->getNumRegions() != 0)
+    return op->emitError("has regions; specialisation handles straight-line "
+                         "functions so far");
+
+  FailureOr<SmallVector<hspmd::UnionAttr>> resultLayouts =
+      getLayouts(op, kResultLayouts, op->getResults());
+  FailureOr<SmallVector<hspmd::UnionAttr>> operandLayouts =
+      getLayouts(op, kOperandLayouts, op->getOperands());
+  if (failed(resultLayouts) || failed(operandLayouts) ||
+      failed(checkLocalForm(op, *operandLayouts, *resultLayouts)))
+    return failure();
+
+  Operation *clone = builder.clone(*op, mapping);
+  clone->removeAttr(kResultLayouts);
+  clone->removeAttr(kOperandLayouts);
+  // Global-view collectives become local-view ones.
+  clone->removeAttr("from");
+  clone->removeAttr("to");
+  unsigned next = 0;
+  for (OpResult result : clone->getResults())
+    if (isa<RankedTensorType>(result.getType()))
+      result.setType(
+          getLocalType(result.getType(), (*resultLayouts)[next++]));
+
+  // A mean over split dimensions: the local mean divided the local sum by
+  // the local count; scaled by local / global count, the contributions add
+  // up to the global mean.
+  if (auto reduce = dyn_cast<nn::ReduceOp>(clone);
+      reduce && reduce.getKind() == nn::ReduceKind::Mean) {
+    int64_t degree = 1;
+    for (int64_t dim : reduce.getDims())
+      degree *= getSplitDegree((*operandLayouts)[0], dim);
+    if (degree > 1) {
+      auto type = cast<RankedTensorType>(reduce.getType());
+      auto scalar = RankedTensorType::get({}, type.getElementType());
+      Value factor = nn::FillOp::create(
+          builder, reduce.getLoc(), scalar,
+          builder.getF64FloatAttr(1.0 / static_cast<double>(degree)));
+      Value scaled = nn::MulOp::create(builder, reduce.getLoc(), type,
+                                       reduce.getResult(), factor);
+      mapping.map(op->getResult(0), scaled);
+    }
+  }
+  return success();
+}
+
+func::FuncOp Specializer::run() {
+  FunctionType type = global.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    if (isa<RankedTensorType>(type.getInput(i)) &&
+        failed(checkLayout(global.getArgAttr(i, kLayout),
+                           global.getArgument(i).getLoc(),
+                           "argument #" + Twine(i))))
+      return {};
+  for (unsigned i = 0; i < type.getNumResults(); ++i)
+    if (isa<RankedTensorType>(type.getResult(i)) &&
+        failed(checkLayout(global.getResultAttr(i, kLayout), global.getLoc(),
+                           "result #" + Twine(i))))
+      return {};
+  if (!group)
+    return global.emitError("has no tensor arguments or results to lay out"),
+           func::FuncOp();
+  if (!global.getBody().hasOneBlock())
+    return global.emitError("has several blocks; specialisation handles "
+                            "straight-line functions so far"),
+           func::FuncOp();
+
+  SmallVector<Type> inputs, results;
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    inputs.push_back(
+        getLocalType(type.getInput(i), global.getArgAttr(i, kLayout)));
+  for (unsigned i = 0; i < type.getNumResults(); ++i)
+    results.push_back(
+        getLocalType(type.getResult(i), global.getResultAttr(i, kLayout)));
+
+  std::string name = (global.getSymName() + "_group0").str();
+  if (SymbolTable::lookupNearestSymbolFrom(global, StringAttr::get(
+                                                       global.getContext(),
+                                                       name)))
+    return global.emitError() << "cannot specialise: a symbol @" << name
+                              << " exists already",
+           func::FuncOp();
+  OpBuilder builder(global->getContext());
+  builder.setInsertionPointAfter(global);
+  auto local = func::FuncOp::create(builder, global.getLoc(), name,
+                                    builder.getFunctionType(inputs, results));
+  // The local function's values are blocks: their layouts say of which
+  // global tensor (hspmd.global_layout), for cutting inputs and putting
+  // results back.
+  auto renameLayout = [&](DictionaryAttr attrs) -> DictionaryAttr {
+    NamedAttrList list(attrs);
+    if (Attribute layout = list.erase(kLayout))
+      list.set(kGlobalLayout, layout);
+    return list.getDictionary(global->getContext());
+  };
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    local.setArgAttrs(i, renameLayout(global.getArgAttrDict(i)));
+  for (unsigned i = 0; i < type.getNumResults(); ++i)
+    local.setResultAttrs(i, renameLayout(global.getResultAttrDict(i)));
+  local->setAttr("hspmd.group", group);
+  local->setAttr("hspmd.specializes", FlatSymbolRefAttr::get(global));
+  Block *body = local.addEntryBlock();
+  IRMapping mapping;
+  mapping.map(global.getArguments(), body->getArguments());
+  builder.setInsertionPointToStart(body);
+  for (Operation &op : global.getBody().front())
+    if (failed(specializeOp(&op, builder, mapping))) {
+      local.erase();
+      return {};
+    }
+  if (failed(verify(local))) {
+    local.emitError() << "the specialisation of @" << global.getSymName()
+                      << " does not verify (a bug in an op's layout rule or "
+                         "in specialisation)";
+    local.erase();
+    return {};
+  }
+  return local;
+}
+
+struct SpecializationPass
+    : loom::impl::SpecializationPassBase<SpecializationPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> functions;
+    for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || func->hasAttr("hspmd.specializes"))
+        continue;
+      bool hasLayouts = false;
+      for (unsigned i = 0; i < func.getNumArguments() && !hasLayouts; ++i)
+        hasLayouts = func.getArgAttr(i, kLayout) != nullptr;
+      if (hasLayouts)
+        functions.push_back(func);
+    }
+    for (func::FuncOp func : functions) {
+      if (!Specializer(func).run())
+        return signalPassFailure();
+      ++numFunctions;
+    }
+  }
+};
+
+} // namespace
