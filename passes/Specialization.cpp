@@ -196,9 +196,11 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
 
   FailureOr<SmallVector<hspmd::UnionAttr>> resultLayouts =
       getLayouts(op, kResultLayouts, op->getResults());
+  if (failed(resultLayouts))
+    return failure();
   FailureOr<SmallVector<hspmd::UnionAttr>> operandLayouts =
       getLayouts(op, kOperandLayouts, op->getOperands());
-  if (failed(resultLayouts) || failed(operandLayouts) ||
+  if (failed(operandLayouts) ||
       failed(checkLocalForm(op, *operandLayouts, *resultLayouts)))
     return failure();
 

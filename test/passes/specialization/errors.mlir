@@ -1,0 +1,73 @@
+// RUN: loom-opt %s -split-input-file --hspmd-specialize -verify-diagnostics
+
+#D2 = #hspmd.union<{[0, 1]: [D:2]}>
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+#S1 = #hspmd.union<{[0, 1]: [S1:2]}>
+
+// Propagation has not run on the body.
+func.func @no_op_layouts(%x: tensor<8xf64> {hspmd.layout = #D2}) -> (tensor<8xf64> {hspmd.layout = #D2}) {
+  // expected-error @+1 {{has no hspmd.result_layouts for its tensors; run --hspmd-propagate-layouts (and --hspmd-insert-reshards) first}}
+  %y = nn.neg %x : tensor<8xf64>
+  return %y : tensor<8xf64>
+}
+
+// -----
+
+#D2 = #hspmd.union<{[0, 1]: [D:2]}>
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+// A result without a layout.
+// expected-error @+1 {{result #0 has no hspmd layout; run --hspmd-propagate-layouts first}}
+func.func @no_result_layout(%x: tensor<8xf64> {hspmd.layout = #D2}) -> tensor<8xf64> {
+  return %x : tensor<8xf64>
+}
+
+// -----
+
+#D2 = #hspmd.union<{[0, 1]: [D:2]}>
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+func.func @not_lowered(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64> {hspmd.layout = #D2}) {
+  // expected-error @+1 {{is not lowered; run --hspmd-lower-reshards before specialisation}}
+  %y = hspmd.reshard %x : tensor<8xf64> from #S0 to #D2 {hspmd.operand_layouts = [#S0], hspmd.result_layouts = [#D2]}
+  return {hspmd.operand_layouts = [#D2]} %y : tensor<8xf64>
+}
+
+// -----
+
+#S1 = #hspmd.union<{[0, 1]: [S1:2]}>
+func.func @iota_split(%x: tensor<4x8xi64> {hspmd.layout = #S1}) -> (tensor<4x8xi64> {hspmd.layout = #S1}) {
+  // expected-error @+1 {{counts along a split dimension: its local form needs the device's offset in the global tensor, which specialisation does not provide yet}}
+  %i = nn.iota dim = 1 {hspmd.result_layouts = [#S1]} : tensor<4x8xi64>
+  return {hspmd.operand_layouts = [#S1]} %i : tensor<4x8xi64>
+}
+
+// -----
+
+#D2 = #hspmd.union<{[0, 1]: [D:2]}>
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+#P2 = #hspmd.union<{[0, 1]: [P(sum):2]}>
+func.func @vocab_split(%t: tensor<8x4xf64> {hspmd.layout = #S0}, %ids: tensor<3xi64> {hspmd.layout = #D2})
+    -> (tensor<3x4xf64> {hspmd.layout = #P2}) {
+  // expected-error @+1 {{looks up a table split along the vocabulary}}
+  %e = nn.embedding %t, %ids {hspmd.operand_layouts = [#S0, #D2], hspmd.result_layouts = [#P2]} : tensor<8x4xf64>, tensor<3xi64>
+  return {hspmd.operand_layouts = [#P2]} %e : tensor<3x4xf64>
+}
+
+// -----
+
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+#T0 = #hspmd.union<{[2, 3]: [S0:2]}>
+// expected-error @+1 {{result #0 is on the device group #hspmd.union<{[2, 3]: [S0:2]}> but the function's other layouts are on #hspmd.group<[0, 1]>}}
+func.func @two_groups(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64> {hspmd.layout = #T0}) {
+  return %x : tensor<8xf64>
+}
+
+// -----
+
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+// expected-error @+1 {{cannot specialise: a symbol @taken_group0 exists already}}
+func.func @taken(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64> {hspmd.layout = #S0}) {
+  return {hspmd.operand_layouts = [#S0]} %x : tensor<8xf64>
+}
+func.func @taken_group0() {
+  return
+}
