@@ -74,15 +74,13 @@ public:
 private:
   /// Checks that `layout` is a single-group union on the function's group
   /// (the first one seen sets it).
-  LogicalResult checkLayout(Attribute layout, Location loc,
-                            const Twine &what);
+  LogicalResult checkLayout(Attribute layout, Location loc, const Twine &what);
   /// The local type of a value of `type` laid out as `layout`.
   Type getLocalType(Type type, Attribute layout);
   /// The layouts of `op`'s ranked-tensor results or operands, or failure
   /// after a diagnostic when propagation has not run.
-  FailureOr<SmallVector<hspmd::UnionAttr>> getLayouts(Operation *op,
-                                                      StringRef name,
-                                                      ValueRange values);
+  FailureOr<SmallVector<hspmd::UnionAttr>>
+  getLayouts(Operation *op, StringRef name, ValueRange values);
   /// Reports ops whose local form would need the device's position.
   LogicalResult checkLocalForm(Operation *op,
                                ArrayRef<hspmd::UnionAttr> operandLayouts,
@@ -125,9 +123,8 @@ Type Specializer::getLocalType(Type type, Attribute layout) {
 
 FailureOr<SmallVector<hspmd::UnionAttr>>
 Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
-  unsigned count = llvm::count_if(values.getTypes(), [](Type type) {
-    return isa<RankedTensorType>(type);
-  });
+  unsigned count = llvm::count_if(
+      values.getTypes(), [](Type type) { return isa<RankedTensorType>(type); });
   SmallVector<hspmd::UnionAttr> layouts;
   if (count == 0)
     return layouts;
@@ -138,8 +135,7 @@ Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
                               "--hspmd-propagate-layouts (and "
                               "--hspmd-insert-reshards) first";
   for (auto [i, attr] : llvm::enumerate(array)) {
-    if (failed(checkLayout(attr, op->getLoc(),
-                           name + " entry #" + Twine(i))))
+    if (failed(checkLayout(attr, op->getLoc(), name + " entry #" + Twine(i))))
       return failure();
     layouts.push_back(cast<hspmd::UnionAttr>(attr));
   }
@@ -150,12 +146,13 @@ LogicalResult
 Specializer::checkLocalForm(Operation *op,
                             ArrayRef<hspmd::UnionAttr> operandLayouts,
                             ArrayRef<hspmd::UnionAttr> resultLayouts) {
-  auto needsPosition = [&](StringRef what) {
-    return op->emitError()
-           << what
-           << ": its local form needs the device's offset in the global "
-              "tensor, which specialisation does not provide yet";
-  };
+  auto needsPosition =
+      [&](StringRef what) {
+        return op->emitError()
+               << what
+               << ": its local form needs the device's offset in the global "
+                  "tensor, which specialisation does not provide yet";
+      };
   if (auto iota = dyn_cast<nn::IotaOp>(op))
     if (getSplitDegree(resultLayouts[0], iota.getDim()) > 1)
       return needsPosition("counts along a split dimension");
@@ -213,8 +210,7 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   unsigned next = 0;
   for (OpResult result : clone->getResults())
     if (isa<RankedTensorType>(result.getType()))
-      result.setType(
-          getLocalType(result.getType(), (*resultLayouts)[next++]));
+      result.setType(getLocalType(result.getType(), (*resultLayouts)[next++]));
 
   // A mean over split dimensions: the local mean divided the local sum by
   // the local count; scaled by local / global count, the contributions add
@@ -268,11 +264,10 @@ func::FuncOp Specializer::run() {
         getLocalType(type.getResult(i), global.getResultAttr(i, kLayout)));
 
   std::string name = (global.getSymName() + "_group0").str();
-  if (SymbolTable::lookupNearestSymbolFrom(global, StringAttr::get(
-                                                       global.getContext(),
-                                                       name)))
-    return global.emitError() << "cannot specialise: a symbol @" << name
-                              << " exists already",
+  if (SymbolTable::lookupNearestSymbolFrom(
+          global, StringAttr::get(global.getContext(), name)))
+    return global.emitError()
+               << "cannot specialise: a symbol @" << name << " exists already",
            func::FuncOp();
   OpBuilder builder(global->getContext());
   builder.setInsertionPointAfter(global);
