@@ -7,6 +7,8 @@
 // RUN: loom-opt %s --hspmd-specialize --hspmd-bucket-gradients="bucket-bytes=5000" | FileCheck %s --check-prefix=SMALL
 // RUN: loom-opt %s --hspmd-specialize --hspmd-bucket-gradients -o %t.mlir
 // RUN: loom-run --interpret %t.mlir --simulate 2 --entry step_group0 --global-entry step --random-inputs --seed 5 --comm-stats | FileCheck %s --check-prefix=RUN2
+// RUN: loom-run --interpret %t.mlir --simulate 2 --entry step_group0 --global-entry step --random-inputs --comm-stats | grep '^rank' > %t.sim
+// RUN: loom-opt %t.mlir --hspmd-comm-report -o /dev/null | grep '^rank' | diff - %t.sim
 // RUN: not loom-opt %s --hspmd-bucket-gradients="bucket-bytes=0" 2>&1 | FileCheck %s --check-prefix=BYTES
 
 #D2 = #hspmd.union<{[0, 1]: [D:2]}>

@@ -1,0 +1,159 @@
+//===- CommReport.cpp - Bytes each device moves per step ------------------===//
+//
+// For every local-view function (after specialisation), what one call (one
+// training step) makes each device of its group send and receive, per
+// collective kind, computed from the buffer types and the collectives'
+// semantics alone. The simulator counts the same quantities while it moves
+// the data (runtime/simulator/Simulator.h states what each collective
+// moves); tests compare the two line by line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/hspmd/IR/HSPMDOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace loom {
+#define GEN_PASS_DEF_COMMREPORTPASS
+#include "passes/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+struct Traffic {
+  int64_t calls = 0;
+  int64_t sent = 0;
+  int64_t received = 0;
+};
+
+int64_t getBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// The digits of `index` in the mixed radix `sizes` (first slowest).
+SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> digits(sizes.size());
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    digits[i] = index % sizes[i];
+    index /= sizes[i];
+  }
+  return digits;
+}
+
+/// Adds to `traffic[rank]` what collective `op` makes each rank move.
+LogicalResult account(Operation *op,
+                      std::vector<std::map<std::string, Traffic>> &traffic) {
+  auto mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  int64_t devices = static_cast<int64_t>(traffic.size());
+  SmallVector<int64_t> axisSizes;
+  int64_t k = 1;
+  for (int64_t axis : axes.asArrayRef()) {
+    axisSizes.push_back(mesh[axis]);
+    k *= mesh[axis];
+  }
+  int64_t meshDevices = 1;
+  for (int64_t size : mesh.asArrayRef())
+    meshDevices *= size;
+  if (meshDevices != devices)
+    return op->emitError() << "runs over a mesh of " << meshDevices
+                           << " devices in a function of a group of "
+                           << devices;
+  if (!cast<RankedTensorType>(op->getOperand(0).getType()).hasStaticShape())
+    return op->emitError("has a dynamic buffer; its bytes are unknown");
+  std::string kind = op->getName().stripDialect().str();
+  int64_t bytes = getBytes(op->getOperand(0).getType());
+  int64_t elements =
+      cast<RankedTensorType>(op->getOperand(0).getType()).getNumElements();
+  int64_t element = elements ? bytes / elements : 0;
+  for (int64_t rank = 0; rank < devices; ++rank) {
+    SmallVector<int64_t> digits = toDigits(rank, mesh);
+    int64_t position = 0;
+    SmallVector<int64_t> own;
+    for (int64_t axis : axes.asArrayRef()) {
+      position = position * mesh[axis] + digits[axis];
+      own.push_back(digits[axis]);
+    }
+    Traffic &entry = traffic[rank][kind];
+    ++entry.calls;
+    if (isa<hspmd::AllReduceOp>(op)) {
+      // Reduce-scatter of k near-equal chunks, then all-gather of them.
+      int64_t chunk =
+          (elements / k + (position < elements % k ? 1 : 0)) * element;
+      entry.sent += (bytes - chunk) + (k - 1) * chunk;
+      entry.received += (k - 1) * chunk + (bytes - chunk);
+    } else if (isa<hspmd::AllGatherOp>(op)) {
+      entry.sent += (k - 1) * bytes;
+      entry.received += (k - 1) * bytes;
+    } else if (isa<hspmd::ReduceScatterOp, hspmd::AllToAllOp>(op)) {
+      entry.sent += bytes / k * (k - 1);
+      entry.received += bytes / k * (k - 1);
+    } else if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
+      // The device receives from the one whose digit i is its digit
+      // perm[i]; it sends to the one whose digit perm[i] is its digit i.
+      ArrayRef<int64_t> perm = permute.getPerm();
+      bool receives = false, sends = false;
+      for (auto [i, p] : llvm::enumerate(perm)) {
+        receives |= own[p] != own[i];
+        sends |= own[i] != own[p];
+      }
+      entry.received += receives ? bytes : 0;
+      entry.sent += sends ? bytes : 0;
+    }
+    // local_slice moves nothing.
+  }
+  return success();
+}
+
+struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
+  void runOnOperation() override {
+    llvm::raw_ostream &os = llvm::outs();
+    for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
+      auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>("hspmd.group");
+      if (!group)
+        continue;
+      int64_t devices = group.getDevices().size();
+      std::vector<std::map<std::string, Traffic>> traffic(devices);
+      WalkResult walk = func.walk([&](Operation *op) {
+        if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
+                 hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp>(op))
+          return WalkResult::advance();
+        if (op->hasAttr("from")) {
+          op->emitError("is in the global view; the report counts local-view "
+                        "functions (run --hspmd-specialize first)");
+          return WalkResult::interrupt();
+        }
+        return failed(account(op, traffic)) ? WalkResult::interrupt()
+                                            : WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
+      int64_t total = 0;
+      for (auto &perRank : traffic)
+        for (auto &[kind, entry] : perRank)
+          total += entry.sent;
+      os << "comm report @" << func.getSymName() << ": " << devices
+         << " devices, " << total << " bytes sent per step in all\n";
+      for (int64_t rank = 0; rank < devices; ++rank)
+        for (auto &[kind, entry] : traffic[rank])
+          os << "rank " << rank << " " << kind << ": calls " << entry.calls
+             << ", bytes sent " << entry.sent << ", received " << entry.received
+             << "\n";
+    }
+    os.flush();
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
