@@ -114,7 +114,8 @@ FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
 
 namespace {
 
-hspmd::UnionAttr getLayout(func::FuncOp func, unsigned index, bool isResult) {
+hspmd::UnionAttr getOwnLayout(func::FuncOp func, unsigned index,
+                              bool isResult) {
   return isResult
              ? func.getResultAttrOfType<hspmd::UnionAttr>(index,
                                                           "hspmd.layout")
@@ -128,6 +129,14 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
                       func::FuncOp global, ArrayRef<Tensor> globalArgs) {
   FunctionType localType = local.getFunctionType();
   FunctionType globalType = global.getFunctionType();
+  // The layout on `local`, or else on `global`: a module whose local
+  // functions carry global layouts on local types does not verify, so the
+  // layouts may live on the global function instead.
+  auto getLayout = [&](func::FuncOp, unsigned index, bool isResult) {
+    if (hspmd::UnionAttr layout = getOwnLayout(local, index, isResult))
+      return layout;
+    return getOwnLayout(global, index, isResult);
+  };
   if (localType.getNumInputs() != globalType.getNumInputs() ||
       localType.getNumResults() != globalType.getNumResults())
     return local.emitError() << "@" << local.getSymName()

@@ -46,7 +46,10 @@ assembleGlobal(llvm::ArrayRef<int64_t> devices,
 /// Runs `local`, the specialisation of `global` for one device group, on
 /// `simulator` (one rank per device of the group, rank r = the group's r-th
 /// device): arguments and results of `local` carry their global layouts as
-/// `hspmd.layout`, and have `global`'s types globally. Returns the global
+/// `hspmd.layout` (where `local` has none, `global`'s are used: the
+/// dialect's verifier checks a layout against the local type, so a
+/// verifying module keeps them on the global function), and have
+/// `global`'s types globally. Returns the global
 /// results; problems are emitted at the functions.
 mlir::FailureOr<std::vector<interp::Tensor>>
 runSharded(Simulator &simulator, mlir::func::FuncOp local,
