@@ -15,7 +15,6 @@ using interp::Tensor;
 
 namespace {
 
-
 /// A tensor seen as [outer, size, inner] around dimension `dim`, in bytes
 /// for the inner part.
 struct DimView {
@@ -66,8 +65,8 @@ void forEachRow(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets,
   while (true) {
     int64_t tensorOffset = 0;
     for (int64_t d = 0; d < rank; ++d)
-      tensorOffset = tensorOffset * shape[d] + offsets[d] +
-                     (d < rank - 1 ? index[d] : 0);
+      tensorOffset =
+          tensorOffset * shape[d] + offsets[d] + (d < rank - 1 ? index[d] : 0);
     fn(blockOffset, tensorOffset);
     blockOffset += sizes[rank - 1];
     int64_t d = rank - 2;
@@ -85,7 +84,7 @@ void forEachRow(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets,
 
 /// Block `index` of `count` equal blocks of `tensor` along `dim`.
 Tensor loom::sim::getBlock(const Tensor &tensor, int64_t dim, int64_t count,
-                int64_t index) {
+                           int64_t index) {
   DimView view = viewAround(tensor, dim);
   SmallVector<int64_t> shape(tensor.getShape());
   shape[dim] /= count;
@@ -117,7 +116,8 @@ Tensor loom::sim::concatenate(ArrayRef<const Tensor *> parts, int64_t dim) {
 /// The elementwise reduction of `inputs`, combined in order (input 0 first),
 /// in the element type; a mean divides the sum by the count at the end.
 FailureOr<Tensor> loom::sim::reduce(ArrayRef<const Tensor *> inputs,
-                         hspmd::ReductionKind kind, std::string &error) {
+                                    hspmd::ReductionKind kind,
+                                    std::string &error) {
   Tensor result = *inputs.front();
   auto run = [&](auto tag) {
     using T = decltype(tag);
@@ -165,7 +165,6 @@ FailureOr<Tensor> loom::sim::reduce(ArrayRef<const Tensor *> inputs,
   return failure();
 }
 
-
 Tensor loom::sim::extractBlock(const Tensor &tensor, ArrayRef<int64_t> offsets,
                                ArrayRef<int64_t> sizes) {
   Tensor block(tensor.getKind(), sizes);
@@ -174,8 +173,7 @@ Tensor loom::sim::extractBlock(const Tensor &tensor, ArrayRef<int64_t> offsets,
   forEachRow(tensor.getShape(), offsets, sizes,
              [&](int64_t blockOffset, int64_t tensorOffset) {
                std::memcpy(block.rawData() + blockOffset * element,
-                           tensor.rawData() + tensorOffset * element,
-                           rowBytes);
+                           tensor.rawData() + tensorOffset * element, rowBytes);
              });
   return block;
 }

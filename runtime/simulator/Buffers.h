@@ -41,8 +41,8 @@ void insertBlock(interp::Tensor &tensor, const interp::Tensor &block,
 /// each step); a mean divides the sum by the count at the end. Fails, with
 /// `error` set, for kinds that cannot be reduced (i1; a mean of integers).
 mlir::FailureOr<interp::Tensor>
-reduce(llvm::ArrayRef<const interp::Tensor *> inputs,
-       hspmd::ReductionKind kind, std::string &error);
+reduce(llvm::ArrayRef<const interp::Tensor *> inputs, hspmd::ReductionKind kind,
+       std::string &error);
 
 } // namespace loom::sim
 

@@ -26,8 +26,7 @@ FailureOr<Tensor> loom::sim::extractShard(const Tensor &global,
     return failure();
   }
   Tensor block = extractBlock(global, shard->offsets, shard->sizes);
-  if (shard->reduction == hspmd::ReductionKind::Sum &&
-      shard->partialIndex != 0)
+  if (shard->reduction == hspmd::ReductionKind::Sum && shard->partialIndex != 0)
     return Tensor(block.getKind(), block.getShape());
   return block;
 }
@@ -72,8 +71,8 @@ FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
              block.partialIndex == shard->partialIndex;
     });
     if (it == blocks.end()) {
-      blocks.push_back({shard->offsets, shard->partialIndex,
-                        static_cast<int64_t>(i)});
+      blocks.push_back(
+          {shard->offsets, shard->partialIndex, static_cast<int64_t>(i)});
       continue;
     }
     if (!piece.bitwiseEqual(shards[it->source])) {
@@ -117,8 +116,7 @@ namespace {
 hspmd::UnionAttr getOwnLayout(func::FuncOp func, unsigned index,
                               bool isResult) {
   return isResult
-             ? func.getResultAttrOfType<hspmd::UnionAttr>(index,
-                                                          "hspmd.layout")
+             ? func.getResultAttrOfType<hspmd::UnionAttr>(index, "hspmd.layout")
              : func.getArgAttrOfType<hspmd::UnionAttr>(index, "hspmd.layout");
 }
 
@@ -139,10 +137,10 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
   };
   if (localType.getNumInputs() != globalType.getNumInputs() ||
       localType.getNumResults() != globalType.getNumResults())
-    return local.emitError() << "@" << local.getSymName()
-                             << " is not a specialisation of @"
-                             << global.getSymName()
-                             << ": the numbers of arguments or results differ";
+    return local.emitError()
+           << "@" << local.getSymName() << " is not a specialisation of @"
+           << global.getSymName()
+           << ": the numbers of arguments or results differ";
   // The group: every layout must be on the same single group.
   hspmd::DeviceGroupAttr group;
   auto checkLayout = [&](hspmd::UnionAttr layout, unsigned index,
@@ -200,9 +198,9 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
   for (unsigned i = 0; i < localType.getNumResults(); ++i) {
     auto type = dyn_cast<RankedTensorType>(globalType.getResult(i));
     if (!type || !type.hasStaticShape())
-      return global.emitError() << "result #" << i << " of @"
-                                << global.getSymName()
-                                << " needs a static tensor type";
+      return global.emitError()
+             << "result #" << i << " of @" << global.getSymName()
+             << " needs a static tensor type";
     std::vector<Tensor> shards;
     for (auto &perRank : *results)
       shards.push_back(perRank[i]);

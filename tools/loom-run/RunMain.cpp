@@ -3,6 +3,8 @@
 // loom-run --interpret FILE.mlir [--entry NAME] [--input X.npy ...]
 //          [--random-inputs [--seed N] [--int-range LO,HI]]
 //          [--output-dir DIR] [--print] [--repeat N]
+// loom-run --interpret FILE.mlir --simulate N --entry LOCAL --global-entry F
+//          [--input ...] [--random-inputs] [--tolerance T] [--comm-stats]
 // loom-run --interpret FILE.mlir --simulate N [--entry NAME] [--input ...]
 //          [--random-inputs [--seed S]] [--output-dir DIR] [--print]
 //          [--comm-stats]
@@ -25,6 +27,7 @@
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/TensorIO.h"
 #include "runtime/interpreter/Train.h"
+#include "runtime/simulator/Sharding.h"
 #include "runtime/simulator/Simulator.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -40,6 +43,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -48,6 +52,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace loom::interp;
@@ -154,6 +160,70 @@ int runSimulation(ModuleOp module, func::FuncOp func,
   return 0;
 }
 
+/// ||got - want||_2 / ||want||_2 over all elements (0 when both are 0).
+double normwiseRelativeError(const Tensor &got, const Tensor &want) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0, e = want.getNumElements(); i < e; ++i) {
+    double w = want.getDouble(i), d = got.getDouble(i) - w;
+    diff += d * d;
+    norm += w * w;
+  }
+  if (norm == 0)
+    return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(diff / norm);
+}
+
+/// --global-entry: runs `global` on the interpreter and `local` sharded on
+/// N ranks from the same global arguments, and compares the results.
+int runShardedCheck(ModuleOp module, Interpreter &interpreter,
+                    func::FuncOp local, func::FuncOp global,
+                    llvm::ArrayRef<Tensor> args,
+                    const SimulationOptions &options, double tolerance) {
+  if (options.ranks < 1 || options.ranks > 4096)
+    return fail("--simulate expects 1 to 4096 ranks, got " +
+                llvm::Twine(options.ranks));
+  FailureOr<std::vector<Tensor>> want =
+      interpreter.call(global.getSymName(), args);
+  if (failed(want))
+    return 1;
+  loom::sim::Simulator simulator(module, options.ranks);
+  FailureOr<std::vector<Tensor>> got =
+      loom::sim::runSharded(simulator, local, global, args);
+  if (failed(got))
+    return 1;
+  bool ok = true;
+  for (auto [index, pair] : llvm::enumerate(llvm::zip_equal(*got, *want))) {
+    auto &[g, w] = pair;
+    double error = normwiseRelativeError(g, w);
+    bool pass = g.getKind() == w.getKind() && g.getShape() == w.getShape() &&
+                error <= tolerance;
+    ok &= pass;
+    llvm::outs() << "result #" << index << ": " << w.getTypeString()
+                 << llvm::format(" norm-wise relative error %.3e", error)
+                 << (pass ? "" : " FAIL") << "\n";
+    if (options.print) {
+      llvm::outs() << "  sharded = ";
+      printTensorValues(llvm::outs(), g);
+      llvm::outs() << "\n";
+    }
+  }
+  if (!options.outputDir.empty())
+    if (int code = writeAll(options.outputDir, "result", *got))
+      return code;
+  if (options.commStats)
+    for (int64_t r = 0; r < options.ranks; ++r)
+      for (const auto &[kind, entry] : simulator.getStats(r).byKind)
+        llvm::outs() << "rank " << r << " " << kind << ": calls " << entry.calls
+                     << ", bytes sent " << entry.bytesSent << ", received "
+                     << entry.bytesReceived << "\n";
+  llvm::outs().flush();
+  if (!ok)
+    return fail("the sharded run of @" + local.getSymName() +
+                " differs from @" + global.getSymName() + " by more than " +
+                llvm::formatv("{0:e}", tolerance).str());
+  return 0;
+}
+
 } // namespace
 
 int loom::interp::loomRunMain(int argc, char **argv) {
@@ -210,6 +280,19 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                      "program whose hspmd collectives the simulator carries "
                      "out); rank r's random inputs use seed + r"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> globalEntry(
+      "global-entry",
+      llvm::cl::desc("--simulate: the inputs are this function's (global "
+                     "tensors); --entry is its specialisation, whose "
+                     "arguments and results carry hspmd.layout. Cuts the "
+                     "inputs into shards, runs the ranks, puts the results "
+                     "back and compares them with this function's"),
+      llvm::cl::init(""), llvm::cl::cat(category));
+  llvm::cl::opt<double> tolerance(
+      "tolerance",
+      llvm::cl::desc("--global-entry: the largest norm-wise relative error "
+                     "accepted per result (default 1e-10)"),
+      llvm::cl::init(1e-10), llvm::cl::cat(category));
   llvm::cl::opt<bool> commStats(
       "comm-stats",
       llvm::cl::desc("--simulate: print each rank's calls and bytes per "
@@ -308,7 +391,20 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       vocab.getNumOccurrences() || dataTask.getNumOccurrences())
     return fail("--steps, --vocab, --data-task, --json and --init-npy only "
                 "apply with --train");
-  func::FuncOp func = chooseEntry(*module, interpreter, entry);
+  // With --global-entry, the arguments are @global's (global tensors) and
+  // the --entry function is its specialisation, run sharded.
+  func::FuncOp localFunc;
+  if (!globalEntry.empty()) {
+    if (!simulate.getNumOccurrences() || entry.empty())
+      return fail("--global-entry needs --simulate N and --entry naming the "
+                  "specialised function");
+    localFunc = interpreter.lookupFunction(entry);
+    if (!localFunc)
+      return 1;
+  }
+  func::FuncOp func = globalEntry.empty()
+                          ? chooseEntry(*module, interpreter, entry)
+                          : interpreter.lookupFunction(globalEntry);
   if (!func)
     return 1;
   FunctionType type = func.getFunctionType();
@@ -361,6 +457,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   if (simulate.getNumOccurrences() && repeat)
     return fail("--repeat times the single-device interpreter; it does not "
                 "combine with --simulate");
+  if (localFunc)
+    return runShardedCheck(*module, interpreter, localFunc, func, args,
+                           {simulate, outputDir, print, commStats}, tolerance);
   if (simulate.getNumOccurrences())
     return runSimulation(
         *module, func, args,
