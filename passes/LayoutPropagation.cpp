@@ -24,13 +24,12 @@
 // disagrees, and its reshard costs bytes (see `reshardBytes`). The candidate
 // with the smallest cost at the highest priority wins (costs compared
 // priority level by priority level, user first), then the one with the
-// fewest disagreeing tensors, then "none", then the lowest factor index. The
-// winner's priority is the highest priority of the tensors that agree with
-// it; every tensor of the op whose role has a lower priority takes the
-// implied role with that priority (raised to param / data on arguments of
-// those roles). Tensors at equal or higher priority keep theirs: where they
-// differ, the op's operand layout differs from the producer's and a reshard
-// goes in between.
+// fewest disagreeing tensors, then "none", then the lowest factor index.
+// The winner determines each tensor's role with a priority (see `assign`);
+// a tensor takes its implied role where that priority (raised to param /
+// data on arguments of those roles) is strictly higher than its own.
+// Tensors that keep a different role make the op's operand layout differ
+// from the producer's: a reshard goes in between.
 //
 //===----------------------------------------------------------------------===//
 
