@@ -116,3 +116,14 @@ func.func @less_split(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2
   %0 = nn.reshape %x : tensor<8x8xf32> to tensor<2x4x8xf32>
   return %0, %y : tensor<2x4x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A function without any layout is left alone.
+// CHECK-LABEL: func.func @no_layouts
+// CHECK-NOT: hspmd
+// CHECK: return
+func.func @no_layouts(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = nn.neg %x : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
