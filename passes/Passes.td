@@ -219,8 +219,11 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
     Functions without any layout are left alone. Errors, at the layout's
     location: a strategy set or a union of several groups (later passes
     handle those), layouts on different groups in one function, two layouts
-    that share no mesh, user layouts that split a replicated factor of an op
-    on both its operand and its result side.
+    that share no mesh (with a note at the other). At an op: user layouts
+    that split one of its replicated factors on both its operand and its
+    result side (with notes where each was written). See
+    docs/rationale/partitioning.md for the priorities, the cost formula and
+    the fixed point.
   }];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions laid out">,
