@@ -24,13 +24,12 @@
 // disagrees, and its reshard costs bytes (see `reshardBytes`). The candidate
 // with the smallest cost at the highest priority wins (costs compared
 // priority level by priority level, user first), then the one with the
-// fewest disagreeing tensors, then "none", then the lowest factor index. The
-// winner's priority is the highest priority of the tensors that agree with
-// it; every tensor of the op whose role has a lower priority takes the
-// implied role with that priority (raised to param / data on arguments of
-// those roles). Tensors at equal or higher priority keep theirs: where they
-// differ, the op's operand layout differs from the producer's and a reshard
-// goes in between.
+// fewest disagreeing tensors, then "none", then the lowest factor index.
+// The winner determines each tensor's role with a priority (see `assign`);
+// a tensor takes its implied role where that priority (raised to param /
+// data on arguments of those roles) is strictly higher than its own.
+// Tensors that keep a different role make the op's operand layout differ
+// from the producer's: a reshard goes in between.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,11 +46,12 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Debug.h"
 
 #include <array>
+#include <deque>
 #include <optional>
 
 #define DEBUG_TYPE "hspmd-propagate-layouts"
@@ -202,6 +202,10 @@ private:
                                      const RuleTensor &tensor,
                                      ArrayRef<int64_t> factors) const;
   void hint(Value value, ArrayRef<MeshRole> roles, Priority priority);
+  void enqueue(Operation *op) {
+    if (queued.insert(op).second)
+      worklist.push_back(op);
+  }
   void update(Value value, ArrayRef<MeshRole> roles,
               ArrayRef<Priority> priorities);
   bool fits(Value value, ArrayRef<MeshRole> roles) const;
@@ -224,7 +228,12 @@ private:
   DeviceGroupAttr group;
   Mesh mesh;
   DenseMap<Value, ValueState> states;
-  llvm::SetVector<Operation *> worklist;
+  /// Ops to (re)process, first in first out, each queued at most once.
+  std::deque<Operation *> worklist;
+  DenseSet<Operation *> queued;
+  /// The function's returns (they follow the layouts of the arguments that
+  /// `nn.updates` results update).
+  SmallVector<Operation *> returns;
   /// The rules of the ops that have one, in program order.
   llvm::MapVector<Operation *, FactorRule> rules;
 };
@@ -549,12 +558,13 @@ void FunctionPropagation::update(Value value, ArrayRef<MeshRole> roles,
   LLVM_DEBUG(llvm::dbgs() << "  " << value << " -> "
                           << MeshLayout{newRoles}.str() << "\n");
   if (Operation *def = value.getDefiningOp())
-    worklist.insert(def);
+    enqueue(def);
   for (Operation *user : value.getUsers())
-    worklist.insert(user);
+    enqueue(user);
   // Function results that update an argument follow its layout.
   if (isa<BlockArgument>(value))
-    func.walk([&](func::ReturnOp ret) { worklist.insert(ret); });
+    for (Operation *ret : returns)
+      enqueue(ret);
 }
 
 void FunctionPropagation::hint(Value value, ArrayRef<MeshRole> roles,
@@ -805,12 +815,16 @@ void FunctionPropagation::propagate() {
   // again only when one of its values changed. So every pair changes at
   // most four times and the worklist empties.
   func.walk([&](Operation *op) {
-    if (op != func.getOperation())
-      worklist.insert(op);
+    if (op == func.getOperation())
+      return;
+    enqueue(op);
+    if (isa<func::ReturnOp>(op) && op->getParentOp() == func.getOperation())
+      returns.push_back(op);
   });
   while (!worklist.empty()) {
     Operation *op = worklist.front();
-    worklist.remove(op);
+    worklist.pop_front();
+    queued.erase(op);
     process(op);
   }
 }

@@ -219,13 +219,101 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
     Functions without any layout are left alone. Errors, at the layout's
     location: a strategy set or a union of several groups (later passes
     handle those), layouts on different groups in one function, two layouts
-    that share no mesh, user layouts that split a replicated factor of an op
-    on both its operand and its result side.
+    that share no mesh (with a note at the other). At an op: user layouts
+    that split one of its replicated factors on both its operand and its
+    result side (with notes where each was written). See
+    docs/rationale/partitioning.md for the priorities, the cost formula and
+    the fixed point.
   }];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions laid out">,
     Statistic<"numReshards", "reshards",
               "Operands whose needed layout differs from the produced one">,
+  ];
+}
+
+def ReshardInsertionPass : Pass<"hspmd-insert-reshards", "mlir::ModuleOp"> {
+  let summary = "Puts a reshard wherever a consumer needs another layout than its producer's";
+  let description = [{
+    Runs after `hspmd-propagate-layouts`. For every op with
+    `hspmd.operand_layouts`, each ranked-tensor operand whose needed layout
+    is not equivalent (`areEquivalent`: the same shard on every device) to
+    the layout its producer gives it (the producer's
+    `hspmd.result_layouts` entry, or a block argument's `hspmd.layout`)
+    gets an `hspmd.reshard %v : T from <produced> to <needed>` in front of
+    the op, which then uses it; the reshard carries
+    `hspmd.operand_layouts = [produced]` and `hspmd.result_layouts =
+    [needed]`. A `func.return` operand is checked against the function's
+    result `hspmd.layout`. An `hspmd.annotate` is a boundary in
+    propagation; here it becomes a reshard from its input's layout to the
+    annotation, or disappears when the two agree. Afterwards every consumer
+    sees exactly the layout it needs. Reshards to the same layout of the
+    same value are shared between consumers.
+
+    ```mlir
+    %y = nn.matmul %g, %w2 {hspmd.operand_layouts = [...], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [P(sum):2]}>]} ...
+    return {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [D:2]}>]} %y : tensor<8x16xf32>
+    // with the function result laid out [D:2] becomes
+    %r = hspmd.reshard %y : tensor<8x16xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}>
+           to #hspmd.union<{[0, 1]: [D:2]}> {hspmd.operand_layouts = [...], hspmd.result_layouts = [...]}
+    return {...} %r : tensor<8x16xf32>
+    ```
+
+    Functions without any layout attribute are left alone. Errors, at the
+    op: an op in a laid-out function without `hspmd.operand_layouts`, an
+    operand whose producer has no layout, entry counts that do not match
+    the tensor operands or results, a layout that is not a union or does
+    not fit the tensor (the pass needs propagation first).
+  }];
+  let statistics = [
+    Statistic<"numInserted", "inserted", "Reshards inserted">,
+    Statistic<"numAnnotationsErased", "annotations-erased",
+              "Annotations that agreed with their input">,
+  ];
+}
+
+def ReshardLoweringPass : Pass<"hspmd-lower-reshards", "mlir::ModuleOp"> {
+  let summary = "Lowers reshards inside one device group to global-view collectives";
+  let description = [{
+    First fuses chains of reshards (`A -> B -> C` becomes `A -> C` when the
+    middle one has no other user) and erases reshards that change nothing
+    (`areEquivalent`). Then every `hspmd.reshard` between single-group
+    unions on the same group whose states share a mesh becomes a chain of
+    global-view collectives on that common mesh, each with explicit `from`
+    and `to` (intermediate layouts spelled as `#hspmd.states`), and with
+    `hspmd.operand_layouts = [from]`, `hspmd.result_layouts = [to]`.
+
+    The chain is a cheapest one (bytes sent per rank, then fewest steps)
+    among chains whose steps are one collective each over one or several
+    mesh axes: all_reduce (P -> D), reduce_scatter (P -> S), all_gather
+    (S -> D), local_slice (D -> S, free), all_to_all (S a -> S b) and
+    permute (only which mesh axes split which dimensions changes). A
+    pending reduction is only ever reduced, never moved or created.
+    See docs/rationale/partitioning.md for the order and the costs.
+
+    ```mlir
+    %y = hspmd.reshard %x : tensor<8x8xf64>
+           from #hspmd.union<{[0, 1, 2, 3]: [P(sum):2, S1:2]}>
+           to #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
+    // becomes
+    %0 = hspmd.reduce_scatter sum %x dim 0 over [0] of [2, 2] : tensor<8x8xf64> -> tensor<8x8xf64>
+           from #hspmd.union<{[0, 1, 2, 3]: [P(sum):2, S1:2]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>
+    %y = hspmd.all_to_all %0 split 0 concat 1 over [1] of [2, 2] : tensor<8x8xf64> -> tensor<8x8xf64>
+           from #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
+    ```
+
+    Left untouched (each keeps its reshard for the heterogeneous and
+    switching passes, issue 5): strategy sets, unions of several groups,
+    reshards between different groups, and layouts that share no mesh.
+    Errors, at the reshard: a target that holds a pending reduction the
+    source lacks, and a dynamic tensor shape.
+  }];
+  let statistics = [
+    Statistic<"numFused", "fused", "Reshards fused into the next one">,
+    Statistic<"numErased", "erased", "Reshards that changed nothing">,
+    Statistic<"numLowered", "lowered", "Reshards lowered to collectives">,
+    Statistic<"numCollectives", "collectives", "Collectives created">,
+    Statistic<"numKept", "kept", "Reshards left for later passes">,
   ];
 }
 

@@ -113,12 +113,10 @@ FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
 
 namespace {
 
-hspmd::UnionAttr getLayout(func::FuncOp func, unsigned index, bool isResult) {
-  return isResult
-             ? func.getResultAttrOfType<hspmd::UnionAttr>(index,
-                                                          "hspmd.global_layout")
-             : func.getArgAttrOfType<hspmd::UnionAttr>(index,
-                                                       "hspmd.global_layout");
+hspmd::UnionAttr getOwnLayout(func::FuncOp func, unsigned index, bool isResult,
+                              StringRef name) {
+  return isResult ? func.getResultAttrOfType<hspmd::UnionAttr>(index, name)
+                  : func.getArgAttrOfType<hspmd::UnionAttr>(index, name);
 }
 
 } // namespace
@@ -128,6 +126,14 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
                       func::FuncOp global, ArrayRef<Tensor> globalArgs) {
   FunctionType localType = local.getFunctionType();
   FunctionType globalType = global.getFunctionType();
+  // The global layout recorded on `local` (hspmd.global_layout, as
+  // specialisation writes it), or else the layout on `global`.
+  auto getLayout = [&](func::FuncOp, unsigned index, bool isResult) {
+    if (hspmd::UnionAttr layout =
+            getOwnLayout(local, index, isResult, "hspmd.global_layout"))
+      return layout;
+    return getOwnLayout(global, index, isResult, "hspmd.layout");
+  };
   if (localType.getNumInputs() != globalType.getNumInputs() ||
       localType.getNumResults() != globalType.getNumResults())
     return local.emitError()
@@ -142,7 +148,8 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
     if (!layout)
       return local.emitError()
              << what << " #" << index << " of @" << local.getSymName()
-             << " has no hspmd.global_layout; a sharded run needs the global "
+             << " has no hspmd.global_layout (nor has @" << global.getSymName()
+             << " an hspmd.layout there); a sharded run needs the global "
                 "layout of every argument and result";
     if (layout.getNumGroups() != 1)
       return local.emitError()

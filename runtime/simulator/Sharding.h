@@ -46,7 +46,9 @@ assembleGlobal(llvm::ArrayRef<int64_t> devices,
 /// Runs `local`, the specialisation of `global` for one device group, on
 /// `simulator` (one rank per device of the group, rank r = the group's r-th
 /// device): arguments and results of `local` carry their global layouts as
-/// `hspmd.global_layout`, and have `global`'s types globally. Returns the global
+/// `hspmd.global_layout` (as specialisation writes them; where `local` has
+/// none, `global`'s `hspmd.layout` is used), and have `global`'s types
+/// globally. Returns the global
 /// results; problems are emitted at the functions.
 mlir::FailureOr<std::vector<interp::Tensor>>
 runSharded(Simulator &simulator, mlir::func::FuncOp local,

@@ -4,10 +4,12 @@
 // Whatever parses must verify (the parser verifies), print, parse back and
 // print the same text again. Then autodiff (nn-autodiff), the training
 // step (nn-training-step) and layout propagation (hspmd-propagate-layouts)
-// run on copies: they may fail, but must not crash,
-// and what they produce when they succeed must verify. A crash, a sanitizer
-// report, a round trip that changes the text or a pass that produces
-// invalid IR is a finding; diagnostics are expected and ignored.
+// run on copies: they may fail, but must not crash, and what they produce
+// when they succeed must verify. Every op's factor rule must pass
+// FactorRule::verify (nn-print-factor-rules succeeds on any valid module).
+// A crash, a sanitizer report, a round trip that changes the text, a pass
+// that produces invalid IR or an invalid factor rule is a finding;
+// diagnostics are expected and ignored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +84,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (first != second) {
     llvm::errs() << "round trip changed the IR:\n" << first << "\n---\n"
                  << second << '\n';
+    std::abort();
+  }
+  PassManager rules(&context);
+  rules.addPass(loom::createPrintFactorRulesPass());
+  if (failed(rules.run(*module))) {
+    llvm::errs() << "an op's factor rule is invalid in:\n" << first << '\n';
     std::abort();
   }
   runPassOnCopy(*module, loom::createAutodiffPass(), "nn-autodiff");

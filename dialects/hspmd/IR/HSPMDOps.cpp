@@ -2,6 +2,8 @@
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "dialects/hspmd/IR/HSPMDMesh.h"
+#include "dialects/hspmd/IR/HSPMDTransitions.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Sequence.h"
@@ -79,6 +81,41 @@ int64_t getProduct(ArrayRef<int64_t> values, ArrayRef<int64_t> indices) {
   return product;
 }
 
+/// The global view's promise: read on the op's mesh, `to` is exactly what
+/// the collective makes of `from`. The mesh must be one both layouts can be
+/// read on: their common mesh or a refinement of it.
+LogicalResult verifyTransition(Operation *op, ArrayRef<int64_t> meshSizes,
+                               UnionAttr from, UnionAttr to) {
+  Mesh mesh{SmallVector<int64_t>(meshSizes)};
+  FailureOr<MeshLayout> fromLayout =
+      toMeshLayout(from.getStates()[0], mesh);
+  FailureOr<MeshLayout> toLayout = toMeshLayout(to.getStates()[0], mesh);
+  for (auto [role, layout, states] :
+       {std::tuple{"from", &fromLayout, from.getStates()[0]},
+        {"to", &toLayout, to.getStates()[0]}})
+    if (failed(*layout)) {
+      return op->emitOpError()
+             << "`" << role << "` layout " << states << " cannot be read on the mesh " << mesh.str()
+                  << " (its degrees do not cover whole mesh axes); the mesh "
+                     "must be the common mesh of `from` and `to` or a "
+                     "refinement of it";
+    }
+  FailureOr<CollectiveStep> step = getCollectiveStep(op);
+  if (failed(step))
+    return success();
+  std::string why;
+  FailureOr<MeshLayout> made = applyCollective(*step, *fromLayout, mesh, why);
+  if (succeeded(made) && *made == *toLayout)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError();
+  diag << "`from` -> `to` is " << fromLayout->str() << " -> "
+       << toLayout->str() << " on mesh " << mesh.str() << ", but "
+       << step->str();
+  if (failed(made))
+    return diag << " does not apply to " << fromLayout->str() << ": " << why;
+  return diag << " makes " << made->str();
+}
+
 /// Checks the attributes every collective shares and the view-specific
 /// types: the global view (layouts present) keeps the global type; the
 /// local view's result shape follows `rule`.
@@ -138,7 +175,7 @@ LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
     if (from.getGroups()[0] != to.getGroups()[0])
       return op->emitOpError("`from` and `to` must be on the same device "
                              "group");
-    return success();
+    return verifyTransition(op, mesh, from, to);
   }
   FailureOr<SmallVector<int64_t>> expected = rule(input.getShape(), k);
   if (failed(expected))

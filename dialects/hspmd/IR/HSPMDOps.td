@@ -81,6 +81,19 @@ class HSPMD_CollectiveOp<string mnemonic, list<Trait> traits = []>
     devices, so the single-device interpreter runs the lowered program
     unchanged. In the local view (after specialisation) there are no
     layouts and the types are one device's buffers.
+
+    Global-view constraints: `from` and `to` are single-group unions on the
+    same group; the mesh is one both can be read on, i.e. their common mesh
+    (`refineMesh`) or a refinement of it (every axis of each layout covers
+    whole mesh axes); and, read on the mesh, `to` is exactly what the op
+    makes of `from` (dialects/hspmd/IR/HSPMDTransitions.h): the axes in
+    `over` change as the op's summary says (all_reduce P(kind) -> D,
+    reduce_scatter P(kind) -> S(dim), all_gather S(dim) -> D, local_slice
+    D -> S(dim), all_to_all S(concat) -> S(split), permute moves the role
+    of axis `over[i]` to axis `over[perm[i]]`), every other axis keeps its
+    role. A gathered or cut split must be the innermost of the mesh axes
+    that split its dimension (so blocks stay contiguous), and a permute
+    keeps the order of the axes that split one dimension.
   }];
   code commonFormat = [{
     `over` $axes `of` $mesh `:` type($input) `->` type($result)

@@ -462,9 +462,11 @@ FactorRule MatmulOp::getFactorRule() {
 /// Kept dimensions parallel; reduced ones reductions of the op's kind: `sum`
 /// and `max` combine partial results with sum and max. `mean` is a sum too:
 /// the local op of a split mean divides its partial sum by the global count
-/// (the reduced dimensions are static, as the gradient requires), so the
-/// partial means add up to the mean. Reduced dimensions kept as 1 map to no
-/// factor.
+/// (the product of the global sizes of the reduced dimensions, not the
+/// shard's), so the partial means add up to the mean. Every ReduceKind has
+/// a partial form; one without (a product, say, as PartialKind has none)
+/// would make its reduced dimensions replicated. Reduced dimensions kept as
+/// 1 map to no factor.
 FactorRule ReduceOp::getFactorRule() {
   FactorRule rule;
   ArrayRef<int64_t> in = shapeOf(getInput());
@@ -741,10 +743,11 @@ FactorRule AttentionOp::getFactorRule() {
 }
 
 /// Only batch and kv-groups are parallel. The query sequence and the GQA
-/// ratio are in dquery but summed over in dkey and dvalue, and the value
-/// width is contracted (`grad . value`) before the softmax derivative: a
-/// factor cannot be parallel for one result and partial for another, so
-/// these are replicated, with the key sequence and head_dim as forward.
+/// ratio are dimensions of dquery but summed over in dkey and dvalue; the
+/// value width is a dimension of dvalue but contracted (`grad . value`)
+/// into dquery and dkey. A factor cannot be parallel for one result and
+/// partial for another, so these are replicated, with the key sequence and
+/// head_dim as in the forward op.
 FactorRule AttentionGradOp::getFactorRule() {
   FactorRule rule;
   AttentionFactors f(rule, getQuery(), getKey(), getValue(),

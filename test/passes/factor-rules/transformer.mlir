@@ -52,6 +52,17 @@ func.func @gqa(%q: tensor<2x16x8x4xf32>, %k: tensor<2x16x2x4xf32>,
 
 // -----
 
+// Dynamic heads: the GQA ratio is unknown, so it is a factor of size `?`;
+// sizes known in any operand are used.
+func.func @gqa_dynamic(%q: tensor<?x16x8x4xf32>, %k: tensor<2x?x?x4xf32>,
+                       %v: tensor<2x16x?x4xf32>) {
+  // expected-remark @below {{factor rule: ([i, j, k*l, m], [i, n, k, m], [i, n, k, o]) -> ([i, j, k*l, o]) {i = 2, j = 16, k = ?, l = ?, m = 4 replicated, n = 16 replicated, o = 4}}}
+  %0 = nn.attention %q, %k, %v mask = none : tensor<?x16x8x4xf32>, tensor<2x?x?x4xf32>, tensor<2x16x?x4xf32>
+  return
+}
+
+// -----
+
 // Tree attention and positions: subtree_end indexes keys, positions index
 // queries (a chunk of 4 queries against 32 keys).
 func.func @tree(%q: tensor<1x32x4x8xf32>, %k: tensor<1x32x4x8xf32>,
@@ -70,7 +81,7 @@ func.func @tree(%q: tensor<1x32x4x8xf32>, %k: tensor<1x32x4x8xf32>,
 
 // Attention gradient: only batch and kv-groups stay parallel (the query
 // sequence and the GQA ratio are summed over in dkey and dvalue, the value
-// width contracted before the softmax derivative).
+// width contracted into dquery and dkey).
 func.func @attention_grad(%dy: tensor<8x16x4x8xf32>, %q: tensor<8x16x4x8xf32>,
                           %k: tensor<8x16x4x8xf32>, %v: tensor<8x16x4x8xf32>,
                           %dy2: tensor<2x16x8x4xf32>, %q2: tensor<2x16x8x4xf32>,

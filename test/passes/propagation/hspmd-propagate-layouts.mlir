@@ -100,3 +100,30 @@ func.func @reshape_minor(%x: tensor<8x32xf32> {hspmd.layout = #hspmd.union<{[0, 
   %2 = hspmd.annotate %1 : tensor<8x4x8xf32> as #hspmd.union<{[0, 1]: [S2:2]}>
   return %0, %2 : tensor<8x4x8xf32>, tensor<8x4x8xf32>
 }
+
+// -----
+
+// A split that does not divide a factor falls back to a less-split layout.
+// x is [S0:4], read as (S0, S0) on the mesh [2, 2] that y's layout brings.
+// The reshape [8, 8] -> [2, 4, 8] makes x's dimension 0 the factors 2*4: its
+// major factor (2) takes mesh axis 0 but not also axis 1, and the minor one
+// cannot be split. On axis 1 the cheapest choice is the other dimension (an
+// all-to-all of x rather than a gather).
+// CHECK-LABEL: func.func @less_split
+// CHECK: nn.reshape %{{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>]}
+func.func @less_split(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>},
+                      %y: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>}) -> (tensor<2x4x8xf32>, tensor<8x8xf32>) {
+  %0 = nn.reshape %x : tensor<8x8xf32> to tensor<2x4x8xf32>
+  return %0, %y : tensor<2x4x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// A function without any layout is left alone.
+// CHECK-LABEL: func.func @no_layouts
+// CHECK-NOT: hspmd
+// CHECK: return
+func.func @no_layouts(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = nn.neg %x : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}

@@ -1,0 +1,213 @@
+//===- ReshardLowering.cpp - Reshards to global-view collectives ----------===//
+//
+// Fuses chains of reshards, drops those that change nothing, and turns each
+// reshard inside one device group into the chain of collectives that
+// ReshardPlanner finds, every step carrying its `from` and `to` layouts
+// (the global view: the program still computes the same values on one
+// device, and the verifier checks each step does what its layouts say).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/ReshardPlanner.h"
+
+#include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "dialects/hspmd/IR/HSPMDOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#define DEBUG_TYPE "hspmd-lower-reshards"
+
+namespace loom {
+#define GEN_PASS_DEF_RESHARDLOWERINGPASS
+#include "passes/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::hspmd;
+
+namespace {
+
+constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
+constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
+
+/// Whether the two layouts (unions, or strategy sets strategy by strategy)
+/// put the same shard on every device.
+bool sameLayout(Attribute lhs, Attribute rhs, ArrayRef<int64_t> shape) {
+  if (lhs == rhs)
+    return true;
+  auto lhsUnion = dyn_cast<UnionAttr>(lhs), rhsUnion = dyn_cast<UnionAttr>(rhs);
+  if (lhsUnion && rhsUnion)
+    return areEquivalent(lhsUnion, rhsUnion, shape);
+  auto lhsSet = dyn_cast<StrategySetAttr>(lhs);
+  auto rhsSet = dyn_cast<StrategySetAttr>(rhs);
+  if (!lhsSet || !rhsSet || lhsSet.getNames() != rhsSet.getNames())
+    return false;
+  for (auto [a, b] : llvm::zip_equal(lhsSet.getLayouts(), rhsSet.getLayouts()))
+    if (!areEquivalent(a, b, shape))
+      return false;
+  return true;
+}
+
+/// Fuses `reshard` into the reshard that feeds it when that one has no
+/// other user and produces what `reshard` expects. Returns whether it did.
+bool fuseWithProducer(ReshardOp reshard) {
+  auto producer = reshard.getInput().getDefiningOp<ReshardOp>();
+  if (!producer || !producer->hasOneUse() ||
+      !sameLayout(producer.getTarget(), reshard.getSource(),
+                  reshard.getInput().getType().getShape()) ||
+      isa<UnionAttr>(producer.getSource()) !=
+          isa<UnionAttr>(reshard.getTarget()))
+    return false;
+  reshard.getInputMutable().assign(producer.getInput());
+  reshard.setSourceAttr(producer.getSource());
+  if (reshard->hasAttr(kOperandLayouts))
+    reshard->setAttr(kOperandLayouts,
+                     ArrayAttr::get(reshard.getContext(),
+                                    {producer.getSource()}));
+  producer.erase();
+  return true;
+}
+
+/// The chain of collectives for `reshard`, replacing it. Returns failure
+/// after an error; sets `kept` when the reshard is not for this pass.
+LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
+  kept = false;
+  auto source = dyn_cast<UnionAttr>(reshard.getSource());
+  auto target = dyn_cast<UnionAttr>(reshard.getTarget());
+  // Strategy sets (graph switching), unions of several groups and changes
+  // of group are heterogeneous transfers: issue 5 plans them.
+  if (!source || !target || source.getNumGroups() != 1 ||
+      target.getNumGroups() != 1 ||
+      source.getGroups()[0] != target.getGroups()[0]) {
+    kept = true;
+    return success();
+  }
+  RankedTensorType type = reshard.getInput().getType();
+  if (!type.hasStaticShape())
+    return reshard.emitError()
+           << "cannot lower a reshard of " << type
+           << ": collectives need a static shape";
+  int64_t elementBytes =
+      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  std::string why;
+  FailureOr<ReshardPlan> plan =
+      planReshard(source.getStates()[0], target.getStates()[0],
+                  type.getShape(), elementBytes, why);
+  if (failed(plan)) {
+    if (failed(refineMesh({source.getStates()[0], target.getStates()[0]}))) {
+      // No common mesh: a general send/recv plan (issue 5).
+      kept = true;
+      return success();
+    }
+    return reshard.emitError() << "cannot lower the reshard from " << source
+                               << " to " << target << ": " << why;
+  }
+  MLIRContext *context = reshard.getContext();
+  DeviceGroupAttr group = source.getGroups()[0];
+  SmallVector<UnionAttr> layouts;
+  for (auto [i, layout] : llvm::enumerate(plan->layouts)) {
+    if (i == 0) {
+      layouts.push_back(source);
+      continue;
+    }
+    if (i + 1 == plan->layouts.size()) {
+      layouts.push_back(target);
+      continue;
+    }
+    FailureOr<DistStatesAttr> states = toStates(layout, plan->mesh, context);
+    if (failed(states))
+      return reshard.emitError()
+             << "internal error: planned layout " << layout.str()
+             << " has no states spelling";
+    layouts.push_back(UnionAttr::get(context, group, *states));
+  }
+  OpBuilder builder(reshard);
+  Location loc = reshard.getLoc();
+  Value value = reshard.getInput();
+  auto mesh = builder.getDenseI64ArrayAttr(plan->mesh.sizes);
+  for (auto [i, step] : llvm::enumerate(plan->steps)) {
+    UnionAttr from = layouts[i], to = layouts[i + 1];
+    auto axes = builder.getDenseI64ArrayAttr(step.axes);
+    auto reduction = ReductionKindAttr::get(context, step.reduction);
+    auto dim = builder.getI64IntegerAttr(step.dim);
+    Operation *op = nullptr;
+    switch (step.kind) {
+    case CollectiveKind::AllReduce:
+      op = AllReduceOp::create(builder, loc, type, value, reduction, axes,
+                               mesh, from, to);
+      break;
+    case CollectiveKind::ReduceScatter:
+      op = ReduceScatterOp::create(builder, loc, type, value, reduction, dim,
+                                   axes, mesh, from, to);
+      break;
+    case CollectiveKind::AllGather:
+      op = AllGatherOp::create(builder, loc, type, value, dim, axes, mesh,
+                               from, to);
+      break;
+    case CollectiveKind::LocalSlice:
+      op = LocalSliceOp::create(builder, loc, type, value, dim, axes, mesh,
+                                from, to);
+      break;
+    case CollectiveKind::AllToAll:
+      op = AllToAllOp::create(builder, loc, type, value, dim,
+                              builder.getI64IntegerAttr(step.concatDim), axes,
+                              mesh, from, to);
+      break;
+    case CollectiveKind::Permute:
+      op = PermuteOp::create(builder, loc, type, value,
+                             builder.getDenseI64ArrayAttr(step.perm), axes,
+                             mesh, from, to);
+      break;
+    }
+    op->setAttr(kOperandLayouts, builder.getArrayAttr({from}));
+    op->setAttr(kResultLayouts, builder.getArrayAttr({to}));
+    value = op->getResult(0);
+    ++collectives;
+  }
+  reshard.getResult().replaceAllUsesWith(value);
+  reshard.erase();
+  return success();
+}
+
+struct ReshardLoweringPass
+    : loom::impl::ReshardLoweringPassBase<ReshardLoweringPass> {
+  void runOnOperation() override {
+    // Fuse chains, latest first, until none is left.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<ReshardOp> reshards;
+      getOperation().walk([&](ReshardOp op) { reshards.push_back(op); });
+      for (ReshardOp reshard : llvm::reverse(reshards))
+        if (fuseWithProducer(reshard)) {
+          ++numFused;
+          changed = true;
+          break;
+        }
+    }
+    SmallVector<ReshardOp> reshards;
+    getOperation().walk([&](ReshardOp op) { reshards.push_back(op); });
+    for (ReshardOp reshard : reshards) {
+      if (sameLayout(reshard.getSource(), reshard.getTarget(),
+                     reshard.getInput().getType().getShape())) {
+        reshard.getResult().replaceAllUsesWith(reshard.getInput());
+        reshard.erase();
+        ++numErased;
+        continue;
+      }
+      bool kept = false;
+      int64_t collectives = 0;
+      if (failed(lower(reshard, kept, collectives)))
+        return signalPassFailure();
+      numCollectives += collectives;
+      if (kept)
+        ++numKept;
+      else
+        ++numLowered;
+    }
+  }
+};
+
+} // namespace

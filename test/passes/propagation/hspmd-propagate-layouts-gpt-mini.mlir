@@ -1,0 +1,20 @@
+// The GPT-mini training step (examples/gpt_mini.mlir) on 4 devices: data
+// parallel 2 (the tokens' batch, mesh axis 0) x tensor parallel 2 (Wq and
+// W1 of both blocks split by columns, mesh axis 1). Everything else is
+// derived: keys and values follow the queries' heads through attention, Wo
+// and W2 are split by rows, their outputs are pending sums, the backward
+// mirrors the forward, and the loss is a pending sum over the batch.
+// RUN: sed -e 's/%%tokens: tensor<8x16xi64> {nn.data}/%%tokens: tensor<8x16xi64> {nn.data, hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:2, D:2]}>}/' \
+// RUN:     -e 's/\(%%l[01]_w[q1]: tensor<32x[0-9]*xf32>\) {nn.param}/\1 {nn.param, hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>}/' \
+// RUN:     %loom_src_root/examples/gpt_mini.mlir > %t.mlir
+// RUN: loom-opt %t.mlir --loom-training-pipeline --hspmd-propagate-layouts | FileCheck %s
+
+// CHECK-LABEL: func.func @gpt_mini_train_step
+// Wk, Wv follow Wq; Wo and W2 are split by rows.
+// CHECK-SAME: %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S0:2]}>, nn.param}
+// CHECK-SAME: %{{[a-z0-9_]+}}: tensor<128x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S0:2]}>, nn.param}
+// CHECK-SAME: -> (tensor<f32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [P(sum):2, D:2]}>, nn.loss}
+// Both blocks: attention on split batch and heads, row-parallel projections.
+// CHECK-COUNT-2: nn.attention {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>, #hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>, #hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>]}
+// CHECK: nn.cross_entropy {{.*}} hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [P(sum):2, D:2]}>]
+// CHECK-COUNT-2: nn.attention_grad {{.*}} hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>, #hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>, #hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>]
