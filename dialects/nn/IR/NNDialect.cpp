@@ -83,6 +83,17 @@ static LogicalResult verifyStateAttr(FunctionOpInterface func,
     return func->emitOpError()
            << "argument #" << argIndex << " is optimizer state of argument #"
            << param << ", which is not a parameter (marked 'nn.param')";
+  // In a specialised function the arguments are blocks of the global
+  // tensors (`hspmd.global_layout`): a parameter and its state may be laid
+  // out differently (ZeRO), so only their element types must agree there.
+  bool blocks = func.getArgAttr(param, "hspmd.global_layout") ||
+                func.getArgAttr(argIndex, "hspmd.global_layout");
+  auto paramType = dyn_cast<ShapedType>(argTypes[param]);
+  auto stateType = dyn_cast<ShapedType>(argTypes[argIndex]);
+  if (blocks && paramType && stateType &&
+      paramType.getElementType() == stateType.getElementType() &&
+      paramType.getRank() == stateType.getRank())
+    return success();
   if (argTypes[param] != argTypes[argIndex])
     return func->emitOpError()
            << "argument #" << argIndex << " of type " << argTypes[argIndex]
