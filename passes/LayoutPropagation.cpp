@@ -252,6 +252,10 @@ private:
   /// The function's returns (they follow the layouts of the arguments that
   /// `nn.updates` results update).
   SmallVector<Operation *> returns;
+  /// Result indices a return has to look at again.
+  DenseSet<unsigned> dirtyResults;
+  /// For an argument, the results that update it (`nn.updates`).
+  DenseMap<Value, SmallVector<unsigned, 1>> updatesOf;
   /// The rules of the ops that have one, in program order.
   llvm::MapVector<Operation *, FactorRule> rules;
 };
@@ -577,17 +581,29 @@ void FunctionPropagation::update(Value value, ArrayRef<MeshRole> roles,
                           << MeshLayout{newRoles}.str() << "\n");
   if (Operation *def = value.getDefiningOp())
     enqueue(def);
-  for (Operation *user : value.getUsers())
-    enqueue(user);
+  for (OpOperand &use : value.getUses()) {
+    // A return only looks again at the results whose values changed.
+    if (llvm::is_contained(returns, use.getOwner()))
+      dirtyResults.insert(use.getOperandNumber());
+    enqueue(use.getOwner());
+  }
   // Function results that update an argument follow its layout, and the
-  // ops producing them count the reshard to it (`resultNeeds`).
-  if (isa<BlockArgument>(value))
+  // ops producing them count the reshard to it (`resultNeeds`). Only the
+  // results updating this argument (`updatesOf`) are concerned, which keeps
+  // the pass linear in the number of parameters.
+  if (isa<BlockArgument>(value)) {
+    auto it = updatesOf.find(value);
+    if (it == updatesOf.end())
+      return;
     for (Operation *ret : returns) {
-      enqueue(ret);
-      for (Value operand : ret->getOperands())
-        if (Operation *def = operand.getDefiningOp())
+      for (unsigned index : it->second) {
+        dirtyResults.insert(index);
+        if (Operation *def = ret->getOperand(index).getDefiningOp())
           enqueue(def);
+      }
+      enqueue(ret);
     }
+  }
 }
 
 std::optional<Value> FunctionPropagation::updatedArgument(unsigned resultIndex,
@@ -852,7 +868,13 @@ void FunctionPropagation::process(Operation *op) {
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
     if (ret->getParentOp() != func.getOperation())
       return;
-    for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+    // The results whose value (or updated argument) changed since the last
+    // visit, in order.
+    SmallVector<unsigned> dirty(dirtyResults.begin(), dirtyResults.end());
+    llvm::sort(dirty);
+    dirtyResults.clear();
+    for (unsigned index : dirty) {
+      Value operand = ret.getOperand(index);
       if (!states.count(operand))
         continue;
       if (auto layout = func.getResultAttrOfType<UnionAttr>(
@@ -896,10 +918,18 @@ void FunctionPropagation::propagate() {
     if (!isa<func::ReturnOp>(op) || op->getParentOp() != func.getOperation())
       return;
     returns.push_back(op);
-    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+      dirtyResults.insert(index);
+      auto updates = func.getResultAttrOfType<IntegerAttr>(
+          index, nn::NNDialect::getUpdatesAttrName());
+      if (!updates)
+        continue;
       if (Operation *def = operand.getDefiningOp())
-        if (func.getResultAttr(index, nn::NNDialect::getUpdatesAttrName()))
-          updaters.insert(def);
+        updaters.insert(def);
+      int64_t arg = updates.getInt();
+      if (arg >= 0 && arg < func.getNumArguments())
+        updatesOf[func.getArgument(arg)].push_back(index);
+    }
   });
   func.walk([&](Operation *op) {
     if (op != func.getOperation())
@@ -925,6 +955,16 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
     return toUnion(states[value].getRoles());
   };
   Block &body = func.getBody().front();
+  // Argument and result attributes are collected and set at once: setting
+  // them one by one rebuilds the function's whole array each time.
+  auto withLayout = [&](DictionaryAttr attrs, UnionAttr layout) {
+    NamedAttrList list(attrs);
+    list.set(layoutName, layout);
+    return list.getDictionary(context);
+  };
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    argAttrs.push_back(func.getArgAttrDict(i));
   for (BlockArgument arg : body.getArguments()) {
     if (!states.count(arg))
       continue;
@@ -932,10 +972,14 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
     auto layout = func.getArgAttrOfType<UnionAttr>(index, layoutName);
     if (!layout) {
       layout = stateLayout(arg);
-      func.setArgAttr(index, layoutName, layout);
+      argAttrs[index] = withLayout(argAttrs[index], layout);
     }
     produced[arg] = layout;
   }
+  func.setAllArgAttrs(argAttrs);
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    resultAttrs.push_back(func.getResultAttrDict(i));
 
   auto setLayouts = [&](Operation *op, ArrayRef<UnionAttr> operandLayouts,
                         ArrayRef<UnionAttr> resultLayouts) {
@@ -1001,7 +1045,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
           layout = produced.lookup(operand);
         if (!layout)
           layout = stateLayout(operand);
-        func.setResultAttr(index, layoutName, layout);
+        resultAttrs[index] = withLayout(resultAttrs[index], layout);
         operandLayouts.push_back(layout);
       }
       setLayouts(op, operandLayouts, {});
@@ -1024,6 +1068,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
     setLayouts(op, operandLayouts, resultLayouts);
     return WalkResult::advance();
   });
+  func.setAllResultAttrs(resultAttrs);
   return failure(walk.wasInterrupted());
 }
 

@@ -282,10 +282,14 @@ func::FuncOp Specializer::run() {
       list.set(kGlobalLayout, layout);
     return list.getDictionary(global->getContext());
   };
+  // All at once: setting them one by one rebuilds the array each time.
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
   for (unsigned i = 0; i < type.getNumInputs(); ++i)
-    local.setArgAttrs(i, renameLayout(global.getArgAttrDict(i)));
+    argAttrs.push_back(renameLayout(global.getArgAttrDict(i)));
   for (unsigned i = 0; i < type.getNumResults(); ++i)
-    local.setResultAttrs(i, renameLayout(global.getResultAttrDict(i)));
+    resultAttrs.push_back(renameLayout(global.getResultAttrDict(i)));
+  local.setAllArgAttrs(argAttrs);
+  local.setAllResultAttrs(resultAttrs);
   local->setAttr("hspmd.group", group);
   local->setAttr("hspmd.specializes", FlatSymbolRefAttr::get(global));
   Block *body = local.addEntryBlock();

@@ -137,13 +137,16 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     Block *entry = new Block();
     step.getBody().push_back(entry);
     Block &body = grad.getBody().front();
-    for (auto [index, arg] : llvm::enumerate(args)) {
+    // Attributes set at once (one by one rebuilds the array each time).
+    SmallVector<DictionaryAttr> argAttrs;
+    for (const StepArg &arg : args) {
       BlockArgument newArg = entry->addArgument(arg.type, arg.loc);
-      if (arg.attrs)
-        step.setArgAttrs(index, arg.attrs);
+      argAttrs.push_back(arg.attrs ? arg.attrs
+                                   : DictionaryAttr::get(context, {}));
       if (arg.forwardIndex)
         body.getArgument(*arg.forwardIndex).replaceAllUsesWith(newArg);
     }
+    step.setAllArgAttrs(argAttrs);
     entry->getOperations().splice(entry->end(), body.getOperations());
     // The loss may be an argument itself (a parameter returned as is).
     auto remap = [&](Value value) -> Value {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -1246,4 +1247,75 @@ TEST(HSPMDCollectiveTest, SubgroupsPartitionTheGroup) {
     for (int count : seen)
       EXPECT_EQ(count, 1) << "mask " << mask;
   }
+}
+
+// areEquivalent compares one-group layouts on their common mesh, without
+// visiting devices; it must agree with the definition (every device holds
+// the same shard) on every pair of layouts of 8 devices over a 8x8x4 tensor
+// with up to three axes of distinct kinds.
+TEST_F(HSPMDLayoutTest, EquivalenceOnTheMeshMatchesEveryDevice) {
+  const std::vector<std::string> kinds = {"S0", "S1", "S2", "D", "P(sum)",
+                                          "P(max)"};
+  std::vector<UnionAttr> layouts;
+  // Degrees whose product is 8, as 1 to 3 axes, with distinct kinds.
+  const std::vector<std::vector<int>> degreeLists = {
+      {8}, {2, 4}, {4, 2}, {2, 2, 2}, {1, 8}, {8, 1}};
+  for (const auto &degrees : degreeLists) {
+    size_t n = degrees.size();
+    std::vector<size_t> pick(n, 0);
+    while (true) {
+      std::set<std::string> used;
+      bool distinct = true, onePartial = true;
+      int partials = 0;
+      for (size_t i = 0; i < n; ++i) {
+        std::string kind = kinds[pick[i]];
+        std::string base = kind[0] == 'P' ? "P" : kind;
+        distinct &= used.insert(base).second;
+        partials += kind[0] == 'P';
+      }
+      onePartial = partials <= 1;
+      if (distinct && onePartial) {
+        std::string body = "{[0, 1, 2, 3, 4, 5, 6, 7]: [";
+        for (size_t i = 0; i < n; ++i)
+          body += (i ? ", " : "") + kinds[pick[i]] + ":" +
+                  std::to_string(degrees[i]);
+        body += "]}";
+        if (UnionAttr layout = dyn_cast_or_null<UnionAttr>(
+                parseAttribute("#hspmd.union<" + body + ">", &ctx)))
+          layouts.push_back(layout);
+      }
+      size_t i = 0;
+      while (i < n && ++pick[i] == kinds.size())
+        pick[i++] = 0;
+      if (i == n)
+        break;
+    }
+  }
+  // Only layouts that fit the shape (a layout that does not is no layout of
+  // it: equivalence is not defined there).
+  const std::vector<int64_t> shape = {8, 8, 4};
+  llvm::erase_if(layouts, [&](UnionAttr layout) {
+    return !getShard(layout, shape, 0);
+  });
+  ASSERT_GT(layouts.size(), 100u);
+  int compared = 0, equivalent = 0;
+  for (UnionAttr a : layouts)
+    for (UnionAttr b : layouts) {
+      bool byDevice = true;
+      for (int64_t device = 0; device < 8 && byDevice; ++device) {
+        std::optional<Shard> sa = getShard(a, shape, device);
+        std::optional<Shard> sb = getShard(b, shape, device);
+        byDevice = sa && sb && sa->offsets == sb->offsets &&
+                   sa->sizes == sb->sizes &&
+                   sa->partialIndex == sb->partialIndex &&
+                   sa->numPartials == sb->numPartials &&
+                   sa->reduction == sb->reduction;
+      }
+      EXPECT_EQ(areEquivalent(a, b, shape), byDevice)
+          << printAttr(a) << " vs " << printAttr(b);
+      ++compared;
+      equivalent += byDevice;
+    }
+  EXPECT_GT(equivalent, static_cast<int>(layouts.size()));
+  EXPECT_GT(compared, 10000);
 }

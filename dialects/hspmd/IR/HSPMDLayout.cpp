@@ -1,6 +1,7 @@
 //===- HSPMDLayout.cpp - Layout arithmetic over hspmd unions --------------===//
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "dialects/hspmd/IR/HSPMDMesh.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -274,6 +275,24 @@ bool loom::hspmd::areEquivalent(UnionAttr lhs, UnionAttr rhs,
     return true;
   if (!haveSameDevices(lhs, rhs))
     return false;
+  // One group in the same device order: compare the layouts axis by axis on
+  // their common mesh, in time independent of the number of devices (equal
+  // roles on every mesh axis is exactly "every device holds the same
+  // shard", given both fit the shape).
+  if (lhs.getNumGroups() == 1 && rhs.getNumGroups() == 1 &&
+      lhs.getGroups()[0] == rhs.getGroups()[0] &&
+      llvm::none_of(shape, ShapedType::isDynamic) &&
+      succeeded(checkLayoutForShape(lhs, shape, nullptr)) &&
+      succeeded(checkLayoutForShape(rhs, shape, nullptr))) {
+    DistStatesAttr a = lhs.getStates()[0], b = rhs.getStates()[0];
+    FailureOr<Mesh> mesh = refineMesh({a, b});
+    if (succeeded(mesh)) {
+      FailureOr<MeshLayout> la = toMeshLayout(a, *mesh);
+      FailureOr<MeshLayout> lb = toMeshLayout(b, *mesh);
+      if (succeeded(la) && succeeded(lb))
+        return *la == *lb;
+    }
+  }
   for (int64_t device : lhs.getAllDevices()) {
     std::optional<Shard> lhsShard = getShard(lhs, shape, device);
     std::optional<Shard> rhsShard = getShard(rhs, shape, device);
