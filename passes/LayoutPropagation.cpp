@@ -31,6 +31,16 @@
 // Tensors that keep a different role make the op's operand layout differ
 // from the producer's: a reshard goes in between.
 //
+// A result's cost also counts the reshards to what the function boundaries
+// taking it need (`resultNeeds`): a function result's user layout, and for
+// an `nn.updates = i` result argument i's layout. So an optimizer update on
+// a data-parallel step sees that splitting it (a reduce-scatter of the
+// gradient) also costs the all-gather of the updated parameter back to its
+// argument's layout, and stays plain data parallel; it splits only where
+// the user laid out the optimizer state split (ZeRO). Update ops are
+// processed after everything else has settled (`lateWorklist`), so the
+// layouts of the arguments they write back to are known when they choose.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -202,9 +212,11 @@ private:
                                      const RuleTensor &tensor,
                                      ArrayRef<int64_t> factors) const;
   void hint(Value value, ArrayRef<MeshRole> roles, Priority priority);
+  SmallVector<AxisInfo, 1> resultNeeds(Value value, int64_t axis);
+  std::optional<Value> updatedArgument(unsigned resultIndex, Value operand);
   void enqueue(Operation *op) {
     if (queued.insert(op).second)
-      worklist.push_back(op);
+      (updaters.contains(op) ? lateWorklist : worklist).push_back(op);
   }
   void update(Value value, ArrayRef<MeshRole> roles,
               ArrayRef<Priority> priorities);
@@ -231,6 +243,12 @@ private:
   /// Ops to (re)process, first in first out, each queued at most once.
   std::deque<Operation *> worklist;
   DenseSet<Operation *> queued;
+  /// Ops producing a value returned as an `nn.updates` result (optimizer
+  /// updates), and their queue: they are processed only when `worklist` is
+  /// empty, once the layouts of the arguments they write back to have
+  /// settled.
+  DenseSet<Operation *> updaters;
+  std::deque<Operation *> lateWorklist;
   /// The function's returns (they follow the layouts of the arguments that
   /// `nn.updates` results update).
   SmallVector<Operation *> returns;
@@ -561,10 +579,60 @@ void FunctionPropagation::update(Value value, ArrayRef<MeshRole> roles,
     enqueue(def);
   for (Operation *user : value.getUsers())
     enqueue(user);
-  // Function results that update an argument follow its layout.
+  // Function results that update an argument follow its layout, and the
+  // ops producing them count the reshard to it (`resultNeeds`).
   if (isa<BlockArgument>(value))
-    for (Operation *ret : returns)
+    for (Operation *ret : returns) {
       enqueue(ret);
+      for (Value operand : ret->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          enqueue(def);
+    }
+}
+
+std::optional<Value> FunctionPropagation::updatedArgument(unsigned resultIndex,
+                                                          Value operand) {
+  auto updates = func.getResultAttrOfType<IntegerAttr>(
+      resultIndex, nn::NNDialect::getUpdatesAttrName());
+  if (!updates)
+    return std::nullopt;
+  int64_t arg = updates.getInt();
+  if (arg < 0 || arg >= func.getNumArguments())
+    return std::nullopt;
+  Value source = func.getArgument(arg);
+  if (!states.count(source) || source.getType() != operand.getType())
+    return std::nullopt;
+  return source;
+}
+
+/// The roles on mesh axis `axis` that the function boundaries taking
+/// `value` need, with their priorities: a function result with a user
+/// layout needs that layout (user); an `nn.updates = i` result needs
+/// argument i's layout, at the priority argument i holds it with. These
+/// reshards happen whatever the value's own state becomes (the result's
+/// layout is fixed by the boundary), so the op producing the value counts
+/// them in the cost of each of its factor choices.
+SmallVector<AxisInfo, 1> FunctionPropagation::resultNeeds(Value value,
+                                                          int64_t axis) {
+  SmallVector<AxisInfo, 1> needs;
+  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    if (!isa<func::ReturnOp>(user) ||
+        user->getParentOp() != func.getOperation())
+      continue;
+    unsigned index = use.getOperandNumber();
+    if (auto layout = func.getResultAttrOfType<UnionAttr>(index, layoutName)) {
+      needs.push_back({read(layout)->roles[axis], Priority::User});
+      continue;
+    }
+    if (std::optional<Value> source = updatedArgument(index, value)) {
+      const AxisInfo &info = states.find(*source)->second.axes[axis];
+      if (info.priority != Priority::None)
+        needs.push_back(info);
+    }
+  }
+  return needs;
 }
 
 void FunctionPropagation::hint(Value value, ArrayRef<MeshRole> roles,
@@ -657,24 +725,39 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
         }
         const ValueState &state = states[tensor.value];
         const AxisInfo &current = state.axes[axis];
-        if (current.priority == Priority::None)
-          continue;
-        if (current.role == roles.back()) {
-          candidate.agreeing.back() = current.priority;
-          continue;
-        }
         // The bytes of the block this mesh axis acts on.
         double block = tensorBytes(tensor.value.getType());
         for (auto [other, info] : llvm::enumerate(state.axes))
           if (static_cast<int64_t>(other) != axis && info.role.isSplit())
             block /= mesh.sizes[other];
-        double bytes = tensor.isResult
-                           ? reshardBytes(roles.back(), current.role, size,
-                                          block)
-                           : reshardBytes(current.role, roles.back(), size,
-                                          block);
-        candidate.cost[static_cast<size_t>(current.priority)] += bytes;
-        ++candidate.disagreements;
+        // What the tensor must become: an operand, its current role; a
+        // result, its current role and what the function boundaries that
+        // take it need (see `resultNeeds`).
+        SmallVector<AxisInfo, 2> targets;
+        if (current.priority != Priority::None)
+          targets.push_back(current);
+        if (tensor.isResult)
+          for (const AxisInfo &need : resultNeeds(tensor.value, axis)) {
+            auto same = llvm::find_if(targets, [&](const AxisInfo &target) {
+              return target.role == need.role;
+            });
+            if (same == targets.end())
+              targets.push_back(need);
+            else
+              same->priority = std::max(same->priority, need.priority);
+          }
+        if (current.priority != Priority::None && current.role == roles.back())
+          candidate.agreeing.back() = current.priority;
+        for (const AxisInfo &target : targets) {
+          if (target.role == roles.back())
+            continue;
+          double bytes =
+              tensor.isResult
+                  ? reshardBytes(roles.back(), target.role, size, block)
+                  : reshardBytes(target.role, roles.back(), size, block);
+          candidate.cost[static_cast<size_t>(target.priority)] += bytes;
+          ++candidate.disagreements;
+        }
       }
       if (!valid)
         continue;
@@ -777,16 +860,8 @@ void FunctionPropagation::process(Operation *op) {
         hint(operand, read(layout)->roles, Priority::Derived);
         continue;
       }
-      if (auto updates = func.getResultAttrOfType<IntegerAttr>(
-              index, nn::NNDialect::getUpdatesAttrName())) {
-        int64_t arg = updates.getInt();
-        if (arg < 0 || arg >= func.getNumArguments())
-          continue;
-        Value source = func.getArgument(arg);
-        if (!states.count(source) ||
-            source.getType() != operand.getType())
-          continue;
-        const ValueState &state = states[source];
+      if (std::optional<Value> source = updatedArgument(index, operand)) {
+        const ValueState &state = states[*source];
         if (llvm::all_of(state.axes, [](const AxisInfo &axis) {
               return axis.priority == Priority::None;
             }))
@@ -812,18 +887,28 @@ void FunctionPropagation::process(Operation *op) {
 void FunctionPropagation::propagate() {
   // Termination: a (value, mesh axis) pair changes only to a strictly higher
   // priority (`update`), there are five priorities, and an op is processed
-  // again only when one of its values changed. So every pair changes at
-  // most four times and the worklist empties.
+  // again only when one of its values changed (or, for an op producing an
+  // `nn.updates` result, the argument it writes back to). So every pair
+  // changes at most four times and both worklists empty. The costs an op's
+  // choice reads (including `resultNeeds`) do not affect this: whatever it
+  // chooses, a pair only moves up.
   func.walk([&](Operation *op) {
-    if (op == func.getOperation())
+    if (!isa<func::ReturnOp>(op) || op->getParentOp() != func.getOperation())
       return;
-    enqueue(op);
-    if (isa<func::ReturnOp>(op) && op->getParentOp() == func.getOperation())
-      returns.push_back(op);
+    returns.push_back(op);
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      if (Operation *def = operand.getDefiningOp())
+        if (func.getResultAttr(index, nn::NNDialect::getUpdatesAttrName()))
+          updaters.insert(def);
   });
-  while (!worklist.empty()) {
-    Operation *op = worklist.front();
-    worklist.pop_front();
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      enqueue(op);
+  });
+  while (!worklist.empty() || !lateWorklist.empty()) {
+    std::deque<Operation *> &queue = worklist.empty() ? lateWorklist : worklist;
+    Operation *op = queue.front();
+    queue.pop_front();
     queued.erase(op);
     process(op);
   }
