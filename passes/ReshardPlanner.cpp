@@ -32,6 +32,12 @@ namespace {
 
 using Key = std::vector<int64_t>;
 
+/// Meshes of up to this many axes try every set of axes and every
+/// permutation; larger ones contiguous runs and exchanges of two axes.
+constexpr int64_t kMaxFullMeshRank = 5;
+/// The search gives up after settling this many layouts.
+constexpr int64_t kMaxSettled = 20000;
+
 Key keyOf(const MeshLayout &layout) {
   Key key;
   for (const MeshRole &role : layout.roles) {
@@ -66,11 +72,23 @@ std::vector<CollectiveStep> candidates(const MeshLayout &layout,
                                        const Mesh &mesh, int64_t rank) {
   std::vector<CollectiveStep> steps;
   int64_t meshRank = mesh.getRank();
-  for (uint64_t mask = 1; mask < (uint64_t{1} << meshRank); ++mask) {
-    SmallVector<int64_t> axes;
-    for (int64_t axis = 0; axis < meshRank; ++axis)
-      if (mask & (uint64_t{1} << axis))
-        axes.push_back(axis);
+  // Sets of mesh axes: every subset on small meshes, contiguous runs on
+  // large ones (the search stays polynomial).
+  std::vector<SmallVector<int64_t>> axisSets;
+  if (meshRank <= kMaxFullMeshRank) {
+    for (uint64_t mask = 1; mask < (uint64_t{1} << meshRank); ++mask) {
+      SmallVector<int64_t> axes;
+      for (int64_t axis = 0; axis < meshRank; ++axis)
+        if (mask & (uint64_t{1} << axis))
+          axes.push_back(axis);
+      axisSets.push_back(std::move(axes));
+    }
+  } else {
+    for (int64_t first = 0; first < meshRank; ++first)
+      for (int64_t last = first; last < meshRank; ++last)
+        axisSets.push_back(llvm::to_vector(llvm::seq(first, last + 1)));
+  }
+  for (const SmallVector<int64_t> &axes : axisSets) {
     // Every axis of the set must have the same role for any step but a
     // permute to apply.
     const MeshRole &role = layout.roles[axes.front()];
@@ -100,9 +118,24 @@ std::vector<CollectiveStep> candidates(const MeshLayout &layout,
     }
   }
   // Permutations of the mesh axes that leave partial axes in place (a
-  // pending reduction is never moved).
-  SmallVector<int64_t> order = llvm::to_vector(llvm::seq<int64_t>(0, meshRank));
-  while (std::next_permutation(order.begin(), order.end())) {
+  // pending reduction is never moved): all of them on small meshes, the
+  // exchanges of two axes on large ones.
+  std::vector<SmallVector<int64_t>> orders;
+  SmallVector<int64_t> identity =
+      llvm::to_vector(llvm::seq<int64_t>(0, meshRank));
+  if (meshRank <= kMaxFullMeshRank) {
+    SmallVector<int64_t> order = identity;
+    while (std::next_permutation(order.begin(), order.end()))
+      orders.push_back(order);
+  } else {
+    for (int64_t a = 0; a < meshRank; ++a)
+      for (int64_t b = a + 1; b < meshRank; ++b) {
+        SmallVector<int64_t> order = identity;
+        std::swap(order[a], order[b]);
+        orders.push_back(std::move(order));
+      }
+  }
+  for (const SmallVector<int64_t> &order : orders) {
     // order[a]: where axis a's role goes.
     CollectiveStep step;
     step.kind = CollectiveKind::Permute;
@@ -163,7 +196,7 @@ FailureOr<ReshardPlan> loom::planReshard(DistStatesAttr from, DistStatesAttr to,
   std::map<Key, Node> nodes;
   using Entry = std::tuple<int64_t, int64_t, int64_t, Key>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  int64_t counter = 0;
+  int64_t counter = 0, settled = 0;
   Key start = keyOf(*source), goal = keyOf(*target);
   nodes[start].layout = *source;
   queue.push({0, 0, counter++, start});
@@ -177,6 +210,12 @@ FailureOr<ReshardPlan> loom::planReshard(DistStatesAttr from, DistStatesAttr to,
     node.done = true;
     if (key == goal)
       break;
+    if (++settled > kMaxSettled) {
+      why = "the search for a chain of collectives from " + source->str() +
+            " to " + target->str() + " on mesh " + plan.mesh.str() +
+            " gave up after " + std::to_string(kMaxSettled) + " layouts";
+      return failure();
+    }
     MeshLayout current = node.layout;
     int64_t local = getLocalBytes(current, plan.mesh, shape, elementBytes);
     for (const CollectiveStep &step : candidates(current, plan.mesh, rank)) {

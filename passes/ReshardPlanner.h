@@ -11,6 +11,9 @@
 // * a pending reduction is only ever reduced (all_reduce, reduce_scatter),
 //   never moved (no permute or all_to_all touches a partial axis) and never
 //   created: a target with a partial axis the source lacks has no plan;
+// * meshes of more than 5 axes try contiguous runs of axes and exchanges
+//   of two axes only, and the search gives up (an error) after 20000
+//   layouts, so large groups stay cheap to plan;
 // * steps over several mesh axes at once are candidates like any other, so
 //   equal changes on several axes become one op whenever that is no dearer
 //   (it saves a step; for all-reduce it also sends less).

@@ -3,8 +3,9 @@
 // Feeds arbitrary text to the parser with every dialect loom-opt registers.
 // Whatever parses must verify (the parser verifies), print, parse back and
 // print the same text again. Then autodiff (nn-autodiff), the training
-// step (nn-training-step) and layout propagation (hspmd-propagate-layouts)
-// run on copies: they may fail, but must not crash, and what they produce
+// step (nn-training-step), layout propagation (hspmd-propagate-layouts),
+// reshard lowering (hspmd-lower-reshards) and propagation + reshard
+// insertion + lowering run on copies: they may fail, but must not crash, and what they produce
 // when they succeed must verify. Every op's factor rule must pass
 // FactorRule::verify (nn-print-factor-rules succeeds on any valid module).
 // A crash, a sanitizer report, a round trip that changes the text, a pass
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 using namespace mlir;
 
@@ -40,13 +42,15 @@ static std::string print(ModuleOp module) {
 
 /// Runs `pass` on a copy of `module`. Failure is fine; success must leave
 /// valid IR.
-static void runPassOnCopy(ModuleOp module, std::unique_ptr<Pass> pass,
-                          llvm::StringRef name) {
+static void runPassesOnCopy(ModuleOp module,
+                            std::vector<std::unique_ptr<Pass>> passes,
+                            llvm::StringRef name) {
   OwningOpRef<ModuleOp> copy = module.clone();
   PassManager pm(module.getContext());
   // Verify ourselves, to tell a failing pass from one that breaks the IR.
   pm.enableVerifier(false);
-  pm.addPass(std::move(pass));
+  for (std::unique_ptr<Pass> &pass : passes)
+    pm.addPass(std::move(pass));
   if (failed(pm.run(*copy)))
     return;
   if (failed(verify(*copy))) {
@@ -54,6 +58,13 @@ static void runPassOnCopy(ModuleOp module, std::unique_ptr<Pass> pass,
                  << print(module) << '\n';
     std::abort();
   }
+}
+
+static void runPassOnCopy(ModuleOp module, std::unique_ptr<Pass> pass,
+                          llvm::StringRef name) {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(std::move(pass));
+  runPassesOnCopy(module, std::move(passes), name);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -100,5 +111,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 "nn-training-step");
   runPassOnCopy(*module, loom::createLayoutPropagationPass(),
                 "hspmd-propagate-layouts");
+  runPassOnCopy(*module, loom::createReshardLoweringPass(),
+                "hspmd-lower-reshards");
+  std::vector<std::unique_ptr<Pass>> pipeline;
+  pipeline.push_back(loom::createLayoutPropagationPass());
+  pipeline.push_back(loom::createReshardInsertionPass());
+  pipeline.push_back(loom::createReshardLoweringPass());
+  runPassesOnCopy(*module, std::move(pipeline),
+                  "hspmd-propagate-layouts,hspmd-insert-reshards,"
+                  "hspmd-lower-reshards");
   return 0;
 }
