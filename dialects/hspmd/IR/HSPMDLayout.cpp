@@ -273,8 +273,6 @@ bool loom::hspmd::areEquivalent(UnionAttr lhs, UnionAttr rhs,
                                 ArrayRef<int64_t> shape) {
   if (lhs == rhs)
     return true;
-  if (!haveSameDevices(lhs, rhs))
-    return false;
   // One group in the same device order: compare the layouts axis by axis on
   // their common mesh, in time independent of the number of devices (equal
   // roles on every mesh axis is exactly "every device holds the same
@@ -293,6 +291,8 @@ bool loom::hspmd::areEquivalent(UnionAttr lhs, UnionAttr rhs,
         return *la == *lb;
     }
   }
+  if (!haveSameDevices(lhs, rhs))
+    return false;
   for (int64_t device : lhs.getAllDevices()) {
     std::optional<Shard> lhsShard = getShard(lhs, shape, device);
     std::optional<Shard> rhsShard = getShard(rhs, shape, device);
