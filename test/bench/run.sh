@@ -3,6 +3,8 @@
 # benchmark under test/bench/. Not part of CI; the figures are ratios
 # against a baseline measured in the same run (the machine is shared).
 #   test/bench/run.sh [ARGS for gpt_mini_fwd_bwd.py]
+# Runs gpt_mini_fwd_bwd.py (interpreter vs numpy) and compile_time.py
+# (partitioning passes against blocks and devices).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-release}
@@ -12,3 +14,4 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHD
 "$root/scripts/configure.sh" "$build" release
 cmake --build "$build" --target loom-opt loom-run
 python3 "$root/test/bench/gpt_mini_fwd_bwd.py" --build "$build" "$@"
+python3 "$root/test/bench/compile_time.py" --build "$build"
