@@ -4,8 +4,10 @@
 // Whatever parses must verify (the parser verifies), print, parse back and
 // print the same text again. Then autodiff (nn-autodiff), the training
 // step (nn-training-step), layout propagation (hspmd-propagate-layouts),
-// reshard lowering (hspmd-lower-reshards) and propagation + reshard
-// insertion + lowering run on copies: they may fail, but must not crash, and what they produce
+// reshard lowering (hspmd-lower-reshards), the whole partitioning chain
+// (propagation, reshard insertion and lowering, specialisation, bucketing)
+// and specialisation + bucketing alone run on copies: they may fail, but
+// must not crash, and what they produce
 // when they succeed must verify. Every op's factor rule must pass
 // FactorRule::verify (nn-print-factor-rules succeeds on any valid module).
 // A crash, a sanitizer report, a round trip that changes the text, a pass
@@ -117,8 +119,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pipeline.push_back(loom::createLayoutPropagationPass());
   pipeline.push_back(loom::createReshardInsertionPass());
   pipeline.push_back(loom::createReshardLoweringPass());
+  pipeline.push_back(loom::createSpecializationPass());
+  pipeline.push_back(loom::createGradientBucketingPass());
   runPassesOnCopy(*module, std::move(pipeline),
                   "hspmd-propagate-layouts,hspmd-insert-reshards,"
-                  "hspmd-lower-reshards");
+                  "hspmd-lower-reshards,hspmd-specialize,"
+                  "hspmd-bucket-gradients");
+  // Specialisation and bucketing alone, on whatever layouts the input has.
+  std::vector<std::unique_ptr<Pass>> local;
+  local.push_back(loom::createSpecializationPass());
+  local.push_back(loom::createGradientBucketingPass());
+  runPassesOnCopy(*module, std::move(local),
+                  "hspmd-specialize,hspmd-bucket-gradients");
   return 0;
 }
