@@ -40,72 +40,116 @@ using namespace loom;
 namespace {
 
 struct Bucket {
-  SmallVector<hspmd::AllReduceOp> members;
+  SmallVector<Operation *> members;
   int64_t bytes = 0;
 };
 
-/// All-reduces that may share a collective: same reduction, sub-groups and
+/// Collectives that may share one: same kind, reduction, sub-groups and
 /// element type.
-using BucketKey =
-    std::tuple<int, std::vector<int64_t>, std::vector<int64_t>, const void *>;
-
-BucketKey getKey(hspmd::AllReduceOp op) {
-  return {static_cast<int>(op.getReduction()),
-          std::vector<int64_t>(op.getAxes().begin(), op.getAxes().end()),
-          std::vector<int64_t>(op.getMesh().begin(), op.getMesh().end()),
-          op.getType().getElementType().getAsOpaquePointer()};
-}
+using BucketKey = std::tuple<const void *, int, std::vector<int64_t>,
+                             std::vector<int64_t>, const void *>;
 
 /// The bytes of a statically shaped tensor, or -1.
-int64_t getByteSize(RankedTensorType type) {
-  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+int64_t getByteSize(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
     return -1;
-  return type.getNumElements() *
-         ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return tensor.getNumElements() *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
 }
 
-/// Replaces the members of `bucket` by one all-reduce of their flattened,
-/// concatenated buffers, built before `point`; whether it fused any.
+/// Whether `op` can join a bucket: a local-view all-reduce, or a
+/// reduce-scatter or all-gather along dimension 0 (whose blocks are
+/// contiguous rows of the flattened buffer), on a static buffer.
+bool isBucketable(Operation *op) {
+  if (op->hasAttr("from") || getByteSize(op->getOperand(0).getType()) < 0)
+    return false;
+  if (isa<hspmd::AllReduceOp>(op))
+    return true;
+  if (auto scatter = dyn_cast<hspmd::ReduceScatterOp>(op))
+    return scatter.getDim() == 0;
+  if (auto gather = dyn_cast<hspmd::AllGatherOp>(op))
+    return gather.getDim() == 0;
+  return false;
+}
+
+BucketKey getKey(Operation *op) {
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  auto mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
+  int reduction = -1;
+  if (auto reduce = dyn_cast<hspmd::AllReduceOp>(op))
+    reduction = static_cast<int>(reduce.getReduction());
+  if (auto scatter = dyn_cast<hspmd::ReduceScatterOp>(op))
+    reduction = static_cast<int>(scatter.getReduction());
+  return {
+      op->getName().getAsOpaquePointer(), reduction,
+      std::vector<int64_t>(axes.asArrayRef().begin(), axes.asArrayRef().end()),
+      std::vector<int64_t>(mesh.asArrayRef().begin(), mesh.asArrayRef().end()),
+      cast<RankedTensorType>(op->getOperand(0).getType())
+          .getElementType()
+          .getAsOpaquePointer()};
+}
+
+/// Replaces the members of `bucket` by one collective of their buffers,
+/// built before `point`; whether it fused any. Each buffer is seen as a
+/// [rows, columns] matrix, rows being the sub-group size where the
+/// collective cuts or stacks dimension 0 (the operand of a reduce-scatter,
+/// the result of an all-gather) and 1 otherwise; the matrices are
+/// concatenated along columns, the collective runs once on the result, and
+/// each member's columns are sliced back. Every element meets the same
+/// ranks in the same order as before, so the results are bitwise the same.
 bool issue(Bucket &bucket, Operation *point) {
   if (bucket.members.size() < 2) {
     bucket = {};
     return false;
   }
-  hspmd::AllReduceOp first = bucket.members.front();
+  Operation *first = bucket.members.front();
   OpBuilder builder(point);
   Location loc = builder.getFusedLoc(llvm::to_vector(llvm::map_range(
-      bucket.members, [](hspmd::AllReduceOp op) { return op.getLoc(); })));
-  Type element = first.getType().getElementType();
-  SmallVector<Value> flat;
-  SmallVector<int64_t> counts;
+      bucket.members, [](Operation *op) { return op->getLoc(); })));
+  auto firstType = cast<RankedTensorType>(first->getOperand(0).getType());
+  Type element = firstType.getElementType();
+  int64_t k = 1;
+  auto mesh = first->getAttrOfType<DenseI64ArrayAttr>("mesh");
+  for (int64_t axis :
+       first->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
+    k *= mesh[axis];
+  int64_t rowsIn = isa<hspmd::ReduceScatterOp>(first) ? k : 1;
+  int64_t rowsOut = isa<hspmd::AllGatherOp>(first) ? k : 1;
+  SmallVector<Value> matrices;
+  SmallVector<int64_t> columns;
   int64_t total = 0;
-  for (hspmd::AllReduceOp member : bucket.members) {
-    int64_t count = member.getType().getNumElements();
-    counts.push_back(count);
+  for (Operation *member : bucket.members) {
+    auto type = cast<RankedTensorType>(member->getOperand(0).getType());
+    int64_t count = type.getNumElements() / rowsIn;
+    columns.push_back(count);
     total += count;
-    flat.push_back(nn::ReshapeOp::create(
-        builder, member.getLoc(), RankedTensorType::get({count}, element),
-        member.getInput()));
+    matrices.push_back(
+        nn::ReshapeOp::create(builder, member->getLoc(),
+                              RankedTensorType::get({rowsIn, count}, element),
+                              member->getOperand(0)));
   }
-  auto bufferType = RankedTensorType::get({total}, element);
-  Value buffer =
-      nn::ConcatOp::create(builder, loc, bufferType, flat, uint64_t{0});
-  Value reduced = hspmd::AllReduceOp::create(
-      builder, loc, bufferType, buffer, first.getReductionAttr(),
-      first.getAxesAttr(), first.getMeshAttr(), /*from=*/nullptr,
-      /*to=*/nullptr);
+  Value buffer = nn::ConcatOp::create(
+      builder, loc, RankedTensorType::get({rowsIn, total}, element), matrices,
+      uint64_t{1});
+  Operation *fused = builder.clone(*first);
+  fused->setLoc(loc);
+  fused->setOperand(0, buffer);
+  fused->getResult(0).setType(RankedTensorType::get({rowsOut, total}, element));
   int64_t offset = 0;
-  for (auto [member, count] : llvm::zip_equal(bucket.members, counts)) {
+  for (auto [member, count] : llvm::zip_equal(bucket.members, columns)) {
     Value piece = nn::SliceOp::create(
-        builder, member.getLoc(), RankedTensorType::get({count}, element),
-        reduced, builder.getDenseI64ArrayAttr({offset}),
-        builder.getDenseI64ArrayAttr({count}),
-        builder.getDenseI64ArrayAttr({1}));
+        builder, member->getLoc(),
+        RankedTensorType::get({rowsOut, count}, element), fused->getResult(0),
+        builder.getDenseI64ArrayAttr({0, offset}),
+        builder.getDenseI64ArrayAttr({rowsOut, count}),
+        builder.getDenseI64ArrayAttr({1, 1}));
     offset += count;
-    Value shaped = nn::ReshapeOp::create(builder, member.getLoc(),
-                                         member.getType(), piece);
-    member.getResult().replaceAllUsesWith(shaped);
-    member.erase();
+    Value shaped = nn::ReshapeOp::create(builder, member->getLoc(),
+                                         member->getResult(0).getType(), piece);
+    member->getResult(0).replaceAllUsesWith(shaped);
+    member->erase();
   }
   bucket = {};
   return true;
@@ -137,26 +181,25 @@ struct GradientBucketingPass
         if (it == pending.end())
           continue;
         Bucket &bucket = open[it->second];
-        for (hspmd::AllReduceOp member : bucket.members)
-          pending.erase(member.getResult());
+        for (Operation *member : bucket.members)
+          pending.erase(member->getResult(0));
         numBuckets += issue(bucket, &op);
       }
-      auto allReduce = dyn_cast<hspmd::AllReduceOp>(&op);
-      if (!allReduce || allReduce.getFrom())
+      if (!isa<hspmd::AllReduceOp, hspmd::ReduceScatterOp, hspmd::AllGatherOp>(
+              op) ||
+          !isBucketable(&op))
         continue;
-      int64_t bytes = getByteSize(allReduce.getType());
-      if (bytes < 0)
-        continue;
-      BucketKey key = getKey(allReduce);
+      int64_t bytes = getByteSize(op.getOperand(0).getType());
+      BucketKey key = getKey(&op);
       Bucket &bucket = open[key];
       if (!bucket.members.empty() && bucket.bytes + bytes > bucketBytes) {
-        for (hspmd::AllReduceOp member : bucket.members)
-          pending.erase(member.getResult());
+        for (Operation *member : bucket.members)
+          pending.erase(member->getResult(0));
         numBuckets += issue(bucket, &op);
       }
-      bucket.members.push_back(allReduce);
+      bucket.members.push_back(&op);
       bucket.bytes += bytes;
-      pending[allReduce.getResult()] = key;
+      pending[op.getResult(0)] = key;
     }
     Operation *end = func.getBody().front().getTerminator();
     // Buckets nobody reads (dead results) still go before the return.

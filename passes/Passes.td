@@ -394,22 +394,27 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
 }
 
 def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
-  let summary = "Fuses all-reduces of a local-view function into buckets";
+  let summary = "Fuses the collectives of a local-view function into buckets";
   let description = [{
-    In local-view functions (after `hspmd-specialize`), all-reduces of the
-    same reduction over the same sub-groups and element type share one
-    collective: their buffers are flattened, concatenated, reduced once and
-    sliced back. Every element is reduced over the same ranks in the same
-    order, so results are bitwise unchanged; the step issues fewer, larger
-    collectives.
+    In local-view functions (after `hspmd-specialize`), collectives of the
+    same kind, reduction, sub-groups and element type share one:
+    all-reduces, and reduce-scatters and all-gathers along dimension 0 (the
+    gradients and parameters of ZeRO). Each buffer is seen as a
+    `[rows, columns]` matrix (rows = the sub-group size where the collective
+    cuts or stacks dimension 0, else 1; dimension-0 blocks are contiguous
+    rows), the matrices are concatenated along columns, the collective runs
+    once and each buffer's columns are sliced back. Every element meets the
+    same ranks in the same order, so results are bitwise unchanged; the step
+    issues fewer, larger collectives.
 
-    Buckets form in program order: an all-reduce joins the open bucket of
-    its kind unless that would pass `bucket-bytes` (then the open bucket is
+    Buckets form in program order: a collective joins the open bucket of its
+    kind unless that would pass `bucket-bytes` (then the open bucket is
     issued first), and a bucket is issued right before the first op that
     reads one of its results, or before the return. In a data-parallel
     training step the gradient all-reduces are read only by the optimizer
     updates, so the step ends with one all-reduce per `bucket-bytes` of
-    gradients; an all-reduce whose result is read at once (tensor
+    gradients (under ZeRO one reduce-scatter, and one all-gather of the
+    updated parameters); an all-reduce whose result is read at once (tensor
     parallelism in the forward pass) stays alone.
 
     ```mlir
@@ -417,12 +422,12 @@ def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
     %b = hspmd.all_reduce sum %gb over [0] of [2] : tensor<8xf32> -> tensor<8xf32>
     %u = nn.add %a, %a : tensor<4x4xf32>, tensor<4x4xf32>
     // becomes
-    %fa = nn.reshape %ga : tensor<4x4xf32> to tensor<16xf32>
-    %fb = nn.reshape %gb : tensor<8xf32> to tensor<8xf32>
-    %c = nn.concat %fa, %fb dim = 0 : tensor<16xf32>, tensor<8xf32>
-    %r = hspmd.all_reduce sum %c over [0] of [2] : tensor<24xf32> -> tensor<24xf32>
-    %sa = nn.slice %r offsets = [0] sizes = [16] strides = [1] : tensor<24xf32>
-    %a = nn.reshape %sa : tensor<16xf32> to tensor<4x4xf32>
+    %fa = nn.reshape %ga : tensor<4x4xf32> to tensor<1x16xf32>
+    %fb = nn.reshape %gb : tensor<8xf32> to tensor<1x8xf32>
+    %c = nn.concat %fa, %fb dim = 1 : tensor<1x16xf32>, tensor<1x8xf32>
+    %r = hspmd.all_reduce sum %c over [0] of [2] : tensor<1x24xf32> -> tensor<1x24xf32>
+    %sa = nn.slice %r offsets = [0, 0] sizes = [1, 16] strides = [1, 1] : tensor<1x24xf32>
+    %a = nn.reshape %sa : tensor<1x16xf32> to tensor<4x4xf32>
     ...
     ```
   }];
@@ -432,7 +437,7 @@ def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
            "gets a bucket of its own)">,
   ];
   let statistics = [
-    Statistic<"numBuckets", "buckets", "Fused all-reduces issued">,
+    Statistic<"numBuckets", "buckets", "Fused collectives issued">,
   ];
 }
 

@@ -19,14 +19,14 @@
 // CHECK-LABEL: func.func @step_group0(
 // CHECK: %[[S:.*]] = hspmd.all_reduce sum %{{.*}} over [0] of [2] : tensor<1x16xf64> -> tensor<1x16xf64>
 // CHECK-NEXT: nn.add %[[S]], %[[S]]
-// CHECK: %[[F1:.*]] = nn.reshape %{{.*}} : tensor<16x32xf64> to tensor<512xf64>
-// CHECK-NEXT: %[[F2:.*]] = nn.reshape %{{.*}} : tensor<16x16xf64> to tensor<256xf64>
-// CHECK-NEXT: %[[C:.*]] = nn.concat %[[F1]], %[[F2]] dim = 0 : tensor<512xf64>, tensor<256xf64>
-// CHECK-NEXT: %[[R:.*]] = hspmd.all_reduce sum %[[C]] over [0] of [2] : tensor<768xf64> -> tensor<768xf64>
-// CHECK-NEXT: %[[A:.*]] = nn.slice %[[R]] offsets = [0] sizes = [512] strides = [1]
-// CHECK-NEXT: nn.reshape %[[A]] : tensor<512xf64> to tensor<16x32xf64>
-// CHECK-NEXT: %[[B:.*]] = nn.slice %[[R]] offsets = [512] sizes = [256] strides = [1]
-// CHECK-NEXT: nn.reshape %[[B]] : tensor<256xf64> to tensor<16x16xf64>
+// CHECK: %[[F1:.*]] = nn.reshape %{{.*}} : tensor<16x32xf64> to tensor<1x512xf64>
+// CHECK-NEXT: %[[F2:.*]] = nn.reshape %{{.*}} : tensor<16x16xf64> to tensor<1x256xf64>
+// CHECK-NEXT: %[[C:.*]] = nn.concat %[[F1]], %[[F2]] dim = 1 : tensor<1x512xf64>, tensor<1x256xf64>
+// CHECK-NEXT: %[[R:.*]] = hspmd.all_reduce sum %[[C]] over [0] of [2] : tensor<1x768xf64> -> tensor<1x768xf64>
+// CHECK-NEXT: %[[A:.*]] = nn.slice %[[R]] offsets = [0, 0] sizes = [1, 512] strides = [1, 1]
+// CHECK-NEXT: nn.reshape %[[A]] : tensor<1x512xf64> to tensor<16x32xf64>
+// CHECK-NEXT: %[[B:.*]] = nn.slice %[[R]] offsets = [0, 512] sizes = [1, 256] strides = [1, 1]
+// CHECK-NEXT: nn.reshape %[[B]] : tensor<1x256xf64> to tensor<16x16xf64>
 // CHECK-NOT: hspmd.all_reduce
 // CHECK: return
 // SMALL-LABEL: func.func @step_group0(
