@@ -174,6 +174,20 @@ def main():
         if got != (calls, sent):
             sys.exit(f"FAIL: rank 0 {kind}: calls {got[0]}, bytes sent "
                      f"{got[1]}; expected calls {calls}, bytes sent {sent}")
+    # What each rank holds: the local function's parameter and optimizer
+    # state arguments are blocks; in all they must be the global bytes over
+    # the replication of each (checked per role against the global types).
+    def held(name, role):
+        total = 0
+        for ttype, attrs in parse_args_of(ir, name):
+            if role in attrs:
+                dims, et = shape_of(ttype)
+                total += int(np.prod(dims)) * (8 if et in ("f64", "i64")
+                                               else 4)
+        return total
+    for role, label in (("nn.param", "parameter"), ("nn.state", "state")):
+        local, whole = held(f"{step}_group0", role), held(step, role)
+        print(f"{label} bytes per rank {local} of {whole}")
     kinds = sorted({l.split()[2].rstrip(":") for l in sim})
     print(f"{step} on {args.ranks} ranks: {len(errors)} results, worst "
           f"norm-wise relative error {max(errors):.2e} (bound "
