@@ -382,11 +382,16 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
     }
     ```
 
+    An `nn.iota` along a split dimension gets the block's global start as
+    its offset: `hspmd.axis_index` (the device's coordinate on the splitting
+    axis) times the block size.
+
     Errors, at the op: a tensor without a layout (propagation has not run),
     a reshard not lowered, layouts on several groups, ops with regions, and
     ops whose local form would need the device's offset in the global
-    tensor (an iota, dropout or masked attention along a split dimension, an
-    embedding whose vocabulary is split), which later work handles.
+    tensor and has none yet (dropout or masked attention along a split
+    dimension, an embedding whose vocabulary is split, an iota that already
+    has an offset), which later work handles.
   }];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions specialised">,

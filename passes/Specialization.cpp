@@ -154,8 +154,8 @@ Specializer::checkLocalForm(Operation *op,
                   "tensor, which specialisation does not provide yet";
       };
   if (auto iota = dyn_cast<nn::IotaOp>(op))
-    if (getSplitDegree(resultLayouts[0], iota.getDim()) > 1)
-      return needsPosition("counts along a split dimension");
+    if (iota.getOffset() && getSplitDegree(resultLayouts[0], iota.getDim()) > 1)
+      return needsPosition("counts from an offset along a split dimension");
   if (auto dropout = dyn_cast<nn::DropoutOp>(op))
     for (int64_t d = 0, e = dropout.getType().getRank(); d < e; ++d)
       if (getSplitDegree(resultLayouts[0], d) > 1)
@@ -211,6 +211,33 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   for (OpResult result : clone->getResults())
     if (isa<RankedTensorType>(result.getType()))
       result.setType(getLocalType(result.getType(), (*resultLayouts)[next++]));
+
+  // An iota along a split dimension counts from the block's global start:
+  // the device's coordinate on the states axis that splits the dimension
+  // (the layout's own axes read as a mesh) times the block size.
+  if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
+    hspmd::DistStatesAttr states = (*resultLayouts)[0].getStates()[0];
+    int64_t dim = iota.getDim();
+    SmallVector<int64_t> degrees;
+    std::optional<int64_t> splitAxis;
+    for (auto [index, axis] : llvm::enumerate(states.getAxes())) {
+      degrees.push_back(axis.degree);
+      if (axis.isSplit() && axis.dim == dim && axis.degree > 1)
+        splitAxis = index;
+    }
+    if (splitAxis) {
+      int64_t block = iota.getType().getDimSize(dim);
+      Value start = hspmd::AxisIndexOp::create(
+          builder, iota.getLoc(),
+          RankedTensorType::get({}, builder.getI64Type()),
+          builder.getDenseI64ArrayAttr({*splitAxis}),
+          builder.getDenseI64ArrayAttr(degrees),
+          builder.getI64IntegerAttr(block));
+      iota.getOffsetMutable().assign(start);
+      // The offset must be defined before the iota that reads it.
+      start.getDefiningOp()->moveBefore(iota);
+    }
+  }
 
   // A mean over split dimensions: the local mean divided the local sum by
   // the local count; scaled by local / global count, the contributions add

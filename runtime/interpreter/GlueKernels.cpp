@@ -121,6 +121,12 @@ LogicalResult globalCollectiveKernel(KernelCall &call) {
   return identityKernel(call);
 }
 
+/// On one device there is no rank to read.
+LogicalResult axisIndexKernel(loom::hspmd::AxisIndexOp, KernelCall &call) {
+  return call.emitError() << "reads the running device's rank; run the "
+                             "program on the simulator";
+}
+
 } // namespace
 
 void loom::interp::registerGlueKernels(KernelRegistry &registry) {
@@ -137,4 +143,5 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
         hspmd::PermuteOp::getOperationName(),
         hspmd::LocalSliceOp::getOperationName()})
     registry.add(name, globalCollectiveKernel);
+  registry.add(axisIndexKernel);
 }

@@ -224,12 +224,15 @@ LogicalResult iotaKernel(nn::IotaOp op, KernelCall &call) {
       call.addResult(*getElementKind(type.getElementType()), type.getShape());
   if (!out)
     return failure();
+  int64_t offset = 0;
+  if (op.getOffset())
+    offset = static_cast<int64_t>(call.operand(0).getDouble(0));
   AxisSplit split = splitAt(type.getShape(), *dim);
   int64_t i = 0;
   for (int64_t o = 0; o < split.outer; ++o)
     for (int64_t s = 0; s < split.size; ++s)
       for (int64_t in = 0; in < split.inner; ++in)
-        out->setDouble(i++, static_cast<double>(s));
+        out->setDouble(i++, static_cast<double>(s + offset));
   return success();
 }
 

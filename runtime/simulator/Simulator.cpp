@@ -110,6 +110,8 @@ struct Simulator::Impl {
                            hspmd::PermuteOp::getOperationName(),
                            hspmd::LocalSliceOp::getOperationName()})
       registry.add(name, [this](KernelCall &call) { return collective(call); });
+    registry.add(hspmd::AxisIndexOp::getOperationName(),
+                 [this](KernelCall &call) { return axisIndex(call); });
     for (int64_t r = 0; r < numRanks; ++r) {
       interpreters.push_back(
           std::make_unique<interp::Interpreter>(module, registry, options));
@@ -118,6 +120,8 @@ struct Simulator::Impl {
   }
 
   LogicalResult collective(KernelCall &call);
+  /// hspmd.axis_index: the rank's coordinate over mesh axes, times a stride.
+  LogicalResult axisIndex(KernelCall &call);
   /// Under the lock: computes the outputs of a complete collective.
   void complete(Pending &pending);
   /// Under the lock: aborts the run when a collective can no longer
@@ -229,6 +233,23 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
   if (failed)
     abort();
   return failure(failed);
+}
+
+LogicalResult Simulator::Impl::axisIndex(KernelCall &call) {
+  auto op = cast<hspmd::AxisIndexOp>(call.getOp());
+  int64_t rank = rankOf.lookup(&call.getInterpreter());
+  ArrayRef<int64_t> mesh = op.getMesh();
+  if (product(mesh) != numRanks)
+    return call.emitError() << "reads a mesh of " << product(mesh)
+                            << " devices but the simulator has " << numRanks
+                            << " ranks";
+  SmallVector<int64_t> digits = toDigits(rank, mesh);
+  int64_t position = 0;
+  for (int64_t axis : op.getAxes())
+    position = position * mesh[axis] + digits[axis];
+  call.addResult(Tensor::fromValues<int64_t>(
+      {}, {position * static_cast<int64_t>(op.getStride())}));
+  return success();
 }
 
 void Simulator::Impl::complete(Pending &entry) {

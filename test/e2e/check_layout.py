@@ -18,7 +18,8 @@ nn.data: N(0, 1)). Checks:
 
     check_layout.py --opt loom-opt --run loom-run --work-dir DIR \
         --model FILE.mlir --ranks N [--optimizer adamw|sgd] [--f64] [--zero]
-        [--layout ARG=LAYOUT ...] [--expect "all_reduce 1 357888" ...]
+        [--layout ARG=LAYOUT ...] [--annotate VALUE=TYPE@LAYOUT ...]
+        [--expect "all_reduce 1 357888" ...]
 """
 
 import argparse
@@ -65,6 +66,9 @@ def main():
                     help="ARG=#hspmd.union<...> for the forward argument "
                          "%%ARG")
     ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--annotate", action="append", default=[],
+                    help="NAME=TYPE@LAYOUT: annotate the forward value "
+                         "%%NAME")
     ap.add_argument("--zero", action="store_true",
                     help="split every optimizer state along dimension 0 "
                          "(ZeRO)")
@@ -85,6 +89,25 @@ def main():
                           layout.replace("\\", "\\\\") + ", ", text)
         if n != 1:
             sys.exit(f"error: no argument %{arg} with attributes in the model")
+    for spec in args.annotate:
+        # NAME=TYPE@LAYOUT: %NAME gets an hspmd.annotate right after its
+        # definition, and every later use reads the annotated value.
+        name, rest = spec.split("=", 1)
+        ttype, layout = rest.split("@", 1)
+        out, done = [], False
+        for line in text.split("\n"):
+            if not done and re.match(r"\s*%" + re.escape(name) + r" = ", line):
+                out += [line, f"    %{name}_l = hspmd.annotate %{name} : "
+                              f"{ttype} as {layout}"]
+                done = True
+                continue
+            if done:
+                line = re.sub(r"%" + re.escape(name) + r"\b(?!_l)",
+                              f"%{name}_l", line)
+            out.append(line)
+        if not done:
+            sys.exit(f"error: no value %{name} in the model")
+        text = "\n".join(out)
     forward = os.path.join(args.work_dir, "forward.mlir")
     with open(forward, "w") as f:
         f.write(text)

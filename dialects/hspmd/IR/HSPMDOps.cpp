@@ -343,5 +343,25 @@ LogicalResult LocalSliceOp::verify() {
       });
 }
 
+LogicalResult AxisIndexOp::verify() {
+  ArrayRef<int64_t> mesh = getMesh(), axes = getAxes();
+  if (mesh.empty())
+    return emitOpError("needs a non-empty mesh");
+  for (int64_t size : mesh)
+    if (size < 1)
+      return emitOpError("mesh sizes must be at least 1, got ") << size;
+  if (axes.empty())
+    return emitOpError("needs at least one mesh axis");
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= static_cast<int64_t>(mesh.size()))
+      return emitOpError("mesh axis ")
+             << axis << " is out of range for a mesh of " << mesh.size()
+             << " axes";
+    if (i > 0 && axis <= axes[i - 1])
+      return emitOpError("mesh axes must be strictly increasing");
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/hspmd/IR/HSPMDOps.cpp.inc"

@@ -232,4 +232,29 @@ def HSPMD_LocalSliceOp : HSPMD_CollectiveOp<"local_slice"> {
   let assemblyFormat = "$input `dim` $dim " # commonFormat;
 }
 
+def HSPMD_AxisIndexOp : HSPMD_Op<"axis_index", [Pure]> {
+  let summary = "This device's coordinate along mesh axes, times a stride";
+  let description = [{
+    In a local-view function: the rank of the running device in its
+    sub-group over the mesh axes `over [a, ...]` of the mesh `of [n0, ...]`
+    (the mixed-radix number of the device's digits on those axes, as for
+    collectives), multiplied by `stride` (default 1), as a 0-d `i64`
+    tensor. Specialisation uses it where a device's block must know its
+    offset in the global tensor (positions along a split sequence).
+
+    ```mlir
+    %start = hspmd.axis_index over [1] of [2, 2] stride 8 : tensor<i64>
+    ```
+
+    Constraints: mesh sizes at least 1, axes strictly increasing and in
+    range; the result is a 0-d `i64` tensor.
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
+                       DefaultValuedAttr<I64Attr, "1">:$stride);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat =
+      "`over` $axes `of` $mesh (`stride` $stride^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // LOOM_HSPMD_OPS

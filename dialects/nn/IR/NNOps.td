@@ -557,21 +557,25 @@ def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable]> {
 def NN_IotaOp : NN_Op<"iota", [Pure, NN_Differentiable]> {
   let summary = "Indices along one dimension";
   let description = [{
-    Element `[i0, ..., in]` of the result is `i(dim)`, converted to the
-    element type.
+    Element `[i0, ..., in]` of the result is `i(dim) + offset`, converted to
+    the element type; `offset` is an optional 0-d `i64` operand (0 when
+    absent). The offset lets a block of a longer tensor count from its
+    global position (a device's part of a split sequence).
 
     ```mlir
     %0 = nn.iota dim = 1 : tensor<8x16xi64>
+    %1 = nn.iota dim = 1 offset %start : tensor<8x8xi64>
     ```
 
     Constraints: the result has rank at least 1 and `dim` is in
     `[0, rank)`.
 
-    Gradient: none (no operands).
+    Gradient: none.
   }];
-  let arguments = (ins I64Attr:$dim);
+  let arguments = (ins Optional<NN_I64Scalar>:$offset, I64Attr:$dim);
   let results = (outs NN_NumericTensor:$result);
-  let assemblyFormat = "`dim` `=` $dim attr-dict `:` type($result)";
+  let assemblyFormat =
+      "`dim` `=` $dim (`offset` $offset^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -16,6 +16,13 @@
 // CHECK: hspmd.all_to_all %{{.*}} split 1 concat 0 over [0] of [2] : tensor<4x16xf32> -> tensor<8x8xf32>
 // CHECK: hspmd.permute %{{.*}} perm [1, 0] over [0, 1] of [2, 2] : tensor<4x4xf32> -> tensor<4x4xf32>
 // CHECK: hspmd.local_slice %{{.*}} dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x8xf32>
+// RUN: not loom-run --interpret %s --entry rank --random-inputs 2>&1 | FileCheck %s --check-prefix=RANK
+// RANK: error: 'hspmd.axis_index' op reads the running device's rank; run the program on the simulator
+// RUN: loom-run --interpret %s --entry rank --simulate 4 --print | FileCheck %s --check-prefix=RANKS
+// RANKS: rank 0 result #0: tensor<i64> = 0
+// RANKS: rank 1 result #0: tensor<i64> = 8
+// RANKS: rank 2 result #0: tensor<i64> = 0
+// RANKS: rank 3 result #0: tensor<i64> = 8
 // LOCAL: error: 'hspmd.all_reduce' op works on one device's buffer (the local view, after specialisation) and needs the other ranks: run it on the simulator
 func.func @local(%a: tensor<8x16xf32>, %b: tensor<2x16xf32>, %c: tensor<4x16xf32>,
                  %d: tensor<4x4xf32>) {
@@ -42,6 +49,13 @@ func.func @global(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
       from #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>
       to #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
   return %1 : tensor<8x8xf32>
+}
+
+// CHECK-LABEL: func.func @rank
+// CHECK: hspmd.axis_index over [1] of [2, 2] stride 8 : tensor<i64>
+func.func @rank() -> tensor<i64> {
+  %0 = hspmd.axis_index over [1] of [2, 2] stride 8 : tensor<i64>
+  return %0 : tensor<i64>
 }
 
 func.func @global_input(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {

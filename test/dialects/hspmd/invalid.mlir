@@ -599,3 +599,19 @@ func.func @operand_layouts_kind(%x: tensor<6xf32>) {
   %0 = nn.neg %x {hspmd.operand_layouts = [#hspmd.states<[]>]} : tensor<6xf32>
   return
 }
+
+// -----
+
+func.func @axis_index_range() -> tensor<i64> {
+  // expected-error @+1 {{mesh axis 2 is out of range for a mesh of 2 axes}}
+  %0 = hspmd.axis_index over [2] of [2, 2] : tensor<i64>
+  return %0 : tensor<i64>
+}
+
+// -----
+
+func.func @axis_index_order() -> tensor<i64> {
+  // expected-error @+1 {{mesh axes must be strictly increasing}}
+  %0 = hspmd.axis_index over [1, 1] of [2, 2] : tensor<i64>
+  return %0 : tensor<i64>
+}

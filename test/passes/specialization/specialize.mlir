@@ -6,6 +6,7 @@
 // RUN: loom-opt %s --hspmd-specialize -o %t.mlir
 // RUN: loom-run --interpret %t.mlir --simulate 2 --entry mlp_tp_group0 --global-entry mlp_tp --random-inputs --seed 1 --comm-stats | FileCheck %s --check-prefix=TP
 // RUN: loom-run --interpret %t.mlir --simulate 2 --entry center_group0 --global-entry center --random-inputs --seed 2 | FileCheck %s --check-prefix=MEAN
+// RUN: loom-run --interpret %t.mlir --simulate 2 --entry positions_group0 --global-entry positions --random-inputs | FileCheck %s --check-prefix=POS
 
 #D2 = #hspmd.union<{[0, 1]: [D:2]}>
 #S0 = #hspmd.union<{[0, 1]: [S0:2]}>
@@ -56,6 +57,17 @@ func.func @center(%x: tensor<4x8xf64> {hspmd.layout = #S1})
   %r = hspmd.all_reduce sum %m over [0] of [2] : tensor<4x1xf64> -> tensor<4x1xf64>
       from #P2 to #D2 {hspmd.operand_layouts = [#P2], hspmd.result_layouts = [#D2]}
   return {hspmd.operand_layouts = [#D2]} %r : tensor<4x1xf64>
+}
+
+// An iota along a split dimension counts from the block's global start:
+// the device's coordinate on the splitting axis times the block size.
+// CHECK-LABEL: func.func @positions_group0(
+// CHECK: %[[START:.*]] = hspmd.axis_index over [0] of [2] stride 4 : tensor<i64>
+// CHECK-NEXT: nn.iota dim = 1 offset %[[START]] : tensor<3x4xi64>
+// POS: result #0: tensor<3x8xi64> norm-wise relative error 0.000e+00
+func.func @positions(%x: tensor<3x8xf64> {hspmd.layout = #S1}) -> (tensor<3x8xi64> {hspmd.layout = #S1}) {
+  %i = nn.iota dim = 1 {hspmd.result_layouts = [#S1]} : tensor<3x8xi64>
+  return {hspmd.operand_layouts = [#S1]} %i : tensor<3x8xi64>
 }
 
 // Functions without layouts are left alone.
