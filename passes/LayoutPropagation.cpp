@@ -207,10 +207,25 @@ private:
   void process(Operation *op);
   void processRuleOp(Operation *op, const FactorRule &rule);
   Assignment assign(Operation *op, const FactorRule &rule,
-                    ArrayRef<RuleTensor> tensors);
+                    ArrayRef<RuleTensor> tensors,
+                    function_ref<bool(Value, int64_t)> isPartialSum);
+  /// Whether `value` holds partial sums on mesh axis `axis` as propagation
+  /// currently sees it.
+  bool statePartialSum(Value value, int64_t axis) const;
+  /// How many uses of `value` other than operand `index` of `op` need role
+  /// `role` on `axis` (as their op's last choice recorded in `needs`).
+  unsigned countSharers(Value value, Operation *op, unsigned index,
+                        int64_t axis, const MeshRole &role) const;
   SmallVector<MeshRole> impliedRoles(const FactorRule &rule,
                                      const RuleTensor &tensor,
                                      ArrayRef<int64_t> factors) const;
+  /// The roles each tensor operand use needs, per mesh axis, as its op last
+  /// chose them; a reshard that several uses need is made once
+  /// (hspmd-insert-reshards shares it), so only the first pays for it.
+  DenseMap<OpOperand *, SmallVector<MeshRole>> needs;
+  /// How often an op was queued again because a sibling use changed its
+  /// need; bounded so that ops whose choices depend on each other settle.
+  DenseMap<Operation *, unsigned> requeuedForNeeds;
   void hint(Value value, ArrayRef<MeshRole> roles, Priority priority);
   SmallVector<AxisInfo, 1> resultNeeds(Value value, int64_t axis);
   std::optional<Value> updatedArgument(unsigned resultIndex, Value operand);
@@ -662,9 +677,17 @@ FunctionPropagation::impliedRoles(const FactorRule &rule,
                                   const RuleTensor &tensor,
                                   ArrayRef<int64_t> factors) const {
   SmallVector<MeshRole> roles;
+  int64_t numFactors = static_cast<int64_t>(rule.getFactors().size());
+  MeshRole partialSum = MeshRole::partial(ReductionKind::Sum);
   for (int64_t factor : factors) {
     MeshRole role = MeshRole::duplicate();
-    if (factor >= 0) {
+    if (factor >= numFactors) {
+      // A partial sum passing through a linear group: its operands and
+      // every result are partial sums, the other operands whole.
+      ArrayRef<unsigned> group = rule.getLinearGroups()[factor - numFactors];
+      if (tensor.isResult || llvm::is_contained(group, tensor.index))
+        role = partialSum;
+    } else if (factor >= 0) {
       for (auto [dim, dimFactors] : llvm::enumerate(*tensor.dims))
         if (!dimFactors.empty() && dimFactors.front() == factor)
           role = MeshRole::split(dim);
@@ -678,10 +701,37 @@ FunctionPropagation::impliedRoles(const FactorRule &rule,
   return roles;
 }
 
-Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
-                                       ArrayRef<RuleTensor> tensors) {
-  (void)op;
+bool FunctionPropagation::statePartialSum(Value value, int64_t axis) const {
+  auto it = states.find(value);
+  if (it == states.end())
+    return false;
+  const AxisInfo &info = it->second.axes[axis];
+  return info.priority != Priority::None &&
+         info.role == MeshRole::partial(ReductionKind::Sum);
+}
+
+unsigned FunctionPropagation::countSharers(Value value, Operation *op,
+                                           unsigned index, int64_t axis,
+                                           const MeshRole &role) const {
+  unsigned count = 0;
+  for (OpOperand &use : value.getUses()) {
+    if (use.getOwner() == op && use.getOperandNumber() == index)
+      continue;
+    auto it = needs.find(&use);
+    if (it != needs.end() && it->second[axis] == role)
+      ++count;
+  }
+  return count;
+}
+
+Assignment FunctionPropagation::assign(
+    Operation *op, const FactorRule &rule, ArrayRef<RuleTensor> tensors,
+    function_ref<bool(Value, int64_t)> isPartialSum) {
   int64_t numFactors = rule.getFactors().size();
+  ArrayRef<SmallVector<unsigned, 2>> groups = rule.getLinearGroups();
+  // Candidates numFactors + g pass partial sums through linear group g.
+  int64_t numCandidates = numFactors + static_cast<int64_t>(groups.size());
+  auto isPassThrough = [&](int64_t factor) { return factor >= numFactors; };
   // Which factors may be split at all: not replicated, and wherever they
   // appear, the major factor of their dimension.
   SmallVector<bool> splittable(numFactors, true);
@@ -717,8 +767,23 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       // "none" (-1) first, then factors in index order.
       return lhs.factor < rhs.factor;
     };
-    for (int64_t factor = -1; factor < numFactors; ++factor) {
-      if (factor >= 0) {
+    for (int64_t factor = -1; factor < numCandidates; ++factor) {
+      // The priority of the partial sums a pass-through candidate takes.
+      Priority partialPriority = Priority::None;
+      if (isPassThrough(factor)) {
+        // Only partial sums that are there pass through: a reshard can
+        // reduce a partial but not make one.
+        ArrayRef<unsigned> group = groups[factor - numFactors];
+        if (!llvm::all_of(group, [&](unsigned index) {
+              return isPartialSum(op->getOperand(index), axis);
+            }))
+          continue;
+        for (unsigned index : group)
+          partialPriority = std::max(
+              partialPriority,
+              std::max(states[op->getOperand(index)].axes[axis].priority,
+                       Priority::Derived));
+      } else if (factor >= 0) {
         int64_t factorSize = rule.getFactor(factor).size;
         if (!splittable[factor] ||
             (!ShapedType::isDynamic(factorSize) &&
@@ -731,6 +796,16 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       SmallVector<int64_t> factors = result.factors;
       factors.push_back(factor);
       Candidate candidate{factor, {}, 0, {}};
+      // A split of operands that are all whole (or partial) on this axis
+      // is invented by this op on cost alone.
+      bool invented = factor >= 0 && !isPassThrough(factor) &&
+                      llvm::none_of(tensors, [&](const RuleTensor &tensor) {
+                        const AxisInfo &current =
+                            states[tensor.value].axes[axis];
+                        return !tensor.isResult &&
+                               current.priority != Priority::None &&
+                               current.role.isSplit();
+                      });
       bool valid = true;
       for (const RuleTensor &tensor : tensors) {
         candidate.agreeing.push_back(Priority::None);
@@ -764,6 +839,7 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
           }
         if (current.priority != Priority::None && current.role == roles.back())
           candidate.agreeing.back() = current.priority;
+        double charged = 0;
         for (const AxisInfo &target : targets) {
           if (target.role == roles.back())
             continue;
@@ -771,8 +847,45 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
               tensor.isResult
                   ? reshardBytes(roles.back(), target.role, size, block)
                   : reshardBytes(target.role, roles.back(), size, block);
+          // A reshard of an operand that another use needs too is made
+          // once (hspmd-insert-reshards shares it): taking it costs
+          // nothing more.
+          if (!tensor.isResult && bytes > 0 &&
+              countSharers(tensor.value, op, tensor.index, axis,
+                           roles.back()) > 0)
+            bytes = 0;
           candidate.cost[static_cast<size_t>(target.priority)] += bytes;
+          charged += bytes;
           ++candidate.disagreements;
+        }
+        // A result left partial by a pass-through, or split by an
+        // invented split, is charged (at least) what making it whole costs,
+        // an all-reduce or an all-gather, unless a consumer takes it as it
+        // is: otherwise that is owed further on. Passing a partial through
+        // then wins only where it saves bytes (partials that meet are
+        // reduced once; a reduction shrinks what is reduced), and an op
+        // does not split on its own what the next op needs whole
+        // (Megatron's layer norms stay whole between the two all-reduces).
+        if (tensor.isResult && (invented || isPassThrough(factor)) &&
+            !roles.back().isDuplicate() &&
+            !llvm::any_of(tensor.value.getUses(), [&](OpOperand &use) {
+              auto it = needs.find(&use);
+              return it != needs.end() && it->second[axis] == roles.back();
+            })) {
+          // Owed at the priority of what forced the choice: the partials
+          // passed on, or the strongest operand the split reshards.
+          Priority level = partialPriority;
+          if (!isPassThrough(factor))
+            for (const RuleTensor &other : tensors)
+              if (!other.isResult)
+                level = std::max(level, states[other.value].axes[axis].priority);
+          level = std::max(level, Priority::Derived);
+          double owed =
+              reshardBytes(roles.back(), MeshRole::duplicate(), size, block);
+          if (owed > charged) {
+            candidate.cost[static_cast<size_t>(level)] += owed - charged;
+            ++candidate.disagreements;
+          }
         }
       }
       if (!valid)
@@ -792,7 +905,7 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
       return none;
     }
     result.factors.push_back(best->factor);
-    if (best->factor >= 0)
+    if (best->factor >= 0 && !isPassThrough(best->factor))
       splitBy[best->factor] *= size;
 
     // How firmly the choice determines each tensor's role. A split factor
@@ -802,6 +915,9 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
     // determines a tensor only as far as every factor it could have been
     // split by is ruled out by an agreeing duplicate holding that factor.
     auto holds = [&](const RuleTensor &tensor, int64_t factor) {
+      if (isPassThrough(factor))
+        return tensor.isResult ||
+               llvm::is_contained(groups[factor - numFactors], tensor.index);
       for (const DimFactors &dim : *tensor.dims)
         if (llvm::is_contained(dim, factor))
           return true;
@@ -839,7 +955,10 @@ Assignment FunctionPropagation::assign(Operation *op, const FactorRule &rule,
 
 void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
   SmallVector<RuleTensor> tensors = getRuleTensors(op, rule);
-  Assignment assignment = assign(op, rule, tensors);
+  Assignment assignment =
+      assign(op, rule, tensors, [&](Value value, int64_t axis) {
+        return statePartialSum(value, axis);
+      });
   LLVM_DEBUG({
     llvm::dbgs() << "op " << op->getName() << " assigns (";
     llvm::interleaveComma(assignment.factors, llvm::dbgs(), [](int64_t f) {
@@ -851,18 +970,39 @@ void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
        llvm::zip_equal(tensors, assignment.priorities))
     update(tensor.value, impliedRoles(rule, tensor, assignment.factors),
            priorities);
+  // Record what each operand use needs; when that changes, the other users
+  // of the value look again (their share of a common reshard changed).
+  constexpr unsigned kMaxRequeues = 4;
+  for (const RuleTensor &tensor : tensors) {
+    if (tensor.isResult)
+      continue;
+    SmallVector<MeshRole> roles =
+        impliedRoles(rule, tensor, assignment.factors);
+    SmallVector<MeshRole> &need = needs[&op->getOpOperand(tensor.index)];
+    if (need == roles)
+      continue;
+    need = std::move(roles);
+    for (Operation *user : tensor.value.getUsers())
+      if (user != op && rules.count(user) &&
+          requeuedForNeeds[user]++ < kMaxRequeues)
+        enqueue(user);
+  }
 }
 
 void FunctionPropagation::process(Operation *op) {
   if (auto annotate = dyn_cast<AnnotateOp>(op)) {
     // A boundary: the annotated layout is only a hint to the operand.
-    hint(annotate.getInput(),
-         read(cast<UnionAttr>(annotate.getLayout()))->roles, Priority::Derived);
+    SmallVector<MeshRole> roles =
+        read(cast<UnionAttr>(annotate.getLayout()))->roles;
+    needs[&op->getOpOperand(0)] = roles;
+    hint(annotate.getInput(), roles, Priority::Derived);
     return;
   }
   if (auto reshard = dyn_cast<ReshardOp>(op)) {
-    hint(reshard.getInput(), read(cast<UnionAttr>(reshard.getSource()))->roles,
-         Priority::Derived);
+    SmallVector<MeshRole> roles =
+        read(cast<UnionAttr>(reshard.getSource()))->roles;
+    needs[&op->getOpOperand(0)] = roles;
+    hint(reshard.getInput(), roles, Priority::Derived);
     return;
   }
   if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -879,6 +1019,7 @@ void FunctionPropagation::process(Operation *op) {
         continue;
       if (auto layout = func.getResultAttrOfType<UnionAttr>(
               index, HSPMDDialect::getLayoutAttrName())) {
+        needs[&op->getOpOperand(index)] = read(layout)->roles;
         hint(operand, read(layout)->roles, Priority::Derived);
         continue;
       }
@@ -888,6 +1029,7 @@ void FunctionPropagation::process(Operation *op) {
               return axis.priority == Priority::None;
             }))
           continue;
+        needs[&op->getOpOperand(index)] = state.getRoles();
         hint(operand, state.getRoles(), Priority::Derived);
       }
     }
@@ -1054,7 +1196,19 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
     auto it = rules.find(op);
     if (it != rules.end()) {
       SmallVector<RuleTensor> tensors = getRuleTensors(op, it->second);
-      Assignment assignment = assign(op, it->second, tensors);
+      // Partial sums pass through only where the operand is produced as
+      // one (its producer may have settled on another choice than its
+      // state last said).
+      Assignment assignment =
+          assign(op, it->second, tensors, [&](Value value, int64_t axis) {
+            UnionAttr layout = produced.lookup(value);
+            if (!layout)
+              return false;
+            FailureOr<MeshLayout> roles = read(layout);
+            return succeeded(roles) &&
+                   roles->roles[axis] ==
+                       MeshRole::partial(ReductionKind::Sum);
+          });
       for (const RuleTensor &tensor : tensors) {
         UnionAttr layout =
             toUnion(impliedRoles(it->second, tensor, assignment.factors));

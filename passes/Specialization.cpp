@@ -142,6 +142,30 @@ Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
   return layouts;
 }
 
+/// The global start of the block a device holds along `dim` of a tensor
+/// laid out by `layout`, whose local size along it is `block`: the
+/// device's coordinate on the states axis that splits `dim` (the layout's
+/// own axes read as a mesh) times `block`, as an `hspmd.axis_index` built
+/// at the builder's insertion point. Null when `dim` is not split.
+static Value createBlockStart(OpBuilder &builder, Location loc,
+                              hspmd::UnionAttr layout, int64_t dim,
+                              int64_t block) {
+  hspmd::DistStatesAttr states = layout.getStates()[0];
+  SmallVector<int64_t> degrees;
+  std::optional<int64_t> splitAxis;
+  for (auto [index, axis] : llvm::enumerate(states.getAxes())) {
+    degrees.push_back(axis.degree);
+    if (axis.isSplit() && axis.dim == dim && axis.degree > 1)
+      splitAxis = index;
+  }
+  if (!splitAxis)
+    return nullptr;
+  return hspmd::AxisIndexOp::create(
+      builder, loc, RankedTensorType::get({}, builder.getI64Type()),
+      builder.getDenseI64ArrayAttr({*splitAxis}),
+      builder.getDenseI64ArrayAttr(degrees), builder.getI64IntegerAttr(block));
+}
+
 LogicalResult
 Specializer::checkLocalForm(Operation *op,
                             ArrayRef<hspmd::UnionAttr> operandLayouts,
@@ -161,10 +185,10 @@ Specializer::checkLocalForm(Operation *op,
       if (getSplitDegree(resultLayouts[0], d) > 1)
         return needsPosition("draws its mask by global element index on a "
                              "split tensor");
-  if (auto attention = dyn_cast<nn::AttentionOp>(op))
-    if (attention.getMask() != nn::MaskKind::None &&
-        !attention.getPositions() && getSplitDegree(operandLayouts[0], 1) > 1)
-      return needsPosition("masks by query position on a split sequence");
+  // Attention with explicit positions and a split query sequence would
+  // need the positions split with the queries, which the rule does (they
+  // share the factor); without them, the local op gets its block's
+  // positions (specializeOp).
   if (auto embedding = dyn_cast<nn::EmbeddingOp>(op))
     if (getSplitDegree(operandLayouts[0], 0) > 1)
       return needsPosition("looks up a table split along the vocabulary");
@@ -212,32 +236,46 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
     if (isa<RankedTensorType>(result.getType()))
       result.setType(getLocalType(result.getType(), (*resultLayouts)[next++]));
 
-  // An iota along a split dimension counts from the block's global start:
-  // the device's coordinate on the states axis that splits the dimension
-  // (the layout's own axes read as a mesh) times the block size.
+  // An iota along a split dimension counts from the block's global start.
   if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
-    hspmd::DistStatesAttr states = (*resultLayouts)[0].getStates()[0];
-    int64_t dim = iota.getDim();
-    SmallVector<int64_t> degrees;
-    std::optional<int64_t> splitAxis;
-    for (auto [index, axis] : llvm::enumerate(states.getAxes())) {
-      degrees.push_back(axis.degree);
-      if (axis.isSplit() && axis.dim == dim && axis.degree > 1)
-        splitAxis = index;
-    }
-    if (splitAxis) {
-      int64_t block = iota.getType().getDimSize(dim);
-      Value start = hspmd::AxisIndexOp::create(
-          builder, iota.getLoc(),
-          RankedTensorType::get({}, builder.getI64Type()),
-          builder.getDenseI64ArrayAttr({*splitAxis}),
-          builder.getDenseI64ArrayAttr(degrees),
-          builder.getI64IntegerAttr(block));
+    builder.setInsertionPoint(iota);
+    if (Value start = createBlockStart(builder, iota.getLoc(),
+                                       (*resultLayouts)[0], iota.getDim(),
+                                       iota.getType().getDimSize(iota.getDim())))
       iota.getOffsetMutable().assign(start);
-      // The offset must be defined before the iota that reads it.
-      start.getDefiningOp()->moveBefore(iota);
-    }
+    builder.setInsertionPointAfter(iota);
   }
+
+  // Masked attention on a split query sequence (context parallelism): the
+  // local queries sit at their global positions among the (whole) keys, so
+  // the local op gets them as explicit positions, an iota from the block's
+  // start. The same for its gradient.
+  auto addPositions = [&](Operation *attention, Value query, nn::MaskKind mask,
+                          Value positions, MutableOperandRange positionsOperand,
+                          hspmd::UnionAttr queryLayout) {
+    if (mask == nn::MaskKind::None || positions)
+      return;
+    auto queryType = cast<RankedTensorType>(query.getType());
+    builder.setInsertionPoint(attention);
+    Value start = createBlockStart(builder, attention->getLoc(), queryLayout,
+                                   1, queryType.getDimSize(1));
+    if (start) {
+      auto type = RankedTensorType::get(
+          {queryType.getDimSize(0), queryType.getDimSize(1)},
+          builder.getI64Type());
+      Value iota = nn::IotaOp::create(builder, attention->getLoc(), type, start,
+                                      builder.getI64IntegerAttr(1));
+      positionsOperand.assign(iota);
+    }
+    builder.setInsertionPointAfter(attention);
+  };
+  if (auto attention = dyn_cast<nn::AttentionOp>(clone))
+    addPositions(attention, attention.getQuery(), attention.getMask(),
+                 attention.getPositions(), attention.getPositionsMutable(),
+                 (*operandLayouts)[0]);
+  if (auto grad = dyn_cast<nn::AttentionGradOp>(clone))
+    addPositions(grad, grad.getQuery(), grad.getMask(), grad.getPositions(),
+                 grad.getPositionsMutable(), (*operandLayouts)[1]);
 
   // A mean over split dimensions: the local mean divided the local sum by
   // the local count; scaled by local / global count, the contributions add

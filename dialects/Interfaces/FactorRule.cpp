@@ -88,6 +88,11 @@ std::string FactorRule::str() const {
       os << " replicated";
   }
   os << '}';
+  for (const SmallVector<unsigned, 2> &group : linearGroups) {
+    os << " linear [";
+    llvm::interleaveComma(group, os);
+    os << ']';
+  }
   return text;
 }
 
@@ -142,9 +147,6 @@ struct SideChecker {
         inTensor.set(index2);
         used.set(index2);
         const Factor &factor = rule.getFactor(index2);
-        if (isResult && factor.kind == FactorKind::Reduction)
-          return op->emitOpError("factor rule: reduction factor ")
-                 << index2 << " appears in result #" << index;
         int64_t result = 0;
         if (product && !ShapedType::isDynamic(factor.size) &&
             !llvm::MulOverflow(*product, factor.size, result))
@@ -176,6 +178,26 @@ LogicalResult FactorRule::verify(Operation *op) const {
       failed(checker.check("result", results, op->getResultTypes(),
                            /*isResult=*/true)))
     return failure();
+  for (const SmallVector<unsigned, 2> &group : linearGroups)
+    for (unsigned operand : group)
+      if (operand >= op->getNumOperands() ||
+          !isa<RankedTensorType>(op->getOperand(operand).getType()))
+        return op->emitOpError("factor rule: linear group names operand #")
+               << operand << ", which is not a ranked tensor operand";
+  // A reduction factor in every result would leave nothing partial: it is
+  // a parallel one.
+  for (auto [index, factor] : llvm::enumerate(factors)) {
+    if (factor.kind != FactorKind::Reduction)
+      continue;
+    bool everywhere = !results.empty();
+    for (const TensorFactors &result : results)
+      everywhere &= llvm::any_of(result, [&](const DimFactors &dim) {
+        return llvm::is_contained(dim, static_cast<int64_t>(index));
+      });
+    if (everywhere)
+      return op->emitOpError("factor rule: reduction factor ")
+             << index << " appears in every result";
+  }
   for (size_t index = 0; index < factors.size(); ++index)
     if (!used.test(index))
       return op->emitOpError("factor rule: factor ")

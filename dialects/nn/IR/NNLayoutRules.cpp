@@ -345,11 +345,12 @@ struct AttentionFactors {
   std::optional<int64_t> r;
 
   /// `forward`: the query sequence, the ratio and the value width are
-  /// parallel (nn.attention); otherwise replicated (nn.attention_grad).
+  /// parallel (nn.attention); otherwise reductions (nn.attention_grad: each
+  /// is a dimension of some gradients and summed over in the others).
   AttentionFactors(FactorRule &rule, Value query, Value key, Value value,
                    bool forward) {
     ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
-    FactorKind forwardOnly = forward ? kParallel : kReplicated;
+    FactorKind forwardOnly = forward ? kParallel : kReduction;
     b = rule.addFactor(knownSize(q[0], knownSize(k[0], v[0])), kParallel);
     sq = rule.addFactor(q[1], forwardOnly);
     int64_t heads = q[2], groups = knownSize(k[2], v[2]);
@@ -388,13 +389,35 @@ struct AttentionFactors {
 #define NN_ELEMENTWISE_RULE(OpClass)                                           \
   FactorRule OpClass::getFactorRule() { return elementwiseRule(*this); }
 
-NN_ELEMENTWISE_RULE(AddOp)
-NN_ELEMENTWISE_RULE(SubOp)
-NN_ELEMENTWISE_RULE(MulOp)
-NN_ELEMENTWISE_RULE(DivOp)
+/// An element-wise rule for an op linear in each of `groups`.
+static FactorRule linearElementwiseRule(
+    Operation *op, std::initializer_list<std::initializer_list<unsigned>>
+                       groups) {
+  FactorRule rule = elementwiseRule(op);
+  for (std::initializer_list<unsigned> group : groups)
+    rule.addLinearGroup(SmallVector<unsigned>(group));
+  return rule;
+}
+
+// Sums are linear in both operands at once, a product in either, a quotient
+// in its numerator.
+FactorRule AddOp::getFactorRule() { return linearElementwiseRule(*this, {{0, 1}}); }
+FactorRule SubOp::getFactorRule() { return linearElementwiseRule(*this, {{0, 1}}); }
+FactorRule MulOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{0}, {1}});
+}
+FactorRule DivOp::getFactorRule() { return linearElementwiseRule(*this, {{0}}); }
+FactorRule NegOp::getFactorRule() { return linearElementwiseRule(*this, {{0}}); }
+// Picks from two partial sums of the same devices: a partial of the pick.
+FactorRule SelectOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{1, 2}});
+}
+// The derivative of GELU is linear in the incoming gradient.
+FactorRule GeluGradOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{0}});
+}
 NN_ELEMENTWISE_RULE(MinimumOp)
 NN_ELEMENTWISE_RULE(MaximumOp)
-NN_ELEMENTWISE_RULE(NegOp)
 NN_ELEMENTWISE_RULE(ExpOp)
 NN_ELEMENTWISE_RULE(LogOp)
 NN_ELEMENTWISE_RULE(SqrtOp)
@@ -405,9 +428,7 @@ NN_ELEMENTWISE_RULE(SiluOp)
 NN_ELEMENTWISE_RULE(SinOp)
 NN_ELEMENTWISE_RULE(CosOp)
 NN_ELEMENTWISE_RULE(GeluOp)
-NN_ELEMENTWISE_RULE(GeluGradOp)
 NN_ELEMENTWISE_RULE(CompareOp)
-NN_ELEMENTWISE_RULE(SelectOp)
 NN_ELEMENTWISE_RULE(ClampOp)
 NN_ELEMENTWISE_RULE(CastOp)
 // The mask is a function of the element's global linear index: a shard's
@@ -456,6 +477,9 @@ FactorRule MatmulOp::getFactorRule() {
   rule.addOperand(std::move(lhsFactors));
   rule.addOperand(std::move(rhsFactors));
   rule.addResult(std::move(outFactors));
+  // Linear in each operand: a partial times a whole is a partial.
+  rule.addLinearGroup({0});
+  rule.addLinearGroup({1});
   return rule;
 }
 
@@ -485,6 +509,9 @@ FactorRule ReduceOp::getFactorRule() {
   }
   rule.addOperand(std::move(inFactors));
   rule.addResult(std::move(outFactors));
+  // A sum (or mean, a scaled sum) of partial sums is a partial sum.
+  if (getKind() != ReduceKind::Max)
+    rule.addLinearGroup({0});
   return rule;
 }
 
@@ -514,11 +541,15 @@ FactorRule BroadcastOp::getFactorRule() {
   }
   rule.addOperand(std::move(inFactors));
   rule.addResult(oneEach(factors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
 FactorRule ReshapeOp::getFactorRule() {
-  return ReshapeRefiner(shapeOf(getInput()), shapeOf(getResult())).build();
+  FactorRule rule =
+      ReshapeRefiner(shapeOf(getInput()), shapeOf(getResult())).build();
+  rule.addLinearGroup({0});
+  return rule;
 }
 
 /// The input's factors, permuted.
@@ -530,6 +561,7 @@ FactorRule TransposeOp::getFactorRule() {
     outFactors.push_back({factors[dim]});
   rule.addOperand(oneEach(factors));
   rule.addResult(std::move(outFactors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -554,6 +586,7 @@ FactorRule SliceOp::getFactorRule() {
   }
   rule.addOperand(std::move(inFactors));
   rule.addResult(std::move(outFactors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -579,6 +612,7 @@ FactorRule SliceGradOp::getFactorRule() {
   }
   rule.addOperand(std::move(gradFactors));
   rule.addResult(std::move(outFactors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -606,6 +640,9 @@ FactorRule ConcatOp::getFactorRule() {
   for (TensorFactors &input : inFactors)
     rule.addOperand(std::move(input));
   rule.addResult(std::move(outFactors));
+  SmallVector<unsigned> all(getInputs().size());
+  std::iota(all.begin(), all.end(), 0u);
+  rule.addLinearGroup(all);
   return rule;
 }
 
@@ -631,6 +668,7 @@ FactorRule GatherOp::getFactorRule() {
   rule.addOperand(std::move(inFactors));
   rule.addOperand(indexFactors);
   rule.addResult(std::move(indexFactors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -657,6 +695,7 @@ FactorRule GatherGradOp::getFactorRule() {
   rule.addOperand(gradFactors);
   rule.addOperand(std::move(gradFactors));
   rule.addResult(std::move(outFactors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -677,10 +716,16 @@ FactorRule RmsNormOp::getFactorRule() {
   return normRule(*this, static_cast<int64_t>(getNormalizedDims()));
 }
 FactorRule LayerNormGradOp::getFactorRule() {
-  return normRule(*this, static_cast<int64_t>(getNormalizedDims()));
+  // Linear in the incoming gradient (the input and scale held fixed).
+  FactorRule rule = normRule(*this, static_cast<int64_t>(getNormalizedDims()));
+  rule.addLinearGroup({0});
+  return rule;
 }
 FactorRule RmsNormGradOp::getFactorRule() {
-  return normRule(*this, static_cast<int64_t>(getNormalizedDims()));
+  // Linear in the incoming gradient (the input and scale held fixed).
+  FactorRule rule = normRule(*this, static_cast<int64_t>(getNormalizedDims()));
+  rule.addLinearGroup({0});
+  return rule;
 }
 
 //===----------------------------------------------------------------------===//
@@ -719,6 +764,7 @@ FactorRule EmbeddingOp::getFactorRule() {
   rule.addOperand({{vocab}, {width}});
   rule.addOperand(oneEach(ids));
   rule.addResult(std::move(outFactors));
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -742,12 +788,13 @@ FactorRule AttentionOp::getFactorRule() {
   return rule;
 }
 
-/// Only batch and kv-groups are parallel. The query sequence and the GQA
-/// ratio are dimensions of dquery but summed over in dkey and dvalue; the
-/// value width is a dimension of dvalue but contracted (`grad . value`)
-/// into dquery and dkey. A factor cannot be parallel for one result and
-/// partial for another, so these are replicated, with the key sequence and
-/// head_dim as in the forward op.
+/// Batch and kv-groups are parallel. The query sequence and the GQA ratio
+/// are dimensions of dquery but summed over in dkey and dvalue; the value
+/// width is a dimension of dvalue but contracted (`grad . value`) into
+/// dquery and dkey: reductions (sum), so a split of the query sequence
+/// (context parallelism) leaves dquery split and dkey, dvalue partial sums
+/// of the local queries' contributions. The key sequence and head_dim are
+/// replicated as in the forward op (the softmax needs all keys).
 FactorRule AttentionGradOp::getFactorRule() {
   FactorRule rule;
   AttentionFactors f(rule, getQuery(), getKey(), getValue(),
@@ -763,6 +810,7 @@ FactorRule AttentionGradOp::getFactorRule() {
   rule.addResult(f.query());
   rule.addResult(f.key());
   rule.addResult(f.value());
+  rule.addLinearGroup({0});
   return rule;
 }
 
@@ -813,5 +861,6 @@ FactorRule CrossEntropyGradOp::getFactorRule() {
   if (getNormalizerValue())
     rule.addOperand({});
   rule.addResult(std::move(logitFactors));
+  rule.addLinearGroup({0});
   return rule;
 }

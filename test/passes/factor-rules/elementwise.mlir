@@ -1,14 +1,15 @@
 // RUN: loom-opt %s -split-input-file --nn-print-factor-rules --verify-diagnostics -o /dev/null
 
-// Binary ops: one parallel factor per result dimension; a missing leading
+// Binary ops (sums linear in both operands at once, products in either):
+// one parallel factor per result dimension; a missing leading
 // dimension and a dimension of size 1 broadcast against a larger one map to
 // no factor (`1`).
 func.func @binary(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>,
                   %d: tensor<1x8xf32>, %e: tensor<1x1xf32>,
                   %f: tensor<2x3x4xf32>, %s: tensor<f32>) {
-  // expected-remark @below {{factor rule: ([i, j], [j]) -> ([i, j]) {i = 4, j = 8}}}
+  // expected-remark @below {{factor rule: ([i, j], [j]) -> ([i, j]) {i = 4, j = 8} linear [0, 1]}}
   %0 = nn.add %a, %b : tensor<4x8xf32>, tensor<8xf32>
-  // expected-remark @below {{factor rule: ([i, 1], [1, j]) -> ([i, j]) {i = 4, j = 8}}}
+  // expected-remark @below {{factor rule: ([i, 1], [1, j]) -> ([i, j]) {i = 4, j = 8} linear [0, 1]}}
   %1 = nn.sub %c, %d : tensor<4x1xf32>, tensor<1x8xf32>
   // expected-remark @below {{factor rule: ([i, j], [i, j]) -> ([i, j]) {i = 1, j = 1}}}
   %2 = nn.mul %e, %e : tensor<1x1xf32>, tensor<1x1xf32>

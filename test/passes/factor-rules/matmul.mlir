@@ -1,8 +1,9 @@
 // RUN: loom-opt %s -split-input-file --nn-print-factor-rules --verify-diagnostics -o /dev/null
 
-// A matrix product: M and N parallel, the contracting K a reduction(sum).
+// A matrix product: M and N parallel, the contracting K a reduction(sum);
+// linear in each operand.
 func.func @matrix(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) {
-  // expected-remark @below {{factor rule: ([i, k], [k, j]) -> ([i, j]) {i = 8, j = 4, k = 16 reduction(sum)}}}
+  // expected-remark @below {{factor rule: ([i, k], [k, j]) -> ([i, j]) {i = 8, j = 4, k = 16 reduction(sum)} linear [0] linear [1]}}
   %0 = nn.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xf32>
   return
 }

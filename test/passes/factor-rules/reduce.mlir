@@ -3,7 +3,7 @@
 // Reduced dimensions are reduction factors of the reduction's kind; kept
 // dimensions are parallel.
 func.func @kinds(%x: tensor<4x8xf32>) {
-  // expected-remark @below {{factor rule: ([i, j]) -> ([i]) {i = 4, j = 8 reduction(sum)}}}
+  // expected-remark @below {{factor rule: ([i, j]) -> ([i]) {i = 4, j = 8 reduction(sum)} linear [0]}}
   %0 = nn.reduce sum %x dims = [1] : tensor<4x8xf32>
   // expected-remark @below {{factor rule: ([i, j]) -> ([]) {i = 4 reduction(max), j = 8 reduction(max)}}}
   %1 = nn.reduce max %x dims = [1, 0] : tensor<4x8xf32>

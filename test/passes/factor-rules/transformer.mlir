@@ -79,17 +79,19 @@ func.func @tree(%q: tensor<1x32x4x8xf32>, %k: tensor<1x32x4x8xf32>,
 
 // -----
 
-// Attention gradient: only batch and kv-groups stay parallel (the query
-// sequence and the GQA ratio are summed over in dkey and dvalue, the value
-// width contracted into dquery and dkey).
+// Attention gradient: batch and kv-groups parallel; the query sequence and
+// the GQA ratio are dimensions of dquery summed over in dkey and dvalue, the
+// value width one of dvalue contracted into dquery and dkey: reductions, so
+// a split query sequence (context parallelism) leaves dquery split and dkey,
+// dvalue partial sums. Linear in the incoming gradient.
 func.func @attention_grad(%dy: tensor<8x16x4x8xf32>, %q: tensor<8x16x4x8xf32>,
                           %k: tensor<8x16x4x8xf32>, %v: tensor<8x16x4x8xf32>,
                           %dy2: tensor<2x16x8x4xf32>, %q2: tensor<2x16x8x4xf32>,
                           %k2: tensor<2x16x2x4xf32>, %v2: tensor<2x16x2x4xf32>,
                           %ends: tensor<2x16xi64>) {
-  // expected-remark @below {{factor rule: ([i, j, k, n], [i, j, k, l], [i, m, k, l], [i, m, k, n]) -> ([i, j, k, l], [i, m, k, l], [i, m, k, n]) {i = 8, j = 16 replicated, k = 4, l = 8 replicated, m = 16 replicated, n = 8 replicated}}}
+  // expected-remark @below {{factor rule: ([i, j, k, n], [i, j, k, l], [i, m, k, l], [i, m, k, n]) -> ([i, j, k, l], [i, m, k, l], [i, m, k, n]) {i = 8, j = 16 reduction(sum), k = 4, l = 8 replicated, m = 16 replicated, n = 8 reduction(sum)} linear [0]}}
   %0:3 = nn.attention_grad %dy, %q, %k, %v mask = causal : tensor<8x16x4x8xf32>, tensor<8x16x4x8xf32>, tensor<8x16x4x8xf32>, tensor<8x16x4x8xf32>
-  // expected-remark @below {{factor rule: ([i, j, k*l, o], [i, j, k*l, m], [i, n, k, m], [i, n, k, o], [i, n]) -> ([i, j, k*l, m], [i, n, k, m], [i, n, k, o]) {i = 2, j = 16 replicated, k = 2, l = 4 replicated, m = 4 replicated, n = 16 replicated, o = 4 replicated}}}
+  // expected-remark @below {{factor rule: ([i, j, k*l, o], [i, j, k*l, m], [i, n, k, m], [i, n, k, o], [i, n]) -> ([i, j, k*l, m], [i, n, k, m], [i, n, k, o]) {i = 2, j = 16 reduction(sum), k = 2, l = 4 reduction(sum), m = 4 replicated, n = 16 replicated, o = 4 reduction(sum)} linear [0]}}
   %1:3 = nn.attention_grad %dy2, %q2, %k2, %v2 mask = tree subtree_end %ends : tensor<2x16x8x4xf32>, tensor<2x16x8x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16xi64>
   return
 }
