@@ -398,6 +398,43 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
   ];
 }
 
+def DecomposeCrossEntropyPass
+    : Pass<"nn-decompose-cross-entropy", "mlir::ModuleOp"> {
+  let summary = "Rewrites the cross-entropy loss and its gradient into "
+                "reductions and element-wise ops";
+  let description = [{
+    `nn.cross_entropy` and `nn.cross_entropy_grad` treat the classes as one
+    replicated factor: a logits tensor split along the vocabulary is
+    gathered before them. Decomposed, the classes become an ordinary
+    dimension: the row maximum is a `max` reduction, the sum of exponentials
+    a `sum` reduction, and the label's logit a select against an iota of the
+    class ids summed over the classes. Layout propagation then keeps the
+    logits split (Megatron's vocabulary-parallel cross-entropy): three
+    all-reduces of `[tokens]` values (max, sum, label logit) instead of a
+    gather of `[tokens, vocab]`, and the gradient comes out split like the
+    logits. Run it after the training step is built (the loss and its
+    gradient share their pieces; `-cse` merges them) and before
+    `hspmd-propagate-layouts`.
+
+    ```mlir
+    %l = nn.cross_entropy %logits, %labels {normalizer = 8.0 : f64}
+        : tensor<8x64xf64>, tensor<8xi64>
+    // becomes, per token (keep_dims reductions over the classes):
+    //   m = max(logits); z = logits - m; s = sum(exp(z))
+    //   t = sum(select(iota == label, z, 0))
+    //   loss = sum(log(s) - t) / 8
+    ```
+
+    The results equal the fused ops' up to rounding (tests compare them in
+    f64). Dynamic shapes are an error.
+  }];
+  let dependentDialects = ["loom::nn::NNDialect"];
+  let statistics = [
+    Statistic<"numDecomposed", "decomposed",
+              "Cross-entropy ops rewritten">,
+  ];
+}
+
 def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
   let summary = "Fuses the collectives of a local-view function into buckets";
   let description = [{

@@ -190,8 +190,9 @@ Specializer::checkLocalForm(Operation *op,
   // share the factor); without them, the local op gets its block's
   // positions (specializeOp).
   if (auto embedding = dyn_cast<nn::EmbeddingOp>(op))
-    if (getSplitDegree(operandLayouts[0], 0) > 1)
-      return needsPosition("looks up a table split along the vocabulary");
+    if (embedding.getOffset() && getSplitDegree(operandLayouts[0], 0) > 1)
+      return needsPosition("looks up from an offset in a table split along "
+                           "the vocabulary");
   return success();
 }
 
@@ -244,6 +245,19 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
                                        iota.getType().getDimSize(iota.getDim())))
       iota.getOffsetMutable().assign(start);
     builder.setInsertionPointAfter(iota);
+  }
+
+  // A table split along the vocabulary: the local lookup reads the ids in
+  // the block's rows (shifted by its start) and zeros for the others; the
+  // partial results sum to the lookup.
+  if (auto embedding = dyn_cast<nn::EmbeddingOp>(clone)) {
+    builder.setInsertionPoint(embedding);
+    auto table = cast<RankedTensorType>(embedding.getTable().getType());
+    if (Value start = createBlockStart(builder, embedding.getLoc(),
+                                       (*operandLayouts)[0], 0,
+                                       table.getDimSize(0)))
+      embedding.getOffsetMutable().assign(start);
+    builder.setInsertionPointAfter(embedding);
   }
 
   // Masked attention on a split query sequence (context parallelism): the

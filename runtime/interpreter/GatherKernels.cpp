@@ -11,6 +11,7 @@
 #include "dialects/nn/IR/NNOps.h"
 
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace loom::interp;
@@ -36,6 +37,11 @@ LogicalResult embeddingKernel(nn::EmbeddingOp op, KernelCall &call) {
   if (failed(checkIndexTensor(call, ids, "ids")))
     return failure();
   int64_t vocab = table.getShape()[0], width = table.getShape()[1];
+  // With an offset the table is a block of rows of a larger one: other ids
+  // read zeros (a vocabulary-split lookup).
+  std::optional<int64_t> offset;
+  if (op.getOffset())
+    offset = static_cast<int64_t>(call.operand(2).getDouble(0));
   llvm::SmallVector<int64_t> shape(ids.getShape());
   shape.push_back(width);
   Tensor *out = call.addResult(table.getKind(), shape);
@@ -46,10 +52,10 @@ LogicalResult embeddingKernel(nn::EmbeddingOp op, KernelCall &call) {
     const T *rows = table.data<T>();
     T *o = out->data<T>();
     for (int64_t i = 0, e = ids.getNumElements(); i < e; ++i) {
-      int64_t id = readIndex(ids, i);
+      int64_t id = readIndex(ids, i) - offset.value_or(0);
       T *dst = o + i * width;
       if (id < 0 || id >= vocab)
-        std::fill(dst, dst + width, undefinedValue<T>());
+        std::fill(dst, dst + width, offset ? T(0) : undefinedValue<T>());
       else
         std::copy(rows + id * width, rows + (id + 1) * width, dst);
     }

@@ -19,6 +19,7 @@ nn.data: N(0, 1)). Checks:
     check_layout.py --opt loom-opt --run loom-run --work-dir DIR \
         --model FILE.mlir --ranks N [--optimizer adamw|sgd] [--f64] [--zero]
         [--layout ARG=LAYOUT ...] [--annotate VALUE=TYPE@LAYOUT ...]
+        [--decompose-ce]
         [--expect "all_reduce 1 357888" ...]
 """
 
@@ -72,6 +73,10 @@ def main():
     ap.add_argument("--zero", action="store_true",
                     help="split every optimizer state along dimension 0 "
                          "(ZeRO)")
+    ap.add_argument("--decompose-ce", action="store_true",
+                    help="decompose the cross-entropy into reductions "
+                         "(--nn-decompose-cross-entropy) so the classes can "
+                         "be split (vocabulary-parallel loss)")
     ap.add_argument("--tolerance", type=float, default=1e-10)
     ap.add_argument("--vocab", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
@@ -115,6 +120,11 @@ def main():
     run([args.opt, forward,
          f"--loom-training-pipeline=optimizer={args.optimizer} lr=1e-2",
          "-o", stepped])
+    if args.decompose_ce:
+        decomposed = os.path.join(args.work_dir, "step-decomposed.mlir")
+        run([args.opt, stepped, "--nn-decompose-cross-entropy", "-cse",
+             "-o", decomposed])
+        stepped = decomposed
     if args.zero:
         # ZeRO: every optimizer state whose dimension 0 divides among the
         # group is split along it; propagation reduce-scatters the gradients

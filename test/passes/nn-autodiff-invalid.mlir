@@ -153,3 +153,14 @@ func.func @f(%w: tensor<4xf32> {nn.param}) -> tensor<f32> {
   return %0 : tensor<f32>
 }
 func.func private @f_grad()
+
+// -----
+
+// A block of a vocabulary-split table (a specialised lookup) has no
+// gradient rule: differentiate the global program.
+func.func @f(%t: tensor<4x3xf32> {nn.param}, %ids: tensor<2xi64>, %o: tensor<i64>) -> tensor<f32> {
+  // expected-error @+1 {{has no gradient with an offset}}
+  %e = nn.embedding %t, %ids offset %o : tensor<4x3xf32>, tensor<2xi64>
+  %l = nn.reduce sum %e dims = [0, 1] : tensor<2x3xf32>
+  return %l : tensor<f32>
+}

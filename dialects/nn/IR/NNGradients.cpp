@@ -741,6 +741,10 @@ LogicalResult DropoutOp::buildGradients(OpBuilder &builder,
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder,
                                           ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
+  if (getOffset())
+    return emitOpError("has no gradient with an offset (a block of a "
+                       "vocabulary-split table); differentiate the global "
+                       "program before specialisation");
   GradBuilder g(builder, getOperation());
   auto tableType = cast<RankedTensorType>(getTable().getType());
   auto idsType = cast<RankedTensorType>(getIds().getType());

@@ -763,6 +763,8 @@ FactorRule EmbeddingOp::getFactorRule() {
   outFactors.push_back({width});
   rule.addOperand({{vocab}, {width}});
   rule.addOperand(oneEach(ids));
+  if (getOffset())
+    rule.addOperand({});
   rule.addResult(std::move(outFactors));
   rule.addLinearGroup({0});
   return rule;

@@ -791,9 +791,17 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
     of `ids` followed by the table width. An id outside `[0, vocab)` gives
     undefined elements.
 
+    With the optional 0-d `i64` operand `offset`, the table holds rows
+    `[offset, offset + vocab)` of a larger one: an id in that range reads
+    row `id - offset`, any other id gives a zero row. This is the local
+    lookup of a table split along the vocabulary (the devices' results sum
+    to the whole lookup, one non-zero term per id); specialisation adds it.
+
     ```mlir
     %0 = nn.embedding %table, %ids : tensor<64x32xf32>, tensor<8x16xi64>
     // %0 : tensor<8x16x32xf32>
+    %1 = nn.embedding %half, %ids offset %start
+        : tensor<32x32xf32>, tensor<8x16xi64>
     ```
 
     Constraints: `table` has rank 2 (`[vocab, width]`); `ids` is an integer
@@ -802,12 +810,15 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
     Gradient: a scatter-add of `dy` into the rows named by `ids`,
     `dtable[ids[i...], :] += dy[i..., :]`, built as `nn.gather_grad` along
     dimension 0 of `dy` reshaped to `[tokens, width]` with `ids` broadcast to
-    the same shape; none for the ids.
+    the same shape; none for the ids. (Differentiate before specialisation:
+    a lookup with `offset` has no gradient rule.)
   }];
-  let arguments = (ins NN_FloatTensor:$table, NN_IntTensor:$ids);
+  let arguments = (ins NN_FloatTensor:$table, NN_IntTensor:$ids,
+                       Optional<NN_I64Scalar>:$offset);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $table `,` $ids attr-dict `:` type($table) `,` type($ids)
+    $table `,` $ids (`offset` $offset^)? attr-dict `:` type($table) `,`
+    type($ids)
   }];
 }
 

@@ -46,10 +46,11 @@ func.func @iota_offset_split(%o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<4x
 #D2 = #hspmd.union<{[0, 1]: [D:2]}>
 #S0 = #hspmd.union<{[0, 1]: [S0:2]}>
 #P2 = #hspmd.union<{[0, 1]: [P(sum):2]}>
-func.func @vocab_split(%t: tensor<8x4xf64> {hspmd.layout = #S0}, %ids: tensor<3xi64> {hspmd.layout = #D2})
-    -> (tensor<3x4xf64> {hspmd.layout = #P2}) {
-  // expected-error @+1 {{looks up a table split along the vocabulary}}
-  %e = nn.embedding %t, %ids {hspmd.operand_layouts = [#S0, #D2], hspmd.result_layouts = [#P2]} : tensor<8x4xf64>, tensor<3xi64>
+// A lookup that already reads from an offset cannot be split again.
+func.func @vocab_split_offset(%t: tensor<8x4xf64> {hspmd.layout = #S0}, %ids: tensor<3xi64> {hspmd.layout = #D2},
+    %o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<3x4xf64> {hspmd.layout = #P2}) {
+  // expected-error @+1 {{looks up from an offset in a table split along the vocabulary}}
+  %e = nn.embedding %t, %ids offset %o {hspmd.operand_layouts = [#S0, #D2, #D2], hspmd.result_layouts = [#P2]} : tensor<8x4xf64>, tensor<3xi64>
   return {hspmd.operand_layouts = [#P2]} %e : tensor<3x4xf64>
 }
 

@@ -616,6 +616,20 @@ def family_gather(rng):
             cases.append(Case(f"embedding ids {it}", et, [table, ids],
                               f"%r0 = nn.embedding %a0, %a1 : {T(table)}, {T(ids)}",
                               lambda t, i: t[i], exact=True))
+        if et != "i64":
+            # A block of a vocabulary-split table: rows [7, 17) of a larger
+            # one; ids outside read zeros.
+            ids = rng.ints((3, 4), "i64", 0, 24)
+            offset = np.array(7, dtype=np.int64)
+
+            def block_lookup(t, i, o):
+                rows = i - o
+                inside = (rows >= 0) & (rows < t.shape[0])
+                out = t[np.clip(rows, 0, t.shape[0] - 1)]
+                return np.where(inside[..., None], out, np.zeros_like(out))
+            cases.append(Case("embedding with offset", et, [table, ids, offset],
+                              f"%r0 = nn.embedding %a0, %a1 offset %a2 : {T(table)}, {T(ids)}",
+                              block_lookup, exact=True))
         x = rng.ints((4, 5, 6), "i64", -9, 9) if et == "i64" else rng.uniform((4, 5, 6), et)
         for dim, ishape in ((0, (2, 5, 6)), (1, (4, 7, 6)), (2, (4, 5, 1))):
             idx = rng.ints(ishape, "i64" if dim else "i32", 0, x.shape[dim])
