@@ -111,7 +111,7 @@ LogicalResult account(Operation *op,
       entry.received += receives ? bytes : 0;
       entry.sent += sends ? bytes : 0;
     }
-    // local_slice moves nothing.
+    // local_slice and make_partial move nothing.
   }
   return success();
 }
@@ -127,7 +127,8 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
       std::vector<std::map<std::string, Traffic>> traffic(devices);
       WalkResult walk = func.walk([&](Operation *op) {
         if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
-                 hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp>(op))
+                 hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp,
+                 hspmd::MakePartialOp>(op))
           return WalkResult::advance();
         if (op->hasAttr("from")) {
           op->emitError("is in the global view; the report counts local-view "

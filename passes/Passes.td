@@ -286,9 +286,10 @@ def ReshardLoweringPass : Pass<"hspmd-lower-reshards", "mlir::ModuleOp"> {
     The chain is a cheapest one (bytes sent per rank, then fewest steps)
     among chains whose steps are one collective each over one or several
     mesh axes: all_reduce (P -> D), reduce_scatter (P -> S), all_gather
-    (S -> D), local_slice (D -> S, free), all_to_all (S a -> S b) and
-    permute (only which mesh axes split which dimensions changes). A
-    pending reduction is only ever reduced, never moved or created.
+    (S -> D), local_slice (D -> S, free), make_partial (S or D -> P(sum),
+    free), all_to_all (S a -> S b) and permute (only which mesh axes split
+    which dimensions changes). A pending reduction is only ever reduced,
+    never moved; only partial sums are made, where the target has them.
     See docs/rationale/partitioning.md for the order and the costs.
 
     ```mlir
@@ -499,7 +500,7 @@ def CommReportPass : Pass<"hspmd-comm-report", "mlir::ModuleOp"> {
       (the first `N mod k` of the `N` elements' chunks are one element
       longer);
     * `permute`: `B` for a device that changes place, else 0;
-    * `local_slice`: nothing.
+    * `local_slice`, `make_partial`: nothing.
 
     The lines read like `loom-run --simulate --comm-stats`, which counts the
     same quantities while the simulator moves the data, so the two can be

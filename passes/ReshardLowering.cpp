@@ -150,6 +150,11 @@ LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
       op = LocalSliceOp::create(builder, loc, type, value, dim, axes, mesh,
                                 from, to);
       break;
+    case CollectiveKind::MakePartial:
+      op = MakePartialOp::create(builder, loc, type, value,
+                                 step.dim >= 0 ? dim : IntegerAttr(), axes,
+                                 mesh, from, to);
+      break;
     case CollectiveKind::AllToAll:
       op = AllToAllOp::create(builder, loc, type, value, dim,
                               builder.getI64IntegerAttr(step.concatDim), axes,

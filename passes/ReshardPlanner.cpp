@@ -69,6 +69,7 @@ bool isUsable(const MeshLayout &layout, const Mesh &mesh,
 
 /// Every collective worth trying from `layout`, in a fixed order.
 std::vector<CollectiveStep> candidates(const MeshLayout &layout,
+                                       const MeshLayout &target,
                                        const Mesh &mesh, int64_t rank) {
   std::vector<CollectiveStep> steps;
   int64_t meshRank = mesh.getRank();
@@ -103,6 +104,12 @@ std::vector<CollectiveStep> candidates(const MeshLayout &layout,
       step.reduction = role.reduction;
       steps.push_back(std::move(step));
     };
+    // Partial sums are made only where the target wants them.
+    bool wantsPartial = llvm::all_of(axes, [&](int64_t a) {
+      return target.roles[a] == MeshRole::partial(ReductionKind::Sum);
+    });
+    if (wantsPartial && !role.isPartial())
+      add(CollectiveKind::MakePartial, role.isSplit() ? role.dim : -1, -1);
     if (role.isPartial()) {
       add(CollectiveKind::AllReduce, -1, -1);
       for (int64_t d = 0; d < rank; ++d)
@@ -175,15 +182,21 @@ FailureOr<ReshardPlan> loom::planReshard(DistStatesAttr from, DistStatesAttr to,
     why = "the layouts cannot be read on their common mesh";
     return failure();
   }
-  for (auto [axis, want] : llvm::enumerate(target->roles))
-    if (want.isPartial() && source->roles[axis] != want) {
-      why = "the target holds a pending reduction " + want.str() +
-            " on mesh axis " + std::to_string(axis) + " of " +
-            plan.mesh.str() + " where the source has " +
-            source->roles[axis].str() +
-            "; a reshard can reduce a partial but never create one";
-      return failure();
-    }
+  // A partial sum can be made locally (make_partial) from a split or a
+  // duplicate; any other pending reduction only kept.
+  for (auto [axis, want] : llvm::enumerate(target->roles)) {
+    const MeshRole &have = source->roles[axis];
+    if (!want.isPartial() || have == want)
+      continue;
+    if (want.reduction == ReductionKind::Sum && !have.isPartial())
+      continue;
+    why = "the target holds a pending reduction " + want.str() +
+          " on mesh axis " + std::to_string(axis) + " of " + plan.mesh.str() +
+          " where the source has " + have.str() +
+          "; a reshard can make a partial sum from a split or a duplicate, "
+          "but no other pending reduction";
+    return failure();
+  }
 
   // Dijkstra over mesh layouts: (bytes, steps) lexicographically.
   struct Node {
@@ -218,7 +231,8 @@ FailureOr<ReshardPlan> loom::planReshard(DistStatesAttr from, DistStatesAttr to,
     }
     MeshLayout current = node.layout;
     int64_t local = getLocalBytes(current, plan.mesh, shape, elementBytes);
-    for (const CollectiveStep &step : candidates(current, plan.mesh, rank)) {
+    for (const CollectiveStep &step :
+         candidates(current, *target, plan.mesh, rank)) {
       std::string ignoredWhy;
       FailureOr<MeshLayout> next =
           applyCollective(step, current, plan.mesh, ignoredWhy);

@@ -141,7 +141,8 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
         hspmd::ReduceScatterOp::getOperationName(),
         hspmd::AllToAllOp::getOperationName(),
         hspmd::PermuteOp::getOperationName(),
-        hspmd::LocalSliceOp::getOperationName()})
+        hspmd::LocalSliceOp::getOperationName(),
+        hspmd::MakePartialOp::getOperationName()})
     registry.add(name, globalCollectiveKernel);
   registry.add(axisIndexKernel);
 }

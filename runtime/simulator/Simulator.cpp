@@ -108,7 +108,8 @@ struct Simulator::Impl {
                            hspmd::ReduceScatterOp::getOperationName(),
                            hspmd::AllToAllOp::getOperationName(),
                            hspmd::PermuteOp::getOperationName(),
-                           hspmd::LocalSliceOp::getOperationName()})
+                           hspmd::LocalSliceOp::getOperationName(),
+                           hspmd::MakePartialOp::getOperationName()})
       registry.add(name, [this](KernelCall &call) { return collective(call); });
     registry.add(hspmd::AxisIndexOp::getOperationName(),
                  [this](KernelCall &call) { return axisIndex(call); });
@@ -184,6 +185,25 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
 
   if (auto slice = dyn_cast<hspmd::LocalSliceOp>(op)) {
     call.addResult(getBlock(input, slice.getDim(), k, position));
+    std::lock_guard<std::mutex> lock(mutex);
+    ++stats[rank].byKind[kind].calls;
+    return success();
+  }
+  if (auto make = dyn_cast<hspmd::MakePartialOp>(op)) {
+    // The rank's buffer as its term of the sub-group's sum: its block at
+    // its position in zeros, or (from a duplicate) on rank 0 only.
+    if (std::optional<int64_t> dim = make.getDim()) {
+      SmallVector<int64_t> shape(input.getShape());
+      shape[*dim] *= k;
+      Tensor out(input.getKind(), shape);
+      SmallVector<int64_t> offsets(shape.size(), 0);
+      offsets[*dim] = position * input.getShape()[*dim];
+      insertBlock(out, input, offsets);
+      call.addResult(std::move(out));
+    } else {
+      call.addResult(position == 0 ? input
+                                   : Tensor(input.getKind(), input.getShape()));
+    }
     std::lock_guard<std::mutex> lock(mutex);
     ++stats[rank].byKind[kind].calls;
     return success();

@@ -20,6 +20,7 @@
 //   all_to_all      sends block j (B / k) to rank j, for every j != own
 //   permute         sends B to its destination unless that is itself
 //   local_slice     nothing
+//   make_partial    nothing
 //
 // Errors never hang: a rank that fails aborts the run (waiting ranks wake
 // and fail), ranks that disagree on a collective are reported with both

@@ -145,6 +145,8 @@ FactorRule matmulRule(llvm::function_ref<void(FactorRule &, TensorFactors &,
   rule.addOperand(lhs);
   rule.addOperand(rhs);
   rule.addResult(out);
+  rule.addLinearGroup({0});
+  rule.addLinearGroup({1});
   return rule;
 }
 
@@ -193,10 +195,16 @@ TEST_F(FactorRuleTest, VerifyRejectsEachKindOfMistake) {
        [](FactorRule &, TensorFactors &, TensorFactors &rhs, TensorFactors &) {
          rhs[0] = {};
        }},
-      {"reduction factor 2 appears in every result",
-       [](FactorRule &, TensorFactors &, TensorFactors &, TensorFactors &out) {
-         out[0] = {2};
+      {"reduction factor 3 appears in every result",
+       [](FactorRule &rule, TensorFactors &, TensorFactors &rhs,
+          TensorFactors &out) {
+         int64_t r = rule.addFactor(4, FactorKind::Reduction);
+         rhs[1] = {r};
+         out[1] = {r};
        }},
+      {"linear group names operand #2, which is not a ranked tensor operand",
+       [](FactorRule &rule, TensorFactors &, TensorFactors &,
+          TensorFactors &) { rule.addLinearGroup({2}); }},
       {"factor 3 is used by no operand or result",
        [](FactorRule &rule, TensorFactors &, TensorFactors &,
           TensorFactors &) { rule.addFactor(2, FactorKind::Parallel); }},

@@ -343,11 +343,17 @@ TEST_F(ReshardLoweringTest, MaxAndMinPartials) {
             true);
 }
 
-TEST_F(ReshardLoweringTest, CreatingAPartialIsRejected) {
-  Outcome outcome = check(2, "[D:2]", "[P(sum):2]", {4});
-  EXPECT_FALSE(outcome.lowered);
-  EXPECT_NE(outcome.error.find("never create one"), std::string::npos)
-      << outcome.error;
+TEST_F(ReshardLoweringTest, PartialSumsAreMadeLocally) {
+  EXPECT_EQ(check(2, "[D:2]", "[P(sum):2]", {4}).kinds,
+            Kinds{"make_partial"});
+  Outcome split = check(4, "[S0:2, S1:2]", "[S0:2, P(sum):2]", {4, 4});
+  EXPECT_EQ(split.kinds, Kinds{"make_partial"});
+  EXPECT_EQ(split.simulated, std::vector<int64_t>(4, 0));
+  // Other pending reductions are never made.
+  Outcome max = check(2, "[D:2]", "[P(max):2]", {4});
+  EXPECT_FALSE(max.lowered);
+  EXPECT_NE(max.error.find("no other pending reduction"), std::string::npos)
+      << max.error;
 }
 
 //===----------------------------------------------------------------------===//
@@ -439,7 +445,8 @@ TEST_F(ReshardLoweringTest, RandomPairsAreLoweredExactly) {
       shape[d] = std::lcm(a, b) * (1 + rng() % 2);
     }
     // Whether the pass must lower it: a common mesh, and no partial in the
-    // target that the source does not have on the same mesh axes.
+    // target that the source does not have on the same mesh axes, but for
+    // partial sums, which are made locally from a split or a duplicate.
     bool lowerable = false;
     FailureOr<Mesh> mesh = refineMesh({fromStates, toStates});
     if (succeeded(mesh)) {
@@ -448,7 +455,9 @@ TEST_F(ReshardLoweringTest, RandomPairsAreLoweredExactly) {
       lowerable = succeeded(src) && succeeded(dst);
       for (size_t axis = 0; lowerable && axis < dst->roles.size(); ++axis)
         if (dst->roles[axis].isPartial() &&
-            src->roles[axis] != dst->roles[axis])
+            src->roles[axis] != dst->roles[axis] &&
+            (dst->roles[axis].reduction != ReductionKind::Sum ||
+             src->roles[axis].isPartial()))
           lowerable = false;
     }
     std::string fromText = statesText(from), toText = statesText(to);

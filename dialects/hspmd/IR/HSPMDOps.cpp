@@ -269,6 +269,7 @@ COLLECTIVE_SUBGROUPS(ReduceScatterOp)
 COLLECTIVE_SUBGROUPS(AllToAllOp)
 COLLECTIVE_SUBGROUPS(PermuteOp)
 COLLECTIVE_SUBGROUPS(LocalSliceOp)
+COLLECTIVE_SUBGROUPS(MakePartialOp)
 #undef COLLECTIVE_SUBGROUPS
 
 LogicalResult AllReduceOp::verify() {
@@ -340,6 +341,17 @@ LogicalResult LocalSliceOp::verify() {
       *this, getAxes(), getMesh(), getFromAttr(), getToAttr(),
       [&](ArrayRef<int64_t> shape, int64_t k) {
         return scaleDim(*this, "dim", shape, getDim(), k, /*divide=*/true);
+      });
+}
+
+LogicalResult MakePartialOp::verify() {
+  return verifyCollective(
+      *this, getAxes(), getMesh(), getFromAttr(), getToAttr(),
+      [&](ArrayRef<int64_t> shape,
+          int64_t k) -> FailureOr<SmallVector<int64_t>> {
+        if (std::optional<int64_t> dim = getDim())
+          return scaleDim(*this, "dim", shape, *dim, k, /*divide=*/false);
+        return SmallVector<int64_t>(shape);
       });
 }
 

@@ -89,7 +89,8 @@ class HSPMD_CollectiveOp<string mnemonic, list<Trait> traits = []>
     makes of `from` (dialects/hspmd/IR/HSPMDTransitions.h): the axes in
     `over` change as the op's summary says (all_reduce P(kind) -> D,
     reduce_scatter P(kind) -> S(dim), all_gather S(dim) -> D, local_slice
-    D -> S(dim), all_to_all S(concat) -> S(split), permute moves the role
+    D -> S(dim), make_partial S(dim) or D -> P(sum), all_to_all S(concat)
+    -> S(split), permute moves the role
     of axis `over[i]` to axis `over[perm[i]]`), every other axis keeps its
     role. A gathered or cut split must be the innermost of the mesh axes
     that split its dimension (so blocks stay contiguous), and a permute
@@ -230,6 +231,31 @@ def HSPMD_LocalSliceOp : HSPMD_CollectiveOp<"local_slice"> {
                        OptionalAttr<HSPMD_UnionAttr>:$from,
                        OptionalAttr<HSPMD_UnionAttr>:$to);
   let assemblyFormat = "$input `dim` $dim " # commonFormat;
+}
+
+def HSPMD_MakePartialOp : HSPMD_CollectiveOp<"make_partial"> {
+  let summary = "Turns a split or duplicated axis into partial sums, locally";
+  let description = [{
+    No communication: makes each device's buffer a term of a sum over its
+    sub-group. With `dim`, the device of rank r places its buffer as block
+    r along `dim` of a zero tensor (S(dim) -> P(sum)); without, the device
+    of rank 0 keeps its buffer and the others hold zeros (D -> P(sum)). The
+    sub-group's buffers then sum to the whole tensor. Local view: with
+    `dim`, the result's `dim` is the operand's times the sub-group size.
+    Reshard lowering uses it where a consumer takes a partial sum of a value
+    produced split or whole (the gradient of a value annotated as
+    duplicated is annotated partial).
+
+    ```mlir
+    %y = hspmd.make_partial %x dim 1 over [0] of [2] : tensor<8x8xf32> -> tensor<8x16xf32>
+    %z = hspmd.make_partial %w over [0] of [2] : tensor<8xf32> -> tensor<8xf32>
+    ```
+  }] # commonDescription;
+  let arguments = (ins AnyRankedTensor:$input, OptionalAttr<I64Attr>:$dim,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
+                       OptionalAttr<HSPMD_UnionAttr>:$from,
+                       OptionalAttr<HSPMD_UnionAttr>:$to);
+  let assemblyFormat = "$input (`dim` $dim^)? " # commonFormat;
 }
 
 def HSPMD_AxisIndexOp : HSPMD_Op<"axis_index", [Pure]> {

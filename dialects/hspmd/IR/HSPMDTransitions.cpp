@@ -21,6 +21,8 @@ StringRef loom::hspmd::getCollectiveName(CollectiveKind kind) {
     return "all_gather";
   case CollectiveKind::LocalSlice:
     return "local_slice";
+  case CollectiveKind::MakePartial:
+    return "make_partial";
   case CollectiveKind::AllToAll:
     return "all_to_all";
   case CollectiveKind::Permute:
@@ -43,6 +45,10 @@ std::string CollectiveStep::str() const {
   case CollectiveKind::AllGather:
   case CollectiveKind::LocalSlice:
     os << " dim " << dim;
+    break;
+  case CollectiveKind::MakePartial:
+    if (dim >= 0)
+      os << " dim " << dim;
     break;
   case CollectiveKind::AllToAll:
     os << " split " << dim << " concat " << concatDim;
@@ -84,6 +90,10 @@ FailureOr<CollectiveStep> loom::hspmd::getCollectiveStep(Operation *op) {
           .Case([&](LocalSliceOp c) {
             step.dim = c.getDim();
             return set(CollectiveKind::LocalSlice, c.getAxes());
+          })
+          .Case([&](MakePartialOp c) {
+            step.dim = c.getDim().value_or(-1);
+            return set(CollectiveKind::MakePartial, c.getAxes());
           })
           .Case([&](AllToAllOp c) {
             step.dim = c.getSplitDim();
@@ -177,6 +187,16 @@ FailureOr<MeshLayout> loom::hspmd::applyCollective(const CollectiveStep &step,
         !isMinor(to, MeshRole::split(step.dim), step.axes, why))
       return failure();
     return to;
+  case CollectiveKind::MakePartial: {
+    // Placing blocks at their positions is only a sum of the whole when
+    // the sub-group's blocks are contiguous (its axes innermost).
+    MeshRole expected =
+        step.dim >= 0 ? MeshRole::split(step.dim) : MeshRole::duplicate();
+    if ((step.dim >= 0 && !isMinor(from, expected, step.axes, why)) ||
+        !change(expected, MeshRole::partial(ReductionKind::Sum)))
+      return failure();
+    return to;
+  }
   case CollectiveKind::AllToAll:
     if (step.dim == step.concatDim) {
       why = "split and concat are the same dimension";
@@ -251,6 +271,7 @@ int64_t loom::hspmd::getStepBytesSent(const CollectiveStep &step,
     return bytes - own + (k - 1) * own;
   }
   case CollectiveKind::LocalSlice:
+  case CollectiveKind::MakePartial:
     return 0;
   case CollectiveKind::Permute: {
     // The rank's digits over `axes`; it sends unless it is its own source.

@@ -10,6 +10,7 @@
 //   reduce_scatter(k) dim d       P(k) -> S(d) on A
 //   all_gather dim d              S(d) -> D on A
 //   local_slice dim d             D -> S(d) on A
+//   make_partial [dim d]          S(d) (or D without dim) -> P(sum) on A
 //   all_to_all split s concat c   S(c) -> S(s) on A
 //   permute perm                  the role of axis A[i] moves to A[perm[i]]
 //
@@ -42,6 +43,7 @@ enum class CollectiveKind {
   ReduceScatter,
   AllGather,
   LocalSlice,
+  MakePartial,
   AllToAll,
   Permute
 };
@@ -54,8 +56,8 @@ llvm::StringRef getCollectiveName(CollectiveKind kind);
 struct CollectiveStep {
   CollectiveKind kind = CollectiveKind::AllReduce;
   llvm::SmallVector<int64_t> axes;
-  /// all_gather, local_slice, reduce_scatter: the dimension; all_to_all: the
-  /// split dimension.
+  /// all_gather, local_slice, reduce_scatter, make_partial: the dimension
+  /// (make_partial: -1 from a duplicate); all_to_all: the split dimension.
   int64_t dim = -1;
   /// all_to_all: the concat dimension.
   int64_t concatDim = -1;
@@ -86,7 +88,7 @@ mlir::FailureOr<MeshLayout> applyCollective(const CollectiveStep &step,
 ///   all_reduce B - c_r + (k-1) c_r with c_r the bytes of chunk r of the
 ///   flattened buffer cut into k near-equal chunks (the first n mod k one
 ///   element longer); permute B unless the rank keeps its buffer (in the
-///   planner's cost: B); local_slice 0.
+///   planner's cost: B); local_slice, make_partial 0.
 int64_t getStepBytesSent(const CollectiveStep &step, const Mesh &mesh,
                          int64_t bytes, int64_t elementBytes, int64_t rank);
 

@@ -16,6 +16,8 @@
 // CHECK: hspmd.all_to_all %{{.*}} split 1 concat 0 over [0] of [2] : tensor<4x16xf32> -> tensor<8x8xf32>
 // CHECK: hspmd.permute %{{.*}} perm [1, 0] over [0, 1] of [2, 2] : tensor<4x4xf32> -> tensor<4x4xf32>
 // CHECK: hspmd.local_slice %{{.*}} dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK: hspmd.make_partial %{{.*}} dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x32xf32>
+// CHECK: hspmd.make_partial %{{.*}} over [0] of [2, 2] : tensor<8x16xf32> -> tensor<8x16xf32>
 // RUN: not loom-run --interpret %s --entry rank --random-inputs 2>&1 | FileCheck %s --check-prefix=RANK
 // RANK: error: 'hspmd.axis_index' op reads the running device's rank; run the program on the simulator
 // RUN: loom-run --interpret %s --entry rank --simulate 4 --print | FileCheck %s --check-prefix=RANKS
@@ -32,6 +34,8 @@ func.func @local(%a: tensor<8x16xf32>, %b: tensor<2x16xf32>, %c: tensor<4x16xf32
   %3 = hspmd.all_to_all %c split 1 concat 0 over [0] of [2] : tensor<4x16xf32> -> tensor<8x8xf32>
   %4 = hspmd.permute %d perm [1, 0] over [0, 1] of [2, 2] : tensor<4x4xf32> -> tensor<4x4xf32>
   %5 = hspmd.local_slice %a dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x8xf32>
+  %6 = hspmd.make_partial %a dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x32xf32>
+  %7 = hspmd.make_partial %a over [0] of [2, 2] : tensor<8x16xf32> -> tensor<8x16xf32>
   return
 }
 

@@ -50,6 +50,14 @@ func.func @all_to_all_wrong_source(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 
 // -----
 
+func.func @make_partial_of_partial(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{`from` -> `to` is (P(sum)) -> (P(sum)) on mesh [2], but make_partial over [0] does not apply to (P(sum)): mesh axis 0 is P(sum), not D}}
+  %0 = hspmd.make_partial %x over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<{[0, 1]: [P(sum):2]}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
 func.func @local_slice_of_split(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   // expected-error @+1 {{`from` -> `to` is (S0) -> (S1) on mesh [2], but local_slice dim 1 over [0] does not apply to (S0): mesh axis 0 is S0, not D}}
   %0 = hspmd.local_slice %x dim 1 over [0] of [2] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1]: [S0:2]}> to #hspmd.union<{[0, 1]: [S1:2]}>

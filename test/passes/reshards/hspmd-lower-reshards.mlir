@@ -156,3 +156,17 @@ func.func @untouched(%x: tensor<12x12xf32>) -> (tensor<12x12xf32>, tensor<12x12x
   %d = hspmd.reshard %x : tensor<12x12xf32> from #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:2, S1:3]}> to #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, S1:2]}>
   return %a, %b, %c, %d : tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>, tensor<12x12xf32>
 }
+
+// -----
+
+// S -> P(sum) and D -> P(sum): no communication, each device's buffer made
+// a term of the sum (a consumer takes a partial, e.g. the gradient of a
+// value annotated as duplicated).
+// CHECK-LABEL: func.func @make_partial
+// CHECK: hspmd.make_partial %arg0 dim 0 over [0] of [2] : tensor<8x4xf32> -> tensor<8x4xf32> from <{[0, 1]: [S0:2]}> to <{[0, 1]: [P(sum):2]}>
+// CHECK: hspmd.make_partial %arg1 over [0] of [2] : tensor<8x4xf32> -> tensor<8x4xf32> from <{[0, 1]: [D:2]}> to <{[0, 1]: [P(sum):2]}>
+func.func @make_partial(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %a = hspmd.reshard %x : tensor<8x4xf32> from #hspmd.union<{[0, 1]: [S0:2]}> to #hspmd.union<{[0, 1]: [P(sum):2]}>
+  %b = hspmd.reshard %y : tensor<8x4xf32> from #hspmd.union<{[0, 1]: [D:2]}> to #hspmd.union<{[0, 1]: [P(sum):2]}>
+  return %a, %b : tensor<8x4xf32>, tensor<8x4xf32>
+}

@@ -81,6 +81,8 @@ class Case:
             s[a["dim"]] *= self.k
         elif self.kind in ("reduce_scatter", "local_slice"):
             s[a["dim"]] //= self.k
+        elif self.kind == "make_partial" and "dim" in a:
+            s[a["dim"]] *= self.k
         elif self.kind == "all_to_all":
             s[a["split"]] //= self.k
             s[a["concat"]] *= self.k
@@ -94,7 +96,9 @@ class Case:
                   "all_to_all": f"%x split {a.get('split')} concat "
                                 f"{a.get('concat')}",
                   "permute": f"%x perm {a.get('perm')}",
-                  "local_slice": f"%x dim {a.get('dim')}"}[self.kind]
+                  "local_slice": f"%x dim {a.get('dim')}",
+                  "make_partial": f"%x dim {a['dim']}" if "dim" in a
+                                  else "%x"}[self.kind]
         tin, tout = ttype(self.shape, self.et), ttype(self.out_shape(), self.et)
         return (f"func.func @main(%x: {tin}) -> {tout} {{\n"
                 f"  %y = hspmd.{self.kind} {prefix} over {self.axes} of "
@@ -126,6 +130,14 @@ class Case:
                     (nbytes // k * (k - 1),) * 2)
         if self.kind == "local_slice":
             return np.split(xs[pos], k, axis=a["dim"])[pos], (0, 0)
+        if self.kind == "make_partial":
+            # The rank's term of the sub-group's sum: its block at its
+            # position in zeros, or (without dim) the buffer on rank 0 only.
+            if "dim" not in a:
+                return (xs[pos] if pos == 0 else np.zeros_like(xs[pos])), (0, 0)
+            parts = [xs[pos] if q == pos else np.zeros_like(xs[pos])
+                     for q in range(k)]
+            return np.concatenate(parts, axis=a["dim"]), (0, 0)
         if self.kind == "permute":
             sizes = [self.mesh[x] for x in self.axes]
             perm = a["perm"]
@@ -173,6 +185,10 @@ CASES = [
          [0, 1, 2], [3], "f32", {"perm": [2, 0, 1]}),
     Case("local_slice dim 1 [2,2] over [1]", "local_slice", [2, 2], [1],
          [2, 4], "f64", {"dim": 1}),
+    Case("make_partial dim 0 [2,2] over [0]", "make_partial", [2, 2], [0],
+         [3, 2], "f64", {"dim": 0}),
+    Case("make_partial [4] over [0]", "make_partial", [4], [0], [5], "f32",
+         {}),
 ]
 
 
