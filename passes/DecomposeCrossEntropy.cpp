@@ -62,10 +62,9 @@ public:
     SmallVector<int64_t> column(labelsType.getShape());
     column.push_back(1);
     Value label = ReshapeOp::create(
-        b, loc,
-        RankedTensorType::get(column, labelsType.getElementType()), labels);
-    p.isLabel =
-        CompareOp::create(b, loc, ComparePredicate::EQ, classes, label);
+        b, loc, RankedTensorType::get(column, labelsType.getElementType()),
+        labels);
+    p.isLabel = CompareOp::create(b, loc, ComparePredicate::EQ, classes, label);
     return p;
   }
 
@@ -100,9 +99,8 @@ void decompose(CrossEntropyOp op) {
   int64_t last = logitsType.getRank() - 1;
   SoftmaxParts p = d.parts(op.getLogits(), op.getLabels());
   Value logSum = LogOp::create(builder, op.getLoc(), p.sumExp);
-  Value picked =
-      SelectOp::create(builder, op.getLoc(), p.isLabel, p.shifted,
-                       d.scalar(element, 0.0));
+  Value picked = SelectOp::create(builder, op.getLoc(), p.isLabel, p.shifted,
+                                  d.scalar(element, 0.0));
   Value labelLogit = d.reduce(ReduceKind::Sum, picked, {last});
   Value tokenLoss = SubOp::create(builder, op.getLoc(), logSum, labelLogit);
   auto labelsType = cast<RankedTensorType>(op.getLabels().getType());
@@ -132,9 +130,9 @@ void decompose(CrossEntropyGradOp op) {
   Type element = logitsType.getElementType();
   SoftmaxParts p = d.parts(op.getLogits(), op.getLabels());
   Value probs = DivOp::create(builder, op.getLoc(), p.exps, p.sumExp);
-  Value onehot = SelectOp::create(builder, op.getLoc(), p.isLabel,
-                                  d.scalar(element, 1.0),
-                                  d.scalar(element, 0.0));
+  Value onehot =
+      SelectOp::create(builder, op.getLoc(), p.isLabel, d.scalar(element, 1.0),
+                       d.scalar(element, 0.0));
   Value diff = SubOp::create(builder, op.getLoc(), probs, onehot);
   Value scale = DivOp::create(
       builder, op.getLoc(), op.getGrad(),
@@ -161,8 +159,8 @@ struct DecomposeCrossEntropyPass
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      if (!cast<RankedTensorType>(op->getOperand(isa<CrossEntropyOp>(op) ? 0 : 1)
-                                      .getType())
+      if (!cast<RankedTensorType>(
+               op->getOperand(isa<CrossEntropyOp>(op) ? 0 : 1).getType())
                .hasStaticShape()) {
         op->emitError("has dynamic shapes; the decomposition needs static "
                       "ones (its iota and reshapes)");

@@ -878,7 +878,8 @@ Assignment FunctionPropagation::assign(
           if (!isPassThrough(factor))
             for (const RuleTensor &other : tensors)
               if (!other.isResult)
-                level = std::max(level, states[other.value].axes[axis].priority);
+                level = std::max(level,
+                                 states[other.value].axes[axis].priority);
           level = std::max(level, Priority::Derived);
           double owed =
               reshardBytes(roles.back(), MeshRole::duplicate(), size, block);

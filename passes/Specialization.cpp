@@ -240,9 +240,9 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   // An iota along a split dimension counts from the block's global start.
   if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
     builder.setInsertionPoint(iota);
-    if (Value start = createBlockStart(builder, iota.getLoc(),
-                                       (*resultLayouts)[0], iota.getDim(),
-                                       iota.getType().getDimSize(iota.getDim())))
+    if (Value start = createBlockStart(
+            builder, iota.getLoc(), (*resultLayouts)[0], iota.getDim(),
+            iota.getType().getDimSize(iota.getDim())))
       iota.getOffsetMutable().assign(start);
     builder.setInsertionPointAfter(iota);
   }
@@ -253,9 +253,9 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   if (auto embedding = dyn_cast<nn::EmbeddingOp>(clone)) {
     builder.setInsertionPoint(embedding);
     auto table = cast<RankedTensorType>(embedding.getTable().getType());
-    if (Value start = createBlockStart(builder, embedding.getLoc(),
-                                       (*operandLayouts)[0], 0,
-                                       table.getDimSize(0)))
+    if (Value start =
+            createBlockStart(builder, embedding.getLoc(), (*operandLayouts)[0],
+                             0, table.getDimSize(0)))
       embedding.getOffsetMutable().assign(start);
     builder.setInsertionPointAfter(embedding);
   }
@@ -271,8 +271,8 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
       return;
     auto queryType = cast<RankedTensorType>(query.getType());
     builder.setInsertionPoint(attention);
-    Value start = createBlockStart(builder, attention->getLoc(), queryLayout,
-                                   1, queryType.getDimSize(1));
+    Value start = createBlockStart(builder, attention->getLoc(), queryLayout, 1,
+                                   queryType.getDimSize(1));
     if (start) {
       auto type = RankedTensorType::get(
           {queryType.getDimSize(0), queryType.getDimSize(1)},

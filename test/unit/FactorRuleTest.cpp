@@ -300,11 +300,12 @@ void expectRuleMultipliesOut(Operation *op, const FactorRule &rule) {
   for (auto [index, factor] : llvm::enumerate(rule.getFactors())) {
     if (factor.kind != FactorKind::Reduction || rule.getResults().empty())
       continue;
-    bool everywhere = llvm::all_of(rule.getResults(), [&](const TensorFactors &t) {
-      return llvm::any_of(t, [&](const DimFactors &dim) {
-        return llvm::is_contained(dim, static_cast<int64_t>(index));
-      });
-    });
+    bool everywhere =
+        llvm::all_of(rule.getResults(), [&](const TensorFactors &tensor) {
+          return llvm::any_of(tensor, [&](const DimFactors &dim) {
+            return llvm::is_contained(dim, static_cast<int64_t>(index));
+          });
+        });
     EXPECT_FALSE(everywhere) << "reduction factor " << index
                              << " in every result of " << opName(op);
   }

@@ -401,13 +401,21 @@ static FactorRule linearElementwiseRule(
 
 // Sums are linear in both operands at once, a product in either, a quotient
 // in its numerator.
-FactorRule AddOp::getFactorRule() { return linearElementwiseRule(*this, {{0, 1}}); }
-FactorRule SubOp::getFactorRule() { return linearElementwiseRule(*this, {{0, 1}}); }
+FactorRule AddOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{0, 1}});
+}
+FactorRule SubOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{0, 1}});
+}
 FactorRule MulOp::getFactorRule() {
   return linearElementwiseRule(*this, {{0}, {1}});
 }
-FactorRule DivOp::getFactorRule() { return linearElementwiseRule(*this, {{0}}); }
-FactorRule NegOp::getFactorRule() { return linearElementwiseRule(*this, {{0}}); }
+FactorRule DivOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{0}});
+}
+FactorRule NegOp::getFactorRule() {
+  return linearElementwiseRule(*this, {{0}});
+}
 // Picks from two partial sums of the same devices: a partial of the pick.
 FactorRule SelectOp::getFactorRule() {
   return linearElementwiseRule(*this, {{1, 2}});
