@@ -189,6 +189,74 @@ double reshardBytes(const MeshRole &from, const MeshRole &to, int64_t size,
   return 2 * gather;
 }
 
+/// What each tensor operand use needs, per mesh axis, as its op last chose
+/// it, with per value and axis the number of uses needing each role, so
+/// that "does another use need this role" is answered without walking the
+/// uses (a step counter read by every optimizer update has thousands).
+class NeedTable {
+public:
+  /// Records `roles` for `use`. Returns whether, on some axis, the number
+  /// of uses needing the old or the new role crossed between 0, 1 and 2
+  /// (the other uses' shares of a reshard then changed).
+  bool set(OpOperand &use, ArrayRef<MeshRole> roles) {
+    SmallVector<MeshRole> &need = needs[&use];
+    if (need == roles)
+      return false;
+    PerAxis &axes = counts[use.get()];
+    axes.resize(roles.size());
+    bool crossed = false;
+    for (auto [axis, role] : llvm::enumerate(roles)) {
+      if (axis < need.size()) {
+        unsigned &old = axes[axis][need[axis]];
+        crossed |= old <= 2;
+        --old;
+      }
+      unsigned &now = axes[axis][role];
+      crossed |= now <= 1;
+      ++now;
+    }
+    need.assign(roles.begin(), roles.end());
+    return crossed;
+  }
+  /// How many uses of `value` other than `use` need `role` on `axis`.
+  unsigned countOthers(Value value, OpOperand *use, int64_t axis,
+                       const MeshRole &role) const {
+    auto it = counts.find(value);
+    if (it == counts.end() || axis >= static_cast<int64_t>(it->second.size()))
+      return 0;
+    auto found = it->second[axis].find(role);
+    unsigned count = found == it->second[axis].end() ? 0 : found->second;
+    if (use) {
+      auto own = needs.find(use);
+      if (own != needs.end() && own->second[axis] == role && count > 0)
+        --count;
+    }
+    return count;
+  }
+
+private:
+  struct RoleKey {
+    static MeshRole getEmptyKey() {
+      return {AxisKind::Split, -2, ReductionKind::Sum};
+    }
+    static MeshRole getTombstoneKey() {
+      return {AxisKind::Split, -3, ReductionKind::Sum};
+    }
+    static unsigned getHashValue(const MeshRole &role) {
+      return llvm::hash_combine(
+          static_cast<int>(role.kind), role.dim,
+          role.isPartial() ? static_cast<int>(role.reduction) : -1);
+    }
+    static bool isEqual(const MeshRole &a, const MeshRole &b) {
+      return a.kind == b.kind && a.dim == b.dim &&
+             (a.kind != AxisKind::Partial || a.reduction == b.reduction);
+    }
+  };
+  using PerAxis = SmallVector<DenseMap<MeshRole, unsigned, RoleKey>, 2>;
+  DenseMap<OpOperand *, SmallVector<MeshRole>> needs;
+  DenseMap<Value, PerAxis> counts;
+};
+
 class FunctionPropagation {
 public:
   FunctionPropagation(func::FuncOp func)
@@ -212,17 +280,13 @@ private:
   /// Whether `value` holds partial sums on mesh axis `axis` as propagation
   /// currently sees it.
   bool statePartialSum(Value value, int64_t axis) const;
-  /// How many uses of `value` other than operand `index` of `op` need role
-  /// `role` on `axis` (as their op's last choice recorded in `needs`).
-  unsigned countSharers(Value value, Operation *op, unsigned index,
-                        int64_t axis, const MeshRole &role) const;
   SmallVector<MeshRole> impliedRoles(const FactorRule &rule,
                                      const RuleTensor &tensor,
                                      ArrayRef<int64_t> factors) const;
   /// The roles each tensor operand use needs, per mesh axis, as its op last
   /// chose them; a reshard that several uses need is made once
   /// (hspmd-insert-reshards shares it), so only the first pays for it.
-  DenseMap<OpOperand *, SmallVector<MeshRole>> needs;
+  NeedTable needs;
   /// How often an op was queued again because a sibling use changed its
   /// need; bounded so that ops whose choices depend on each other settle.
   DenseMap<Operation *, unsigned> requeuedForNeeds;
@@ -710,20 +774,6 @@ bool FunctionPropagation::statePartialSum(Value value, int64_t axis) const {
          info.role == MeshRole::partial(ReductionKind::Sum);
 }
 
-unsigned FunctionPropagation::countSharers(Value value, Operation *op,
-                                           unsigned index, int64_t axis,
-                                           const MeshRole &role) const {
-  unsigned count = 0;
-  for (OpOperand &use : value.getUses()) {
-    if (use.getOwner() == op && use.getOperandNumber() == index)
-      continue;
-    auto it = needs.find(&use);
-    if (it != needs.end() && it->second[axis] == role)
-      ++count;
-  }
-  return count;
-}
-
 Assignment FunctionPropagation::assign(
     Operation *op, const FactorRule &rule, ArrayRef<RuleTensor> tensors,
     function_ref<bool(Value, int64_t)> isPartialSum) {
@@ -851,8 +901,9 @@ Assignment FunctionPropagation::assign(
           // once (hspmd-insert-reshards shares it): taking it costs
           // nothing more.
           if (!tensor.isResult && bytes > 0 &&
-              countSharers(tensor.value, op, tensor.index, axis,
-                           roles.back()) > 0)
+              needs.countOthers(tensor.value,
+                                &op->getOpOperand(tensor.index), axis,
+                                roles.back()) > 0)
             bytes = 0;
           candidate.cost[static_cast<size_t>(target.priority)] += bytes;
           charged += bytes;
@@ -868,10 +919,8 @@ Assignment FunctionPropagation::assign(
         // (Megatron's layer norms stay whole between the two all-reduces).
         if (tensor.isResult && (invented || isPassThrough(factor)) &&
             !roles.back().isDuplicate() &&
-            !llvm::any_of(tensor.value.getUses(), [&](OpOperand &use) {
-              auto it = needs.find(&use);
-              return it != needs.end() && it->second[axis] == roles.back();
-            })) {
+            needs.countOthers(tensor.value, nullptr, axis, roles.back()) ==
+                0) {
           // Owed at the priority of what forced the choice: the partials
           // passed on, or the strongest operand the split reshards.
           Priority level = partialPriority;
@@ -979,10 +1028,8 @@ void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
       continue;
     SmallVector<MeshRole> roles =
         impliedRoles(rule, tensor, assignment.factors);
-    SmallVector<MeshRole> &need = needs[&op->getOpOperand(tensor.index)];
-    if (need == roles)
+    if (!needs.set(op->getOpOperand(tensor.index), roles))
       continue;
-    need = std::move(roles);
     for (Operation *user : tensor.value.getUsers())
       if (user != op && rules.count(user) &&
           requeuedForNeeds[user]++ < kMaxRequeues)
@@ -995,14 +1042,14 @@ void FunctionPropagation::process(Operation *op) {
     // A boundary: the annotated layout is only a hint to the operand.
     SmallVector<MeshRole> roles =
         read(cast<UnionAttr>(annotate.getLayout()))->roles;
-    needs[&op->getOpOperand(0)] = roles;
+    needs.set(op->getOpOperand(0), roles);
     hint(annotate.getInput(), roles, Priority::Derived);
     return;
   }
   if (auto reshard = dyn_cast<ReshardOp>(op)) {
     SmallVector<MeshRole> roles =
         read(cast<UnionAttr>(reshard.getSource()))->roles;
-    needs[&op->getOpOperand(0)] = roles;
+    needs.set(op->getOpOperand(0), roles);
     hint(reshard.getInput(), roles, Priority::Derived);
     return;
   }
@@ -1020,7 +1067,7 @@ void FunctionPropagation::process(Operation *op) {
         continue;
       if (auto layout = func.getResultAttrOfType<UnionAttr>(
               index, HSPMDDialect::getLayoutAttrName())) {
-        needs[&op->getOpOperand(index)] = read(layout)->roles;
+        needs.set(op->getOpOperand(index), read(layout)->roles);
         hint(operand, read(layout)->roles, Priority::Derived);
         continue;
       }
@@ -1030,7 +1077,7 @@ void FunctionPropagation::process(Operation *op) {
               return axis.priority == Priority::None;
             }))
           continue;
-        needs[&op->getOpOperand(index)] = state.getRoles();
+        needs.set(op->getOpOperand(index), state.getRoles());
         hint(operand, state.getRoles(), Priority::Derived);
       }
     }
