@@ -74,6 +74,17 @@ public:
                             x, b.getDenseI64ArrayAttr(dims),
                             keepDims ? b.getUnitAttr() : UnitAttr());
   }
+  /// `x * weights`, with exact zeros where a weight is zero whatever `x`
+  /// holds there (a padding token's logits may be anything, -inf
+  /// included: it contributes nothing, as in the fused ops).
+  Value weigh(Value x, Value weights) {
+    Type element = getElementTypeOrSelf(weights.getType());
+    Value zero = scalar(element, 0.0);
+    Value ignored =
+        CompareOp::create(b, loc, ComparePredicate::EQ, weights, zero);
+    Value weighted = MulOp::create(b, loc, x, weights);
+    return SelectOp::create(b, loc, ignored, zero, weighted);
+  }
   Value scalar(Type elementType, double value) {
     return FillOp::create(b, loc, RankedTensorType::get({}, elementType),
                           b.getF64FloatAttr(value));
@@ -108,7 +119,7 @@ void decompose(CrossEntropyOp op) {
       builder, op.getLoc(),
       RankedTensorType::get(labelsType.getShape(), element), tokenLoss);
   if (Value weights = op.getWeights())
-    tokenLoss = MulOp::create(builder, op.getLoc(), tokenLoss, weights);
+    tokenLoss = d.weigh(tokenLoss, weights);
   Value total = tokenLoss;
   if (labelsType.getRank() > 0) {
     SmallVector<int64_t> all(labelsType.getRank());
@@ -144,7 +155,7 @@ void decompose(CrossEntropyGradOp op) {
     column.push_back(1);
     Value perToken = ReshapeOp::create(
         builder, op.getLoc(), RankedTensorType::get(column, element), weights);
-    grad = MulOp::create(builder, op.getLoc(), grad, perToken);
+    grad = d.weigh(grad, perToken);
   }
   op.getResult().replaceAllUsesWith(grad);
   op.erase();

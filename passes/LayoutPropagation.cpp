@@ -206,7 +206,10 @@ public:
     axes.resize(roles.size());
     bool crossed = false;
     for (auto [axis, role] : llvm::enumerate(roles)) {
-      if (axis < need.size()) {
+      bool had = axis < need.size();
+      if (had && need[axis] == role)
+        continue;
+      if (had) {
         unsigned &old = axes[axis][need[axis]];
         crossed |= old <= 2;
         --old;
@@ -217,6 +220,36 @@ public:
     }
     need.assign(roles.begin(), roles.end());
     return crossed;
+  }
+  /// Whether another use of `value` than `use`, made by an op before
+  /// `use`'s in the block, needs `role` on `axis`: that one pays for the
+  /// shared reshard, and `use` rides along. (Values with many uses, such as
+  /// a step counter, are not walked: another use needing the role counts.)
+  bool sharedWithEarlier(OpOperand &use, int64_t axis,
+                         const MeshRole &role) const {
+    Value value = use.get();
+    unsigned others = countOthers(value, &use, axis, role);
+    if (others == 0)
+      return false;
+    constexpr unsigned kMaxWalkedUses = 32;
+    if (!value.hasNUsesOrMore(kMaxWalkedUses + 1)) {
+      Operation *owner = use.getOwner();
+      for (OpOperand &other : value.getUses()) {
+        if (&other == &use)
+          continue;
+        auto it = needs.find(&other);
+        if (it == needs.end() || it->second[axis] != role)
+          continue;
+        Operation *otherOwner = other.getOwner();
+        if (otherOwner->getBlock() != owner->getBlock() ||
+            otherOwner->isBeforeInBlock(owner) ||
+            (otherOwner == owner &&
+             other.getOperandNumber() < use.getOperandNumber()))
+          return true;
+      }
+      return false;
+    }
+    return true;
   }
   /// How many uses of `value` other than `use` need `role` on `axis`.
   unsigned countOthers(Value value, OpOperand *use, int64_t axis,
@@ -291,6 +324,8 @@ private:
   /// need; bounded so that ops whose choices depend on each other settle.
   DenseMap<Operation *, unsigned> requeuedForNeeds;
   void hint(Value value, ArrayRef<MeshRole> roles, Priority priority);
+  /// Records what `use` needs (see `needs`).
+  void recordNeed(OpOperand &use, ArrayRef<MeshRole> roles);
   SmallVector<AxisInfo, 1> resultNeeds(Value value, int64_t axis);
   std::optional<Value> updatedArgument(unsigned resultIndex, Value operand);
   void enqueue(Operation *op) {
@@ -897,13 +932,12 @@ Assignment FunctionPropagation::assign(
               tensor.isResult
                   ? reshardBytes(roles.back(), target.role, size, block)
                   : reshardBytes(target.role, roles.back(), size, block);
-          // A reshard of an operand that another use needs too is made
-          // once (hspmd-insert-reshards shares it): taking it costs
-          // nothing more.
+          // A reshard of an operand that an earlier use needs too is made
+          // once (hspmd-insert-reshards shares it): the first use in
+          // program order pays for it, the later ones take it for free.
           if (!tensor.isResult && bytes > 0 &&
-              needs.countOthers(tensor.value,
-                                &op->getOpOperand(tensor.index), axis,
-                                roles.back()) > 0)
+              needs.sharedWithEarlier(op->getOpOperand(tensor.index), axis,
+                                      roles.back()))
             bytes = 0;
           candidate.cost[static_cast<size_t>(target.priority)] += bytes;
           charged += bytes;
@@ -1020,21 +1054,28 @@ void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
        llvm::zip_equal(tensors, assignment.priorities))
     update(tensor.value, impliedRoles(rule, tensor, assignment.factors),
            priorities);
-  // Record what each operand use needs; when that changes, the other users
-  // of the value look again (their share of a common reshard changed).
+  for (const RuleTensor &tensor : tensors)
+    if (!tensor.isResult)
+      recordNeed(op->getOpOperand(tensor.index),
+                 impliedRoles(rule, tensor, assignment.factors));
+}
+
+void FunctionPropagation::recordNeed(OpOperand &use, ArrayRef<MeshRole> roles) {
+  // When the uses sharing a role change, the value's other users (their
+  // share of a common reshard) and its producer (whether a consumer takes
+  // its result as it is) look again, a bounded number of times each.
   constexpr unsigned kMaxRequeues = 4;
-  for (const RuleTensor &tensor : tensors) {
-    if (tensor.isResult)
-      continue;
-    SmallVector<MeshRole> roles =
-        impliedRoles(rule, tensor, assignment.factors);
-    if (!needs.set(op->getOpOperand(tensor.index), roles))
-      continue;
-    for (Operation *user : tensor.value.getUsers())
-      if (user != op && rules.count(user) &&
-          requeuedForNeeds[user]++ < kMaxRequeues)
-        enqueue(user);
-  }
+  if (!needs.set(use, roles))
+    return;
+  Value value = use.get();
+  auto requeue = [&](Operation *other) {
+    if (other && other != use.getOwner() && rules.count(other) &&
+        requeuedForNeeds[other]++ < kMaxRequeues)
+      enqueue(other);
+  };
+  requeue(value.getDefiningOp());
+  for (Operation *user : value.getUsers())
+    requeue(user);
 }
 
 void FunctionPropagation::process(Operation *op) {
@@ -1042,14 +1083,14 @@ void FunctionPropagation::process(Operation *op) {
     // A boundary: the annotated layout is only a hint to the operand.
     SmallVector<MeshRole> roles =
         read(cast<UnionAttr>(annotate.getLayout()))->roles;
-    needs.set(op->getOpOperand(0), roles);
+    recordNeed(op->getOpOperand(0), roles);
     hint(annotate.getInput(), roles, Priority::Derived);
     return;
   }
   if (auto reshard = dyn_cast<ReshardOp>(op)) {
     SmallVector<MeshRole> roles =
         read(cast<UnionAttr>(reshard.getSource()))->roles;
-    needs.set(op->getOpOperand(0), roles);
+    recordNeed(op->getOpOperand(0), roles);
     hint(reshard.getInput(), roles, Priority::Derived);
     return;
   }
@@ -1067,7 +1108,7 @@ void FunctionPropagation::process(Operation *op) {
         continue;
       if (auto layout = func.getResultAttrOfType<UnionAttr>(
               index, HSPMDDialect::getLayoutAttrName())) {
-        needs.set(op->getOpOperand(index), read(layout)->roles);
+        recordNeed(op->getOpOperand(index), read(layout)->roles);
         hint(operand, read(layout)->roles, Priority::Derived);
         continue;
       }
@@ -1077,7 +1118,7 @@ void FunctionPropagation::process(Operation *op) {
               return axis.priority == Priority::None;
             }))
           continue;
-        needs.set(op->getOpOperand(index), state.getRoles());
+        recordNeed(op->getOpOperand(index), state.getRoles());
         hint(operand, state.getRoles(), Priority::Derived);
       }
     }
@@ -1090,6 +1131,10 @@ void FunctionPropagation::process(Operation *op) {
   }
   // Ops without a factor rule compute on whole tensors: their results are
   // duplicated (and their operands are gathered to duplicates).
+  SmallVector<MeshRole> whole(mesh.getRank(), MeshRole::duplicate());
+  for (OpOperand &operand : op->getOpOperands())
+    if (states.count(operand.get()))
+      recordNeed(operand, whole);
   for (Value result : op->getResults())
     if (states.count(result))
       hint(result, SmallVector<MeshRole>(mesh.getRank(), MeshRole::duplicate()),

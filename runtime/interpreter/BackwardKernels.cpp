@@ -261,6 +261,12 @@ LogicalResult crossEntropyGradKernel(nn::CrossEntropyGradOp op,
     for (int64_t n = 0; n < rows; ++n) {
       const T *x = logits.data<T>() + n * vocab;
       T *dx = out->data<T>() + n * vocab;
+      // A row with weight 0 (padding) contributes nothing to the loss, so
+      // its gradient is zero whatever its logits and label.
+      if (w && w[n] == T(0)) {
+        std::fill(dx, dx + vocab, T(0));
+        continue;
+      }
       T coefficient = dloss * (w ? w[n] : T(1)) / normalizer;
       int64_t label = readIndex(labels, n);
       T max = -std::numeric_limits<T>::infinity();

@@ -41,7 +41,7 @@ LogicalResult embeddingKernel(nn::EmbeddingOp op, KernelCall &call) {
   // read zeros (a vocabulary-split lookup).
   std::optional<int64_t> offset;
   if (op.getOffset())
-    offset = static_cast<int64_t>(call.operand(2).getDouble(0));
+    offset = readIndex(call.operand(2), 0);
   llvm::SmallVector<int64_t> shape(ids.getShape());
   shape.push_back(width);
   Tensor *out = call.addResult(table.getKind(), shape);

@@ -14,6 +14,19 @@
 // RUN:   errs = [np.linalg.norm(np.load(b + '/result_0.npy') - np.load(a + '/result_0.npy')) / np.linalg.norm(np.load(a + '/result_0.npy')) for a, b in pairs]; \
 // RUN:   print('worst', max(errs)); sys.exit(0 if max(errs) < 1e-14 else 1)" | FileCheck %s --check-prefix=NUM
 // NUM: worst
+// A padding token (weight 0, label -100, logits all -inf) contributes
+// nothing to the loss and gets a zero gradient, as with the fused ops.
+// RUN: %python -c "import numpy as np; p = '%t'; \
+// RUN:   l = np.random.default_rng(0).standard_normal((2, 3, 5)); l[1, 2, :] = -np.inf; np.save(p + '.l.npy', l); \
+// RUN:   np.save(p + '.y.npy', np.array([[0, 1, 2], [3, 4, -100]], np.int64)); \
+// RUN:   w = np.ones((2, 3)); w[1, 2] = 0; np.save(p + '.w.npy', w)"
+// RUN: loom-run --interpret %s --entry pad --input %t.l.npy --input %t.y.npy --input %t.w.npy --output-dir %t.fused.pad
+// RUN: loom-run --interpret %t.mlir --entry pad --input %t.l.npy --input %t.y.npy --input %t.w.npy --output-dir %t.split.pad
+// RUN: %python -c "import numpy as np, sys; a, b = '%t.fused.pad', '%t.split.pad'; \
+// RUN:   r = [np.load(d + '/result_%%d.npy' %% i) for d in (a, b) for i in (0, 1)]; \
+// RUN:   ok = all(np.isfinite(x).all() for x in r) and abs(r[0] - r[2]) < 1e-14 * abs(r[0]) and np.abs(r[1] - r[3]).max() < 1e-14; \
+// RUN:   print('padding', 'ok' if ok else 'differs'); sys.exit(0 if ok else 1)" | FileCheck %s --check-prefix=PAD
+// PAD: padding ok
 
 // CHECK-LABEL: func.func @loss
 // CHECK-NOT: nn.cross_entropy
@@ -48,4 +61,12 @@ func.func @loss(%logits: tensor<4x6x10xf64>, %labels: tensor<4x6xi64>, %w: tenso
 func.func @grad(%dy: tensor<f64>, %logits: tensor<4x6x10xf64>, %labels: tensor<4x6xi64>, %n: tensor<f64>) -> tensor<4x6x10xf64> {
   %g = nn.cross_entropy_grad %dy, %logits, %labels normalizer %n : tensor<f64>, tensor<4x6x10xf64>, tensor<4x6xi64>, tensor<f64>
   return %g : tensor<4x6x10xf64>
+}
+
+// CHECK-LABEL: func.func @pad
+func.func @pad(%logits: tensor<2x3x5xf64>, %labels: tensor<2x3xi64>, %w: tensor<2x3xf64>) -> (tensor<f64>, tensor<2x3x5xf64>) {
+  %l = nn.cross_entropy %logits, %labels weights %w {normalizer = 5.0 : f64} : tensor<2x3x5xf64>, tensor<2x3xi64>, tensor<2x3xf64>
+  %one = nn.fill 1.0 : tensor<f64>
+  %g = nn.cross_entropy_grad %one, %logits, %labels weights %w {normalizer = 5.0 : f64} : tensor<f64>, tensor<2x3x5xf64>, tensor<2x3xi64>, tensor<2x3xf64>
+  return %l, %g : tensor<f64>, tensor<2x3x5xf64>
 }

@@ -1,4 +1,4 @@
-//===- HSPMDShares.h - Asymmetric shares for device groups ---*- C++ -*-===//
+//===- HSPMDShares.h - Asymmetric shares for device groups -----*- C++ -*-===//
 //-*-===//
 //
 // How much of a split dimension each device group takes when groups differ
