@@ -189,6 +189,11 @@ Specializer::checkLocalForm(Operation *op,
   // need the positions split with the queries, which the rule does (they
   // share the factor); without them, the local op gets its block's
   // positions (specializeOp).
+  if (auto scatter = dyn_cast<nn::GatherGradOp>(op))
+    if (scatter.getOffset() &&
+        getSplitDegree(resultLayouts[0], scatter.getDim()) > 1)
+      return needsPosition("scatters from an offset into a result split "
+                           "along the scattered dimension");
   if (auto embedding = dyn_cast<nn::EmbeddingOp>(op))
     if (embedding.getOffset() && getSplitDegree(operandLayouts[0], 0) > 1)
       return needsPosition("looks up from an offset in a table split along "
@@ -258,6 +263,19 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
                              0, table.getDimSize(0)))
       embedding.getOffsetMutable().assign(start);
     builder.setInsertionPointAfter(embedding);
+  }
+
+  // A scatter-add into a result split along the scattered dimension (the
+  // gradient of a vocabulary-split table): the device adds the indices
+  // that fall in its block, shifted by the block's start.
+  if (auto scatter = dyn_cast<nn::GatherGradOp>(clone)) {
+    builder.setInsertionPoint(scatter);
+    int64_t dim = static_cast<int64_t>(scatter.getDim());
+    if (Value start = createBlockStart(
+            builder, scatter.getLoc(), (*resultLayouts)[0], dim,
+            cast<RankedTensorType>(scatter.getType()).getDimSize(dim)))
+      scatter.getOffsetMutable().assign(start);
+    builder.setInsertionPointAfter(scatter);
   }
 
   // Masked attention on a split query sequence (context parallelism): the

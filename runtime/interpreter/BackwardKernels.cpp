@@ -456,9 +456,11 @@ LogicalResult gatherGradKernel(nn::GatherGradOp op, KernelCall &call) {
     std::array<SmallVector<int64_t>, 1> strides = {walk};
     const T *dy = grad.data<T>();
     T *dx = out->data<T>();
+    // With an offset the result is a block of a larger one along `dim`.
+    int64_t offset = op.getOffset() ? readIndex(call.operand(2), 0) : 0;
     forEachStrided<1>(grad.getShape(), strides, {0},
                       [&](int64_t i, const std::array<int64_t, 1> &off) {
-                        int64_t index = readIndex(indices, i);
+                        int64_t index = readIndex(indices, i) - offset;
                         if (index >= 0 && index < dimSize)
                           dx[off[0] + index * dimStride] += dy[i];
                       });

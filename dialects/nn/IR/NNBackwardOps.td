@@ -227,9 +227,17 @@ def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
     position add up there. An index outside `[0, result.shape[d])` adds
     nothing.
 
+    With the optional 0-d `i64` operand `offset`, the result is positions
+    `[offset, offset + result.shape[d])` along `d` of a larger one: an index
+    adds at `index - offset`, and nothing when that is outside the result.
+    This is the local form of a scatter whose result is split along `d` (a
+    vocabulary-split embedding table's gradient); specialisation adds it.
+
     ```mlir
     %dlogits = nn.gather_grad %dy, %labels dim = 1
         : tensor<16x1xf32>, tensor<16x1xi64> to tensor<16x64xf32>
+    %drows = nn.gather_grad %dy, %ids dim = 0 offset %start
+        : tensor<128x32xf32>, tensor<128x32xi64> to tensor<32x32xf32>
     ```
 
     Constraints: `grad` has the shape of `indices`; the result has the
@@ -237,11 +245,11 @@ def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
     `dim` is in `[0, rank)`.
   }];
   let arguments = (ins NN_FloatTensor:$grad, NN_IntTensor:$indices,
-                       I64Attr:$dim);
+                       Optional<NN_I64Scalar>:$offset, I64Attr:$dim);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $indices `dim` `=` $dim attr-dict `:` type($grad) `,`
-    type($indices) `to` type($result)
+    $grad `,` $indices `dim` `=` $dim (`offset` $offset^)? attr-dict `:`
+    type($grad) `,` type($indices) `to` type($result)
   }];
   let hasVerifier = 1;
 }

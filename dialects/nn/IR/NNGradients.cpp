@@ -639,6 +639,7 @@ LogicalResult GatherOp::buildGradients(OpBuilder &builder,
   operandGrads.push_back(GatherGradOp::create(builder, getLoc(),
                                               getInput().getType(),
                                               resultGrads[0], getIndices(),
+                                              /*offset=*/Value(),
                                               getDimAttr()));
   operandGrads.push_back(Value());
   return success();
@@ -762,7 +763,7 @@ LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder,
                          RankedTensorType::get({tokens, width},
                                                tableType.getElementType()));
   operandGrads.push_back(GatherGradOp::create(builder, getLoc(), tableType,
-                                              rows, ids,
+                                              rows, ids, /*offset=*/Value(),
                                               builder.getI64IntegerAttr(0)));
   operandGrads.push_back(Value());
   return success();

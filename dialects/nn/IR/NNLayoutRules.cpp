@@ -683,7 +683,9 @@ FactorRule GatherOp::getFactorRule() {
 /// The scatter-add of nn.gather: other dimensions parallel; along `dim`,
 /// `grad` and the indices share a reduction(sum) factor (each shard
 /// scatter-adds its elements into zeros: partial sums) and the result has
-/// its own replicated factor.
+/// its own parallel factor, which the operands lack: a device holding a
+/// block of the result scatters the indices that fall in it (the local op
+/// gets the block's start as `offset`), from the whole gradient.
 FactorRule GatherGradOp::getFactorRule() {
   FactorRule rule;
   ArrayRef<int64_t> grad = shapeOf(getGrad()), out = shapeOf(getResult());
@@ -698,10 +700,12 @@ FactorRule GatherGradOp::getFactorRule() {
     }
     gradFactors.push_back(
         {rule.addFactor(grad[dim], kReduction, PartialKind::Sum)});
-    outFactors.push_back({rule.addFactor(size, kReplicated)});
+    outFactors.push_back({rule.addFactor(size, kParallel)});
   }
   rule.addOperand(gradFactors);
   rule.addOperand(std::move(gradFactors));
+  if (getOffset())
+    rule.addOperand({});
   rule.addResult(std::move(outFactors));
   rule.addLinearGroup({0});
   return rule;

@@ -85,10 +85,11 @@ func.func @gather(%logits: tensor<16x64xf32>, %labels: tensor<16x1xi64>,
 // -----
 
 // Gather gradient: a scatter-add, so along the scattered dimension the
-// gradient and the indices share a reduction(sum) factor and the result's
-// dimension is replicated.
+// gradient and the indices share a reduction(sum) factor, and the result's
+// dimension is a parallel factor of its own (a device holding a block of
+// the result scatters the indices in it).
 func.func @gather_grad(%dy: tensor<16x1xf32>, %labels: tensor<16x1xi64>) {
-  // expected-remark @below {{factor rule: ([i, j], [i, j]) -> ([i, k]) {i = 16, j = 1 reduction(sum), k = 64 replicated}}}
+  // expected-remark @below {{factor rule: ([i, j], [i, j]) -> ([i, k]) {i = 16, j = 1 reduction(sum), k = 64} linear [0]}}
   %0 = nn.gather_grad %dy, %labels dim = 1 : tensor<16x1xf32>, tensor<16x1xi64> to tensor<16x64xf32>
   return
 }

@@ -1157,6 +1157,14 @@ def family_backward(rng):
             cases.append(Case(f"gather_grad {shape} dim {dim}", et, [dy, idx],
                               f"%r0 = nn.gather_grad %a0, %a1 dim = {dim} : {T(dy)}, {T(idx)} to {ttype(shape, et)}",
                               lambda dy, idx, d=dim, s=shape: gather_grad_ref(dy, idx, d, s)))
+        # A block of a larger result (rows [5, 9) of 12): indices outside
+        # the block add nothing.
+        idx = rng.ints((10, 3), "i64", 0, 12)
+        dy = rng.uniform((10, 3), et)
+        offset = np.array(5, dtype=np.int64)
+        cases.append(Case("gather_grad with offset", et, [dy, idx, offset],
+                          f"%r0 = nn.gather_grad %a0, %a1 dim = 0 offset %a2 : {T(dy)}, {T(idx)} to {ttype((4, 3), et)}",
+                          lambda dy, idx, o: gather_grad_ref(dy, idx - o, 0, (4, 3))))
         idx = rng.ints((6, 2), "i32", 0, 3)
         dy = rng.uniform((6, 2), et)
         cases.append(Case("gather_grad i32 indices", et, [dy, idx],
