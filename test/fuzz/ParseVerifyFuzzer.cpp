@@ -3,7 +3,8 @@
 // Feeds arbitrary text to the parser with every dialect loom-opt registers.
 // Whatever parses must verify (the parser verifies), print, parse back and
 // print the same text again. Then autodiff (nn-autodiff), the training
-// step (nn-training-step), layout propagation (hspmd-propagate-layouts),
+// step (nn-training-step), the cross-entropy decomposition
+// (nn-decompose-cross-entropy), layout propagation (hspmd-propagate-layouts),
 // reshard lowering (hspmd-lower-reshards), the whole partitioning chain
 // (propagation, reshard insertion and lowering, specialisation, bucketing)
 // and specialisation + bucketing alone run on copies: they may fail, but
@@ -111,6 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   sgd.momentum = 0.9;
   runPassOnCopy(*module, loom::createTrainingStepPass(sgd),
                 "nn-training-step");
+  runPassOnCopy(*module, loom::createDecomposeCrossEntropyPass(),
+                "nn-decompose-cross-entropy");
   runPassOnCopy(*module, loom::createLayoutPropagationPass(),
                 "hspmd-propagate-layouts");
   runPassOnCopy(*module, loom::createReshardLoweringPass(),
