@@ -1,4 +1,4 @@
-//===- HSPMDTransfers.h - Send/recv plans between layouts ---------*- C++ -*-===//
+//===- HSPMDTransfers.h - Send/recv plans between layouts -------*- C++ -*-===//
 //
 // The general reshard (../shared/DESIGN.md item 2): where no chain of
 // collectives applies, because the layouts live on different device groups
