@@ -191,6 +191,13 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
     moves the fewest bytes wins (all-gather `b(m-1)/m`, all-reduce
     `2b(m-1)/m`, reduce-scatter `b(m-1)/m`, all-to-all `b(m-1)/m^2`, slices
     free, for a block of `b` bytes on a mesh axis of `m` devices).
+    An op linear in some operands (its rule's linear groups: an add of two
+    partial sums, a sum over rows of one) may instead pass partial sums on
+    where those operands hold them; a result left partial, or split by a
+    split the op invents, is charged the reduction it owes further on, so
+    partials are passed on only where that saves bytes (Megatron's backward
+    adds the Q, K and V input gradients before their one all-reduce). A
+    reshard that an earlier use of the same value needs costs nothing more.
     `hspmd.annotate` is a boundary: its result has the annotated layout, its
     operand only takes that layout if nothing else decides it. Ops without a
     factor rule need and produce duplicated tensors. Values nothing
