@@ -31,6 +31,14 @@
 // Tensors that keep a different role make the op's operand layout differ
 // from the producer's: a reshard goes in between.
 //
+// Besides the factors, each linear group of the rule (operands the op is
+// linear in) is a candidate where its operands hold partial sums: they stay
+// partial, the results are partial. A result left partial that way, or
+// split by a split the op invents, is charged the reduction it owes further
+// on; a reshard that an earlier use of the same operand needs is free (see
+// `NeedTable`). Attribute writing re-checks pass-throughs against how each
+// operand is actually produced.
+//
 // A result's cost also counts the reshards to what the function boundaries
 // taking it need (`resultNeeds`): a function result's user layout, and for
 // an `nn.updates = i` result argument i's layout. So an optimizer update on
@@ -856,8 +864,8 @@ Assignment FunctionPropagation::assign(
       // The priority of the partial sums a pass-through candidate takes.
       Priority partialPriority = Priority::None;
       if (isPassThrough(factor)) {
-        // Only partial sums that are there pass through: a reshard can
-        // reduce a partial but not make one.
+        // Only partial sums that are there pass through (making one from a
+        // whole value just to pass it on gains nothing).
         ArrayRef<unsigned> group = groups[factor - numFactors];
         if (!llvm::all_of(group, [&](unsigned index) {
               return isPartialSum(op->getOperand(index), axis);
