@@ -26,7 +26,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace loom {
@@ -101,6 +103,15 @@ BucketKey getKey(Operation *op) {
 /// ranks in the same order as before, so the results are bitwise the same.
 bool issue(Bucket &bucket, Operation *point) {
   if (bucket.members.size() < 2) {
+    // A lone collective stays as it is, but goes before `point` if it was
+    // deferred past a bucket it reads (which is issued just before it).
+    for (Operation *member : bucket.members)
+      if (llvm::any_of(member->getOperands(), [&](Value operand) {
+            Operation *def = operand.getDefiningOp();
+            return def && def->getBlock() == member->getBlock() &&
+                   member->isBeforeInBlock(def);
+          }))
+        member->moveBefore(point);
     bucket = {};
     return false;
   }
@@ -174,37 +185,63 @@ struct GradientBucketingPass
   void bucketFunction(func::FuncOp func) {
     std::map<BucketKey, Bucket> open;
     llvm::DenseMap<Value, BucketKey> pending; // member result -> its bucket
+    // A bucket whose members read results of another open bucket (a
+    // reshard chain: all-reduce over one mesh axis, then all-gather over
+    // another) is issued after it: chained collectives do not cut each
+    // other's buckets short.
+    std::map<BucketKey, std::set<BucketKey>> dependsOn;
+    // Issues `key`'s bucket, and first the buckets it reads, before `point`.
+    std::function<void(const BucketKey &, Operation *)> issueAt =
+        [&](const BucketKey &key, Operation *point) {
+          auto deps = dependsOn.find(key);
+          if (deps != dependsOn.end()) {
+            std::set<BucketKey> before = std::move(deps->second);
+            dependsOn.erase(deps);
+            for (const BucketKey &dep : before)
+              issueAt(dep, point);
+          }
+          Bucket &bucket = open[key];
+          for (Operation *member : bucket.members)
+            pending.erase(member->getResult(0));
+          numBuckets += issue(bucket, point);
+        };
     for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
-      // Issue every bucket whose result this op needs.
+      bool joins =
+          isa<hspmd::AllReduceOp, hspmd::ReduceScatterOp, hspmd::AllGatherOp>(
+              op) &&
+          isBucketable(&op);
+      // Issue every bucket whose result this op needs, unless the op is a
+      // collective that joins a bucket of its own: that bucket then goes
+      // after the one it reads.
       for (Value operand : op.getOperands()) {
         auto it = pending.find(operand);
         if (it == pending.end())
           continue;
-        Bucket &bucket = open[it->second];
-        for (Operation *member : bucket.members)
-          pending.erase(member->getResult(0));
-        numBuckets += issue(bucket, &op);
+        BucketKey read = it->second;
+        if (joins && read != getKey(&op)) {
+          dependsOn[getKey(&op)].insert(read);
+          continue;
+        }
+        issueAt(read, &op);
       }
-      if (!isa<hspmd::AllReduceOp, hspmd::ReduceScatterOp, hspmd::AllGatherOp>(
-              op) ||
-          !isBucketable(&op))
+      if (!joins)
         continue;
       int64_t bytes = getByteSize(op.getOperand(0).getType());
       BucketKey key = getKey(&op);
       Bucket &bucket = open[key];
-      if (!bucket.members.empty() && bucket.bytes + bytes > bucketBytes) {
-        for (Operation *member : bucket.members)
-          pending.erase(member->getResult(0));
-        numBuckets += issue(bucket, &op);
-      }
-      bucket.members.push_back(&op);
-      bucket.bytes += bytes;
+      if (!bucket.members.empty() && bucket.bytes + bytes > bucketBytes)
+        issueAt(key, &op);
+      open[key].members.push_back(&op);
+      open[key].bytes += bytes;
       pending[op.getResult(0)] = key;
     }
     Operation *end = func.getBody().front().getTerminator();
     // Buckets nobody reads (dead results) still go before the return.
+    std::vector<BucketKey> keys;
     for (auto &[key, bucket] : open)
-      numBuckets += issue(bucket, end);
+      keys.push_back(key);
+    for (const BucketKey &key : keys)
+      issueAt(key, end);
   }
 };
 

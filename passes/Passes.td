@@ -465,7 +465,10 @@ def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
     updates, so the step ends with one all-reduce per `bucket-bytes` of
     gradients (under ZeRO one reduce-scatter, and one all-gather of the
     updated parameters); an all-reduce whose result is read at once (tensor
-    parallelism in the forward pass) stays alone.
+    parallelism in the forward pass) stays alone. A collective reading a
+    pending one (a reshard chain on a 2-D mesh: all-reduce over one axis,
+    all-gather over the other) joins its own bucket, issued after the one it
+    reads, instead of cutting that bucket short.
 
     ```mlir
     %a = hspmd.all_reduce sum %ga over [0] of [2] : tensor<4x4xf32> -> tensor<4x4xf32>
