@@ -9,6 +9,7 @@
 #define LOOM_DIALECTS_INITALLDIALECTS_H
 
 #include "dialects/hspmd/Extensions/GradientOpInterfaceImpl.h"
+#include "dialects/hspmd/Extensions/LayoutRuleOpInterfaceImpl.h"
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
 
@@ -22,13 +23,15 @@ namespace loom {
 
 /// Adds Loom's dialects and the upstream dialects Loom programs use to
 /// `registry`, with the interfaces Loom attaches to them from outside (the
-/// gradients of `hspmd` ops). The upstream `shard` dialect is registered for
-/// interop only; none of its passes are.
+/// gradients of `hspmd` ops, the factor rule of `hspmd.exchange`). The
+/// upstream `shard` dialect is registered for interop only; none of its
+/// passes are.
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<hspmd::HSPMDDialect, nn::NNDialect, mlir::arith::ArithDialect,
                   mlir::func::FuncDialect, mlir::shard::ShardDialect,
                   mlir::tensor::TensorDialect>();
   hspmd::registerGradientOpInterfaceExternalModels(registry);
+  hspmd::registerLayoutRuleOpInterfaceExternalModels(registry);
 }
 
 } // namespace loom

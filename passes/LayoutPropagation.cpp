@@ -51,6 +51,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/LayoutPropagation.h"
 #include "passes/Passes.h"
 
 #include "dialects/Interfaces/LayoutRuleOpInterface.h"
@@ -59,6 +60,7 @@
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/nn/IR/NNDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -1354,11 +1356,23 @@ LogicalResult FunctionPropagation::run(bool &skipped, int64_t &numReshards) {
 struct LayoutPropagationPass
     : loom::impl::LayoutPropagationPassBase<LayoutPropagationPass> {
   void runOnOperation() override {
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
-      FunctionPropagation propagation(func);
-      bool skipped = false;
+    // Partitioning adds functions: collect first.
+    SmallVector<func::FuncOp> functions(
+        getOperation().getOps<func::FuncOp>());
+    for (func::FuncOp func : functions) {
+      if (func->hasAttr(kPartOfAttrName) || isPartitioned(func))
+        continue;
       int64_t reshards = 0;
-      if (failed(propagation.run(skipped, reshards)))
+      if (hasLayoutsAcrossGroups(func)) {
+        int64_t parts = 0;
+        if (failed(partitionAcrossGroups(func, parts, reshards)))
+          return signalPassFailure();
+        numFunctions += parts;
+        numReshards += reshards;
+        continue;
+      }
+      bool skipped = false;
+      if (failed(propagateWithinGroup(func, skipped, reshards)))
         return signalPassFailure();
       if (!skipped) {
         ++numFunctions;
@@ -1369,3 +1383,8 @@ struct LayoutPropagationPass
 };
 
 } // namespace
+
+LogicalResult loom::propagateWithinGroup(func::FuncOp func, bool &skipped,
+                                         int64_t &numReshards) {
+  return FunctionPropagation(func).run(skipped, numReshards);
+}

@@ -223,15 +223,29 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
     }
     ```
 
+    A function whose layouts are unions of several device groups is laid
+    out in two levels and partitioned: first across the groups (the union's
+    relation, `replicated`, `split(d)` in one ratio, or `partial`, read as
+    one outer axis), then one function `@<name>_part<g>` per group is added
+    after it, holding what group g holds (its share of a dimension split
+    across groups), laid out inside the group as above, with an
+    `hspmd.exchange` wherever the relation across groups changes (a
+    gradient every group holds a partial sum of becomes replicated).
+    Exchanges, and the parts' arguments and results
+    (`hspmd.whole_layout`), carry the whole layouts, every group's states
+    included. The original function gets `hspmd.parts` and is left as the
+    single-device reference; later passes work on the parts.
+
     Functions without any layout are left alone. Errors, at the layout's
-    location: a strategy set or a union of several groups (later passes
-    handle those), layouts on different groups in one function, two layouts
-    that share no mesh (with a note at the other). At an op: user layouts
+    location: a strategy set, layouts on different groups (or lists of
+    groups) in one function, splits across groups in different ratios, two
+    layouts that share no mesh (with a note at the other). At an op: user layouts
     that split one of its replicated factors on both its operand and its
     result side (with notes where each was written). See
     docs/rationale/partitioning.md for the priorities, the cost formula and
     the fixed point.
   }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions laid out">,
     Statistic<"numReshards", "reshards",

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/LayoutPropagation.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
@@ -224,7 +225,9 @@ struct ReshardInsertionPass
     : loom::impl::ReshardInsertionPassBase<ReshardInsertionPass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal())
+      // A function partitioned across groups stays the reference; its
+      // parts are laid out.
+      if (func.isExternal() || isPartitioned(func))
         continue;
       FunctionInsertion insertion(func);
       if (!insertion.isLaidOut())

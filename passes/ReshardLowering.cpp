@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/LayoutPropagation.h"
 #include "passes/Passes.h"
 #include "passes/ReshardPlanner.h"
 
@@ -178,13 +179,23 @@ LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
 
 struct ReshardLoweringPass
     : loom::impl::ReshardLoweringPassBase<ReshardLoweringPass> {
+  /// The reshards to lower: all but those of a function partitioned across
+  /// groups (it stays the reference; its parts are lowered).
+  void collectReshards(SmallVectorImpl<ReshardOp> &reshards) {
+    getOperation().walk([&](ReshardOp op) {
+      auto func = op->getParentOfType<func::FuncOp>();
+      if (!func || !isPartitioned(func))
+        reshards.push_back(op);
+    });
+  }
+
   void runOnOperation() override {
     // Fuse chains, latest first, until none is left.
     bool changed = true;
     while (changed) {
       changed = false;
       SmallVector<ReshardOp> reshards;
-      getOperation().walk([&](ReshardOp op) { reshards.push_back(op); });
+      collectReshards(reshards);
       for (ReshardOp reshard : llvm::reverse(reshards))
         if (fuseWithProducer(reshard)) {
           ++numFused;
@@ -193,7 +204,7 @@ struct ReshardLoweringPass
         }
     }
     SmallVector<ReshardOp> reshards;
-    getOperation().walk([&](ReshardOp op) { reshards.push_back(op); });
+    collectReshards(reshards);
     for (ReshardOp reshard : reshards) {
       if (sameLayout(reshard.getSource(), reshard.getTarget(),
                      reshard.getInput().getType().getShape())) {

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/LayoutPropagation.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -26,6 +27,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 
@@ -145,11 +147,12 @@ Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
 /// The global start of the block a device holds along `dim` of a tensor
 /// laid out by `layout`, whose local size along it is `block`: the
 /// device's coordinate on the states axis that splits `dim` (the layout's
-/// own axes read as a mesh) times `block`, as an `hspmd.axis_index` built
-/// at the builder's insertion point. Null when `dim` is not split.
+/// own axes read as a mesh) times `block`, plus `base` (where the group's
+/// part starts), as an `hspmd.axis_index` built at the builder's insertion
+/// point. Null when `dim` is not split.
 static Value createBlockStart(OpBuilder &builder, Location loc,
                               hspmd::UnionAttr layout, int64_t dim,
-                              int64_t block) {
+                              int64_t block, int64_t base = 0) {
   hspmd::DistStatesAttr states = layout.getStates()[0];
   SmallVector<int64_t> degrees;
   std::optional<int64_t> splitAxis;
@@ -163,7 +166,20 @@ static Value createBlockStart(OpBuilder &builder, Location loc,
   return hspmd::AxisIndexOp::create(
       builder, loc, RankedTensorType::get({}, builder.getI64Type()),
       builder.getDenseI64ArrayAttr({*splitAxis}),
-      builder.getDenseI64ArrayAttr(degrees), builder.getI64IntegerAttr(block));
+      builder.getDenseI64ArrayAttr(degrees), builder.getI64IntegerAttr(block),
+      builder.getI64IntegerAttr(base));
+}
+
+/// The offset of `iota` when it is a constant (partitioning across groups
+/// gives an iota along a split dimension its group's start).
+static std::optional<int64_t> getConstantOffset(nn::IotaOp iota) {
+  Value offset = iota.getOffset();
+  if (!offset)
+    return std::nullopt;
+  DenseIntElementsAttr value;
+  if (!matchPattern(offset, m_Constant(&value)) || value.getNumElements() != 1)
+    return std::nullopt;
+  return (*value.value_begin<APInt>()).getSExtValue();
 }
 
 LogicalResult
@@ -178,8 +194,11 @@ Specializer::checkLocalForm(Operation *op,
                   "tensor, which specialisation does not provide yet";
       };
   if (auto iota = dyn_cast<nn::IotaOp>(op))
-    if (iota.getOffset() && getSplitDegree(resultLayouts[0], iota.getDim()) > 1)
-      return needsPosition("counts from an offset along a split dimension");
+    if (iota.getOffset() &&
+        getSplitDegree(resultLayouts[0], iota.getDim()) > 1 &&
+        !getConstantOffset(iota))
+      return needsPosition("counts from a computed offset along a split "
+                           "dimension");
   if (auto dropout = dyn_cast<nn::DropoutOp>(op))
     for (int64_t d = 0, e = dropout.getType().getRank(); d < e; ++d)
       if (getSplitDegree(resultLayouts[0], d) > 1)
@@ -242,12 +261,14 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
     if (isa<RankedTensorType>(result.getType()))
       result.setType(getLocalType(result.getType(), (*resultLayouts)[next++]));
 
-  // An iota along a split dimension counts from the block's global start.
+  // An iota along a split dimension counts from the block's global start
+  // (after a constant offset: where the group's part starts).
   if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
     builder.setInsertionPoint(iota);
     if (Value start = createBlockStart(
             builder, iota.getLoc(), (*resultLayouts)[0], iota.getDim(),
-            iota.getType().getDimSize(iota.getDim())))
+            iota.getType().getDimSize(iota.getDim()),
+            getConstantOffset(cast<nn::IotaOp>(op)).value_or(0)))
       iota.getOffsetMutable().assign(start);
     builder.setInsertionPointAfter(iota);
   }
@@ -360,7 +381,21 @@ func::FuncOp Specializer::run() {
     results.push_back(
         getLocalType(type.getResult(i), global.getResultAttr(i, kLayout)));
 
+  // A part of a function partitioned across groups specialises the
+  // original: @f_part1 becomes @f_group1.
+  func::FuncOp reference = global;
   std::string name = (global.getSymName() + "_group0").str();
+  if (auto partOf = global->getAttrOfType<FlatSymbolRefAttr>(kPartOfAttrName)) {
+    reference = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(global,
+                                                                   partOf);
+    auto part = global->getAttrOfType<IntegerAttr>(kPartAttrName);
+    if (!reference || !part)
+      return global.emitError()
+                 << "is a part of @" << partOf.getValue()
+                 << ", which does not exist (or the part has no index)",
+             func::FuncOp();
+    name = (partOf.getValue() + "_group" + Twine(part.getInt())).str();
+  }
   if (SymbolTable::lookupNearestSymbolFrom(
           global, StringAttr::get(global.getContext(), name)))
     return global.emitError()
@@ -375,7 +410,12 @@ func::FuncOp Specializer::run() {
   // results back.
   auto renameLayout = [&](DictionaryAttr attrs) -> DictionaryAttr {
     NamedAttrList list(attrs);
-    if (Attribute layout = list.erase(kLayout))
+    Attribute layout = list.erase(kLayout);
+    // A part's tensors are the group's part of a whole laid out across
+    // groups: the whole layout is what cuts inputs and puts results back.
+    if (Attribute whole = list.erase(kWholeLayoutAttrName))
+      layout = whole;
+    if (layout)
       list.set(kGlobalLayout, layout);
     return list.getDictionary(global->getContext());
   };
@@ -388,7 +428,7 @@ func::FuncOp Specializer::run() {
   local.setAllArgAttrs(argAttrs);
   local.setAllResultAttrs(resultAttrs);
   local->setAttr("hspmd.group", group);
-  local->setAttr("hspmd.specializes", FlatSymbolRefAttr::get(global));
+  local->setAttr("hspmd.specializes", FlatSymbolRefAttr::get(reference));
   Block *body = local.addEntryBlock();
   IRMapping mapping;
   mapping.map(global.getArguments(), body->getArguments());
@@ -413,7 +453,8 @@ struct SpecializationPass
   void runOnOperation() override {
     SmallVector<func::FuncOp> functions;
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal() || func->hasAttr("hspmd.specializes"))
+      if (func.isExternal() || func->hasAttr("hspmd.specializes") ||
+          isPartitioned(func))
         continue;
       bool hasLayouts = false;
       for (unsigned i = 0; i < func.getNumArguments() && !hasLayouts; ++i)

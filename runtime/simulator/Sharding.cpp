@@ -9,6 +9,8 @@
 #include "llvm/Support/InterleavedRange.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace loom;
 using namespace loom::sim;
@@ -31,6 +33,62 @@ FailureOr<Tensor> loom::sim::extractShard(const Tensor &global,
   return block;
 }
 
+namespace {
+
+/// assembleGlobal for layouts that hold complete values: paints every
+/// shard into the result, checking overlaps against what is there.
+FailureOr<Tensor> paintGlobal(ArrayRef<int64_t> devices,
+                              ArrayRef<Tensor> shards,
+                              hspmd::UnionAttr layout,
+                              ArrayRef<int64_t> shape, llvm::raw_ostream &os) {
+  Tensor result(shards.front().getKind(), shape);
+  size_t elementSize = interp::getElementSize(result.getKind());
+  std::vector<bool> written(result.getNumElements(), false);
+  int64_t rank = shape.size();
+  for (auto [i, device] : llvm::enumerate(devices)) {
+    std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
+    if (!shard) {
+      os << "device " << device << " is not in the layout " << layout;
+      return failure();
+    }
+    const Tensor &piece = shards[i];
+    if (piece.getShape() != ArrayRef<int64_t>(shard->sizes)) {
+      os << "device " << device << " holds a " << piece.getTypeString()
+         << " but its shard of " << layout << " has shape "
+         << llvm::interleaved_array(shard->sizes);
+      return failure();
+    }
+    if (piece.getNumElements() == 0)
+      continue;
+    SmallVector<int64_t> index(rank, 0);
+    for (int64_t local = 0; local < piece.getNumElements(); ++local) {
+      int64_t flat = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        flat = flat * shape[d] + shard->offsets[d] + index[d];
+      const std::byte *from = piece.rawData() + local * elementSize;
+      std::byte *to = result.rawData() + flat * elementSize;
+      if (!written[flat]) {
+        std::memcpy(to, from, elementSize);
+        written[flat] = true;
+      } else if (std::memcmp(to, from, elementSize) != 0) {
+        os << "device " << device << " holds element "
+           << llvm::interleaved_array(index) << " of its block differently "
+           << "from another device holding the same element";
+        return failure();
+      }
+      for (int64_t d = rank - 1; d >= 0 && ++index[d] == shard->sizes[d]; --d)
+        index[d] = 0;
+    }
+  }
+  if (llvm::is_contained(written, false)) {
+    os << "the devices do not cover the whole tensor under " << layout;
+    return failure();
+  }
+  return result;
+}
+
+} // namespace
+
 FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
                                             ArrayRef<Tensor> shards,
                                             hspmd::UnionAttr layout,
@@ -41,6 +99,16 @@ FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
     os << "no shards to put together";
     return failure();
   }
+  // Layouts without pending reductions: every element comes from the first
+  // shard that holds it, and every other shard holding it must agree (over
+  // several groups, blocks of different groups need not line up).
+  bool complete = llvm::all_of(devices, [&](int64_t device) {
+    std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
+    return shard && shard->numPartials == 1;
+  });
+  if (complete && layout.getNumGroups() > 1)
+    return paintGlobal(devices, shards, layout, shape, os);
+
   // Contributions per block: (offsets, partial index) -> the first shard
   // seen; replicas must equal it.
   struct Block {
@@ -209,6 +277,99 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
         devices, shards, getLayout(local, i, true), type.getShape(), error);
     if (failed(value))
       return local.emitError() << "result #" << i << ": " << error;
+    out.push_back(std::move(*value));
+  }
+  return out;
+}
+
+FailureOr<std::vector<Tensor>>
+loom::sim::runSharded(Simulator &simulator, ArrayRef<func::FuncOp> locals,
+                      func::FuncOp global, ArrayRef<Tensor> globalArgs) {
+  if (locals.size() == 1)
+    return runSharded(simulator, locals.front(), global, globalArgs);
+  // Several groups' functions: rank r is device r and runs the function of
+  // the group that holds it.
+  int64_t numRanks = simulator.getNumRanks();
+  std::vector<std::string> names(numRanks);
+  std::vector<func::FuncOp> byRank(numRanks);
+  for (func::FuncOp local : locals) {
+    auto group = local->getAttrOfType<hspmd::DeviceGroupAttr>(
+        hspmd::HSPMDDialect::getGroupAttrName());
+    if (!group)
+      return local.emitError() << "@" << local.getSymName()
+                               << " has no hspmd.group; run it after "
+                                  "--hspmd-specialize";
+    if (local.getNumArguments() != globalArgs.size() ||
+        local.getNumResults() != global.getNumResults())
+      return local.emitError()
+             << "@" << local.getSymName() << " is not a specialisation of @"
+             << global.getSymName()
+             << ": the numbers of arguments or results differ";
+    for (int64_t device : group.getDevices()) {
+      if (device < 0 || device >= numRanks)
+        return local.emitError()
+               << "@" << local.getSymName() << " runs on device " << device
+               << " but the simulator has " << numRanks
+               << " ranks (rank d is device d)";
+      if (byRank[device])
+        return local.emitError() << "device " << device << " runs both @"
+                                 << byRank[device].getSymName() << " and @"
+                                 << local.getSymName();
+      byRank[device] = local;
+      names[device] = local.getSymName().str();
+    }
+  }
+  for (int64_t r = 0; r < numRanks; ++r)
+    if (!byRank[r])
+      return global.emitError()
+             << "no specialisation of @" << global.getSymName()
+             << " runs on device " << r << " of the " << numRanks
+             << " simulated ranks";
+  auto layoutOf = [&](func::FuncOp local, unsigned index,
+                      bool isResult) -> FailureOr<hspmd::UnionAttr> {
+    hspmd::UnionAttr layout =
+        getOwnLayout(local, index, isResult, "hspmd.global_layout");
+    if (!layout)
+      return local.emitError()
+             << (isResult ? "result" : "argument") << " #" << index << " of @"
+             << local.getSymName() << " has no hspmd.global_layout";
+    return layout;
+  };
+  std::vector<std::vector<Tensor>> rankArgs(numRanks);
+  for (auto [i, arg] : llvm::enumerate(globalArgs))
+    for (int64_t r = 0; r < numRanks; ++r) {
+      FailureOr<hspmd::UnionAttr> layout = layoutOf(byRank[r], i, false);
+      if (failed(layout))
+        return failure();
+      std::string error;
+      FailureOr<Tensor> shard = extractShard(arg, *layout, r, error);
+      if (failed(shard))
+        return byRank[r].emitError() << "argument #" << i << ": " << error;
+      rankArgs[r].push_back(std::move(*shard));
+    }
+  auto results = simulator.run(names, std::move(rankArgs));
+  if (failed(results))
+    return failure();
+  std::vector<Tensor> out;
+  FunctionType globalType = global.getFunctionType();
+  for (unsigned i = 0; i < globalType.getNumResults(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(globalType.getResult(i));
+    if (!type || !type.hasStaticShape())
+      return global.emitError()
+             << "result #" << i << " of @" << global.getSymName()
+             << " needs a static tensor type";
+    FailureOr<hspmd::UnionAttr> layout = layoutOf(byRank[0], i, true);
+    if (failed(layout))
+      return failure();
+    SmallVector<int64_t> devices = layout->getAllDevices();
+    std::vector<Tensor> shards;
+    for (int64_t device : devices)
+      shards.push_back((*results)[device][i]);
+    std::string error;
+    FailureOr<Tensor> value =
+        assembleGlobal(devices, shards, *layout, type.getShape(), error);
+    if (failed(value))
+      return global.emitError() << "result #" << i << ": " << error;
     out.push_back(std::move(*value));
   }
   return out;

@@ -55,6 +55,17 @@ runSharded(Simulator &simulator, mlir::func::FuncOp local,
            mlir::func::FuncOp global,
            llvm::ArrayRef<interp::Tensor> globalArgs);
 
+/// Runs the specialisations `locals` of `global` for several device groups
+/// together (MPMD): rank r is device r and runs the function whose
+/// `hspmd.group` holds it; every device 0 .. N-1 must run one. Arguments are
+/// cut and results put back under the whole layouts the functions record
+/// (`hspmd.global_layout`, every group's states). With one function, the
+/// same as the overload above.
+mlir::FailureOr<std::vector<interp::Tensor>>
+runSharded(Simulator &simulator, llvm::ArrayRef<mlir::func::FuncOp> locals,
+           mlir::func::FuncOp global,
+           llvm::ArrayRef<interp::Tensor> globalArgs);
+
 } // namespace loom::sim
 
 #endif // LOOM_RUNTIME_SIMULATOR_SHARDING_H

@@ -3,16 +3,20 @@
 #include "runtime/simulator/Simulator.h"
 #include "runtime/simulator/Buffers.h"
 
+#include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/hspmd/IR/HSPMDTransfers.h"
 #include "runtime/interpreter/Convert.h"
 #include "runtime/interpreter/KernelRegistry.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/InterleavedRange.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <condition_variable>
@@ -111,6 +115,8 @@ struct Simulator::Impl {
                            hspmd::LocalSliceOp::getOperationName(),
                            hspmd::MakePartialOp::getOperationName()})
       registry.add(name, [this](KernelCall &call) { return collective(call); });
+    registry.add(hspmd::ExchangeOp::getOperationName(),
+                 [this](KernelCall &call) { return exchange(call); });
     registry.add(hspmd::AxisIndexOp::getOperationName(),
                  [this](KernelCall &call) { return axisIndex(call); });
     for (int64_t r = 0; r < numRanks; ++r) {
@@ -121,6 +127,25 @@ struct Simulator::Impl {
   }
 
   LogicalResult collective(KernelCall &call);
+  /// hspmd.exchange: a layout change across device groups, by its plan.
+  LogicalResult exchange(KernelCall &call);
+  /// Meets the other `members` (simulator ranks) of the collective `call`
+  /// runs, `input` being the rank's operand and `position` its place among
+  /// them; the last to arrive carries the collective out (`complete`).
+  LogicalResult join(KernelCall &call, int64_t rank,
+                     std::vector<int64_t> members, int64_t position,
+                     const Tensor &input, const std::string &kind);
+  /// The ranks the function running `op` spreads its collectives over: the
+  /// devices of its `hspmd.group` when several groups' functions run
+  /// together (every id a rank: rank r is device r), else ranks 0 .. N-1
+  /// (one group's function on every rank, rank r its r-th device).
+  SmallVector<int64_t> getGroupRanks(Operation *op) const;
+  /// The position of `rank` among getGroupRanks of the call's op, which
+  /// must number `meshSize`; failure after a diagnostic.
+  FailureOr<int64_t> getGroupIndex(KernelCall &call, int64_t rank,
+                                   int64_t meshSize) const;
+  /// Under the lock: carries out a complete exchange.
+  void completeExchange(Pending &pending);
   /// hspmd.axis_index: the rank's coordinate over mesh axes, times a stride.
   LogicalResult axisIndex(KernelCall &call);
   /// Under the lock: computes the outputs of a complete collective.
@@ -159,14 +184,14 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
               "runs local-view programs, after specialisation";
   ArrayRef<int64_t> mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
   ArrayRef<int64_t> axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-  if (product(mesh) != numRanks)
-    return call.emitError()
-           << "runs over a mesh of " << product(mesh)
-           << " devices but the simulator has " << numRanks << " ranks";
+  FailureOr<int64_t> index = getGroupIndex(call, rank, product(mesh));
+  if (failed(index))
+    return failure();
+  SmallVector<int64_t> ranks = getGroupRanks(op);
 
   // The rank's sub-group: the ranks that differ from it only in the digits
   // of `axes`, in the order of those digits.
-  SmallVector<int64_t> digits = toDigits(rank, mesh);
+  SmallVector<int64_t> digits = toDigits(*index, mesh);
   SmallVector<int64_t> axisSizes;
   for (int64_t axis : axes)
     axisSizes.push_back(mesh[axis]);
@@ -177,7 +202,7 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
     for (auto [axis, digit] :
          llvm::zip_equal(axes, toDigits(position, axisSizes)))
       memberDigits[axis] = digit;
-    members.push_back(fromDigits(memberDigits, mesh));
+    members.push_back(ranks[fromDigits(memberDigits, mesh)]);
   }
   int64_t position = llvm::find(members, rank) - members.begin();
   std::string kind = op->getName().stripDialect().str();
@@ -209,6 +234,15 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
     return success();
   }
 
+  return join(call, rank, std::move(members), position, input, kind);
+}
+
+LogicalResult Simulator::Impl::join(KernelCall &call, int64_t rank,
+                                    std::vector<int64_t> members,
+                                    int64_t position, const Tensor &input,
+                                    const std::string &kind) {
+  Operation *op = call.getOp();
+  int64_t k = members.size();
   std::unique_lock<std::mutex> lock(mutex);
   if (aborted)
     return failure();
@@ -259,20 +293,22 @@ LogicalResult Simulator::Impl::axisIndex(KernelCall &call) {
   auto op = cast<hspmd::AxisIndexOp>(call.getOp());
   int64_t rank = rankOf.lookup(&call.getInterpreter());
   ArrayRef<int64_t> mesh = op.getMesh();
-  if (product(mesh) != numRanks)
-    return call.emitError() << "reads a mesh of " << product(mesh)
-                            << " devices but the simulator has " << numRanks
-                            << " ranks";
-  SmallVector<int64_t> digits = toDigits(rank, mesh);
+  FailureOr<int64_t> index = getGroupIndex(call, rank, product(mesh));
+  if (failed(index))
+    return failure();
+  SmallVector<int64_t> digits = toDigits(*index, mesh);
   int64_t position = 0;
   for (int64_t axis : op.getAxes())
     position = position * mesh[axis] + digits[axis];
   call.addResult(Tensor::fromValues<int64_t>(
-      {}, {position * static_cast<int64_t>(op.getStride())}));
+      {}, {position * static_cast<int64_t>(op.getStride()) +
+               static_cast<int64_t>(op.getBase())}));
   return success();
 }
 
 void Simulator::Impl::complete(Pending &entry) {
+  if (isa<hspmd::ExchangeOp>(entry.ops.front()))
+    return completeExchange(entry);
   int64_t k = entry.members.size();
   // Every member must run the same collective on the same kind of buffer.
   Operation *first = entry.ops.front();
@@ -361,6 +397,259 @@ void Simulator::Impl::complete(Pending &entry) {
     }
     for (CommStats::Entry &traffic : entry.traffic)
       traffic.calls = 1;
+  }
+}
+
+SmallVector<int64_t> Simulator::Impl::getGroupRanks(Operation *op) const {
+  SmallVector<int64_t> ranks;
+  if (auto func = op->getParentOfType<func::FuncOp>())
+    if (auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
+            hspmd::HSPMDDialect::getGroupAttrName()))
+      if (llvm::all_of(group.getDevices(), [&](int64_t device) {
+            return device >= 0 && device < numRanks;
+          }))
+        ranks.assign(group.getDevices().begin(), group.getDevices().end());
+  if (ranks.empty())
+    for (int64_t r = 0; r < numRanks; ++r)
+      ranks.push_back(r);
+  return ranks;
+}
+
+FailureOr<int64_t> Simulator::Impl::getGroupIndex(KernelCall &call,
+                                                  int64_t rank,
+                                                  int64_t meshSize) const {
+  SmallVector<int64_t> ranks = getGroupRanks(call.getOp());
+  if (meshSize != static_cast<int64_t>(ranks.size()))
+    return call.emitError() << "runs over a mesh of " << meshSize
+                            << " devices but its group has " << ranks.size()
+                            << " ranks in the simulator";
+  auto it = llvm::find(ranks, rank);
+  if (it == ranks.end())
+    return call.emitError() << "runs on rank " << rank
+                            << ", which is not in its function's group";
+  return it - ranks.begin();
+}
+
+LogicalResult Simulator::Impl::exchange(KernelCall &call) {
+  auto op = cast<hspmd::ExchangeOp>(call.getOp());
+  int64_t rank = rankOf.lookup(&call.getInterpreter());
+  // Every device of either layout takes part; device d is rank d.
+  std::vector<int64_t> members;
+  for (hspmd::UnionAttr layout : {op.getSource(), op.getTarget()})
+    for (int64_t device : layout.getAllDevices())
+      members.push_back(device);
+  llvm::sort(members);
+  members.erase(llvm::unique(members), members.end());
+  if (members.back() >= numRanks || members.front() < 0)
+    return call.emitError() << "exchanges among devices up to "
+                            << members.back() << " but the simulator has "
+                            << numRanks << " ranks (rank d is device d)";
+  auto it = llvm::find(members, rank);
+  if (it == members.end())
+    return call.emitError() << "runs on rank " << rank
+                            << ", which holds nothing of either layout";
+  int64_t position = it - members.begin();
+  return join(call, rank, std::move(members), position, call.operand(0),
+              "exchange");
+}
+
+namespace {
+
+/// The intersection of two boxes, or nothing.
+std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
+intersect(ArrayRef<int64_t> offsetsA, ArrayRef<int64_t> sizesA,
+          ArrayRef<int64_t> offsetsB, ArrayRef<int64_t> sizesB) {
+  SmallVector<int64_t> offsets, sizes;
+  for (size_t d = 0; d < offsetsA.size(); ++d) {
+    int64_t begin = std::max(offsetsA[d], offsetsB[d]);
+    int64_t end =
+        std::min(offsetsA[d] + sizesA[d], offsetsB[d] + sizesB[d]);
+    if (end <= begin)
+      return std::nullopt;
+    offsets.push_back(begin);
+    sizes.push_back(end - begin);
+  }
+  return std::make_pair(offsets, sizes);
+}
+
+/// Copies the part of `from` (a block at `fromOffsets` of the global
+/// tensor) that overlaps `to` (a block at `toOffsets`) into `to`, and adds
+/// one to `covered` for every element of `to` it writes.
+void copyOverlap(const Tensor &from, ArrayRef<int64_t> fromOffsets,
+                 Tensor &to, ArrayRef<int64_t> toOffsets,
+                 std::vector<int> &covered) {
+  auto box = intersect(fromOffsets, from.getShape(), toOffsets, to.getShape());
+  if (!box)
+    return;
+  SmallVector<int64_t> inFrom, inTo;
+  for (size_t d = 0; d < fromOffsets.size(); ++d) {
+    inFrom.push_back(box->first[d] - fromOffsets[d]);
+    inTo.push_back(box->first[d] - toOffsets[d]);
+  }
+  insertBlock(to, extractBlock(from, inFrom, box->second), inTo);
+  // Mark the elements written, row-major.
+  ArrayRef<int64_t> shape = to.getShape();
+  SmallVector<int64_t> index(inTo);
+  int64_t rank = shape.size();
+  if (rank == 0) {
+    ++covered[0];
+    return;
+  }
+  while (true) {
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      flat = flat * shape[d] + index[d];
+    ++covered[flat];
+    int64_t d = rank - 1;
+    while (d >= 0 && ++index[d] == inTo[d] + box->second[d]) {
+      index[d] = inTo[d];
+      --d;
+    }
+    if (d < 0)
+      break;
+  }
+}
+
+} // namespace
+
+void Simulator::Impl::completeExchange(Pending &entry) {
+  int64_t k = entry.members.size();
+  auto first = cast<hspmd::ExchangeOp>(entry.ops.front());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (int64_t p = 1; p < k; ++p) {
+    Operation *other = entry.ops[p];
+    if (other->getName() != first->getName() ||
+        other->getAttrDictionary() != first->getAttrDictionary() ||
+        entry.inputs[p]->getKind() != entry.inputs[0]->getKind()) {
+      os << "ranks " << entry.members[0] << " and " << entry.members[p]
+         << " disagree on an exchange: rank " << entry.members[0] << " runs "
+         << first->getAttrDictionary() << " at " << first->getLoc()
+         << ", rank " << entry.members[p] << " runs '" << other->getName()
+         << "' " << other->getAttrDictionary() << " at " << other->getLoc();
+      entry.error = text;
+      return;
+    }
+  }
+  hspmd::UnionAttr source = first.getSource(), target = first.getTarget();
+  ArrayRef<int64_t> shape = first.getShape();
+  interp::ElementKind kind = entry.inputs[0]->getKind();
+  int64_t elementBytes = interp::getElementSize(kind);
+  std::string why;
+  FailureOr<hspmd::ExchangePlan> plan =
+      hspmd::planExchange(source, target, shape, elementBytes, why);
+  if (failed(plan)) {
+    entry.error = "cannot plan the exchange: " + why;
+    return;
+  }
+  auto positionOf = [&](int64_t device) {
+    return llvm::find(entry.members, device) - entry.members.begin();
+  };
+  // Every member's block under the source, checked against its operand.
+  std::vector<std::optional<hspmd::Shard>> held(k);
+  for (int64_t p = 0; p < k; ++p) {
+    held[p] = hspmd::getShard(source, shape, entry.members[p]);
+    if (held[p] &&
+        entry.inputs[p]->getShape() != ArrayRef<int64_t>(held[p]->sizes)) {
+      os << "rank " << entry.members[p] << " holds a "
+         << entry.inputs[p]->getTypeString()
+         << " but its block of the exchange's source " << source
+         << " has shape " << llvm::interleaved_array(held[p]->sizes);
+      entry.error = text;
+      return;
+    }
+  }
+  bool partial = source.getRelation() == hspmd::UnionRelation::Partial;
+  // The reductions, in plan order: every member's contribution to the box,
+  // summed in the order of the plan's devices.
+  std::vector<Tensor> reduced;
+  for (const hspmd::Reduction &reduction : plan->reductions) {
+    std::vector<Tensor> parts;
+    for (int64_t device : reduction.devices) {
+      int64_t p = positionOf(device);
+      SmallVector<int64_t> inBlock;
+      for (size_t d = 0; d < shape.size(); ++d)
+        inBlock.push_back(reduction.offsets[d] - held[p]->offsets[d]);
+      parts.push_back(
+          extractBlock(*entry.inputs[p], inBlock, reduction.sizes));
+    }
+    SmallVector<const Tensor *> pointers;
+    for (const Tensor &part : parts)
+      pointers.push_back(&part);
+    FailureOr<Tensor> sum =
+        reduce(pointers, hspmd::ReductionKind::Sum, entry.error);
+    if (failed(sum))
+      return;
+    reduced.push_back(std::move(*sum));
+  }
+  // What device `device` can send of the box at `offsets`/`sizes`: its own
+  // block, or (from partial sums) what it has reduced.
+  auto sendable = [&](int64_t device, ArrayRef<int64_t> offsets,
+                      ArrayRef<int64_t> sizes) -> std::optional<Tensor> {
+    Tensor box(kind, sizes);
+    std::vector<int> covered(std::max<int64_t>(box.getNumElements(), 1), 0);
+    int64_t p = positionOf(device);
+    if (!partial) {
+      if (p == k || !held[p])
+        return std::nullopt;
+      copyOverlap(*entry.inputs[p], held[p]->offsets, box, offsets, covered);
+    } else {
+      for (auto [i, reduction] : llvm::enumerate(plan->reductions))
+        if (llvm::is_contained(reduction.devices, device))
+          copyOverlap(reduced[i], reduction.offsets, box, offsets, covered);
+    }
+    if (llvm::any_of(covered, [](int count) { return count != 1; }))
+      return std::nullopt;
+    return box;
+  };
+
+  entry.outputs.resize(k);
+  entry.traffic.assign(k, {});
+  for (int64_t p = 0; p < k; ++p) {
+    int64_t device = entry.members[p];
+    entry.traffic[p] = {1, plan->sent[device], plan->received[device]};
+    std::optional<hspmd::Shard> wanted =
+        hspmd::getShard(target, shape, device);
+    if (!wanted) {
+      os << "device " << device
+         << " holds nothing of the exchange's target " << target
+         << "; an exchange's devices all hold a block of the target so far";
+      entry.error = text;
+      return;
+    }
+    Tensor out(kind, wanted->sizes);
+    std::vector<int> covered(std::max<int64_t>(out.getNumElements(), 1), 0);
+    if (!partial && held[p])
+      copyOverlap(*entry.inputs[p], held[p]->offsets, out, wanted->offsets,
+                  covered);
+    if (partial)
+      for (auto [i, reduction] : llvm::enumerate(plan->reductions))
+        if (llvm::is_contained(reduction.devices, device))
+          copyOverlap(reduced[i], reduction.offsets, out, wanted->offsets,
+                      covered);
+    for (const hspmd::Transfer &transfer : plan->transfers) {
+      if (transfer.destination != device)
+        continue;
+      std::optional<Tensor> data =
+          sendable(transfer.source, transfer.offsets, transfer.sizes);
+      if (!data) {
+        os << "the exchange plan has device " << transfer.source
+           << " send a box at " << llvm::interleaved_array(transfer.offsets)
+           << " it does not hold (a bug in the planner)";
+        entry.error = text;
+        return;
+      }
+      copyOverlap(*data, transfer.offsets, out, wanted->offsets, covered);
+    }
+    if (out.getNumElements() > 0 &&
+        llvm::any_of(covered, [](int count) { return count != 1; })) {
+      os << "the exchange plan does not give device " << device
+         << " every element of its block exactly once (a bug in the "
+            "planner)";
+      entry.error = text;
+      return;
+    }
+    entry.outputs[p] = std::move(out);
   }
 }
 

@@ -108,6 +108,181 @@ protected:
     return *plan;
   }
 
+  /// Plans the exchange `from` -> `to` for `shape` and checks it by
+  /// executing it on values: group g of a partial `from` holds the
+  /// contribution (g + 1) * 1000000 + e of element e (a complete `from`
+  /// holds e). Every reduction must sum one contribution per group from
+  /// devices that hold it; every element must be reduced once; every
+  /// target device must end with exactly its block of reduced values, built
+  /// from its reductions and what it received (or what it held, for a
+  /// complete `from`); the byte counts must be those of the reductions'
+  /// rings and the transfers.
+  ExchangePlan checkedExchange(StringRef fromText, StringRef toText,
+                               ArrayRef<int64_t> shape, int64_t elementBytes) {
+    UnionAttr from = layout(fromText), to = layout(toText);
+    std::string why;
+    FailureOr<ExchangePlan> plan =
+        planExchange(from, to, shape, elementBytes, why);
+    EXPECT_TRUE(succeeded(plan)) << why;
+    if (failed(plan))
+      return {};
+    bool partial =
+        from.getRelation() == UnionRelation::Partial && from.getNumGroups() > 1;
+    int64_t rank = shape.size(), numGroups = from.getNumGroups();
+    auto forEach = [&](ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                       llvm::function_ref<void(ArrayRef<int64_t>)> fn) {
+      SmallVector<int64_t> index(offsets);
+      int64_t count = 1;
+      for (int64_t size : sizes)
+        count *= size;
+      for (int64_t n = 0; n < count; ++n) {
+        fn(index);
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          if (++index[d] < offsets[d] + sizes[d])
+            break;
+          index[d] = offsets[d];
+        }
+      }
+    };
+    auto linear = [&](ArrayRef<int64_t> index) {
+      int64_t value = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        value = value * shape[d] + index[d];
+      return value;
+    };
+    auto holds = [&](int64_t device, ArrayRef<int64_t> index) {
+      std::optional<Shard> shard = getShard(from, shape, device);
+      if (!shard)
+        return false;
+      for (int64_t d = 0; d < rank; ++d)
+        if (index[d] < shard->offsets[d] ||
+            index[d] >= shard->offsets[d] + shard->sizes[d])
+          return false;
+      return true;
+    };
+    auto expected = [&](int64_t e) {
+      if (!partial)
+        return e;
+      int64_t sum = 0;
+      for (int64_t g = 0; g < numGroups; ++g)
+        sum += (g + 1) * 1000000 + e;
+      return sum;
+    };
+
+    std::map<int64_t, int64_t> sent, received;
+    // device -> element -> value after the reductions.
+    std::map<int64_t, std::map<int64_t, int64_t>> reduced;
+    std::map<int64_t, int> timesReduced;
+    for (const Reduction &r : plan->reductions) {
+      EXPECT_TRUE(partial) << "a reduction of complete values";
+      EXPECT_EQ(static_cast<int64_t>(r.devices.size()), numGroups);
+      if (static_cast<int64_t>(r.devices.size()) != numGroups)
+        return *plan;
+      for (auto [g, device] : llvm::enumerate(r.devices))
+        EXPECT_EQ(from.getMemberOf(device), static_cast<int64_t>(g))
+            << "representatives are in group order";
+      forEach(r.offsets, r.sizes, [&](ArrayRef<int64_t> index) {
+        int64_t e = linear(index), sum = 0;
+        for (auto [g, device] : llvm::enumerate(r.devices)) {
+          EXPECT_TRUE(holds(device, index))
+              << "device " << device << " reduces element " << e
+              << " it does not hold";
+          sum += (static_cast<int64_t>(g) + 1) * 1000000 + e;
+        }
+        ++timesReduced[e];
+        for (int64_t device : r.devices)
+          reduced[device][e] = sum;
+      });
+      int64_t elements = 1;
+      for (int64_t size : r.sizes)
+        elements *= size;
+      for (auto [position, device] : llvm::enumerate(r.devices)) {
+        int64_t bytes =
+            getRingAllReduceBytes(elements, numGroups, position, elementBytes);
+        sent[device] += bytes;
+        received[device] += bytes;
+      }
+    }
+    int64_t numElements = 1;
+    for (int64_t size : shape)
+      numElements *= size;
+    if (partial)
+      for (int64_t e = 0; e < numElements; ++e)
+        EXPECT_EQ(timesReduced[e], 1) << "element " << e;
+
+    for (int64_t device : to.getAllDevices()) {
+      Shard want = *getShard(to, shape, device);
+      std::map<int64_t, int64_t> have; // element -> value
+      std::map<int64_t, int> times;
+      std::set<int64_t> wanted;
+      forEach(want.offsets, want.sizes,
+              [&](ArrayRef<int64_t> index) { wanted.insert(linear(index)); });
+      // What the device has before the transfers.
+      for (int64_t e : wanted) {
+        if (partial && reduced[device].count(e)) {
+          have[e] = reduced[device][e];
+          ++times[e];
+        }
+      }
+      if (!partial)
+        forEach(want.offsets, want.sizes, [&](ArrayRef<int64_t> index) {
+          if (holds(device, index)) {
+            have[linear(index)] = linear(index);
+            ++times[linear(index)];
+          }
+        });
+      for (const Transfer &t : plan->transfers) {
+        if (t.destination != device)
+          continue;
+        forEach(t.offsets, t.sizes, [&](ArrayRef<int64_t> index) {
+          int64_t e = linear(index);
+          EXPECT_TRUE(wanted.count(e)) << "device " << device
+                                       << " receives an element it does "
+                                          "not need";
+          EXPECT_EQ(times[e], 0)
+              << "device " << device << " receives an element it has";
+          if (partial) {
+            EXPECT_TRUE(reduced[t.source].count(e))
+                << "device " << t.source << " sends element " << e
+                << " it has not reduced";
+            have[e] = reduced[t.source][e];
+          } else {
+            EXPECT_TRUE(holds(t.source, index));
+            have[e] = e;
+          }
+          ++times[e];
+        });
+        int64_t elements = 1;
+        for (int64_t size : t.sizes)
+          elements *= size;
+        EXPECT_EQ(t.bytes, elements * elementBytes);
+        sent[t.source] += t.bytes;
+        received[t.destination] += t.bytes;
+      }
+      for (int64_t e : wanted) {
+        EXPECT_EQ(times[e], 1) << "device " << device << " element " << e;
+        EXPECT_EQ(have[e], expected(e))
+            << "device " << device << " element " << e;
+      }
+    }
+    int64_t total = 0;
+    for (auto &[device, bytes] : sent) {
+      EXPECT_EQ(plan->sent.count(device) ? plan->sent[device] : 0, bytes)
+          << "device " << device;
+      total += bytes;
+    }
+    for (auto &[device, bytes] : plan->sent)
+      EXPECT_EQ(sent[device], bytes) << "device " << device;
+    for (auto &[device, bytes] : received)
+      EXPECT_EQ(plan->received.count(device) ? plan->received[device] : 0,
+                bytes)
+          << "device " << device;
+    for (auto &[device, bytes] : plan->received)
+      EXPECT_EQ(received[device], bytes) << "device " << device;
+    EXPECT_EQ(plan->totalBytes, total);
+    return *plan;
+  }
+
   MLIRContext context;
 };
 
@@ -167,6 +342,217 @@ TEST_F(HSPMDTransfersTest, PartialSumsAndBadShapesAreRefused) {
                                    layout("#hspmd.union<{[2, 3]: [S0:2]}>"),
                                    {64}, 4, why, /*maxCells=*/1)));
   EXPECT_NE(why.find("more than 1 cells"), std::string::npos) << why;
+}
+
+TEST_F(HSPMDTransfersTest, RingAllReduceBytes) {
+  // 10 elements over 3: chunks 4, 3, 3; member j sends the others' chunks
+  // once and its own twice.
+  EXPECT_EQ(getRingAllReduceBytes(10, 3, 0, 1), 6 + 2 * 4);
+  EXPECT_EQ(getRingAllReduceBytes(10, 3, 1, 1), 7 + 2 * 3);
+  EXPECT_EQ(getRingAllReduceBytes(10, 3, 2, 4), (7 + 2 * 3) * 4);
+  // Two members: each sends the whole box once.
+  EXPECT_EQ(getRingAllReduceBytes(1024, 2, 0, 8), 1024 * 8);
+  EXPECT_EQ(getRingAllReduceBytes(1024, 2, 1, 8), 1024 * 8);
+  EXPECT_EQ(getRingAllReduceBytes(1024, 1, 0, 8), 0);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeReducesPartialTensorParallelGroups) {
+  // TP4 on {0..3} and TP2 on {4, 5} each hold a partial sum of a [32, 128]
+  // f64 gradient; replicated afterwards with the same inner layouts. Every
+  // [32, 32] column block is all-reduced between the device of TP4 and the
+  // device of TP2 that hold it, and then everyone already has its block.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>",
+      "#hspmd.union<replicated: {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>",
+      {32, 128}, 8);
+  const int64_t cellBytes = 32 * 32 * 8;
+  ASSERT_EQ(plan.reductions.size(), 4u);
+  for (int64_t j = 0; j < 4; ++j) {
+    const Reduction &r = plan.reductions[j];
+    EXPECT_EQ(r.offsets, (SmallVector<int64_t>{0, 32 * j}));
+    EXPECT_EQ(r.sizes, (SmallVector<int64_t>{32, 32}));
+    EXPECT_EQ(r.devices, (SmallVector<int64_t>{j, 4 + j / 2}));
+    // Two members: each sends half, then its reduced half.
+    EXPECT_EQ(getRingAllReduceBytes(32 * 32, 2, 0, 8), cellBytes);
+    EXPECT_EQ(getRingAllReduceBytes(32 * 32, 2, 1, 8), cellBytes);
+  }
+  EXPECT_TRUE(plan.transfers.empty());
+  for (int64_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(plan.sent[j], cellBytes);
+    EXPECT_EQ(plan.received[j], cellBytes);
+  }
+  EXPECT_EQ(plan.sent[4], 2 * cellBytes);
+  EXPECT_EQ(plan.sent[5], 2 * cellBytes);
+  // The least any all-reduce of two contributions per cell can send: 2 *
+  // cellBytes per cell.
+  EXPECT_EQ(plan.totalBytes, 4 * 2 * cellBytes);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeSendsTheSumToReplicasThatDidNotReduce) {
+  // A group of two replicas and a single device: 0 and 2 reduce the whole
+  // [8, 4] f32 tensor (128 bytes each way), then 0 sends the sum to 1.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>",
+      "#hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>", {8, 4}, 4);
+  ASSERT_EQ(plan.reductions.size(), 1u);
+  EXPECT_EQ(plan.reductions[0].devices, (SmallVector<int64_t>{0, 2}));
+  EXPECT_EQ(plan.reductions[0].sizes, (SmallVector<int64_t>{8, 4}));
+  ASSERT_EQ(plan.transfers.size(), 1u);
+  EXPECT_EQ(plan.transfers[0].source, 0);
+  EXPECT_EQ(plan.transfers[0].destination, 1);
+  EXPECT_EQ(plan.transfers[0].bytes, 128);
+  EXPECT_EQ(plan.sent[0], 128 + 128);
+  EXPECT_EQ(plan.sent[2], 128);
+  EXPECT_EQ(plan.received[1], 128);
+  EXPECT_EQ(plan.totalBytes, 3 * 128);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeBalancesRepresentativesAmongReplicas) {
+  // The same partial source, split by rows over {0, 1, 2, 3}: the replicas
+  // 0 and 1 take turns reducing the four row blocks (32 bytes each way per
+  // block); 3, outside the source, receives its block from the least
+  // loaded representative of it.
+  ExchangePlan plan =
+      checkedExchange("#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>",
+                      "#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>", {8, 4}, 4);
+  ASSERT_EQ(plan.reductions.size(), 4u);
+  for (int64_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(plan.reductions[j].offsets, (SmallVector<int64_t>{2 * j, 0}));
+    EXPECT_EQ(plan.reductions[j].devices, (SmallVector<int64_t>{j % 2, 2}));
+  }
+  ASSERT_EQ(plan.transfers.size(), 1u);
+  EXPECT_EQ(plan.transfers[0].source, 1);
+  EXPECT_EQ(plan.transfers[0].destination, 3);
+  EXPECT_EQ(plan.transfers[0].offsets, (SmallVector<int64_t>{6, 0}));
+  EXPECT_EQ(plan.sent[0], 2 * 32);
+  EXPECT_EQ(plan.sent[1], 2 * 32 + 32);
+  EXPECT_EQ(plan.sent[2], 4 * 32);
+  EXPECT_EQ(plan.totalBytes, 9 * 32);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeMergesCellsWithTheSameRepresentatives) {
+  // Two TP2 groups -> TP4 over all four devices: the column quarters of a
+  // half have the same representatives and merge into one [4, 64]
+  // reduction; 1 and 2 receive their quarter from their own group's
+  // representative.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1]: [S1:2]}, {[2, 3]: [S1:2]}>",
+      "#hspmd.union<{[0, 1, 2, 3]: [S1:4]}>", {4, 128}, 4);
+  ASSERT_EQ(plan.reductions.size(), 2u);
+  EXPECT_EQ(plan.reductions[0].offsets, (SmallVector<int64_t>{0, 0}));
+  EXPECT_EQ(plan.reductions[0].sizes, (SmallVector<int64_t>{4, 64}));
+  EXPECT_EQ(plan.reductions[0].devices, (SmallVector<int64_t>{0, 2}));
+  EXPECT_EQ(plan.reductions[1].offsets, (SmallVector<int64_t>{0, 64}));
+  EXPECT_EQ(plan.reductions[1].devices, (SmallVector<int64_t>{1, 3}));
+  ASSERT_EQ(plan.transfers.size(), 2u);
+  EXPECT_EQ(plan.transfers[0].source, 0);
+  EXPECT_EQ(plan.transfers[0].destination, 1);
+  EXPECT_EQ(plan.transfers[1].source, 3);
+  EXPECT_EQ(plan.transfers[1].destination, 2);
+  EXPECT_EQ(plan.totalBytes, 4 * 4 * 64 * 4 + 2 * 4 * 32 * 4);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeOverThreeGroupsToOtherDevices) {
+  // Three contributions (rings of three, chunks of unequal size) and target
+  // devices outside the source.
+  checkedExchange("#hspmd.union<partial(sum): {[0, 1]: [S0:2]}, {[2]: []}, "
+                  "{[3, 4, 5]: [D:3]}>",
+                  "#hspmd.union<split(1) sizes [3, 4]: {[6, 1]: [S0:2]}, "
+                  "{[2, 7]: [D:2]}>",
+                  {6, 7}, 2);
+  checkedExchange("#hspmd.union<partial(sum) shares [3, 1, 2]: "
+                  "{[0, 1, 2]: [S1:3]}, {[3]: []}, {[4, 5]: [S0:2]}>",
+                  "#hspmd.union<{[5, 4, 3, 2, 1, 0]: [S0:2, S1:3]}>", {4, 9},
+                  4);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeOfCompleteValuesIsASendRecvPlan) {
+  StringRef from = "#hspmd.union<split(0) shares [3, 1]: "
+                   "{[0, 1, 2]: [S0:3]}, {[3]: [D:1]}>";
+  StringRef to = "#hspmd.union<{[3, 2, 1, 0]: [S0:4]}>";
+  ExchangePlan plan = checkedExchange(from, to, {12, 5}, 4);
+  std::string why;
+  FailureOr<TransferPlan> transfers =
+      planTransfers(layout(from), layout(to), {12, 5}, 4, why);
+  ASSERT_TRUE(succeeded(transfers)) << why;
+  EXPECT_TRUE(plan.reductions.empty());
+  ASSERT_EQ(plan.transfers.size(), transfers->transfers.size());
+  for (auto [a, b] : llvm::zip_equal(plan.transfers, transfers->transfers)) {
+    EXPECT_EQ(a.source, b.source);
+    EXPECT_EQ(a.destination, b.destination);
+    EXPECT_EQ(a.offsets, b.offsets);
+    EXPECT_EQ(a.sizes, b.sizes);
+    EXPECT_EQ(a.bytes, b.bytes);
+  }
+  EXPECT_EQ(plan.sent, transfers->sent);
+  EXPECT_EQ(plan.received, transfers->received);
+  EXPECT_EQ(plan.totalBytes, transfers->totalBytes);
+  EXPECT_GT(plan.totalBytes, 0);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeRefusesWhatItCannotReduce) {
+  StringRef partial = "#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>";
+  std::string why;
+  EXPECT_TRUE(failed(planExchange(layout(partial),
+                                  layout("#hspmd.union<{[0, 1]: [P(sum):2]}>"),
+                                  {4}, 4, why)));
+  EXPECT_NE(why.find("the target layout holds partial sums on device 0"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(failed(planExchange(
+      layout("#hspmd.union<partial(sum): {[0, 1]: [P(sum):2]}, {[2]: []}>"),
+      layout("#hspmd.union<{[0, 1, 2]: [D:3]}>"), {4}, 4, why)));
+  EXPECT_NE(why.find("group 0 of the partial(sum) source layout holds partial "
+                     "sums inside the group"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(failed(planExchange(
+      layout("#hspmd.union<partial(max): {[0, 1]: [D:2]}, {[2]: []}>"),
+      layout("#hspmd.union<{[0, 1, 2]: [D:3]}>"), {4}, 4, why)));
+  EXPECT_NE(why.find("partial(max)"), std::string::npos) << why;
+  EXPECT_TRUE(failed(planExchange(
+      layout("#hspmd.union<partial(sum): {[0, 1]: [S0:2]}, {[2]: []}>"),
+      layout("#hspmd.union<{[0, 1, 2]: [D:3]}>"), {5}, 4, why)));
+  EXPECT_NE(why.find("the source layout does not fit the shape"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(failed(planExchange(
+      layout(partial), layout("#hspmd.union<{[0, 1]: [S0:2]}>"), {64}, 4, why,
+      /*maxCells=*/1)));
+  EXPECT_NE(why.find("more than 1 cells"), std::string::npos) << why;
+}
+
+/// Random partial sums over two or three groups on disjoint devices, to
+/// random single-group layouts on random device sets.
+TEST_F(HSPMDTransfersTest, RandomExchangesDeliverTheSums) {
+  std::mt19937_64 rng(23);
+  const char *states[] = {"[S0:2]", "[S1:2]",       "[D:2]",
+                          "[]",     "[S0:2, S1:2]", "[D:2, S1:2]",
+                          "[S1:4]", "[S0:2, D:2]",  "[D:3]"};
+  int64_t sizes[] = {2, 2, 2, 1, 4, 4, 4, 4, 3};
+  for (int trial = 0; trial < 40; ++trial) {
+    int64_t next = 0;
+    auto group = [&](int64_t n, int64_t start) {
+      std::string text = "[";
+      for (int64_t i = 0; i < n; ++i)
+        text += (i ? ", " : "") + std::to_string(start + i);
+      return text + "]";
+    };
+    int64_t numGroups = 2 + rng() % 2;
+    std::string from = "#hspmd.union<partial(sum): ";
+    for (int64_t g = 0; g < numGroups; ++g) {
+      int s = rng() % 9;
+      from +=
+          (g ? ", {" : "{") + group(sizes[s], next) + ": " + states[s] + "}";
+      next += sizes[s];
+    }
+    from += ">";
+    int b = rng() % 8;
+    std::string to = "#hspmd.union<{" + group(sizes[b], rng() % (next + 1)) +
+                     ": " + states[b] + "}>";
+    SCOPED_TRACE(from + " -> " + to);
+    checkedExchange(from, to, {8, 12}, 4);
+  }
 }
 
 /// Random pairs of single-group layouts on random device sets.

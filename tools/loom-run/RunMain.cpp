@@ -3,7 +3,7 @@
 // loom-run --interpret FILE.mlir [--entry NAME] [--input X.npy ...]
 //          [--random-inputs [--seed N] [--int-range LO,HI]]
 //          [--output-dir DIR] [--print] [--repeat N]
-// loom-run --interpret FILE.mlir --simulate N --entry LOCAL --global-entry F
+// loom-run --interpret FILE.mlir --simulate N [--entry LOCAL] --global-entry F
 //          [--input ...] [--random-inputs] [--tolerance T] [--comm-stats]
 // loom-run --interpret FILE.mlir --simulate N [--entry NAME] [--input ...]
 //          [--random-inputs [--seed S]] [--output-dir DIR] [--print]
@@ -176,7 +176,7 @@ double normwiseRelativeError(const Tensor &got, const Tensor &want) {
 /// --global-entry: runs `global` on the interpreter and `local` sharded on
 /// N ranks from the same global arguments, and compares the results.
 int runShardedCheck(ModuleOp module, Interpreter &interpreter,
-                    func::FuncOp local, func::FuncOp global,
+                    ArrayRef<func::FuncOp> locals, func::FuncOp global,
                     llvm::ArrayRef<Tensor> args,
                     const SimulationOptions &options, double tolerance) {
   if (options.ranks < 1 || options.ranks > 4096)
@@ -188,7 +188,7 @@ int runShardedCheck(ModuleOp module, Interpreter &interpreter,
     return 1;
   loom::sim::Simulator simulator(module, options.ranks);
   FailureOr<std::vector<Tensor>> got =
-      loom::sim::runSharded(simulator, local, global, args);
+      loom::sim::runSharded(simulator, locals, global, args);
   if (failed(got))
     return 1;
   bool ok = true;
@@ -218,7 +218,7 @@ int runShardedCheck(ModuleOp module, Interpreter &interpreter,
                      << entry.bytesReceived << "\n";
   llvm::outs().flush();
   if (!ok)
-    return fail("the sharded run of @" + local.getSymName() +
+    return fail("the sharded run of @" + func::FuncOp(locals.front()).getSymName() +
                 " differs from @" + global.getSymName() + " by more than " +
                 llvm::formatv("{0:e}", tolerance).str());
   return 0;
@@ -393,14 +393,28 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                 "apply with --train");
   // With --global-entry, the arguments are @global's (global tensors) and
   // the --entry function is its specialisation, run sharded.
-  func::FuncOp localFunc;
+  // Without --entry, every specialisation of @global runs, each on its
+  // group's devices (rank d is device d).
+  SmallVector<func::FuncOp> localFuncs;
   if (!globalEntry.empty()) {
-    if (!simulate.getNumOccurrences() || entry.empty())
-      return fail("--global-entry needs --simulate N and --entry naming the "
-                  "specialised function");
-    localFunc = interpreter.lookupFunction(entry);
-    if (!localFunc)
-      return 1;
+    if (!simulate.getNumOccurrences())
+      return fail("--global-entry needs --simulate N (and --entry naming the "
+                  "specialised function, or none to run every group's)");
+    if (!entry.empty()) {
+      func::FuncOp local = interpreter.lookupFunction(entry);
+      if (!local)
+        return 1;
+      localFuncs.push_back(local);
+    } else {
+      for (auto candidate : module->getOps<func::FuncOp>())
+        if (auto of = candidate->getAttrOfType<FlatSymbolRefAttr>(
+                "hspmd.specializes");
+            of && of.getValue() == globalEntry)
+          localFuncs.push_back(candidate);
+      if (localFuncs.empty())
+        return fail("no function specialises @" + globalEntry +
+                    "; run --hspmd-specialize, or name one with --entry");
+    }
   }
   func::FuncOp func = globalEntry.empty()
                           ? chooseEntry(*module, interpreter, entry)
@@ -457,8 +471,8 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   if (simulate.getNumOccurrences() && repeat)
     return fail("--repeat times the single-device interpreter; it does not "
                 "combine with --simulate");
-  if (localFunc)
-    return runShardedCheck(*module, interpreter, localFunc, func, args,
+  if (!localFuncs.empty())
+    return runShardedCheck(*module, interpreter, localFuncs, func, args,
                            {simulate, outputDir, print, commStats}, tolerance);
   if (simulate.getNumOccurrences())
     return runSimulation(

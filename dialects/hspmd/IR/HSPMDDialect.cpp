@@ -84,25 +84,66 @@ static LogicalResult verifyValueLayout(Operation *op, Location loc,
                                        StringRef what, unsigned index) {
   if (attr.getName() == HSPMDDialect::getGlobalLayoutAttrName()) {
     // On a specialised function: the value is one device's block of a
-    // global tensor laid out as `layout` on the function's group.
+    // global tensor laid out as `layout`; the function runs on one of its
+    // groups (`hspmd.group`, or the only one).
     auto layout = dyn_cast<UnionAttr>(attr.getValue());
     auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!layout || layout.getNumGroups() != 1 || !tensor)
+    if (!layout || !tensor)
       return emitError(loc) << "'" << attr.getName().getValue() << "' of "
                             << what << " " << index
-                            << " must be a one-group #hspmd.union on a "
-                               "ranked tensor, got "
+                            << " must be a #hspmd.union on a ranked tensor, "
+                               "got "
                             << attr.getValue();
+    int64_t member = 0;
+    if (layout.getNumGroups() > 1) {
+      auto group = op->getAttrOfType<DeviceGroupAttr>(
+          HSPMDDialect::getGroupAttrName());
+      member = group ? llvm::find(layout.getGroups(), group) -
+                           layout.getGroups().begin()
+                     : layout.getNumGroups();
+      if (member == layout.getNumGroups())
+        return emitError(loc)
+               << "'" << attr.getName().getValue() << "' of " << what << " "
+               << index << " is over groups none of which is the function's "
+               << "'" << HSPMDDialect::getGroupAttrName() << "'";
+    }
     SmallVector<int64_t> global(tensor.getShape());
-    for (const Axis &axis : layout.getStates()[0].getAxes())
+    for (const Axis &axis : layout.getStates()[member].getAxes())
       if (axis.isSplit() && axis.dim < static_cast<int64_t>(global.size()) &&
           !ShapedType::isDynamic(global[axis.dim]))
         global[axis.dim] *= axis.degree;
+    // The group's share of a dimension split across groups.
+    int64_t dim = layout.getSplitDim();
+    if (layout.getRelation() == UnionRelation::Split &&
+        dim < static_cast<int64_t>(global.size()) &&
+        !ShapedType::isDynamic(global[dim])) {
+      ArrayRef<int64_t> shares = layout.getShares();
+      int64_t sum = 0;
+      for (int64_t share : shares)
+        sum += share;
+      if (layout.getExplicitSizes())
+        global[dim] = sum;
+      else if (global[dim] % shares[member] == 0)
+        global[dim] = global[dim] / shares[member] * sum;
+    }
     return verifyLayoutForShape(layout, global, [&]() {
       InFlightDiagnostic diag = emitError(loc);
       diag << "global layout of " << what << " " << index << ": ";
       return diag;
     });
+  }
+  if (attr.getName() == HSPMDDialect::getWholeLayoutAttrName()) {
+    // On a part of a function partitioned across groups: the layout of the
+    // whole tensor of which the value is the group's part.
+    auto layout = dyn_cast<UnionAttr>(attr.getValue());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!layout || !tensor)
+      return emitError(loc) << "'" << attr.getName().getValue() << "' of "
+                            << what << " " << index
+                            << " must be a #hspmd.union on a ranked tensor, "
+                               "got "
+                            << attr.getValue();
+    return success();
   }
   if (attr.getName() != HSPMDDialect::getLayoutAttrName())
     return emitError(loc) << "unknown hspmd " << what << " attribute '"
@@ -161,6 +202,30 @@ LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
     return verifyLayoutArray(op, attr, op->getOperands(), "operand");
   if (attr.getName() == getResultLayoutsAttrName())
     return verifyLayoutArray(op, attr, op->getResults(), "result");
+  if (attr.getName() == getPartsAttrName() ||
+      attr.getName() == getPartOfAttrName() ||
+      attr.getName() == getPartAttrName()) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' belongs on a function";
+    bool ok = attr.getName() == getPartsAttrName()
+                  ? isa<ArrayAttr>(attr.getValue()) &&
+                        llvm::all_of(cast<ArrayAttr>(attr.getValue()),
+                                     llvm::IsaPred<FlatSymbolRefAttr>)
+              : attr.getName() == getPartOfAttrName()
+                  ? isa<FlatSymbolRefAttr>(attr.getValue())
+                  : isa<IntegerAttr>(attr.getValue());
+    if (!ok)
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be "
+                             << (attr.getName() == getPartsAttrName()
+                                     ? "an array of function symbols"
+                                 : attr.getName() == getPartOfAttrName()
+                                     ? "a function symbol"
+                                     : "an integer")
+                             << ", got " << attr.getValue();
+    return success();
+  }
   if (attr.getName() == getGroupAttrName() ||
       attr.getName() == getSpecializesAttrName()) {
     if (!isa<FunctionOpInterface>(op))

@@ -89,6 +89,23 @@ def HSPMD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSpecializesAttrName() {
       return ::llvm::StringLiteral("hspmd.specializes");
     }
+    /// A function laid out across several device groups is partitioned
+    /// into one function per group (`hspmd-propagate-layouts`): the
+    /// original lists them (`hspmd.parts`), each names the original and its
+    /// group's index, and its arguments and results carry the whole
+    /// layout of the tensor they hold a part of.
+    static constexpr ::llvm::StringLiteral getPartsAttrName() {
+      return ::llvm::StringLiteral("hspmd.parts");
+    }
+    static constexpr ::llvm::StringLiteral getPartOfAttrName() {
+      return ::llvm::StringLiteral("hspmd.part_of");
+    }
+    static constexpr ::llvm::StringLiteral getPartAttrName() {
+      return ::llvm::StringLiteral("hspmd.part");
+    }
+    static constexpr ::llvm::StringLiteral getWholeLayoutAttrName() {
+      return ::llvm::StringLiteral("hspmd.whole_layout");
+    }
     /// The name of the module attribute that holds the cluster description.
     static constexpr ::llvm::StringLiteral getClusterAttrName() {
       return ::llvm::StringLiteral("hspmd.cluster");

@@ -375,5 +375,53 @@ LogicalResult AxisIndexOp::verify() {
   return success();
 }
 
+/// Whether any group of `layout` holds partial sums inside the group.
+static bool hasPartialAxis(UnionAttr layout) {
+  return llvm::any_of(layout.getStates(), [](DistStatesAttr states) {
+    return llvm::any_of(states.getAxes(),
+                        [](const Axis &axis) { return axis.isPartial(); });
+  });
+}
+
+LogicalResult ExchangeOp::verify() {
+  ArrayRef<int64_t> shape = getShape();
+  for (int64_t size : shape)
+    if (size < 0)
+      return emitOpError("needs a static, non-negative shape, got ")
+             << size;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (getInput().getType().getRank() != rank ||
+      getResult().getType().getRank() != rank)
+    return emitOpError("operand and result must have the rank of the shape (")
+           << rank << ")";
+  auto withRole = [&](StringRef role) {
+    return [this, role]() {
+      InFlightDiagnostic diag = emitOpError();
+      diag << role << " layout: ";
+      return diag;
+    };
+  };
+  if (failed(verifyLayoutForShape(getSource(), shape, withRole("source"))) ||
+      failed(verifyLayoutForShape(getTarget(), shape, withRole("target"))))
+    return failure();
+  UnionAttr target = getTarget();
+  if (target.getRelation() == UnionRelation::Partial || hasPartialAxis(target))
+    return emitOpError("target layout ")
+           << target << " holds partial sums; an exchange delivers complete "
+           << "values";
+  UnionAttr source = getSource();
+  if (source.getRelation() == UnionRelation::Partial) {
+    if (source.getReduction() != ReductionKind::Sum)
+      return emitOpError("source layout ")
+             << source << " is not a partial sum; only sums are exchanged";
+    if (hasPartialAxis(source))
+      return emitOpError("source layout ")
+             << source
+             << " holds partial sums inside a group as well as across "
+                "groups; reduce inside the groups first";
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/hspmd/IR/HSPMDOps.cpp.inc"

@@ -264,22 +264,72 @@ def HSPMD_AxisIndexOp : HSPMD_Op<"axis_index", [Pure]> {
     In a local-view function: the rank of the running device in its
     sub-group over the mesh axes `over [a, ...]` of the mesh `of [n0, ...]`
     (the mixed-radix number of the device's digits on those axes, as for
-    collectives), multiplied by `stride` (default 1), as a 0-d `i64`
-    tensor. Specialisation uses it where a device's block must know its
-    offset in the global tensor (positions along a split sequence).
+    collectives), multiplied by `stride` (default 1), plus `base` (default
+    0), as a 0-d `i64` tensor. Specialisation uses it where a device's block
+    must know its offset in the global tensor (positions along a split
+    sequence); `base` is where the group's part starts when the dimension
+    is also split across groups.
 
     ```mlir
     %start = hspmd.axis_index over [1] of [2, 2] stride 8 : tensor<i64>
+    %pos = hspmd.axis_index over [0] of [2] stride 6 base 4 : tensor<i64>
     ```
 
     Constraints: mesh sizes at least 1, axes strictly increasing and in
     range; the result is a 0-d `i64` tensor.
   }];
   let arguments = (ins DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh,
-                       DefaultValuedAttr<I64Attr, "1">:$stride);
+                       DefaultValuedAttr<I64Attr, "1">:$stride,
+                       DefaultValuedAttr<I64Attr, "0">:$base);
   let results = (outs 0DTensorOf<[I64]>:$result);
-  let assemblyFormat =
-      "`over` $axes `of` $mesh (`stride` $stride^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    `over` $axes `of` $mesh (`stride` $stride^)? (`base` $base^)? attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def HSPMD_ExchangeOp : HSPMD_Op<"exchange"> {
+  let summary = "A layout change across device groups";
+  let description = [{
+    Where a tensor's relation across the groups of a union changes (a
+    gradient that every group holds a partial sum of becomes replicated; a
+    batch split 3:1 between two groups becomes whole on each), the groups
+    exchange data. The op sits in the function of one group (after
+    partitioning a function over several groups, each group has its own):
+    its operand is what the group holds of the tensor under `from`, its
+    result what it holds under `to`. `from` and `to` are the whole layouts,
+    every group's states included, of the tensor of static shape `shape`,
+    so every group computes the same plan (dialects/hspmd/IR/HSPMDTransfers.h,
+    `planExchange`): for a `from` holding partial sums across groups, an
+    all-reduce of every cell of the common refinement among one
+    representative device per group, then sends of whatever else each
+    device lacks under `to`.
+
+    Before specialisation the types are the group's part of the tensor (the
+    global view of what the group holds: the whole shape, or its share of a
+    split dimension); after, they are one device's blocks.
+
+    ```mlir
+    %g = hspmd.exchange %p shape [32, 128]
+        from #hspmd.union<partial(sum): {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
+        to #hspmd.union<replicated: {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
+        : tensor<32x128xf64> -> tensor<32x128xf64>
+    ```
+
+    Constraints: operand and result have the rank of `shape`, which is
+    static and non-negative; `from` and `to` are unions of at least one
+    group each; `to` holds complete values (no partial relation, no partial
+    axis); a `from` with a partial relation sums (`partial(sum)`) and its
+    groups hold complete values inside the group.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape,
+                       HSPMD_UnionAttr:$source, HSPMD_UnionAttr:$target);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `shape` $shape `from` $source `to` $target attr-dict `:`
+    type($input) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 

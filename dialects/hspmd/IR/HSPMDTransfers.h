@@ -56,6 +56,58 @@ mlir::FailureOr<TransferPlan> planTransfers(UnionAttr from, UnionAttr to,
                                             std::string &why,
                                             int64_t maxCells = 1 << 20);
 
+/// An all-reduce of one box among devices that each hold one contribution
+/// to it (one device per group of a union whose groups hold partial sums),
+/// a ring over `devices` in order: the box's elements are cut into k =
+/// devices.size() near-equal chunks (the first `elements mod k` one element
+/// larger); member j sends every chunk i != j once (reduce-scatter) and its
+/// own reduced chunk k - 1 times (all-gather), and receives as much. After
+/// it, every member holds the sum, combined in the order of `devices`.
+struct Reduction {
+  llvm::SmallVector<int64_t> offsets, sizes;
+  llvm::SmallVector<int64_t> devices;
+};
+
+/// The bytes member `position` of a ring all-reduce over `k` members sends
+/// (and receives) for a box of `elements` elements of `elementBytes` bytes.
+int64_t getRingAllReduceBytes(int64_t elements, int64_t k, int64_t position,
+                              int64_t elementBytes);
+
+/// A cross-group layout change (`hspmd.exchange`): first the reductions,
+/// then the transfers. Executing it, the block a device holds under `to`
+/// is, cell by cell:
+///  - `from` complete: its own data where it holds the cell under `from`,
+///    else the one transfer to it covering the cell, which sends the
+///    sender's data under `from`;
+///  - `from` partial across groups: the reduced cell where the device is a
+///    member of the reduction covering it, else the one transfer covering
+///    it, sent by a member of that reduction (so it carries the sum).
+struct ExchangePlan {
+  llvm::SmallVector<Reduction> reductions;
+  llvm::SmallVector<Transfer> transfers;
+  /// Per device: bytes sent and received in all (reductions included).
+  std::map<int64_t, int64_t> sent, received;
+  int64_t totalBytes = 0;
+};
+
+/// The plan that turns a tensor of static `shape` laid out as `from` into
+/// `to`, where `from` may be a `partial(sum)` union (each group holding its
+/// contribution, complete inside the group). `to` must hold complete
+/// values. For a partial `from`, every cell of the common refinement of
+/// `from`'s and `to`'s cut points that some device holds under `to` is
+/// reduced by one representative per group (among a group's replicas of
+/// the cell, the one that has sent the fewest bytes so far, then the lowest
+/// id; adjacent cells with the same representatives merge into one box),
+/// and every other device that needs it under `to` receives it from a
+/// representative (its own group's where it has one). Failure with `why`
+/// set as for planTransfers, or when `to` holds partial sums, or a group of
+/// a partial `from` holds partial sums inside the group.
+mlir::FailureOr<ExchangePlan> planExchange(UnionAttr from, UnionAttr to,
+                                           llvm::ArrayRef<int64_t> shape,
+                                           int64_t elementBytes,
+                                           std::string &why,
+                                           int64_t maxCells = 1 << 20);
+
 } // namespace loom::hspmd
 
 #endif // LOOM_DIALECTS_HSPMD_IR_HSPMDTRANSFERS_H

@@ -1,0 +1,746 @@
+//===- GroupPartition.cpp - Lay out a function across device groups -------===//
+//
+// A function whose layouts are unions of several device groups (a batch
+// split 3:1 between a fast and a slow group, parameters replicated across
+// groups with a different tensor-parallel degree inside each) is laid out
+// in two levels, then split into one function per group (MPMD across the
+// groups, SPMD inside each). See docs/rationale/heterogeneous.md.
+//
+// 1. Across groups. Every union of the function is over the same list of
+//    groups, and every split union cuts in the same ratio r_0 : ... : r_K-1
+//    (R = the sum). Such an uneven split is an even split over R virtual
+//    devices of which group g takes r_g consecutive ones, so the relation
+//    across groups is one mesh axis of R virtual devices: `split(d)` is
+//    S(d), `replicated` D, `partial(kind)` P(kind). Propagation inside one
+//    group (LayoutPropagation.cpp) runs on a copy of the function whose
+//    unions are replaced by those virtual layouts; what it deduces is every
+//    tensor's relation across groups, and where an op needs another
+//    relation than its operand's producer gives.
+// 2. Partition. Group g's part is the function on what the group holds:
+//    a tensor split across groups has its share of the split dimension,
+//    the others their whole shape; annotations and reshards keep group g's
+//    states; where a relation changes, an `hspmd.exchange` takes the
+//    group's part of the old layout to its part of the new one. A few ops
+//    need to know where the part sits in the whole: an iota (and causal
+//    attention's query positions) along a split dimension counts from the
+//    group's offset; a mean over a split dimension is scaled by the group's
+//    share (a mean over unequal shares is the sum over the global count,
+//    never an average of averages).
+// 3. Inside groups. Each part is laid out inside its group.
+// 4. Composition. An exchange's `from` and `to` are the whole layouts: the
+//    relation across groups with every group's states, which step 3 chose
+//    for the exchange's operand and result in each part. Parts' arguments
+//    and results record their tensor's whole layout (`hspmd.whole_layout`),
+//    for cutting inputs and putting results back together.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/LayoutPropagation.h"
+
+#include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::hspmd;
+
+namespace {
+
+constexpr StringLiteral kLayout = "hspmd.layout";
+constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
+constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
+
+/// A tensor's relation across the groups.
+struct Relation {
+  UnionRelation kind = UnionRelation::Replicated;
+  /// The split dimension; -1 otherwise.
+  int64_t dim = -1;
+  /// The reduction of a partial relation.
+  ReductionKind reduction = ReductionKind::Sum;
+
+  bool operator==(const Relation &other) const {
+    return kind == other.kind && dim == other.dim &&
+           (kind != UnionRelation::Partial || reduction == other.reduction);
+  }
+  bool operator!=(const Relation &other) const { return !(*this == other); }
+  bool isSplit(int64_t d) const {
+    return kind == UnionRelation::Split && dim == d;
+  }
+};
+
+/// Every layout a user wrote on the function, with where.
+struct UserUnion {
+  UnionAttr layout;
+  Location loc;
+};
+
+/// Collects the user layouts of `func` (argument and result attributes,
+/// annotations, reshards) into `out`; fails on a strategy set (reported
+/// when `diagnose`).
+LogicalResult collectUserUnions(func::FuncOp func,
+                                SmallVectorImpl<UserUnion> &out,
+                                bool diagnose = true) {
+  auto add = [&](Attribute attr, Location loc) -> LogicalResult {
+    if (!attr)
+      return success();
+    auto layout = dyn_cast<UnionAttr>(attr);
+    if (!layout && !diagnose)
+      return failure();
+    if (!layout)
+      return emitError(loc) << "layout " << attr
+                            << " is a strategy set; layout propagation "
+                               "handles one union per value";
+    out.push_back({layout, loc});
+    return success();
+  };
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (failed(add(func.getArgAttr(i, kLayout), func.getArgument(i).getLoc())))
+      return failure();
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (failed(add(func.getResultAttr(i, kLayout), func.getLoc())))
+      return failure();
+  WalkResult walk = func.walk([&](Operation *op) {
+    LogicalResult result = success();
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      result = add(annotate.getLayout(), op->getLoc());
+    else if (auto reshard = dyn_cast<ReshardOp>(op))
+      result = succeeded(add(reshard.getSource(), op->getLoc()))
+                   ? add(reshard.getTarget(), op->getLoc())
+                   : failure();
+    return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+class GroupPartitioner {
+public:
+  explicit GroupPartitioner(func::FuncOp func)
+      : func(func), context(func.getContext()) {}
+
+  LogicalResult run(int64_t &numParts, int64_t &numReshards);
+
+private:
+  /// Checks the user layouts: one list of groups, one ratio.
+  LogicalResult collect();
+  /// Step 1: every value's relation, every operand's needed relation.
+  LogicalResult layOutAcrossGroups(int64_t &numReshards);
+  /// Step 2: group `g`'s part, after `insertAfter`.
+  FailureOr<func::FuncOp> buildPart(int64_t g, Operation *insertAfter);
+  /// Step 4.
+  LogicalResult compose(ArrayRef<func::FuncOp> parts);
+
+  /// The virtual single-group layout of `layout`'s relation.
+  UnionAttr toVirtual(UnionAttr layout) const;
+  /// The relation a virtual layout stands for.
+  static Relation fromVirtual(UnionAttr layout);
+  static Relation relationOf(UnionAttr layout) {
+    return {layout.getRelation(), layout.getSplitDim(), layout.getReduction()};
+  }
+  /// The union of `relation` with one states per group.
+  FailureOr<UnionAttr> makeUnion(const Relation &relation,
+                                 ArrayRef<DistStatesAttr> states,
+                                 Location loc) const;
+  /// Group `g`'s single-group part of `layout`.
+  UnionAttr partOf(UnionAttr layout, int64_t g) const {
+    return UnionAttr::get(context, layout.getGroups()[g],
+                          layout.getStates()[g]);
+  }
+  /// The extent and offset of group `g`'s share of a dimension of `size`.
+  int64_t shareOf(int64_t size, int64_t g) const {
+    return size / total * ratio[g];
+  }
+  int64_t offsetOf(int64_t size, int64_t g) const {
+    int64_t before = 0;
+    for (int64_t h = 0; h < g; ++h)
+      before += ratio[h];
+    return size / total * before;
+  }
+  /// The type group `g` holds of a tensor of `type` under `relation`.
+  Type partType(Type type, const Relation &relation, int64_t g) const;
+
+  func::FuncOp func;
+  MLIRContext *context;
+  SmallVector<UserUnion> users;
+  /// The groups every union of the function is over, and the ratio of its
+  /// splits.
+  ArrayRef<DeviceGroupAttr> groups;
+  SmallVector<int64_t> ratio;
+  int64_t total = 0;
+  /// Step 1's results: per value, its relation; per op (in body order),
+  /// the relation each ranked-tensor operand needs.
+  DenseMap<Value, Relation> relations;
+  DenseMap<Operation *, SmallVector<Relation>> needs;
+  /// The relation each function result is returned with.
+  SmallVector<Relation> resultRelations;
+
+  /// The exchanges step 2 made, per part in the same order, that step 4
+  /// completes (user reshards across relations are complete already).
+  struct PendingExchange {
+    Relation from, to;
+  };
+  SmallVector<PendingExchange> pending;
+  SmallVector<SmallVector<ExchangeOp>> exchanges;
+};
+
+LogicalResult GroupPartitioner::collect() {
+  if (failed(collectUserUnions(func, users)))
+    return failure();
+  const UserUnion *first = nullptr;
+  const UserUnion *firstSplit = nullptr;
+  for (const UserUnion &user : users) {
+    if (user.layout.getNumGroups() < 2)
+      continue;
+    if (!first) {
+      first = &user;
+      groups = user.layout.getGroups();
+    } else if (user.layout.getGroups() != groups) {
+      InFlightDiagnostic diag =
+          emitError(user.loc)
+          << "layout " << user.layout << " is over other device groups than "
+          << first->layout
+          << "; a function is laid out over one list of groups (placing "
+             "layers on different groups, as pipeline stages do, is not "
+             "supported yet)";
+      diag.attachNote(first->loc) << "first layout over several groups here";
+      return failure();
+    }
+  }
+  for (const UserUnion &user : users)
+    if (user.layout.getNumGroups() == 1) {
+      InFlightDiagnostic diag =
+          emitError(user.loc)
+          << "layout " << user.layout
+          << " is on one device group but other layouts of the function span "
+          << groups.size()
+          << " groups; every layout of the function is over the same groups "
+             "(placing a tensor on some groups only, as pipeline stages do, "
+             "is not supported yet)";
+      diag.attachNote(first->loc) << "layout over several groups here";
+      return failure();
+    }
+
+  for (const UserUnion &user : users) {
+    if (user.layout.getRelation() != UnionRelation::Split)
+      continue;
+    ArrayRef<int64_t> shares = user.layout.getShares();
+    int64_t divisor = 0;
+    for (int64_t share : shares)
+      divisor = std::gcd(divisor, share);
+    SmallVector<int64_t> normalized;
+    for (int64_t share : shares)
+      normalized.push_back(share / divisor);
+    if (!firstSplit) {
+      firstSplit = &user;
+      ratio = normalized;
+      continue;
+    }
+    if (normalized != ratio) {
+      InFlightDiagnostic diag =
+          emitError(user.loc)
+          << "layout " << user.layout << " splits in another ratio than "
+          << firstSplit->layout
+          << "; the splits across groups of one function share one ratio";
+      diag.attachNote(firstSplit->loc) << "first split here";
+      return failure();
+    }
+  }
+  if (ratio.empty())
+    ratio.assign(groups.size(), 1);
+  total = std::accumulate(ratio.begin(), ratio.end(), int64_t{0});
+  return success();
+}
+
+UnionAttr GroupPartitioner::toVirtual(UnionAttr layout) const {
+  SmallVector<int64_t> devices(total);
+  std::iota(devices.begin(), devices.end(), 0);
+  Axis axis = Axis::duplicate(total);
+  if (layout.getRelation() == UnionRelation::Split)
+    axis = Axis::split(layout.getSplitDim(), total);
+  else if (layout.getRelation() == UnionRelation::Partial)
+    axis = Axis::partial(total, layout.getReduction());
+  return UnionAttr::get(context, DeviceGroupAttr::get(context, devices),
+                        DistStatesAttr::get(context, {axis}));
+}
+
+Relation GroupPartitioner::fromVirtual(UnionAttr layout) {
+  for (const Axis &axis : layout.getStates().front().getAxes()) {
+    if (axis.degree == 1)
+      continue;
+    if (axis.isSplit())
+      return {UnionRelation::Split, axis.dim, ReductionKind::Sum};
+    if (axis.isPartial())
+      return {UnionRelation::Partial, -1, axis.reduction};
+  }
+  return {};
+}
+
+FailureOr<UnionAttr>
+GroupPartitioner::makeUnion(const Relation &relation,
+                            ArrayRef<DistStatesAttr> states,
+                            Location loc) const {
+  ArrayRef<int64_t> shares;
+  if (relation.kind == UnionRelation::Split)
+    shares = ratio;
+  UnionAttr layout = UnionAttr::getChecked(
+      [&] { return emitError(loc); }, context, relation.kind,
+      relation.kind == UnionRelation::Split ? relation.dim : -1,
+      relation.reduction, shares, /*explicitSizes=*/false, groups, states);
+  if (!layout)
+    return failure();
+  return layout;
+}
+
+Type GroupPartitioner::partType(Type type, const Relation &relation,
+                                int64_t g) const {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || relation.kind != UnionRelation::Split)
+    return type;
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape[relation.dim] = shareOf(shape[relation.dim], g);
+  return tensor.clone(shape);
+}
+
+LogicalResult GroupPartitioner::layOutAcrossGroups(int64_t &numReshards) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("has several blocks; layouts across device groups "
+                          "handle straight-line functions so far");
+  // Lay out a copy whose unions are the virtual ones, in a module of its
+  // own (no cluster to check the virtual devices against).
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(func.getLoc());
+  auto copy = cast<func::FuncOp>(func->clone());
+  scratch->getBody()->push_back(copy);
+  auto virtualize = [&](Attribute attr) -> Attribute {
+    auto layout = dyn_cast_or_null<UnionAttr>(attr);
+    return layout ? toVirtual(layout) : attr;
+  };
+  for (unsigned i = 0, e = copy.getNumArguments(); i < e; ++i)
+    if (Attribute attr = copy.getArgAttr(i, kLayout))
+      copy.setArgAttr(i, kLayout, virtualize(attr));
+  for (unsigned i = 0, e = copy.getNumResults(); i < e; ++i)
+    if (Attribute attr = copy.getResultAttr(i, kLayout))
+      copy.setResultAttr(i, kLayout, virtualize(attr));
+  copy.walk([&](Operation *op) {
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      annotate.setLayoutAttr(virtualize(annotate.getLayout()));
+    if (auto reshard = dyn_cast<ReshardOp>(op)) {
+      reshard.setSourceAttr(virtualize(reshard.getSource()));
+      reshard.setTargetAttr(virtualize(reshard.getTarget()));
+    }
+  });
+  bool skipped = false;
+  int64_t acrossReshards = 0;
+  if (failed(propagateWithinGroup(copy, skipped, acrossReshards)))
+    return failure();
+  numReshards += acrossReshards;
+
+  // Read the relations back onto the original, op by op.
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto layout = copy.getArgAttrOfType<UnionAttr>(i, kLayout))
+      relations[func.getArgument(i)] = fromVirtual(layout);
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    auto layout = copy.getResultAttrOfType<UnionAttr>(i, kLayout);
+    resultRelations.push_back(layout ? fromVirtual(layout) : Relation());
+  }
+  for (auto [op, copiedOp] :
+       llvm::zip_equal(func.getBody().front(), copy.getBody().front())) {
+    Operation &copied = copiedOp;
+    auto read = [&](StringRef name) {
+      SmallVector<Relation> result;
+      if (auto array = copied.getAttrOfType<ArrayAttr>(name))
+        for (Attribute attr : array)
+          result.push_back(fromVirtual(cast<UnionAttr>(attr)));
+      return result;
+    };
+    SmallVector<Relation> results = read(kResultLayouts);
+    unsigned next = 0;
+    for (Value result : op.getResults())
+      if (isa<RankedTensorType>(result.getType()))
+        relations[result] =
+            next < results.size() ? results[next++] : Relation();
+    needs[&op] = read(kOperandLayouts);
+  }
+  return success();
+}
+
+FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
+                                                    Operation *insertAfter) {
+  OpBuilder builder(context);
+  builder.setInsertionPointAfter(insertAfter);
+  std::string name = (func.getSymName() + "_part" + Twine(g)).str();
+  if (SymbolTable::lookupNearestSymbolFrom(func,
+                                           StringAttr::get(context, name)))
+    return func.emitError() << "cannot partition across groups: a symbol @"
+                            << name << " exists already";
+
+  // Arguments and results: the group's part, the group's states.
+  SmallVector<Type> inputs, results;
+  for (BlockArgument arg : func.getArguments())
+    inputs.push_back(partType(arg.getType(), relations.lookup(arg), g));
+  for (auto [type, relation] :
+       llvm::zip_equal(func.getFunctionType().getResults(), resultRelations))
+    results.push_back(partType(type, relation, g));
+  auto part = func::FuncOp::create(builder, func.getLoc(), name,
+                                   builder.getFunctionType(inputs, results));
+  auto partDict = [&](DictionaryAttr attrs) {
+    NamedAttrList list(attrs);
+    if (auto layout = dyn_cast_or_null<UnionAttr>(list.get(kLayout)))
+      list.set(kLayout, partOf(layout, g));
+    return list.getDictionary(context);
+  };
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    argAttrs.push_back(partDict(func.getArgAttrDict(i)));
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    resultAttrs.push_back(partDict(func.getResultAttrDict(i)));
+  part.setAllArgAttrs(argAttrs);
+  part.setAllResultAttrs(resultAttrs);
+  part->setAttr(kPartOfAttrName, FlatSymbolRefAttr::get(func));
+  part->setAttr(kPartAttrName, builder.getI64IntegerAttr(g));
+
+  Block *body = part.addEntryBlock();
+  IRMapping mapping;
+  mapping.map(func.getArguments(), body->getArguments());
+  builder.setInsertionPointToStart(body);
+
+  // The value group `g` holds of `value` under relation `needed`: an
+  // exchange where the relation changes, made once per value and relation.
+  DenseMap<std::pair<Value, int64_t>, Value> exchanged;
+  auto encode = [](const Relation &relation) {
+    return static_cast<int64_t>(relation.kind) * 1000 + relation.dim + 1 +
+           100 * static_cast<int64_t>(relation.reduction);
+  };
+  int64_t nextExchange = 0;
+  auto partValue = [&](Value value, const Relation &needed,
+                       Location loc) -> FailureOr<Value> {
+    Value local = mapping.lookup(value);
+    Relation produced = relations.lookup(value);
+    if (!isa<RankedTensorType>(value.getType()) || produced == needed)
+      return local;
+    if (needed.kind == UnionRelation::Partial)
+      return emitError(loc)
+             << "needs an operand as partial sums across device groups that "
+                "is produced complete (or split); an exchange delivers "
+                "complete values";
+    auto key = std::make_pair(value, encode(needed));
+    if (Value done = exchanged.lookup(key))
+      return done;
+    auto type = cast<RankedTensorType>(value.getType());
+    // The whole layouts are placeholders (every group duplicated) until
+    // the parts are laid out inside their groups (compose).
+    SmallVector<DistStatesAttr> duplicated;
+    for (DeviceGroupAttr group : groups)
+      duplicated.push_back(DistStatesAttr::get(
+          context, {Axis::duplicate(group.getDevices().size())}));
+    Relation from = produced;
+    if (from.kind == UnionRelation::Partial &&
+        from.reduction != ReductionKind::Sum)
+      return emitError(loc)
+             << "reduces a partial " << stringifyReductionKind(from.reduction)
+             << " across device groups; only sums are "
+                "exchanged";
+    FailureOr<UnionAttr> source = makeUnion(from, duplicated, loc);
+    FailureOr<UnionAttr> target = makeUnion(needed, duplicated, loc);
+    if (failed(source) || failed(target))
+      return failure();
+    auto exchange = ExchangeOp::create(
+        builder, loc, partType(type, needed, g), local,
+        builder.getDenseI64ArrayAttr(type.getShape()), *source, *target);
+    if (g == 0)
+      pending.push_back({from, needed});
+    exchanges[g].push_back(exchange);
+    ++nextExchange;
+    exchanged[key] = exchange.getResult();
+    return exchange.getResult();
+  };
+
+  for (Operation &op : func.getBody().front()) {
+    ArrayRef<Relation> opNeeds = needs[&op];
+    // The operands, exchanged where the op needs another relation.
+    SmallVector<Value> operands;
+    unsigned next = 0;
+    for (Value operand : op.getOperands()) {
+      if (!isa<RankedTensorType>(operand.getType())) {
+        operands.push_back(mapping.lookup(operand));
+        continue;
+      }
+      Relation needed =
+          next < opNeeds.size() ? opNeeds[next] : relations.lookup(operand);
+      ++next;
+      FailureOr<Value> value = partValue(operand, needed, op.getLoc());
+      if (failed(value))
+        return failure();
+      operands.push_back(*value);
+    }
+
+    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+      auto layout = cast<UnionAttr>(annotate.getLayout());
+      auto local = AnnotateOp::create(builder, op.getLoc(), operands[0],
+                                      partOf(layout, g));
+      mapping.map(annotate.getResult(), local.getResult());
+      continue;
+    }
+    if (auto reshard = dyn_cast<ReshardOp>(op)) {
+      auto source = cast<UnionAttr>(reshard.getSource());
+      auto target = cast<UnionAttr>(reshard.getTarget());
+      Type resultType = partType(reshard.getType(), relationOf(target), g);
+      Value result;
+      if (relationOf(source) == relationOf(target)) {
+        result =
+            ReshardOp::create(builder, op.getLoc(), resultType, operands[0],
+                              partOf(source, g), partOf(target, g))
+                .getResult();
+      } else {
+        // The user's own change across groups: pin both sides inside the
+        // group, exchange between them.
+        Value in = AnnotateOp::create(builder, op.getLoc(), operands[0],
+                                      partOf(source, g))
+                       .getResult();
+        auto exchange = ExchangeOp::create(
+            builder, op.getLoc(), resultType, in,
+            builder.getDenseI64ArrayAttr(reshard.getType().getShape()), source,
+            target);
+        result = AnnotateOp::create(builder, op.getLoc(), exchange.getResult(),
+                                    partOf(target, g))
+                     .getResult();
+      }
+      mapping.map(reshard.getResult(), result);
+      continue;
+    }
+    if (isa<func::ReturnOp>(op)) {
+      SmallVector<Value> returned;
+      for (auto [index, operand] : llvm::enumerate(op.getOperands())) {
+        FailureOr<Value> value =
+            partValue(operand, resultRelations[index], op.getLoc());
+        if (failed(value))
+          return failure();
+        returned.push_back(*value);
+      }
+      func::ReturnOp::create(builder, op.getLoc(), returned);
+      continue;
+    }
+    if (op.getNumRegions() != 0)
+      return op.emitError("has regions; layouts across device groups handle "
+                          "straight-line functions so far");
+
+    Operation *clone = builder.clone(op, mapping);
+    clone->setOperands(operands);
+    for (auto [result, original] :
+         llvm::zip_equal(clone->getResults(), op.getResults()))
+      result.setType(
+          partType(original.getType(), relations.lookup(original), g));
+    for (auto [result, original] :
+         llvm::zip_equal(clone->getResults(), op.getResults()))
+      mapping.map(original, result);
+
+    // Where the part sits in the whole.
+    auto splitOf = [&](Value original) {
+      Relation relation = relations.lookup(original);
+      return relation.kind == UnionRelation::Split ? relation.dim : int64_t{-1};
+    };
+    auto constantOffset = [&](int64_t offset) {
+      return arith::ConstantOp::create(
+                 builder, op.getLoc(),
+                 DenseIntElementsAttr::get(
+                     RankedTensorType::get({}, builder.getI64Type()),
+                     ArrayRef<int64_t>{offset}))
+          .getResult();
+    };
+    if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
+      int64_t dim = static_cast<int64_t>(iota.getDim());
+      if (splitOf(op.getResult(0)) == dim) {
+        if (iota.getOffset())
+          return op.emitError("counts from an offset along a dimension split "
+                              "across device groups; not supported yet");
+        builder.setInsertionPoint(iota);
+        int64_t whole =
+            cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(dim);
+        iota.getOffsetMutable().assign(constantOffset(offsetOf(whole, g)));
+        builder.setInsertionPointAfter(iota);
+      }
+    }
+    auto addPositions = [&](Operation *attention, Value query,
+                            Value originalQuery, nn::MaskKind mask,
+                            Value positions,
+                            MutableOperandRange positionsOperand) {
+      if (mask == nn::MaskKind::None || positions ||
+          relations.lookup(originalQuery) != Relation{UnionRelation::Split, 1})
+        return;
+      auto queryType = cast<RankedTensorType>(query.getType());
+      int64_t whole =
+          cast<RankedTensorType>(originalQuery.getType()).getDimSize(1);
+      builder.setInsertionPoint(attention);
+      auto type = RankedTensorType::get(
+          {queryType.getDimSize(0), queryType.getDimSize(1)},
+          builder.getI64Type());
+      Value iota = nn::IotaOp::create(builder, attention->getLoc(), type,
+                                      constantOffset(offsetOf(whole, g)),
+                                      builder.getI64IntegerAttr(1));
+      positionsOperand.assign(iota);
+      builder.setInsertionPointAfter(attention);
+    };
+    if (auto attention = dyn_cast<nn::AttentionOp>(clone))
+      addPositions(attention, attention.getQuery(),
+                   cast<nn::AttentionOp>(op).getQuery(), attention.getMask(),
+                   attention.getPositions(), attention.getPositionsMutable());
+    if (auto grad = dyn_cast<nn::AttentionGradOp>(clone))
+      addPositions(grad, grad.getQuery(),
+                   cast<nn::AttentionGradOp>(op).getQuery(), grad.getMask(),
+                   grad.getPositions(), grad.getPositionsMutable());
+    if (auto embedding = dyn_cast<nn::EmbeddingOp>(op);
+        embedding && splitOf(embedding.getTable()) == 0)
+      return op.emitError("looks up in a table split along the vocabulary "
+                          "across device groups; not supported yet");
+    if (auto scatter = dyn_cast<nn::GatherGradOp>(op);
+        scatter &&
+        splitOf(scatter.getResult()) == static_cast<int64_t>(scatter.getDim()))
+      return op.emitError("scatters into a result split along the scattered "
+                          "dimension across device groups; not supported yet");
+    if (auto dropout = dyn_cast<nn::DropoutOp>(op);
+        dropout && splitOf(dropout.getResult()) >= 0)
+      return op.emitError("draws its mask by global element index on a "
+                          "tensor split across device groups; not supported "
+                          "yet");
+    // A mean over the split dimension: the group's mean over its share,
+    // scaled by share / whole, adds up over the groups to the mean.
+    if (auto reduce = dyn_cast<nn::ReduceOp>(clone);
+        reduce && reduce.getKind() == nn::ReduceKind::Mean) {
+      int64_t dim = splitOf(cast<nn::ReduceOp>(op).getInput());
+      if (dim >= 0 && llvm::is_contained(reduce.getDims(), dim)) {
+        int64_t whole =
+            cast<RankedTensorType>(cast<nn::ReduceOp>(op).getInput().getType())
+                .getDimSize(dim);
+        auto type = cast<RankedTensorType>(reduce.getType());
+        auto scalar = RankedTensorType::get({}, type.getElementType());
+        Value factor = nn::FillOp::create(
+            builder, reduce.getLoc(), scalar,
+            builder.getF64FloatAttr(static_cast<double>(shareOf(whole, g)) /
+                                    static_cast<double>(whole)));
+        Value scaled = nn::MulOp::create(builder, reduce.getLoc(), type,
+                                         reduce.getResult(), factor);
+        mapping.map(op.getResult(0), scaled);
+      }
+    }
+  }
+  (void)nextExchange;
+  return part;
+}
+
+LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
+  auto entry = [](Operation *op, StringRef name) {
+    return cast<UnionAttr>(op->getAttrOfType<ArrayAttr>(name)[0]);
+  };
+  for (auto [index, exchange] : llvm::enumerate(pending)) {
+    SmallVector<DistStatesAttr> from, to;
+    for (int64_t g = 0, e = parts.size(); g < e; ++g) {
+      ExchangeOp op = exchanges[g][index];
+      from.push_back(entry(op, kOperandLayouts).getStates().front());
+      to.push_back(entry(op, kResultLayouts).getStates().front());
+    }
+    Location loc = exchanges[0][index].getLoc();
+    FailureOr<UnionAttr> source = makeUnion(exchange.from, from, loc);
+    FailureOr<UnionAttr> target = makeUnion(exchange.to, to, loc);
+    if (failed(source) || failed(target))
+      return failure();
+    for (int64_t g = 0, e = parts.size(); g < e; ++g) {
+      exchanges[g][index].setSourceAttr(*source);
+      exchanges[g][index].setTargetAttr(*target);
+    }
+  }
+
+  // Arguments and results: the whole layout on every part.
+  auto wholeOf = [&](auto getLayout, const Relation &relation,
+                     Location loc) -> FailureOr<UnionAttr> {
+    SmallVector<DistStatesAttr> states;
+    for (func::FuncOp part : parts) {
+      UnionAttr layout = getLayout(part);
+      if (!layout)
+        return UnionAttr();
+      states.push_back(layout.getStates().front());
+    }
+    return makeUnion(relation, states, loc);
+  };
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    FailureOr<UnionAttr> whole = wholeOf(
+        [&](func::FuncOp part) {
+          return part.getArgAttrOfType<UnionAttr>(i, kLayout);
+        },
+        relations.lookup(func.getArgument(i)), func.getArgument(i).getLoc());
+    if (failed(whole))
+      return failure();
+    if (*whole)
+      for (func::FuncOp part : parts)
+        part.setArgAttr(i, kWholeLayoutAttrName, *whole);
+  }
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    FailureOr<UnionAttr> whole = wholeOf(
+        [&](func::FuncOp part) {
+          return part.getResultAttrOfType<UnionAttr>(i, kLayout);
+        },
+        resultRelations[i], func.getLoc());
+    if (failed(whole))
+      return failure();
+    if (*whole)
+      for (func::FuncOp part : parts)
+        part.setResultAttr(i, kWholeLayoutAttrName, *whole);
+  }
+  return success();
+}
+
+LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
+  if (failed(collect()) || failed(layOutAcrossGroups(numReshards)))
+    return failure();
+  exchanges.resize(groups.size());
+  SmallVector<func::FuncOp> parts;
+  Operation *after = func;
+  for (int64_t g = 0, e = groups.size(); g < e; ++g) {
+    FailureOr<func::FuncOp> part = buildPart(g, after);
+    if (failed(part)) {
+      for (func::FuncOp built : parts)
+        built.erase();
+      return failure();
+    }
+    parts.push_back(*part);
+    after = *part;
+  }
+  for (func::FuncOp part : parts) {
+    bool skipped = false;
+    if (failed(propagateWithinGroup(part, skipped, numReshards)))
+      return failure();
+  }
+  if (failed(compose(parts)))
+    return failure();
+  SmallVector<Attribute> refs =
+      llvm::map_to_vector(parts, [](func::FuncOp part) -> Attribute {
+        return FlatSymbolRefAttr::get(part);
+      });
+  func->setAttr(kPartsAttrName, ArrayAttr::get(context, refs));
+  numParts = parts.size();
+  return success();
+}
+
+} // namespace
+
+bool loom::hasLayoutsAcrossGroups(func::FuncOp func) {
+  if (func.isExternal())
+    return false;
+  SmallVector<UserUnion> users;
+  if (failed(collectUserUnions(func, users, /*diagnose=*/false)))
+    return false;
+  return llvm::any_of(users, [](const UserUnion &user) {
+    return user.layout.getNumGroups() > 1;
+  });
+}
+
+LogicalResult loom::partitionAcrossGroups(func::FuncOp func, int64_t &numParts,
+                                          int64_t &numReshards) {
+  return GroupPartitioner(func).run(numParts, numReshards);
+}

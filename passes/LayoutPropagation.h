@@ -1,0 +1,60 @@
+//===- LayoutPropagation.h - Layout propagation entry points ----*- C++ -*-===//
+//
+// hspmd-propagate-layouts has two levels. Inside one device group
+// (LayoutPropagation.cpp) it assigns every tensor a role per mesh axis
+// through the ops' factor rules. A function whose layouts span several
+// groups (GroupPartition.cpp) is first laid out across the groups, the
+// union's relation read as one outer axis, then partitioned into one
+// function per group, each laid out inside its group; where the relation
+// across groups changes, `hspmd.exchange` moves the data.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PASSES_LAYOUTPROPAGATION_H
+#define LOOM_PASSES_LAYOUTPROPAGATION_H
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+
+namespace loom {
+
+/// Function attributes of a partitioned function and its parts (see
+/// HSPMDDialect.td).
+inline constexpr llvm::StringLiteral kPartsAttrName =
+    hspmd::HSPMDDialect::getPartsAttrName();
+inline constexpr llvm::StringLiteral kPartOfAttrName =
+    hspmd::HSPMDDialect::getPartOfAttrName();
+inline constexpr llvm::StringLiteral kPartAttrName =
+    hspmd::HSPMDDialect::getPartAttrName();
+inline constexpr llvm::StringLiteral kWholeLayoutAttrName =
+    hspmd::HSPMDDialect::getWholeLayoutAttrName();
+
+/// Whether `func` was partitioned across device groups: later passes leave
+/// it alone (it stays the single-device reference) and work on its parts.
+inline bool isPartitioned(mlir::func::FuncOp func) {
+  return func->hasAttr(kPartsAttrName);
+}
+
+/// Lays out `func`, whose layouts all lie on one device group, and writes
+/// the layout attributes. `skipped` is set when it has no layouts.
+mlir::LogicalResult propagateWithinGroup(mlir::func::FuncOp func, bool &skipped,
+                                         int64_t &numReshards);
+
+/// Whether a layout of `func` (annotation, reshard, argument or result)
+/// spans several device groups.
+bool hasLayoutsAcrossGroups(mlir::func::FuncOp func);
+
+/// Lays `func` out across its groups, adds one function per group after it
+/// (laid out inside the group) and marks `func` as partitioned. Returns
+/// failure after a diagnostic; `numParts` counts the functions added.
+mlir::LogicalResult partitionAcrossGroups(mlir::func::FuncOp func,
+                                          int64_t &numParts,
+                                          int64_t &numReshards);
+
+} // namespace loom
+
+#endif // LOOM_PASSES_LAYOUTPROPAGATION_H
