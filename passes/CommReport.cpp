@@ -12,9 +12,11 @@
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/hspmd/IR/HSPMDTransfers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -116,6 +118,32 @@ LogicalResult account(Operation *op,
   return success();
 }
 
+/// Adds to `traffic` what exchange `op` makes each device of `group` move,
+/// by the exchange's plan.
+LogicalResult
+accountExchange(hspmd::ExchangeOp op, hspmd::DeviceGroupAttr group,
+                std::vector<std::map<std::string, Traffic>> &traffic) {
+  if (op.getInput().getType().getRank() !=
+      static_cast<int64_t>(op.getShape().size()))
+    return op->emitError("does not match its shape");
+  Type element = op.getInput().getType().getElementType();
+  if (!element.isIntOrFloat())
+    return op->emitError("has elements of unknown size");
+  std::string why;
+  FailureOr<hspmd::ExchangePlan> plan = hspmd::planExchange(
+      op.getSource(), op.getTarget(), op.getShape(),
+      (element.getIntOrFloatBitWidth() + 7) / 8, why);
+  if (failed(plan))
+    return op->emitError("cannot be planned: ") << why;
+  for (auto [index, device] : llvm::enumerate(group.getDevices())) {
+    Traffic &entry = traffic[index]["exchange"];
+    ++entry.calls;
+    entry.sent += plan->sent[device];
+    entry.received += plan->received[device];
+  }
+  return success();
+}
+
 struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
   void runOnOperation() override {
     llvm::raw_ostream &os = llvm::outs();
@@ -126,6 +154,10 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
       int64_t devices = group.getDevices().size();
       std::vector<std::map<std::string, Traffic>> traffic(devices);
       WalkResult walk = func.walk([&](Operation *op) {
+        if (auto exchange = dyn_cast<hspmd::ExchangeOp>(op))
+          return failed(accountExchange(exchange, group, traffic))
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
         if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
                  hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp,
                  hspmd::MakePartialOp>(op))
@@ -146,9 +178,18 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
           total += entry.sent;
       os << "comm report @" << func.getSymName() << ": " << devices
          << " devices, " << total << " bytes sent per step in all\n";
+      // One group's function among several (a function partitioned across
+      // groups): ranks are device ids, as when the groups run together.
+      bool byDevice = false;
+      if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
+              hspmd::HSPMDDialect::getSpecializesAttrName()))
+        if (auto original =
+                SymbolTable::lookupNearestSymbolFrom(func, of.getAttr()))
+          byDevice = original->hasAttr(hspmd::HSPMDDialect::getPartsAttrName());
       for (int64_t rank = 0; rank < devices; ++rank)
         for (auto &[kind, entry] : traffic[rank])
-          os << "rank " << rank << " " << kind << ": calls " << entry.calls
+          os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "
+             << kind << ": calls " << entry.calls
              << ", bytes sent " << entry.sent << ", received " << entry.received
              << "\n";
     }

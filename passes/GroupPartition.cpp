@@ -466,14 +466,18 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     ArrayRef<Relation> opNeeds = needs[&op];
     // The operands, exchanged where the op needs another relation.
     SmallVector<Value> operands;
+    // The relation each operand is used with (after any exchange).
+    SmallVector<Relation> used;
     unsigned next = 0;
     for (Value operand : op.getOperands()) {
       if (!isa<RankedTensorType>(operand.getType())) {
         operands.push_back(mapping.lookup(operand));
+        used.push_back({});
         continue;
       }
       Relation needed =
           next < opNeeds.size() ? opNeeds[next] : relations.lookup(operand);
+      used.push_back(needed);
       ++next;
       FailureOr<Value> value = partValue(operand, needed, op.getLoc());
       if (failed(value))
@@ -541,10 +545,17 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
          llvm::zip_equal(clone->getResults(), op.getResults()))
       mapping.map(original, result);
 
-    // Where the part sits in the whole.
-    auto splitOf = [&](Value original) {
-      Relation relation = relations.lookup(original);
-      return relation.kind == UnionRelation::Split ? relation.dim : int64_t{-1};
+    // Where the part sits in the whole: the dimension split across groups
+    // of a result, or of an operand as the op uses it.
+    auto splitDimOf = [](const Relation &relation) {
+      return relation.kind == UnionRelation::Split ? relation.dim
+                                                   : int64_t{-1};
+    };
+    auto splitOf = [&](Value result) {
+      return splitDimOf(relations.lookup(result));
+    };
+    auto usedSplitOf = [&](OpOperand &operand) {
+      return splitDimOf(used[operand.getOperandNumber()]);
     };
     auto constantOffset = [&](int64_t offset) {
       return arith::ConstantOp::create(
@@ -568,15 +579,15 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
       }
     }
     auto addPositions = [&](Operation *attention, Value query,
-                            Value originalQuery, nn::MaskKind mask,
+                            OpOperand &originalQuery, nn::MaskKind mask,
                             Value positions,
                             MutableOperandRange positionsOperand) {
       if (mask == nn::MaskKind::None || positions ||
-          relations.lookup(originalQuery) != Relation{UnionRelation::Split, 1})
+          usedSplitOf(originalQuery) != 1)
         return;
       auto queryType = cast<RankedTensorType>(query.getType());
       int64_t whole =
-          cast<RankedTensorType>(originalQuery.getType()).getDimSize(1);
+          cast<RankedTensorType>(originalQuery.get().getType()).getDimSize(1);
       builder.setInsertionPoint(attention);
       auto type = RankedTensorType::get(
           {queryType.getDimSize(0), queryType.getDimSize(1)},
@@ -589,14 +600,16 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     };
     if (auto attention = dyn_cast<nn::AttentionOp>(clone))
       addPositions(attention, attention.getQuery(),
-                   cast<nn::AttentionOp>(op).getQuery(), attention.getMask(),
+                   cast<nn::AttentionOp>(op).getQueryMutable(),
+                   attention.getMask(),
                    attention.getPositions(), attention.getPositionsMutable());
     if (auto grad = dyn_cast<nn::AttentionGradOp>(clone))
       addPositions(grad, grad.getQuery(),
-                   cast<nn::AttentionGradOp>(op).getQuery(), grad.getMask(),
+                   cast<nn::AttentionGradOp>(op).getQueryMutable(),
+                   grad.getMask(),
                    grad.getPositions(), grad.getPositionsMutable());
     if (auto embedding = dyn_cast<nn::EmbeddingOp>(op);
-        embedding && splitOf(embedding.getTable()) == 0)
+        embedding && usedSplitOf(embedding.getTableMutable()) == 0)
       return op.emitError("looks up in a table split along the vocabulary "
                           "across device groups; not supported yet");
     if (auto scatter = dyn_cast<nn::GatherGradOp>(op);
@@ -613,7 +626,7 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     // scaled by share / whole, adds up over the groups to the mean.
     if (auto reduce = dyn_cast<nn::ReduceOp>(clone);
         reduce && reduce.getKind() == nn::ReduceKind::Mean) {
-      int64_t dim = splitOf(cast<nn::ReduceOp>(op).getInput());
+      int64_t dim = usedSplitOf(cast<nn::ReduceOp>(op).getInputMutable());
       if (dim >= 0 && llvm::is_contained(reduce.getDims(), dim)) {
         int64_t whole =
             cast<RankedTensorType>(cast<nn::ReduceOp>(op).getInput().getType())

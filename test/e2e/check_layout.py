@@ -13,8 +13,12 @@ nn.data: N(0, 1)). Checks:
     single-device interpreter, norm-wise relative error below --tolerance;
   * the bytes each rank sends and receives, as the simulator counts them,
     equal --hspmd-comm-report's, line by line;
-  * --expect "KIND CALLS BYTES" (repeatable): rank 0 issues exactly CALLS
-    collectives of KIND sending BYTES bytes in all.
+  * --expect "[RANK] KIND CALLS BYTES" (repeatable): rank RANK (default 0)
+    issues exactly CALLS collectives of KIND sending BYTES bytes in all.
+
+Layouts may span several device groups: then every group runs its own
+local function on its ranks (rank d is device d), and the report of every
+group's function is compared.
 
     check_layout.py --opt loom-opt --run loom-run --work-dir DIR \
         --model FILE.mlir --ranks N [--optimizer adamw|sgd] [--f64] [--zero]
@@ -184,8 +188,13 @@ def main():
         np.save(path, np.asarray(value, dtype=dtype))
         inputs += ["--input", path]
 
+    # One local function per device group (several when the layouts span
+    # groups; loom-run then runs each on its group's ranks).
+    locals_ = re.findall(r"func\.func @(" + re.escape(step) + r"_group\d+)\(",
+                         ir)
+    entry = ["--entry", locals_[0]] if len(locals_) == 1 else []
     out = run([args.run, "--interpret", lowered, "--simulate",
-               str(args.ranks), "--entry", f"{step}_group0",
+               str(args.ranks)] + entry + [
                "--global-entry", step, "--tolerance", str(args.tolerance),
                "--comm-stats"] + inputs)
     errors = [float(e) for e in
@@ -193,19 +202,27 @@ def main():
     sim = [line for line in out.splitlines() if line.startswith("rank ")]
     report = run([args.opt, lowered, "--hspmd-comm-report", "-o",
                   os.devnull])
-    section = report.split(f"comm report @{step}_group0")[1]
-    section = section.split("comm report @")[0]
-    rep = [line for line in section.splitlines() if line.startswith("rank ")]
+    rep = []
+    for local in locals_:
+        section = report.split(f"comm report @{local}:")[1]
+        section = section.split("comm report @")[0]
+        rep += [line for line in section.splitlines()
+                if line.startswith("rank ")]
+    rank_order = lambda line: (int(line.split()[1]), line)
+    sim, rep = sorted(sim, key=rank_order), sorted(rep, key=rank_order)
     if sim != rep:
         sys.exit("FAIL: simulator bytes differ from the comm report:\n" +
                  "\n".join(sim) + "\n---\n" + "\n".join(rep))
     for expect in args.expect:
-        kind, calls, sent = expect.split()
-        line = next((l for l in sim if l.startswith(f"rank 0 {kind}:")), "")
+        fields = expect.split()
+        rank = fields.pop(0) if len(fields) == 4 else "0"
+        kind, calls, sent = fields
+        line = next((l for l in sim if l.startswith(f"rank {rank} {kind}:")),
+                    "")
         m = re.search(r"calls (\d+), bytes sent (\d+)", line)
         got = (m.group(1), m.group(2)) if m else ("0", "0")
         if got != (calls, sent):
-            sys.exit(f"FAIL: rank 0 {kind}: calls {got[0]}, bytes sent "
+            sys.exit(f"FAIL: rank {rank} {kind}: calls {got[0]}, bytes sent "
                      f"{got[1]}; expected calls {calls}, bytes sent {sent}")
     # What each rank holds: the local function's parameter and optimizer
     # state arguments are blocks; in all they must be the global bytes over
@@ -218,9 +235,11 @@ def main():
                 total += int(np.prod(dims)) * (8 if et in ("f64", "i64")
                                                else 4)
         return total
-    for role, label in (("nn.param", "parameter"), ("nn.state", "state")):
-        local, whole = held(f"{step}_group0", role), held(step, role)
-        print(f"{label} bytes per rank {local} of {whole}")
+    for local in locals_:
+        group = "" if len(locals_) == 1 else f" (@{local})"
+        for role, label in (("nn.param", "parameter"), ("nn.state", "state")):
+            print(f"{label} bytes per rank{group} {held(local, role)} of "
+                  f"{held(step, role)}")
     kinds = sorted({l.split()[2].rstrip(":") for l in sim})
     print(f"{step} on {args.ranks} ranks: {len(errors)} results, worst "
           f"norm-wise relative error {max(errors):.2e} (bound "
