@@ -16,7 +16,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -178,14 +177,19 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
           total += entry.sent;
       os << "comm report @" << func.getSymName() << ": " << devices
          << " devices, " << total << " bytes sent per step in all\n";
-      // One group's function among several (a function partitioned across
-      // groups): ranks are device ids, as when the groups run together.
+      // One group's function among several specialisations of one function
+      // (partitioned across groups): ranks are device ids, as when the
+      // groups run together.
       bool byDevice = false;
       if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
               hspmd::HSPMDDialect::getSpecializesAttrName()))
-        if (auto original =
-                SymbolTable::lookupNearestSymbolFrom(func, of.getAttr()))
-          byDevice = original->hasAttr(hspmd::HSPMDDialect::getPartsAttrName());
+        byDevice = llvm::count_if(
+                       getOperation().getOps<func::FuncOp>(),
+                       [&](func::FuncOp other) {
+                         return other->getAttr(
+                                    hspmd::HSPMDDialect::
+                                        getSpecializesAttrName()) == of;
+                       }) > 1;
       for (int64_t rank = 0; rank < devices; ++rank)
         for (auto &[kind, entry] : traffic[rank])
           os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "

@@ -398,9 +398,9 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
     if (layout.getNumGroups() != 1)
       return emitError(loc)
              << "layout " << layout << " spans " << layout.getNumGroups()
-             << " device groups; layout propagation handles one device "
-                "group per function (heterogeneous unions are handled by a "
-                "later pass)";
+             << " device groups; propagation inside a group handles one "
+                "device group per function (unions of groups are partitioned "
+                "first, see GroupPartition.cpp)";
     userLayouts.push_back({layout, loc, op});
     return success();
   };
@@ -437,9 +437,9 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
                               << "layout " << user.layout << " is on group "
                               << other << " but " << userLayouts.front().layout
                               << " is on group " << group
-                              << "; layout propagation handles one device "
-                                 "group per function (heterogeneous unions are "
-                                 "handled by a later pass)";
+                              << "; a function is laid out on one device group, "
+                                 "or over one union of groups (write the "
+                                 "layouts as unions over the same groups)";
     diag.attachNote(userLayouts.front().loc) << "first layout here";
     return failure();
   }

@@ -268,8 +268,13 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
     if (Value start = createBlockStart(
             builder, iota.getLoc(), (*resultLayouts)[0], iota.getDim(),
             iota.getType().getDimSize(iota.getDim()),
-            getConstantOffset(cast<nn::IotaOp>(op)).value_or(0)))
+            getConstantOffset(cast<nn::IotaOp>(op)).value_or(0))) {
+      Value old = iota.getOffset();
       iota.getOffsetMutable().assign(start);
+      // The group's start is folded into the block start.
+      if (old && old.use_empty())
+        old.getDefiningOp()->erase();
+    }
     builder.setInsertionPointAfter(iota);
   }
 
@@ -459,6 +464,8 @@ struct SpecializationPass
       bool hasLayouts = false;
       for (unsigned i = 0; i < func.getNumArguments() && !hasLayouts; ++i)
         hasLayouts = func.getArgAttr(i, kLayout) != nullptr;
+      for (unsigned i = 0; i < func.getNumResults() && !hasLayouts; ++i)
+        hasLayouts = func.getResultAttr(i, kLayout) != nullptr;
       if (hasLayouts)
         functions.push_back(func);
     }

@@ -311,10 +311,9 @@ def HSPMD_ExchangeOp : HSPMD_Op<"exchange"> {
     split dimension); after, they are one device's blocks.
 
     ```mlir
-    %g = hspmd.exchange %p shape [32, 128]
+    %g = hspmd.exchange %p shape [32, 128] : tensor<32x128xf64> -> tensor<32x128xf64>
         from #hspmd.union<partial(sum): {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
         to #hspmd.union<replicated: {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
-        : tensor<32x128xf64> -> tensor<32x128xf64>
     ```
 
     Constraints: operand and result have the rank of `shape`, which is
@@ -327,8 +326,8 @@ def HSPMD_ExchangeOp : HSPMD_Op<"exchange"> {
                        HSPMD_UnionAttr:$source, HSPMD_UnionAttr:$target);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `shape` $shape `from` $source `to` $target attr-dict `:`
-    type($input) `->` type($result)
+    $input `shape` $shape `:` type($input) `->` type($result) `from` $source
+    `to` $target attr-dict
   }];
   let hasVerifier = 1;
 }

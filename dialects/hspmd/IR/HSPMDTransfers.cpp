@@ -355,64 +355,127 @@ FailureOr<ExchangePlan> loom::hspmd::planExchange(UnionAttr from, UnionAttr to,
   for (auto &[device, shard] : *sources)
     groupShards[from.getMemberOf(device)].push_back({device, shard});
 
+  // Who needs a cell: the target block of every device.
+  std::map<int64_t, const Shard *> targetOf;
+  for (auto &[device, shard] : *destinations)
+    targetOf[device] = &shard;
+
   // The bytes each device sends as the cells are visited, to balance the
-  // choice of representatives and senders. Merging cells into boxes can
+  // choice of representatives and senders. Merging pieces into boxes can
   // change a reduction's bytes by rounding of its chunks, so the plan's
   // counts are taken from the final reductions and transfers.
   std::map<int64_t, int64_t> load;
 
   // Every cell of the refinement (a target layout covers the tensor, so
-  // some device needs each) is reduced among one representative per group.
-  // `cellReps` maps a cell, by its linear position in the grid, to its list
-  // of representatives in `repLists`.
+  // some device needs each) is cut into pieces, each reduced among one
+  // representative per group (the hierarchical all-reduce: a group's
+  // replicas of the cell share its reduction). `cellPieces` maps a cell,
+  // by its linear position in the grid, to its cut (dimension and number
+  // of pieces) and its pieces' lists of representatives in `repLists`,
+  // from `pieceReps[first]` on.
+  struct CellPieces {
+    int64_t first = 0;
+    int32_t dim = -1;
+    int32_t count = 1;
+  };
   SmallVector<SmallVector<int64_t>> repLists;
   std::map<SmallVector<int64_t>, int32_t> repListIds;
   SmallVector<SmallVector<Box>> reducedBoxes;
-  std::vector<int32_t> cellReps;
+  std::vector<CellPieces> cellPieces;
+  std::vector<int32_t> pieceReps;
   auto linearIndex = [&](ArrayRef<int64_t> index) {
     int64_t linear = 0;
     for (int64_t d = 0; d < rank; ++d)
       linear = linear * (static_cast<int64_t>(cuts[d].size()) - 1) + index[d];
     return linear;
   };
+  // Piece `i` of the cell [lo, hi) cut as `cut`: near-equal along its
+  // dimension, the first (extent mod count) one element larger.
+  auto getPiece = [](ArrayRef<int64_t> lo, ArrayRef<int64_t> hi,
+                     const CellPieces &cut, int64_t i) {
+    Box piece{SmallVector<int64_t>(lo), SmallVector<int64_t>(hi)};
+    if (cut.dim < 0)
+      return piece;
+    int64_t extent = hi[cut.dim] - lo[cut.dim];
+    int64_t base = extent / cut.count, extra = extent % cut.count;
+    piece.first[cut.dim] = lo[cut.dim] + i * base + std::min(i, extra);
+    piece.second[cut.dim] =
+        piece.first[cut.dim] + base + (i < extra ? 1 : 0);
+    return piece;
+  };
   int64_t visited = 0;
   LogicalResult walked = forEachCell(
       cuts, SmallVector<int64_t>(rank, 0), shape, visited, maxCells, why,
       [&](ArrayRef<int64_t> lo, ArrayRef<int64_t> hi, ArrayRef<int64_t> index,
-          int64_t elements) -> LogicalResult {
-        SmallVector<int64_t> reps;
+          int64_t) -> LogicalResult {
+        // Per group, the replicas that share the cell's reduction: those
+        // that hold it and need it, else all that hold it; by id, and the
+        // position of the least loaded (then lowest id) to start with.
+        SmallVector<SmallVector<int64_t>> replicas(numGroups);
+        SmallVector<int64_t> starts(numGroups, 0);
+        int64_t count = 1;
         for (auto [member, shards] : llvm::enumerate(groupShards)) {
-          std::optional<int64_t> rep;
-          for (auto &[device, shard] : shards)
-            if (contains(shard, lo, hi))
-              offerLeastLoaded(rep, device, load);
-          if (!rep) {
+          SmallVector<int64_t> holders, needers;
+          for (auto &[device, shard] : shards) {
+            if (!contains(shard, lo, hi))
+              continue;
+            holders.push_back(device);
+            auto target = targetOf.find(device);
+            if (target != targetOf.end() &&
+                contains(*target->second, lo, hi))
+              needers.push_back(device);
+          }
+          if (holders.empty()) {
             why = "no device of group " + std::to_string(member) +
                   " of the source layout holds a piece of the tensor";
             return failure();
           }
-          reps.push_back(*rep);
+          SmallVector<int64_t> &chosen = replicas[member];
+          chosen = needers.empty() ? holders : needers;
+          llvm::sort(chosen);
+          std::optional<int64_t> first;
+          for (int64_t device : chosen)
+            offerLeastLoaded(first, device, load);
+          starts[member] = llvm::find(chosen, *first) - chosen.begin();
+          count = std::max<int64_t>(count, chosen.size());
         }
-        for (auto [position, device] : llvm::enumerate(reps))
-          load[device] += getRingAllReduceBytes(elements, numGroups, position,
-                                                elementBytes);
-        auto [it, inserted] =
-            repListIds.insert({reps, static_cast<int32_t>(repLists.size())});
-        if (inserted) {
-          repLists.push_back(reps);
-          reducedBoxes.emplace_back();
+        // Cut along the largest dimension (the first of equal ones), into
+        // at most as many pieces as it has elements.
+        CellPieces cut;
+        cut.first = static_cast<int64_t>(pieceReps.size());
+        for (int64_t d = 0; d < rank; ++d)
+          if (cut.dim < 0 || hi[d] - lo[d] > hi[cut.dim] - lo[cut.dim])
+            cut.dim = d;
+        if (cut.dim >= 0)
+          count = std::min(count, hi[cut.dim] - lo[cut.dim]);
+        cut.count = static_cast<int32_t>(count);
+        for (int64_t i = 0; i < count; ++i) {
+          Box piece = getPiece(lo, hi, cut, i);
+          int64_t elements = getNumElements(piece);
+          SmallVector<int64_t> reps;
+          for (auto [member, chosen] : llvm::enumerate(replicas))
+            reps.push_back(chosen[(starts[member] + i) % chosen.size()]);
+          for (auto [position, device] : llvm::enumerate(reps))
+            load[device] += getRingAllReduceBytes(elements, numGroups,
+                                                  position, elementBytes);
+          auto [it, inserted] =
+              repListIds.insert({reps, static_cast<int32_t>(repLists.size())});
+          if (inserted) {
+            repLists.push_back(reps);
+            reducedBoxes.emplace_back();
+          }
+          pieceReps.push_back(it->second);
+          reducedBoxes[it->second].push_back(std::move(piece));
         }
         // The walk covers the grid in order.
-        assert(linearIndex(index) == static_cast<int64_t>(cellReps.size()));
-        cellReps.push_back(it->second);
-        reducedBoxes[it->second].push_back(
-            {SmallVector<int64_t>(lo), SmallVector<int64_t>(hi)});
+        assert(linearIndex(index) == static_cast<int64_t>(cellPieces.size()));
+        cellPieces.push_back(cut);
         return success();
       });
   if (failed(walked))
     return failure();
 
-  // Every device that needs a cell and is not among its representatives
+  // Every device that needs a piece and is not among its representatives
   // receives it from one: its own group's, else the least loaded.
   std::map<std::pair<int64_t, int64_t>, SmallVector<Box>> cells;
   for (auto &entry : *destinations) {
@@ -425,19 +488,22 @@ FailureOr<ExchangePlan> loom::hspmd::planExchange(UnionAttr from, UnionAttr to,
     walked = forEachCell(
         cuts, block.offsets, block.sizes, visited, maxCells, why,
         [&](ArrayRef<int64_t> lo, ArrayRef<int64_t> hi, ArrayRef<int64_t> index,
-            int64_t elements) -> LogicalResult {
-          ArrayRef<int64_t> reps = repLists[cellReps[linearIndex(index)]];
-          if (llvm::is_contained(reps, destination))
-            return success();
-          std::optional<int64_t> sender;
-          if (member >= 0)
-            sender = reps[member];
-          else
-            for (int64_t device : reps)
-              offerLeastLoaded(sender, device, load);
-          load[*sender] += elements * elementBytes;
-          cells[{*sender, destination}].push_back(
-              {SmallVector<int64_t>(lo), SmallVector<int64_t>(hi)});
+            int64_t) -> LogicalResult {
+          const CellPieces &cut = cellPieces[linearIndex(index)];
+          for (int64_t i = 0; i < cut.count; ++i) {
+            ArrayRef<int64_t> reps = repLists[pieceReps[cut.first + i]];
+            if (llvm::is_contained(reps, destination))
+              continue;
+            std::optional<int64_t> sender;
+            if (member >= 0)
+              sender = reps[member];
+            else
+              for (int64_t device : reps)
+                offerLeastLoaded(sender, device, load);
+            Box piece = getPiece(lo, hi, cut, i);
+            load[*sender] += getNumElements(piece) * elementBytes;
+            cells[{*sender, destination}].push_back(std::move(piece));
+          }
           return success();
         });
     if (failed(walked))

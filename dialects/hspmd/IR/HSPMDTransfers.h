@@ -94,14 +94,38 @@ struct ExchangePlan {
 /// `to`, where `from` may be a `partial(sum)` union (each group holding its
 /// contribution, complete inside the group). `to` must hold complete
 /// values. For a partial `from`, every cell of the common refinement of
-/// `from`'s and `to`'s cut points that some device holds under `to` is
-/// reduced by one representative per group (among a group's replicas of
-/// the cell, the one that has sent the fewest bytes so far, then the lowest
-/// id; adjacent cells with the same representatives merge into one box),
-/// and every other device that needs it under `to` receives it from a
-/// representative (its own group's where it has one). Failure with `why`
-/// set as for planTransfers, or when `to` holds partial sums, or a group of
-/// a partial `from` holds partial sums inside the group.
+/// `from`'s and `to`'s cut points is reduced as a hierarchical all-reduce,
+/// its reduction shared among each group's replicas of it:
+///  - the replicas of the cell in group g are the devices of g that hold it
+///    under `from` and need it under `to`, or all of g's devices that hold
+///    it where none of those needs it; r_g of them, sorted by id;
+///  - the cell is cut into P = max over g of r_g pieces, at most its extent
+///    along the cut: along its largest dimension (the first of equal
+///    ones), near-equal, the first (extent mod P) one element larger (a
+///    rank-0 cell is one piece);
+///  - piece i is one Reduction among one representative per group, in
+///    group order: in group g, replica number (s_g + i) mod r_g, where s_g
+///    is the number of the replica that had sent the fewest bytes when the
+///    cell was reached (then the lowest id). The bytes sent so far count
+///    every earlier piece's ring and transfer, in the walk's order: cells
+///    row-major (last dimension fastest), pieces in order, all reductions
+///    before the transfers (by target device in `to`'s device order, then
+///    cell, then piece); the plan is deterministic;
+///  - adjacent pieces (of one cell or of neighbouring cells) with the same
+///    representatives merge into one box (one Reduction);
+///  - every device that needs a piece under `to` and is not one of its
+///    representatives receives it from its own group's representative of
+///    the piece, or, for a device of no group of `from`, from the one of
+///    its representatives that has sent the fewest bytes so far (then the
+///    lowest id).
+/// So a group's r_g replicas that need a cell each reduce about 1/P of it
+/// and receive the rest from each other (with P = r_g, each sends its
+/// pieces to the r_g - 1 others), no device receives a piece it reduced,
+/// and a cell held once per group is one piece, as a plain all-reduce.
+/// `sent`, `received` and `totalBytes` are those of the final reductions
+/// (getRingAllReduceBytes per box) and transfers. Failure with `why` set as
+/// for planTransfers, or when `to` holds partial sums, or a group of a
+/// partial `from` holds partial sums inside the group.
 mlir::FailureOr<ExchangePlan> planExchange(UnionAttr from, UnionAttr to,
                                            llvm::ArrayRef<int64_t> shape,
                                            int64_t elementBytes,

@@ -65,3 +65,16 @@ func.func @rank() -> tensor<i64> {
 func.func @global_input(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   return %x : tensor<8x8xf32>
 }
+
+// The group's part of a tensor across groups and the layout change between
+// them; the rank with a base (where the group's part starts).
+// CHECK-LABEL: func.func @exchange
+// CHECK: hspmd.exchange %arg0 shape [32, 128] : tensor<32x128xf64> -> tensor<32x128xf64> from <partial(sum): {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}> to <replicated: {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
+// CHECK: hspmd.axis_index over [0] of [2] stride 6 base 4 : tensor<i64>
+func.func @exchange(%g: tensor<32x128xf64>) -> (tensor<32x128xf64>, tensor<i64>) {
+  %0 = hspmd.exchange %g shape [32, 128] : tensor<32x128xf64> -> tensor<32x128xf64>
+      from #hspmd.union<partial(sum): {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
+      to #hspmd.union<replicated: {[0, 1, 2, 3]: [S1:4]}, {[4, 5]: [S1:2]}>
+  %1 = hspmd.axis_index over [0] of [2] stride 6 base 4 : tensor<i64>
+  return %0, %1 : tensor<32x128xf64>, tensor<i64>
+}

@@ -615,3 +615,53 @@ func.func @axis_index_order() -> tensor<i64> {
   %0 = hspmd.axis_index over [1, 1] of [2, 2] : tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+func.func @exchange_to_partial(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{target layout #hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}> holds partial sums; an exchange delivers complete values}}
+  %0 = hspmd.exchange %x shape [8, 8] : tensor<8x8xf32> -> tensor<8x8xf32>
+      from #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+      to #hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @exchange_max(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{is not a partial sum; only sums are exchanged}}
+  %0 = hspmd.exchange %x shape [8, 8] : tensor<8x8xf32> -> tensor<8x8xf32>
+      from #hspmd.union<partial(max): {[0, 1]: [D:2]}, {[2]: []}>
+      to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @exchange_partial_inside(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{holds partial sums inside a group as well as across groups; reduce inside the groups first}}
+  %0 = hspmd.exchange %x shape [8, 8] : tensor<8x8xf32> -> tensor<8x8xf32>
+      from #hspmd.union<partial(sum): {[0, 1]: [P(sum):2]}, {[2]: []}>
+      to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @exchange_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{operand and result must have the rank of the shape (2)}}
+  %0 = hspmd.exchange %x shape [8, 8] : tensor<8xf32> -> tensor<8xf32>
+      from #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+      to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @exchange_shape(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{source layout: }}
+  %0 = hspmd.exchange %x shape [8, 8] : tensor<8x8xf32> -> tensor<8x8xf32>
+      from #hspmd.union<split(0) sizes [5, 2]: {[0, 1]: [D:2]}, {[2]: []}>
+      to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}

@@ -1,20 +1,10 @@
 // RUN: loom-opt %s --hspmd-propagate-layouts -split-input-file -verify-diagnostics
 
-// Layouts on two different groups in one function: the heterogeneous case
-// belongs to a later pass.
+// Layouts on two different groups in one function (not a union of both).
 // expected-note @+1 {{first layout here}}
 func.func @different_groups(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}) -> tensor<8x8xf32> {
-  // expected-error @+1 {{layout #hspmd.union<{[2, 3]: [S0:2]}> is on group #hspmd.group<[2, 3]> but #hspmd.union<{[0, 1]: [S0:2]}> is on group #hspmd.group<[0, 1]>; layout propagation handles one device group per function (heterogeneous unions are handled by a later pass)}}
+  // expected-error @+1 {{layout #hspmd.union<{[2, 3]: [S0:2]}> is on group #hspmd.group<[2, 3]> but #hspmd.union<{[0, 1]: [S0:2]}> is on group #hspmd.group<[0, 1]>; a function is laid out on one device group, or over one union of groups (write the layouts as unions over the same groups)}}
   %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[2, 3]: [S0:2]}>
-  return %0 : tensor<8x8xf32>
-}
-
-// -----
-
-// A union of several groups is not propagated here.
-func.func @heterogeneous(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{spans 2 device groups; layout propagation handles one device group per function (heterogeneous unions are handled by a later pass)}}
-  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<split(0): {[0, 1]: [S1:2]}, {[2, 3]: [S1:2]}>
   return %0 : tensor<8x8xf32>
 }
 

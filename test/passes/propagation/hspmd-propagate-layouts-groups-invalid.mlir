@@ -1,0 +1,66 @@
+// RUN: loom-opt %s --hspmd-propagate-layouts -split-input-file -verify-diagnostics
+
+// Unions over different lists of groups in one function.
+// expected-note @+1 {{first layout over several groups here}}
+func.func @other_groups(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{is over other device groups than #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>; a function is laid out over one list of groups (placing layers on different groups, as pipeline stages do, is not supported yet)}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[3]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// A one-group layout among unions of several groups.
+// expected-note @+1 {{layout over several groups here}}
+func.func @one_group(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{is on one device group but other layouts of the function span 2 groups}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0, 1]: [S1:2]}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// Splits across groups in two ratios.
+// expected-note @+1 {{first split here}}
+func.func @ratios(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{splits in another ratio than #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>; the splits across groups of one function share one ratio}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<split(1) shares [1, 1]: {[0, 1]: [S0:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// A vocabulary split across groups has no local lookup yet.
+func.func @vocabulary(%table: tensor<64x8xf32> {hspmd.layout = #hspmd.union<split(0) shares [1, 1]: {[0, 1]: [D:2]}, {[2]: []}>},
+                      %ids: tensor<4x4xi64> {hspmd.layout = #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>}) -> tensor<4x4x8xf32> {
+  // expected-error @+1 {{looks up in a table split along the vocabulary across device groups; not supported yet}}
+  %0 = nn.embedding %table, %ids : tensor<64x8xf32>, tensor<4x4xi64>
+  return %0 : tensor<4x4x8xf32>
+}
+
+// -----
+
+// Shares that do not cover the dimension.
+func.func @sizes(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{sizes [5, 2] cover 7 of dimension 0 of size 8}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<split(0) sizes [5, 2]: {[0, 1]: [S1:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// A mean over unequal shares written as a partial: an average of averages.
+func.func @mean(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{a mean-partial across groups with unequal shares [3, 1] averages averages; use partial(sum) and scale by the global count}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<partial(mean) shares [3, 1]: {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// Overlapping groups.
+func.func @overlap(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{union members 0 and 1 overlap: groups [0, 1] and [1]}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<replicated: {[0, 1]: [D:2]}, {[1]: []}>
+  return %0 : tensor<8x8xf32>
+}

@@ -1,0 +1,24 @@
+// RUN: loom-opt %s --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize | FileCheck %s
+// RUN: loom-opt %s --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize -o %t.mlir
+// RUN: loom-run --interpret %t.mlir --simulate 4 --global-entry positions --comm-stats | FileCheck %s --check-prefix=SIM
+
+// A sequence split 3:1 between group {0, 1} (which splits its 12 positions
+// again) and group {2, 3} (which splits its 4 again). Each part is
+// specialised into @<name>_group<g>: its arguments and results record the
+// whole layout, and an iota along the split dimension counts from the
+// group's start (0 or 12) plus the device's block start inside the group.
+// CHECK-LABEL: func.func @positions_group0(
+// CHECK-SAME: -> (tensor<2x6xi64> {hspmd.global_layout = #hspmd.union<split(1) shares [3, 1]: {[0, 1]: [S1:2]}, {[2, 3]: [S1:2]}>})
+// CHECK-SAME: attributes {hspmd.group = #hspmd.group<[0, 1]>, hspmd.specializes = @positions}
+// CHECK: %[[S0:.*]] = hspmd.axis_index over [0] of [2] stride 6 : tensor<i64>
+// CHECK: nn.iota dim = 1 offset %[[S0]] : tensor<2x6xi64>
+// CHECK-LABEL: func.func @positions_group1(
+// CHECK-SAME: attributes {hspmd.group = #hspmd.group<[2, 3]>, hspmd.specializes = @positions}
+// CHECK: %[[S1:.*]] = hspmd.axis_index over [0] of [2] stride 2 base 12 : tensor<i64>
+// CHECK: nn.iota dim = 1 offset %[[S1]] : tensor<2x2xi64>
+// The four ranks together give the single-device iota.
+// SIM: result #0: tensor<2x16xi64> norm-wise relative error 0.000e+00
+func.func @positions() -> (tensor<2x16xi64> {hspmd.layout = #hspmd.union<split(1) shares [3, 1]: {[0, 1]: [S1:2]}, {[2, 3]: [S1:2]}>}) {
+  %i = nn.iota dim = 1 : tensor<2x16xi64>
+  return %i : tensor<2x16xi64>
+}
