@@ -77,50 +77,6 @@ struct Relation {
   }
 };
 
-/// Every layout a user wrote on the function, with where.
-struct UserUnion {
-  UnionAttr layout;
-  Location loc;
-};
-
-/// Collects the user layouts of `func` (argument and result attributes,
-/// annotations, reshards) into `out`; fails on a strategy set (reported
-/// when `diagnose`).
-LogicalResult collectUserUnions(func::FuncOp func,
-                                SmallVectorImpl<UserUnion> &out,
-                                bool diagnose = true) {
-  auto add = [&](Attribute attr, Location loc) -> LogicalResult {
-    if (!attr)
-      return success();
-    auto layout = dyn_cast<UnionAttr>(attr);
-    if (!layout && !diagnose)
-      return failure();
-    if (!layout)
-      return emitError(loc) << "layout " << attr
-                            << " is a strategy set; layout propagation "
-                               "handles one union per value";
-    out.push_back({layout, loc});
-    return success();
-  };
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (failed(add(func.getArgAttr(i, kLayout), func.getArgument(i).getLoc())))
-      return failure();
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    if (failed(add(func.getResultAttr(i, kLayout), func.getLoc())))
-      return failure();
-  WalkResult walk = func.walk([&](Operation *op) {
-    LogicalResult result = success();
-    if (auto annotate = dyn_cast<AnnotateOp>(op))
-      result = add(annotate.getLayout(), op->getLoc());
-    else if (auto reshard = dyn_cast<ReshardOp>(op))
-      result = succeeded(add(reshard.getSource(), op->getLoc()))
-                   ? add(reshard.getTarget(), op->getLoc())
-                   : failure();
-    return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  return failure(walk.wasInterrupted());
-}
-
 class GroupPartitioner {
 public:
   explicit GroupPartitioner(func::FuncOp func)
@@ -548,8 +504,7 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     // Where the part sits in the whole: the dimension split across groups
     // of a result, or of an operand as the op uses it.
     auto splitDimOf = [](const Relation &relation) {
-      return relation.kind == UnionRelation::Split ? relation.dim
-                                                   : int64_t{-1};
+      return relation.kind == UnionRelation::Split ? relation.dim : int64_t{-1};
     };
     auto splitOf = [&](Value result) {
       return splitDimOf(relations.lookup(result));
@@ -601,13 +556,13 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     if (auto attention = dyn_cast<nn::AttentionOp>(clone))
       addPositions(attention, attention.getQuery(),
                    cast<nn::AttentionOp>(op).getQueryMutable(),
-                   attention.getMask(),
-                   attention.getPositions(), attention.getPositionsMutable());
+                   attention.getMask(), attention.getPositions(),
+                   attention.getPositionsMutable());
     if (auto grad = dyn_cast<nn::AttentionGradOp>(clone))
       addPositions(grad, grad.getQuery(),
                    cast<nn::AttentionGradOp>(op).getQueryMutable(),
-                   grad.getMask(),
-                   grad.getPositions(), grad.getPositionsMutable());
+                   grad.getMask(), grad.getPositions(),
+                   grad.getPositionsMutable());
     if (auto embedding = dyn_cast<nn::EmbeddingOp>(op);
         embedding && usedSplitOf(embedding.getTableMutable()) == 0)
       return op.emitError("looks up in a table split along the vocabulary "
@@ -742,18 +697,83 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
 
 } // namespace
 
+LogicalResult loom::collectUserUnions(func::FuncOp func,
+                                      SmallVectorImpl<UserUnion> &out,
+                                      bool diagnose) {
+  auto add = [&](Attribute attr, Location loc) -> LogicalResult {
+    if (!attr)
+      return success();
+    auto layout = dyn_cast<UnionAttr>(attr);
+    if (!layout && !diagnose)
+      return failure();
+    if (!layout)
+      return emitError(loc) << "layout " << attr
+                            << " is a strategy set; layout propagation "
+                               "handles one union per value";
+    out.push_back({layout, loc});
+    return success();
+  };
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (failed(add(func.getArgAttr(i, kLayout), func.getArgument(i).getLoc())))
+      return failure();
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (failed(add(func.getResultAttr(i, kLayout), func.getLoc())))
+      return failure();
+  WalkResult walk = func.walk([&](Operation *op) {
+    LogicalResult result = success();
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      result = add(annotate.getLayout(), op->getLoc());
+    else if (auto reshard = dyn_cast<ReshardOp>(op))
+      result = succeeded(add(reshard.getSource(), op->getLoc()))
+                   ? add(reshard.getTarget(), op->getLoc())
+                   : failure();
+    return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+/// The distinct groups of `users`' one-group layouts, in order of
+/// appearance, when they are two or more and pairwise disjoint.
+static SmallVector<DeviceGroupAttr> getStageGroups(ArrayRef<UserUnion> users) {
+  SmallVector<DeviceGroupAttr> stages;
+  for (const UserUnion &user : users) {
+    if (user.layout.getNumGroups() != 1)
+      return {};
+    DeviceGroupAttr group = user.layout.getGroups().front();
+    if (!llvm::is_contained(stages, group))
+      stages.push_back(group);
+  }
+  for (size_t i = 0; i < stages.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      for (int64_t device : stages[i].getDevices())
+        if (llvm::is_contained(stages[j].getDevices(), device))
+          return {};
+  if (stages.size() < 2)
+    return {};
+  return stages;
+}
+
 bool loom::hasLayoutsAcrossGroups(func::FuncOp func) {
   if (func.isExternal())
     return false;
   SmallVector<UserUnion> users;
   if (failed(collectUserUnions(func, users, /*diagnose=*/false)))
     return false;
-  return llvm::any_of(users, [](const UserUnion &user) {
-    return user.layout.getNumGroups() > 1;
-  });
+  return llvm::any_of(users,
+                      [](const UserUnion &user) {
+                        return user.layout.getNumGroups() > 1;
+                      }) ||
+         !getStageGroups(users).empty();
 }
 
 LogicalResult loom::partitionAcrossGroups(func::FuncOp func, int64_t &numParts,
                                           int64_t &numReshards) {
+  SmallVector<UserUnion> users;
+  if (failed(collectUserUnions(func, users, /*diagnose=*/false)))
+    return failure();
+  if (llvm::none_of(users, [](const UserUnion &user) {
+        return user.layout.getNumGroups() > 1;
+      }))
+    return partitionIntoStages(func, numParts, numReshards);
   return GroupPartitioner(func).run(numParts, numReshards);
 }

@@ -44,9 +44,29 @@ inline bool isPartitioned(mlir::func::FuncOp func) {
 mlir::LogicalResult propagateWithinGroup(mlir::func::FuncOp func, bool &skipped,
                                          int64_t &numReshards);
 
-/// Whether a layout of `func` (annotation, reshard, argument or result)
-/// spans several device groups.
+/// Whether `func`'s layouts (annotations, reshards, arguments, results)
+/// span several device groups: a union of several groups, or one-group
+/// layouts on disjoint groups (pipeline stages).
 bool hasLayoutsAcrossGroups(mlir::func::FuncOp func);
+
+/// A layout a user wrote on a function, with where.
+struct UserUnion {
+  hspmd::UnionAttr layout;
+  mlir::Location loc;
+};
+
+/// Collects the user layouts of `func` (argument and result attributes,
+/// annotations, reshards) into `out`; fails on a strategy set (reported
+/// when `diagnose`).
+mlir::LogicalResult collectUserUnions(mlir::func::FuncOp func,
+                                      llvm::SmallVectorImpl<UserUnion> &out,
+                                      bool diagnose = true);
+
+/// Partitions `func`, whose layouts lie on disjoint device groups (one per
+/// pipeline stage), into one function per group (StagePartition.cpp).
+mlir::LogicalResult partitionIntoStages(mlir::func::FuncOp func,
+                                        int64_t &numParts,
+                                        int64_t &numReshards);
 
 /// Lays `func` out across its groups, adds one function per group after it
 /// (laid out inside the group) and marks `func` as partitioned. Returns

@@ -117,7 +117,7 @@ LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
 
 Type Specializer::getLocalType(Type type, Attribute layout) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
+  if (!tensor || !layout)
     return type;
   return tensor.clone(
       getLocalShape(cast<hspmd::UnionAttr>(layout), tensor.getShape()));
@@ -359,14 +359,21 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
 
 func::FuncOp Specializer::run() {
   FunctionType type = global.getFunctionType();
+  // A pipeline stage holds nothing of another stage's arguments and
+  // results: they are empty and have no layout of their own.
+  auto laidOut = [](Type type, Attribute layout) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && (layout || !tensor.hasStaticShape() ||
+                      tensor.getNumElements() != 0);
+  };
   for (unsigned i = 0; i < type.getNumInputs(); ++i)
-    if (isa<RankedTensorType>(type.getInput(i)) &&
+    if (laidOut(type.getInput(i), global.getArgAttr(i, kLayout)) &&
         failed(checkLayout(global.getArgAttr(i, kLayout),
                            global.getArgument(i).getLoc(),
                            "argument #" + Twine(i))))
       return {};
   for (unsigned i = 0; i < type.getNumResults(); ++i)
-    if (isa<RankedTensorType>(type.getResult(i)) &&
+    if (laidOut(type.getResult(i), global.getResultAttr(i, kLayout)) &&
         failed(checkLayout(global.getResultAttr(i, kLayout), global.getLoc(),
                            "result #" + Twine(i))))
       return {};

@@ -361,6 +361,19 @@ loom::sim::runSharded(Simulator &simulator, ArrayRef<func::FuncOp> locals,
       FailureOr<hspmd::UnionAttr> layout = layoutOf(byRank[r], i, false);
       if (failed(layout))
         return failure();
+      // A device outside the layout (another pipeline stage's argument)
+      // gets the empty buffer its function takes (a zero for a 0-d one).
+      if (layout->getMemberOf(r) < 0) {
+        auto type = dyn_cast<RankedTensorType>(
+            byRank[r].getFunctionType().getInput(i));
+        if (!type || !type.hasStaticShape() ||
+            (type.getRank() != 0 && type.getNumElements() != 0))
+          return byRank[r].emitError()
+                 << "argument #" << i << " of @" << byRank[r].getSymName()
+                 << " is laid out on other devices but is not empty";
+        rankArgs[r].push_back(Tensor(arg.getKind(), type.getShape()));
+        continue;
+      }
       std::string error;
       FailureOr<Tensor> shard = extractShard(arg, *layout, r, error);
       if (failed(shard))

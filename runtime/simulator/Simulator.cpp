@@ -611,11 +611,17 @@ void Simulator::Impl::completeExchange(Pending &entry) {
     std::optional<hspmd::Shard> wanted =
         hspmd::getShard(target, shape, device);
     if (!wanted) {
-      os << "device " << device
-         << " holds nothing of the exchange's target " << target
-         << "; an exchange's devices all hold a block of the target so far";
-      entry.error = text;
-      return;
+      // A sending stage: it holds nothing of the target (an empty buffer,
+      // or a zero standing in for a 0-d one).
+      auto type = cast<RankedTensorType>(entry.ops[p]->getResult(0).getType());
+      if (type.getRank() != 0 && type.getNumElements() != 0) {
+        os << "device " << device << " holds nothing of the exchange's target "
+           << target << " but its result is a " << type;
+        entry.error = text;
+        return;
+      }
+      entry.outputs[p] = Tensor(kind, type.getShape());
+      continue;
     }
     Tensor out(kind, wanted->sizes);
     std::vector<int> covered(std::max<int64_t>(out.getNumElements(), 1), 0);

@@ -38,6 +38,30 @@ COLUMNS = ("wq", "wk", "wv", "w1")
 ROWS = ("wo", "w2", "b1")
 
 
+def apply_layouts(text, layouts):
+    """Attach `hspmd.layout = LAYOUT` to every forward argument %ARG in
+    `layouts` (ARG -> layout text)."""
+    for arg, layout in layouts.items():
+        text = re.sub(r"(%" + arg + r": tensor<[^>]*> \{)",
+                      r"\g<1>hspmd.layout = " + layout + ", ", text)
+    return text
+
+
+def megatron_layouts(cfg, data, col, row):
+    """The tokens and targets laid out as `data` (none if None), every
+    block's Q, K, V, W1 as `col` and Wo, W2, b1 as `row`; the other
+    parameters (norms, biases b2, embeddings, head) get no layout."""
+    layouts = {}
+    if data:
+        layouts["tokens"] = layouts["targets"] = data
+    for layer in range(cfg.layers):
+        for name in COLUMNS:
+            layouts[f"l{layer}_{name}"] = col
+        for name in ROWS:
+            layouts[f"l{layer}_{name}"] = row
+    return layouts
+
+
 def annotate(text, cfg, dp, tp):
     devices = dp * tp
     group = "[" + ", ".join(str(d) for d in range(devices)) + "]"
@@ -47,42 +71,57 @@ def annotate(text, cfg, dp, tp):
     data = union(f"S0:{dp}, D:{tp}") if dp > 1 else None
     col = union(f"D:{dp}, S1:{tp}") if dp > 1 else union(f"S1:{tp}")
     row = union(f"D:{dp}, S0:{tp}") if dp > 1 else union(f"S0:{tp}")
-    layouts = {}
-    if data:
-        layouts["tokens"] = layouts["targets"] = data
-    for layer in range(cfg.layers):
-        for name in COLUMNS:
-            layouts[f"l{layer}_{name}"] = col
-        for name in ROWS:
-            layouts[f"l{layer}_{name}"] = row
-    for arg, layout in layouts.items():
-        text = re.sub(r"(%" + arg + r": tensor<[^>]*> \{)",
-                      r"\g<1>hspmd.layout = " + layout + ", ", text)
-    return text
+    return apply_layouts(text, megatron_layouts(cfg, data, col, row))
+
+
+def build_step(opt, forward_text, work, tag):
+    """Write the forward function and build its AdamW training step
+    (`--loom-training-pipeline`, not timed); returns the step's path."""
+    forward = os.path.join(work, f"fw_{tag}.mlir")
+    step = os.path.join(work, f"step_{tag}.mlir")
+    with open(forward, "w") as f:
+        f.write(forward_text)
+    subprocess.run([opt, forward, "--loom-training-pipeline="
+                    "optimizer=adamw lr=1e-2", "-o", step], check=True)
+    return step
+
+
+def time_step_passes(opt, step, repeat, what, per_pass=False):
+    """Best of `repeat` runs of PASSES on `step`: the sum of the passes'
+    wall times from --mlir-timing, in seconds (with per_pass, also the best
+    run's {pass name: seconds}). Exits with the compiler's error (verbatim
+    tail) if a run fails."""
+    best, best_passes = None, None
+    for _ in range(repeat):
+        proc = subprocess.run([opt, step, *PASSES, "--mlir-timing",
+                               "--mlir-timing-display=list", "-o",
+                               os.devnull], capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"error: partitioning {what} "
+                     f"failed:\n{proc.stderr[-2000:]}")
+        passes = {}
+        for m in re.finditer(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\w+Pass)$",
+                             proc.stderr, re.M):
+            passes[m.group(2)] = passes.get(m.group(2), 0.0) + float(
+                m.group(1))
+        seconds = sum(passes.values())
+        if best is None or seconds < best:
+            best, best_passes = seconds, passes
+    return (best, best_passes) if per_pass else best
+
+
+def count_ops(step):
+    return sum(1 for line in open(step) if " = " in line)
 
 
 def time_passes(args, blocks, dp, tp, work):
     cfg = ref.Config(batch=max(dp, 8), layers=blocks)
-    forward = os.path.join(work, f"fw_{blocks}_{dp}x{tp}.mlir")
-    step = os.path.join(work, f"step_{blocks}_{dp}x{tp}.mlir")
-    with open(forward, "w") as f:
-        f.write(annotate(ref.module_text(cfg, "f32"), cfg, dp, tp))
-    subprocess.run([args.opt, forward, "--loom-training-pipeline="
-                    "optimizer=adamw lr=1e-2", "-o", step], check=True)
-    best = None
-    for _ in range(args.repeat):
-        proc = subprocess.run([args.opt, step, *PASSES, "--mlir-timing",
-                               "--mlir-timing-display=list", "-o",
-                               os.devnull], capture_output=True, text=True)
-        if proc.returncode != 0:
-            sys.exit(f"error: partitioning {blocks} blocks on {dp}x{tp} "
-                     f"failed:\n{proc.stderr[-2000:]}")
-        seconds = sum(float(m.group(1)) for m in re.finditer(
-            r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+\w+Pass$", proc.stderr,
-            re.M))
-        best = seconds if best is None else min(best, seconds)
-    ops = sum(1 for line in open(step) if " = " in line)
-    return best, ops
+    step = build_step(args.opt, annotate(ref.module_text(cfg, "f32"), cfg,
+                                         dp, tp),
+                      work, f"{blocks}_{dp}x{tp}")
+    best = time_step_passes(args.opt, step, args.repeat,
+                            f"{blocks} blocks on {dp}x{tp}")
+    return best, count_ops(step)
 
 
 def main():

@@ -389,44 +389,191 @@ TEST_F(HSPMDTransfersTest, ExchangeReducesPartialTensorParallelGroups) {
 }
 
 TEST_F(HSPMDTransfersTest, ExchangeSendsTheSumToReplicasThatDidNotReduce) {
-  // A group of two replicas and a single device: 0 and 2 reduce the whole
-  // [8, 4] f32 tensor (128 bytes each way), then 0 sends the sum to 1.
+  // A group of two replicas and a single device: the [8, 4] f32 tensor is
+  // cut into two [4, 4] row halves (P = 2, along the larger dimension); 0
+  // reduces the first with 2, 1 the second (64 bytes each way per half),
+  // then 0 and 1 send each other the half they reduced.
   ExchangePlan plan = checkedExchange(
       "#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>",
       "#hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>", {8, 4}, 4);
-  ASSERT_EQ(plan.reductions.size(), 1u);
-  EXPECT_EQ(plan.reductions[0].devices, (SmallVector<int64_t>{0, 2}));
-  EXPECT_EQ(plan.reductions[0].sizes, (SmallVector<int64_t>{8, 4}));
-  ASSERT_EQ(plan.transfers.size(), 1u);
-  EXPECT_EQ(plan.transfers[0].source, 0);
-  EXPECT_EQ(plan.transfers[0].destination, 1);
-  EXPECT_EQ(plan.transfers[0].bytes, 128);
-  EXPECT_EQ(plan.sent[0], 128 + 128);
-  EXPECT_EQ(plan.sent[2], 128);
-  EXPECT_EQ(plan.received[1], 128);
+  ASSERT_EQ(plan.reductions.size(), 2u);
+  for (int64_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(plan.reductions[j].offsets, (SmallVector<int64_t>{4 * j, 0}));
+    EXPECT_EQ(plan.reductions[j].sizes, (SmallVector<int64_t>{4, 4}));
+    EXPECT_EQ(plan.reductions[j].devices, (SmallVector<int64_t>{j, 2}));
+  }
+  ASSERT_EQ(plan.transfers.size(), 2u);
+  EXPECT_EQ(plan.transfers[0].source, 1);
+  EXPECT_EQ(plan.transfers[0].destination, 0);
+  EXPECT_EQ(plan.transfers[0].offsets, (SmallVector<int64_t>{4, 0}));
+  EXPECT_EQ(plan.transfers[0].bytes, 64);
+  EXPECT_EQ(plan.transfers[1].source, 0);
+  EXPECT_EQ(plan.transfers[1].destination, 1);
+  EXPECT_EQ(plan.transfers[1].offsets, (SmallVector<int64_t>{0, 0}));
+  EXPECT_EQ(plan.transfers[1].bytes, 64);
+  for (int64_t device = 0; device < 3; ++device) {
+    EXPECT_EQ(plan.sent[device], 128) << device;
+    EXPECT_EQ(plan.received[device], 128) << device;
+  }
+  // As much as one representative per group (0 would send 128 + 128), but
+  // shared.
   EXPECT_EQ(plan.totalBytes, 3 * 128);
 }
 
+TEST_F(HSPMDTransfersTest, ExchangeSharesACellAmongTheReplicasOfAGroup) {
+  // The end-to-end case: a norm weight's gradient of 32 f64 elements,
+  // replicated over {0, 1, 2, 3} and over {4, 5}, each group a partial sum.
+  // P = 4 pieces of 8 elements; piece i is reduced by i and 4 + i % 2 (a
+  // ring of two: 64 bytes each way), then each device of a group sends the
+  // pieces it reduced to the group's other replicas.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1, 2, 3]: [D:4]}, {[4, 5]: [D:2]}>",
+      "#hspmd.union<replicated: {[0, 1, 2, 3]: [D:4]}, {[4, 5]: [D:2]}>",
+      {32}, 8);
+  const int64_t pieceBytes = 8 * 8;
+  ASSERT_EQ(plan.reductions.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{8 * i}));
+    EXPECT_EQ(plan.reductions[i].sizes, (SmallVector<int64_t>{8}));
+    EXPECT_EQ(plan.reductions[i].devices,
+              (SmallVector<int64_t>{i, 4 + i % 2}));
+  }
+  EXPECT_EQ(getRingAllReduceBytes(8, 2, 0, 8), pieceBytes);
+  // 0..3: each piece to the 3 others (12); 4 and 5: their two pieces to
+  // each other (4, not adjacent, so not merged).
+  ASSERT_EQ(plan.transfers.size(), 16u);
+  std::map<std::pair<int64_t, int64_t>, int64_t> pairBytes;
+  for (const Transfer &t : plan.transfers) {
+    EXPECT_EQ(t.bytes, pieceBytes);
+    EXPECT_EQ(t.sizes, (SmallVector<int64_t>{8}));
+    int64_t piece = t.offsets[0] / 8;
+    EXPECT_EQ(t.source, t.source < 4 ? piece : 4 + piece % 2);
+    EXPECT_EQ(t.source < 4, t.destination < 4) << "inside the group";
+    pairBytes[{t.source, t.destination}] += t.bytes;
+  }
+  for (int64_t a = 0; a < 4; ++a)
+    for (int64_t b = 0; b < 4; ++b)
+      if (a != b)
+        EXPECT_EQ((pairBytes[{a, b}]), pieceBytes) << a << " -> " << b;
+  EXPECT_EQ((pairBytes[{4, 5}]), 2 * pieceBytes);
+  EXPECT_EQ((pairBytes[{5, 4}]), 2 * pieceBytes);
+  // Every device: one piece's ring (64) + 3 sends of 64 for 0..3; two
+  // pieces' rings (128) + 2 sends of 64 for 4 and 5; received the same.
+  for (int64_t device = 0; device < 4; ++device) {
+    EXPECT_EQ(plan.sent[device], pieceBytes + 3 * pieceBytes) << device;
+    EXPECT_EQ(plan.received[device], pieceBytes + 3 * pieceBytes) << device;
+  }
+  for (int64_t device : {4, 5}) {
+    EXPECT_EQ(plan.sent[device], 2 * pieceBytes + 2 * pieceBytes) << device;
+    EXPECT_EQ(plan.received[device], 2 * pieceBytes + 2 * pieceBytes)
+        << device;
+  }
+  int64_t most = 0, least = INT64_MAX;
+  for (int64_t device = 0; device < 4; ++device) {
+    most = std::max(most, plan.sent[device]);
+    least = std::min(least, plan.sent[device]);
+  }
+  EXPECT_EQ(most, least) << "group {0, 1, 2, 3} shares the work evenly";
+  // The same total as one representative per group (0 and 4 reduce 256
+  // bytes each way, 0 sends 3 * 256, 4 sends 256: 1536), but 0 sent 1024
+  // there and 256 here.
+  EXPECT_EQ(plan.totalBytes, 6 * 4 * pieceBytes);
+  EXPECT_EQ(plan.totalBytes, 1536);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeCutsCellsIntoNearEqualPieces) {
+  // 10 rows over 4 replicas: pieces of 3, 3, 2, 2 rows (the cut goes along
+  // the larger dimension), reduced by 0, 1, 2, 3 with 4.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1, 2, 3]: [D:4]}, {[4]: []}>",
+      "#hspmd.union<replicated: {[0, 1, 2, 3]: [D:4]}, {[4]: []}>", {10, 3},
+      4);
+  ASSERT_EQ(plan.reductions.size(), 4u);
+  int64_t rows[] = {3, 3, 2, 2}, offset = 0;
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{offset, 0}));
+    EXPECT_EQ(plan.reductions[i].sizes, (SmallVector<int64_t>{rows[i], 3}));
+    EXPECT_EQ(plan.reductions[i].devices, (SmallVector<int64_t>{i, 4}));
+    offset += rows[i];
+  }
+  // Along the larger dimension, the second here: 6 columns into 4 pieces
+  // of 2, 2, 1, 1.
+  plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1, 2, 3]: [D:4]}, {[4]: []}>",
+      "#hspmd.union<replicated: {[0, 1, 2, 3]: [D:4]}, {[4]: []}>", {2, 6}, 4);
+  ASSERT_EQ(plan.reductions.size(), 4u);
+  int64_t columns[] = {2, 2, 1, 1};
+  offset = 0;
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{0, offset}));
+    EXPECT_EQ(plan.reductions[i].sizes,
+              (SmallVector<int64_t>{2, columns[i]}));
+    offset += columns[i];
+  }
+  // Three elements: at most three pieces; 3 reduces nothing and receives
+  // all three.
+  plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1, 2, 3]: [D:4]}, {[4]: []}>",
+      "#hspmd.union<replicated: {[0, 1, 2, 3]: [D:4]}, {[4]: []}>", {3}, 4);
+  ASSERT_EQ(plan.reductions.size(), 3u);
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_EQ(plan.reductions[i].devices, (SmallVector<int64_t>{i, 4}));
+  EXPECT_EQ(plan.sent[3], 0);
+  EXPECT_EQ(plan.received[3], 3 * 4);
+}
+
+TEST_F(HSPMDTransfersTest, ExchangeReducesOnTheReplicasThatNeedTheCell) {
+  // Replicated on {0, 1, 2, 3} and on {4, 5} -> split over each group (a
+  // reduce-scatter): each quarter is held by all of 0..3 but needed by one
+  // of them (and by one of 4, 5), so that one reduces it, with the one of
+  // 4, 5 that needs it, and nothing is sent afterwards: 4 rings of two over
+  // 8 f64 elements.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1, 2, 3]: [D:4]}, {[4, 5]: [D:2]}>",
+      "#hspmd.union<replicated: {[0, 1, 2, 3]: [S0:4]}, {[4, 5]: [S0:2]}>",
+      {32}, 8);
+  ASSERT_EQ(plan.reductions.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{8 * i}));
+    EXPECT_EQ(plan.reductions[i].devices,
+              (SmallVector<int64_t>{i, 4 + i / 2}));
+  }
+  EXPECT_TRUE(plan.transfers.empty());
+  EXPECT_EQ(plan.totalBytes, 4 * 2 * 8 * 8);
+}
+
 TEST_F(HSPMDTransfersTest, ExchangeBalancesRepresentativesAmongReplicas) {
-  // The same partial source, split by rows over {0, 1, 2, 3}: the replicas
-  // 0 and 1 take turns reducing the four row blocks (32 bytes each way per
-  // block); 3, outside the source, receives its block from the least
-  // loaded representative of it.
+  // The same partial source, split by rows over {0, 1, 2, 3}: 0 and 1 each
+  // reduce, with 2, the row block they need (32 bytes each way per block);
+  // rows 4-5, which only 2 needs, and rows 6-7, which 3 (outside the
+  // source) needs, are held by 0 and 1 and needed by neither, so both
+  // share them: cut into two [2, 2] column pieces, the left ones reduced by
+  // 0 and the right ones by 1 (merged into [4, 2] boxes), and 3 receives
+  // each piece of rows 6-7 from its less loaded representative.
   ExchangePlan plan =
       checkedExchange("#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>",
                       "#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>", {8, 4}, 4);
   ASSERT_EQ(plan.reductions.size(), 4u);
-  for (int64_t j = 0; j < 4; ++j) {
+  for (int64_t j = 0; j < 2; ++j) {
     EXPECT_EQ(plan.reductions[j].offsets, (SmallVector<int64_t>{2 * j, 0}));
-    EXPECT_EQ(plan.reductions[j].devices, (SmallVector<int64_t>{j % 2, 2}));
+    EXPECT_EQ(plan.reductions[j].sizes, (SmallVector<int64_t>{2, 4}));
+    EXPECT_EQ(plan.reductions[j].devices, (SmallVector<int64_t>{j, 2}));
+    EXPECT_EQ(plan.reductions[2 + j].offsets,
+              (SmallVector<int64_t>{4, 2 * j}));
+    EXPECT_EQ(plan.reductions[2 + j].sizes, (SmallVector<int64_t>{4, 2}));
+    EXPECT_EQ(plan.reductions[2 + j].devices, (SmallVector<int64_t>{j, 2}));
   }
-  ASSERT_EQ(plan.transfers.size(), 1u);
-  EXPECT_EQ(plan.transfers[0].source, 1);
-  EXPECT_EQ(plan.transfers[0].destination, 3);
-  EXPECT_EQ(plan.transfers[0].offsets, (SmallVector<int64_t>{6, 0}));
-  EXPECT_EQ(plan.sent[0], 2 * 32);
-  EXPECT_EQ(plan.sent[1], 2 * 32 + 32);
+  ASSERT_EQ(plan.transfers.size(), 2u);
+  for (int64_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(plan.transfers[j].source, j);
+    EXPECT_EQ(plan.transfers[j].destination, 3);
+    EXPECT_EQ(plan.transfers[j].offsets, (SmallVector<int64_t>{6, 2 * j}));
+    EXPECT_EQ(plan.transfers[j].bytes, 16);
+  }
+  EXPECT_EQ(plan.sent[0], 32 + 32 + 16);
+  EXPECT_EQ(plan.sent[1], 32 + 32 + 16);
   EXPECT_EQ(plan.sent[2], 4 * 32);
+  EXPECT_EQ(plan.received[3], 32);
   EXPECT_EQ(plan.totalBytes, 9 * 32);
 }
 
@@ -552,6 +699,42 @@ TEST_F(HSPMDTransfersTest, RandomExchangesDeliverTheSums) {
                      ": " + states[b] + "}>";
     SCOPED_TRACE(from + " -> " + to);
     checkedExchange(from, to, {8, 12}, 4);
+  }
+}
+
+/// Random partial sums over two or three groups -> replicated over the same
+/// groups, each group's inner layout drawn again (of the same size): the
+/// end-to-end case of a gradient summed across groups, with cells held by
+/// several replicas of a group.
+TEST_F(HSPMDTransfersTest, RandomExchangesToReplicatedGroups) {
+  std::mt19937_64 rng(31);
+  std::map<int64_t, SmallVector<const char *>> statesOfSize = {
+      {1, {"[]"}},
+      {2, {"[S0:2]", "[S1:2]", "[D:2]"}},
+      {3, {"[D:3]", "[S1:3]"}},
+      {4, {"[D:4]", "[S0:4]", "[S0:2, S1:2]", "[D:2, S1:2]", "[S0:2, D:2]"}}};
+  int64_t groupSizes[] = {1, 2, 3, 4};
+  for (int trial = 0; trial < 40; ++trial) {
+    int64_t next = 0, numGroups = 2 + rng() % 2;
+    std::string from = "#hspmd.union<partial(sum): ";
+    std::string to = "#hspmd.union<replicated: ";
+    for (int64_t g = 0; g < numGroups; ++g) {
+      int64_t n = groupSizes[rng() % 4];
+      std::string devices = "[";
+      for (int64_t i = 0; i < n; ++i)
+        devices += (i ? ", " : "") + std::to_string(next + i);
+      devices += "]";
+      next += n;
+      auto &states = statesOfSize[n];
+      from += (g ? ", {" : "{") + devices + ": " +
+              states[rng() % states.size()] + "}";
+      to += (g ? ", {" : "{") + devices + ": " +
+            states[rng() % states.size()] + "}";
+    }
+    from += ">";
+    to += ">";
+    SCOPED_TRACE(from + " -> " + to);
+    checkedExchange(from, to, {12, 6}, 4);
   }
 }
 

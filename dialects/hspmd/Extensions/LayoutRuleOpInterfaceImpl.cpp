@@ -19,7 +19,8 @@ namespace {
 /// group may keep it split across the exchange (a TP-split gradient is
 /// exchanged block by block). A dimension whose extent changes (the
 /// group's share of a split becomes the whole, or the reverse) has a
-/// factor on each side, never split.
+/// factor on each side, never split, unless one side is empty (a pipeline
+/// stage sending or receiving): the other side's factor may be split.
 struct ExchangeRuleModel
     : public LayoutRuleOpInterface::ExternalModel<ExchangeRuleModel,
                                                   ExchangeOp> {
@@ -36,8 +37,14 @@ struct ExchangeRuleModel
         result.push_back({factor});
         continue;
       }
-      operand.push_back({rule.addFactor(inSize, FactorKind::Replicated)});
-      result.push_back({rule.addFactor(outSize, FactorKind::Replicated)});
+      // One side empty (the other stage of a pipeline holds the tensor):
+      // the side that holds it may keep any layout.
+      auto kindOf = [](int64_t size, int64_t other) {
+        return size != 0 && other == 0 ? FactorKind::Parallel
+                                       : FactorKind::Replicated;
+      };
+      operand.push_back({rule.addFactor(inSize, kindOf(inSize, outSize))});
+      result.push_back({rule.addFactor(outSize, kindOf(outSize, inSize))});
     }
     rule.addOperand(std::move(operand));
     rule.addResult(std::move(result));

@@ -1,0 +1,439 @@
+//===- StagePartition.cpp - Split a function into pipeline stages ---------===//
+//
+// A function whose layouts lie on several disjoint device groups, each
+// tensor on one of them (layers placed on different groups, each with its
+// own strategy: pipeline stages), is split into one function per group.
+// See docs/rationale/heterogeneous.md, "Pipeline stages".
+//
+// 1. Placement. Every op runs on one group. Annotations and reshards run
+//    on their layout's group (a reshard between groups on its target's),
+//    arguments with a layout live on its group. Any other op runs where
+//    most of its operand bytes already are (ties to the earlier group), so
+//    the backward of a stage stays on the stage: a weight gradient reads
+//    the stage's activations and weights and only the incoming gradient
+//    crosses. Ops without placed operands (fills, iotas, arguments without
+//    layouts) run where their first consumer does; optimizer state and
+//    updates live with their parameter. Placement repeats until
+//    nothing changes; what is left runs on the first group.
+// 2. Parts. Group g's part has every argument and result of the original:
+//    those that live on g with their type, the others as empty tensors
+//    (every dimension 0: the group holds nothing of them). It has the ops
+//    placed on g, in program order. Where an op reads a value of another
+//    group, both parts get an `hspmd.exchange` at that point of the program
+//    (so every pair of groups meets in the same order): the sending group's
+//    takes the value and yields an empty tensor, the receiving group's
+//    takes an empty tensor and yields the value. A reshard the user writes
+//    between groups is such an exchange between the two layouts as written.
+// 3. Each part is laid out inside its group; an exchange's `from` and `to`
+//    are then the layouts its two sides chose.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/LayoutPropagation.h"
+
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/nn/IR/NNDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::hspmd;
+
+namespace {
+
+constexpr StringLiteral kLayout = "hspmd.layout";
+constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
+constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
+
+/// `type` with every dimension 0: what a group holds of a tensor that lives
+/// on another group (a 0-d tensor stays 0-d: a zero stands in for it).
+Type emptyType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return type;
+  return tensor.clone(SmallVector<int64_t>(tensor.getRank(), 0));
+}
+
+int64_t bytesOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  return tensor.getNumElements() *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+class StagePartitioner {
+public:
+  explicit StagePartitioner(func::FuncOp func)
+      : func(func), context(func.getContext()) {}
+
+  LogicalResult run(int64_t &numParts, int64_t &numReshards);
+
+private:
+  LogicalResult collect();
+  LogicalResult place();
+  LogicalResult buildParts();
+  LogicalResult compose();
+
+  /// The group index of `layout`'s group.
+  int64_t groupOf(Attribute layout) const {
+    auto group = cast<UnionAttr>(layout).getGroups().front();
+    return llvm::find(groups, group) - groups.begin();
+  }
+  Value createEmpty(OpBuilder &builder, Location loc, Type type) {
+    auto empty = cast<RankedTensorType>(emptyType(type));
+    // A 0-d tensor cannot be empty: a zero stands in for it.
+    DenseElementsAttr value =
+        empty.getRank() == 0
+            ? DenseElementsAttr::get(
+                  empty, builder.getZeroAttr(empty.getElementType()))
+        : isa<FloatType>(empty.getElementType())
+            ? DenseElementsAttr::get(empty, ArrayRef<APFloat>{})
+            : DenseElementsAttr::get(empty, ArrayRef<APInt>{});
+    return arith::ConstantOp::create(builder, loc, value).getResult();
+  }
+
+  func::FuncOp func;
+  MLIRContext *context;
+  SmallVector<DeviceGroupAttr> groups;
+  /// Where every tensor value lives and every op runs (group indices).
+  DenseMap<Value, int64_t> placement;
+  DenseMap<Operation *, int64_t> opPlacement;
+
+  SmallVector<func::FuncOp> parts;
+  /// The exchanges, as (sending op, receiving op); user reshards between
+  /// groups keep their layouts.
+  SmallVector<std::pair<ExchangeOp, ExchangeOp>> exchanges;
+};
+
+LogicalResult StagePartitioner::collect() {
+  SmallVector<UserUnion> users;
+  if (failed(collectUserUnions(func, users)))
+    return failure();
+  for (const UserUnion &user : users) {
+    DeviceGroupAttr group = user.layout.getGroups().front();
+    if (!llvm::is_contained(groups, group))
+      groups.push_back(group);
+  }
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("has several blocks; pipeline stages handle "
+                          "straight-line functions so far");
+  return success();
+}
+
+LogicalResult StagePartitioner::place() {
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    if (Attribute layout = func.getArgAttr(arg.getArgNumber(), kLayout))
+      placement[arg] = groupOf(layout);
+
+  auto placeOp = [&](Operation &op, int64_t group) {
+    opPlacement[&op] = group;
+    for (Value result : op.getResults())
+      placement[result] = group;
+  };
+  // An optimizer update runs with the parameter it updates (its result
+  // must have the parameter's type in every part).
+  DenseMap<Operation *, Value> updates;
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [index, value] : llvm::enumerate(returnOp.getOperands()))
+    if (auto arg = func.getResultAttrOfType<IntegerAttr>(
+            index, nn::NNDialect::getUpdatesAttrName()))
+      if (Operation *producer = value.getDefiningOp();
+          producer && arg.getInt() >= 0 &&
+          arg.getInt() < func.getNumArguments())
+        updates[producer] = func.getArgument(arg.getInt());
+
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    // Forward: by the operands' bytes.
+    for (Operation &op : body) {
+      if (opPlacement.count(&op) || isa<func::ReturnOp>(op))
+        continue;
+      if (Value param = updates.lookup(&op)) {
+        if (placement.count(param)) {
+          placeOp(op, placement.lookup(param));
+          changed = true;
+        }
+        continue;
+      }
+      if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+        placeOp(op, groupOf(annotate.getLayout()));
+        changed = true;
+        continue;
+      }
+      if (auto reshard = dyn_cast<ReshardOp>(op)) {
+        placeOp(op, groupOf(reshard.getTarget()));
+        changed = true;
+        continue;
+      }
+      SmallVector<int64_t> bytes(groups.size(), 0);
+      bool any = false;
+      for (Value operand : op.getOperands()) {
+        auto it = placement.find(operand);
+        if (it == placement.end())
+          continue;
+        bytes[it->second] += std::max<int64_t>(bytesOf(operand.getType()), 1);
+        any = true;
+      }
+      if (!any)
+        continue;
+      placeOp(op, llvm::max_element(bytes) - bytes.begin());
+      changed = true;
+    }
+    // Backward: what has no placed operands runs where its first consumer
+    // does; arguments without layouts live there.
+    auto firstUser = [&](Value value) -> std::optional<int64_t> {
+      Operation *first = nullptr;
+      for (Operation *user : value.getUsers()) {
+        if (isa<func::ReturnOp>(user) || !opPlacement.count(user))
+          continue;
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
+      if (!first)
+        return std::nullopt;
+      return opPlacement.lookup(first);
+    };
+    for (BlockArgument arg : body.getArguments()) {
+      if (placement.count(arg) || !isa<RankedTensorType>(arg.getType()))
+        continue;
+      // Optimizer state lives with its parameter.
+      if (auto state = func.getArgAttrOfType<IntegerAttr>(
+              arg.getArgNumber(), nn::NNDialect::getStateAttrName())) {
+        int64_t param = state.getInt();
+        if (param >= 0 && param < func.getNumArguments() &&
+            placement.count(func.getArgument(param))) {
+          placement[arg] = placement.lookup(func.getArgument(param));
+          changed = true;
+        }
+        continue;
+      }
+      if (std::optional<int64_t> group = firstUser(arg)) {
+        placement[arg] = *group;
+        changed = true;
+      }
+    }
+    for (Operation &op : llvm::reverse(body)) {
+      if (opPlacement.count(&op) || isa<func::ReturnOp>(op))
+        continue;
+      for (Value result : op.getResults())
+        if (std::optional<int64_t> group = firstUser(result)) {
+          placeOp(op, *group);
+          changed = true;
+          break;
+        }
+    }
+  }
+  for (BlockArgument arg : body.getArguments())
+    if (!placement.count(arg))
+      placement[arg] = 0;
+  for (Operation &op : body)
+    if (!opPlacement.count(&op) && !isa<func::ReturnOp>(op))
+      placeOp(op, 0);
+  return success();
+}
+
+LogicalResult StagePartitioner::buildParts() {
+  OpBuilder builder(context);
+  Operation *after = func;
+  Block &body = func.getBody().front();
+  FunctionType type = func.getFunctionType();
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<int64_t> resultGroups;
+  for (Value value : returnOp.getOperands())
+    resultGroups.push_back(placement.lookup(value));
+
+  SmallVector<IRMapping> mappings(groups.size());
+  SmallVector<OpBuilder> builders;
+  for (int64_t g = 0, e = groups.size(); g < e; ++g) {
+    std::string name = (func.getSymName() + "_part" + Twine(g)).str();
+    if (SymbolTable::lookupNearestSymbolFrom(func,
+                                             StringAttr::get(context, name)))
+      return func.emitError() << "cannot split into stages: a symbol @" << name
+                              << " exists already";
+    SmallVector<Type> inputs, results;
+    for (BlockArgument arg : body.getArguments())
+      inputs.push_back(placement.lookup(arg) == g ? arg.getType()
+                                                  : emptyType(arg.getType()));
+    for (auto [index, resultType] : llvm::enumerate(type.getResults()))
+      results.push_back(resultGroups[index] == g ? resultType
+                                                 : emptyType(resultType));
+    builder.setInsertionPointAfter(after);
+    auto part = func::FuncOp::create(builder, func.getLoc(), name,
+                                     builder.getFunctionType(inputs, results));
+    // Layouts stay on the arguments and results of their own group.
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      NamedAttrList list(func.getArgAttrDict(i));
+      if (placement.lookup(func.getArgument(i)) != g)
+        list.erase(kLayout);
+      argAttrs.push_back(list.getDictionary(context));
+    }
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+      NamedAttrList list(func.getResultAttrDict(i));
+      if (resultGroups[i] != g)
+        list.erase(kLayout);
+      resultAttrs.push_back(list.getDictionary(context));
+    }
+    part.setAllArgAttrs(argAttrs);
+    part.setAllResultAttrs(resultAttrs);
+    part->setAttr(kPartOfAttrName, FlatSymbolRefAttr::get(func));
+    part->setAttr(kPartAttrName, builder.getI64IntegerAttr(g));
+    Block *entry = part.addEntryBlock();
+    mappings[g].map(body.getArguments(), entry->getArguments());
+    builders.emplace_back(OpBuilder::atBlockEnd(entry));
+    parts.push_back(part);
+    after = part;
+  }
+
+  // Group `g`'s value of `value`: its own, or received from the group that
+  // holds it, once per value and group.
+  DenseMap<std::pair<Value, int64_t>, Value> received;
+  auto valueIn = [&](Value value, int64_t g, Location loc) -> Value {
+    int64_t from = placement.lookup(value);
+    if (!isa<RankedTensorType>(value.getType()) || from == g)
+      return mappings[g].lookup(value);
+    auto key = std::make_pair(value, g);
+    if (Value done = received.lookup(key))
+      return done;
+    auto tensor = cast<RankedTensorType>(value.getType());
+    auto shape = builders[g].getDenseI64ArrayAttr(tensor.getShape());
+    // Placeholders until the parts are laid out (compose).
+    auto whole = [&](int64_t group) {
+      return UnionAttr::get(
+          context, groups[group],
+          DistStatesAttr::get(
+              context, {Axis::duplicate(groups[group].getDevices().size())}));
+    };
+    auto send = ExchangeOp::create(builders[from], loc, emptyType(tensor),
+                                   mappings[from].lookup(value), shape,
+                                   whole(from), whole(g));
+    Value empty = createEmpty(builders[g], loc, tensor);
+    auto receive = ExchangeOp::create(builders[g], loc, tensor, empty, shape,
+                                      whole(from), whole(g));
+    exchanges.push_back({send, receive});
+    received[key] = receive.getResult();
+    return receive.getResult();
+  };
+
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (int64_t g = 0, e = groups.size(); g < e; ++g) {
+        SmallVector<Value> values;
+        for (auto [index, value] : llvm::enumerate(ret.getOperands()))
+          values.push_back(
+              resultGroups[index] == g
+                  ? mappings[g].lookup(value)
+                  : createEmpty(builders[g], ret.getLoc(), value.getType()));
+        func::ReturnOp::create(builders[g], ret.getLoc(), values);
+      }
+      continue;
+    }
+    if (op.getNumRegions() != 0)
+      return op.emitError("has regions; pipeline stages handle straight-line "
+                          "functions so far");
+    int64_t g = opPlacement.lookup(&op);
+    if (auto reshard = dyn_cast<ReshardOp>(op)) {
+      int64_t from = groupOf(reshard.getSource());
+      if (from != g) {
+        // The user's own change between groups: pinned on both sides.
+        Value input = valueIn(reshard.getInput(), from, op.getLoc());
+        auto tensor = cast<RankedTensorType>(reshard.getType());
+        auto shape = builders[g].getDenseI64ArrayAttr(tensor.getShape());
+        Value pinned = AnnotateOp::create(builders[from], op.getLoc(), input,
+                                          reshard.getSource())
+                           .getResult();
+        ExchangeOp::create(builders[from], op.getLoc(), emptyType(tensor),
+                           pinned, shape, cast<UnionAttr>(reshard.getSource()),
+                           cast<UnionAttr>(reshard.getTarget()));
+        Value empty = createEmpty(builders[g], op.getLoc(), tensor);
+        auto receive =
+            ExchangeOp::create(builders[g], op.getLoc(), tensor, empty, shape,
+                               cast<UnionAttr>(reshard.getSource()),
+                               cast<UnionAttr>(reshard.getTarget()));
+        Value result =
+            AnnotateOp::create(builders[g], op.getLoc(), receive.getResult(),
+                               reshard.getTarget())
+                .getResult();
+        mappings[g].map(reshard.getResult(), result);
+        continue;
+      }
+    }
+    SmallVector<Value> operands;
+    for (Value operand : op.getOperands())
+      operands.push_back(valueIn(operand, g, op.getLoc()));
+    Operation *clone = builders[g].clone(op, mappings[g]);
+    clone->setOperands(operands);
+  }
+  return success();
+}
+
+LogicalResult StagePartitioner::compose() {
+  auto entry = [](Operation *op, StringRef name) {
+    return cast<UnionAttr>(op->getAttrOfType<ArrayAttr>(name)[0]);
+  };
+  for (auto [send, receive] : exchanges) {
+    UnionAttr source = entry(send, kOperandLayouts);
+    UnionAttr target = entry(receive, kResultLayouts);
+    for (ExchangeOp op : {send, receive}) {
+      op.setSourceAttr(source);
+      op.setTargetAttr(target);
+    }
+  }
+  // Arguments and results: the layout their own group's part gave them.
+  Block &body = func.getBody().front();
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    if (!isa<RankedTensorType>(func.getArgument(i).getType()))
+      continue;
+    func::FuncOp owner = parts[placement.lookup(func.getArgument(i))];
+    if (auto layout = owner.getArgAttrOfType<UnionAttr>(i, kLayout))
+      for (func::FuncOp part : parts)
+        part.setArgAttr(i, kWholeLayoutAttrName, layout);
+  }
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    if (!isa<RankedTensorType>(func.getResultTypes()[i]))
+      continue;
+    func::FuncOp owner = parts[placement.lookup(returnOp.getOperand(i))];
+    if (auto layout = owner.getResultAttrOfType<UnionAttr>(i, kLayout))
+      for (func::FuncOp part : parts)
+        part.setResultAttr(i, kWholeLayoutAttrName, layout);
+  }
+  return success();
+}
+
+LogicalResult StagePartitioner::run(int64_t &numParts, int64_t &numReshards) {
+  if (failed(collect()) || failed(place()) || failed(buildParts())) {
+    for (func::FuncOp part : parts)
+      part.erase();
+    return failure();
+  }
+  for (func::FuncOp part : parts) {
+    bool skipped = false;
+    if (failed(propagateWithinGroup(part, skipped, numReshards)))
+      return failure();
+  }
+  if (failed(compose()))
+    return failure();
+  SmallVector<Attribute> refs =
+      llvm::map_to_vector(parts, [](func::FuncOp part) -> Attribute {
+        return FlatSymbolRefAttr::get(part);
+      });
+  func->setAttr(kPartsAttrName, ArrayAttr::get(context, refs));
+  numParts = parts.size();
+  return success();
+}
+
+} // namespace
+
+LogicalResult loom::partitionIntoStages(func::FuncOp func, int64_t &numParts,
+                                        int64_t &numReshards) {
+  return StagePartitioner(func).run(numParts, numReshards);
+}
