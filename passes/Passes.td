@@ -508,6 +508,45 @@ def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
   ];
 }
 
+def SelectSharesPass : Pass<"hspmd-select-shares", "mlir::ModuleOp"> {
+  let summary = "Chooses the shares of splits across device groups from the cluster";
+  let description = [{
+    For every function whose layouts split a dimension across device groups
+    (`split(d) shares [...]` unions), chooses the shares from the module's
+    `#hspmd.cluster`: each group's speed is the sum of its devices' speeds,
+    its capacity what its smallest device's memory (less `reserved-gib`)
+    holds, times its device count, of units of the split dimension, a unit
+    costing the bytes of one slice of the largest tensor split that way.
+    Shares go in proportion to speed within the capacities, in multiples of
+    `alignment` (`selectShares`, dialects/hspmd/IR/HSPMDShares.h), and every
+    split union of the function is rewritten to the chosen ratio (the
+    shares the user wrote are placeholders). Run it before
+    `hspmd-propagate-layouts`.
+
+    ```mlir
+    // Devices 0-3 of speed 1.0, devices 4-5 of speed 0.5: speeds 4 : 1.
+    %x = hspmd.annotate %in : tensor<64x128xf32>
+        as #hspmd.union<split(0) shares [1, 1]: {[0, 1, 2, 3]: [D:4]}, {[4, 5]: [D:2]}>
+    // becomes, with alignment = 8 (64 rows: 51.2 : 12.8, rounded to 48 : 16)
+        as #hspmd.union<split(0) shares [3, 1]: {[0, 1, 2, 3]: [D:4]}, {[4, 5]: [D:2]}>
+    ```
+
+    Errors: a split across groups without a cluster, splits of one
+    function over different groups or dimensions of different sizes, and
+    what `selectShares` refuses (a dimension not a multiple of the
+    alignment, groups that cannot hold it).
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"1",
+           "Shares are multiples of this many units of the split dimension">,
+    Option<"reservedGib", "reserved-gib", "double", /*default=*/"0.0",
+           "Memory per device kept for other uses, in GiB">,
+  ];
+  let statistics = [
+    Statistic<"numFunctions", "functions", "Functions whose shares were chosen">,
+  ];
+}
+
 def CommReportPass : Pass<"hspmd-comm-report", "mlir::ModuleOp"> {
   let summary = "Prints the bytes each device sends and receives per step";
   let description = [{
@@ -524,7 +563,12 @@ def CommReportPass : Pass<"hspmd-comm-report", "mlir::ModuleOp"> {
       (the first `N mod k` of the `N` elements' chunks are one element
       longer);
     * `permute`: `B` for a device that changes place, else 0;
-    * `local_slice`, `make_partial`: nothing.
+    * `local_slice`, `make_partial`: nothing;
+    * `exchange` (across device groups): what its plan (`planExchange`)
+      makes the device send and receive, reductions and sends together.
+
+    For the functions of a step partitioned across groups (several
+    specialisations of one function), ranks are device ids.
 
     The lines read like `loom-run --simulate --comm-stats`, which counts the
     same quantities while the simulator moves the data, so the two can be
