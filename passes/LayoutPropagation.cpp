@@ -438,8 +438,9 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
                               << other << " but " << userLayouts.front().layout
                               << " is on group " << group
                               << "; a function is laid out on one device group, "
-                                 "or over one union of groups (write the "
-                                 "layouts as unions over the same groups)";
+                                 "over one union of groups, or on disjoint "
+                                 "groups (pipeline stages), but these groups "
+                                 "overlap";
     diag.attachNote(userLayouts.front().loc) << "first layout here";
     return failure();
   }

@@ -86,28 +86,33 @@ def build_step(opt, forward_text, work, tag):
     return step
 
 
-def time_step_passes(opt, step, repeat, what, per_pass=False):
+def run_passes(opt, step, preexec_fn=None):
+    """One run of PASSES on `step` with --mlir-timing: the finished process
+    and {pass name: wall seconds}."""
+    proc = subprocess.run([opt, step, *PASSES, "--mlir-timing",
+                           "--mlir-timing-display=list", "-o", os.devnull],
+                          capture_output=True, text=True,
+                          preexec_fn=preexec_fn)
+    passes = {}
+    for m in re.finditer(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\w+Pass)$",
+                         proc.stderr, re.M):
+        passes[m.group(2)] = passes.get(m.group(2), 0.0) + float(m.group(1))
+    return proc, passes
+
+
+def time_step_passes(opt, step, repeat, what):
     """Best of `repeat` runs of PASSES on `step`: the sum of the passes'
-    wall times from --mlir-timing, in seconds (with per_pass, also the best
-    run's {pass name: seconds}). Exits with the compiler's error (verbatim
-    tail) if a run fails."""
-    best, best_passes = None, None
+    wall times from --mlir-timing, in seconds. Exits with the compiler's
+    error (verbatim tail) if a run fails."""
+    best = None
     for _ in range(repeat):
-        proc = subprocess.run([opt, step, *PASSES, "--mlir-timing",
-                               "--mlir-timing-display=list", "-o",
-                               os.devnull], capture_output=True, text=True)
+        proc, passes = run_passes(opt, step)
         if proc.returncode != 0:
             sys.exit(f"error: partitioning {what} "
                      f"failed:\n{proc.stderr[-2000:]}")
-        passes = {}
-        for m in re.finditer(r"^\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\w+Pass)$",
-                             proc.stderr, re.M):
-            passes[m.group(2)] = passes.get(m.group(2), 0.0) + float(
-                m.group(1))
         seconds = sum(passes.values())
-        if best is None or seconds < best:
-            best, best_passes = seconds, passes
-    return (best, best_passes) if per_pass else best
+        best = seconds if best is None else min(best, seconds)
+    return best
 
 
 def count_ops(step):

@@ -3,8 +3,11 @@
 # benchmark under test/bench/. Not part of CI; the figures are ratios
 # against a baseline measured in the same run (the machine is shared).
 #   test/bench/run.sh [ARGS for gpt_mini_fwd_bwd.py]
-# Runs gpt_mini_fwd_bwd.py (interpreter vs numpy) and compile_time.py
-# (partitioning passes against blocks and devices).
+# Runs gpt_mini_fwd_bwd.py (interpreter vs numpy), compile_time.py
+# (partitioning passes against blocks and devices) and hetero.py (compile
+# time across 16 heterogeneous device groups vs one group; simulated step
+# time of an asymmetric vs an even batch split between a fast and a slow
+# group).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-release}
@@ -15,3 +18,4 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHD
 cmake --build "$build" --target loom-opt loom-run
 python3 "$root/test/bench/gpt_mini_fwd_bwd.py" --build "$build" "$@"
 python3 "$root/test/bench/compile_time.py" --build "$build"
+python3 "$root/test/bench/hetero.py" --build "$build"

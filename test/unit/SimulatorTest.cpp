@@ -130,8 +130,8 @@ TEST_F(SimulatorTest, AFailingRankEndsTheRun) {
   auto results =
       simulator.run(std::vector<std::string>{"sum", "bad_mesh"}, inputs());
   EXPECT_TRUE(failed(results));
-  EXPECT_TRUE(saw("runs over a mesh of 3 devices but the simulator has 2 "
-                  "ranks"));
+  EXPECT_TRUE(saw("runs over a mesh of 3 devices but its group has 2 "
+                  "ranks in the simulator"));
 }
 
 TEST_F(SimulatorTest, RunsAreBitwiseRepeatable) {

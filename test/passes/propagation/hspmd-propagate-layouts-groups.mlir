@@ -19,12 +19,12 @@
 // CHECK: %[[S0:.*]] = nn.fill 7.500000e-01
 // CHECK: nn.mul %[[M0]], %[[S0]]
 // CHECK: %[[G0:.*]] = nn.matmul %arg0, %{{.*}} transpose_lhs {{.*}}hspmd.result_layouts = [#hspmd.union<{[0, 1]: [P(sum):2]}>]} : tensor<6x16xf64>, tensor<6x4xf64>
-// CHECK: hspmd.exchange %[[G0]] shape [16, 4] from <partial(sum): {[0, 1]: [S1:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]} : tensor<16x4xf64> -> tensor<16x4xf64>
+// CHECK: hspmd.exchange %[[G0]] shape [16, 4] : tensor<16x4xf64> -> tensor<16x4xf64> from <partial(sum): {[0, 1]: [S1:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]}
 // CHECK: func.func @step_part1(%arg0: tensor<2x16xf64> {hspmd.layout = #hspmd.union<{[2]: []}>
 // CHECK-SAME: attributes {hspmd.part = 1 : i64, hspmd.part_of = @step}
 // CHECK: nn.reduce mean {{.*}} : tensor<2x4xf64>
 // CHECK: nn.fill 2.500000e-01
-// CHECK: hspmd.exchange %{{.*}} shape [16, 4] from <partial(sum): {[0, 1]: [S1:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {hspmd.operand_layouts = [#hspmd.union<{[2]: []}>], hspmd.result_layouts = [#hspmd.union<{[2]: []}>]}
+// CHECK: hspmd.exchange %{{.*}} shape [16, 4] : tensor<16x4xf64> -> tensor<16x4xf64> from <partial(sum): {[0, 1]: [S1:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {hspmd.operand_layouts = [#hspmd.union<{[2]: []}>], hspmd.result_layouts = [#hspmd.union<{[2]: []}>]}
 func.func @step(%x: tensor<8x16xf64> {nn.data, hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}>},
                 %w: tensor<16x4xf64> {nn.param, hspmd.layout = #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[2]: []}>})
     -> (tensor<f64>, tensor<16x4xf64> {hspmd.layout = #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[2]: []}>}) {
@@ -43,7 +43,7 @@ func.func @step(%x: tensor<8x16xf64> {nn.data, hspmd.layout = #hspmd.union<split
 // CHECK-LABEL: func.func @positions_part0(
 // CHECK: %[[C0:.*]] = arith.constant {{.*}}dense<0> : tensor<i64>
 // CHECK: nn.iota dim = 1 offset %[[C0]] {{.*}}: tensor<2x12xi64>
-// CHECK-DAG: %[[K0:.*]] = hspmd.exchange %arg1 shape [2, 16, 1, 4] from <split(1) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}> to <replicated: {[0, 1]: [S0:2]}, {[2]: []}> {{.*}} : tensor<2x12x1x4xf32> -> tensor<2x16x1x4xf32>
+// CHECK-DAG: %[[K0:.*]] = hspmd.exchange %arg1 shape [2, 16, 1, 4] : tensor<2x12x1x4xf32> -> tensor<2x16x1x4xf32> from <split(1) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}> to <replicated: {[0, 1]: [S0:2]}, {[2]: []}> {{.*}}
 // CHECK-DAG: %[[Q0:.*]] = arith.constant {{.*}}dense<0> : tensor<i64>
 // CHECK: %[[P0:.*]] = nn.iota dim = 1 offset %[[Q0]] {{.*}}: tensor<2x12xi64>
 // CHECK: nn.attention %arg0, %[[K0]], %{{.*}} mask = causal positions %[[P0]]
@@ -70,7 +70,7 @@ func.func @positions(%q: tensor<2x16x1x4xf32> {hspmd.layout = #hspmd.union<split
 // two layouts as written, each pinned inside the group.
 // CHECK-LABEL: func.func @user_part0(
 // CHECK: %[[IN:.*]] = hspmd.annotate %arg0 : tensor<6x4xf32> as #hspmd.union<{[0, 1]: [S0:2]}>
-// CHECK: %[[X:.*]] = hspmd.exchange %[[IN]] shape [8, 4] from <split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {{.*}} : tensor<6x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[X:.*]] = hspmd.exchange %[[IN]] shape [8, 4] : tensor<6x4xf32> -> tensor<8x4xf32> from <split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {{.*}}
 // CHECK: hspmd.annotate %[[X]] : tensor<8x4xf32> as #hspmd.union<{[0, 1]: [S1:2]}>
 func.func @user(%x: tensor<8x4xf32> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}>}) -> tensor<8x4xf32> {
   %y = hspmd.reshard %x : tensor<8x4xf32>

@@ -1,10 +1,11 @@
 // RUN: loom-opt %s --hspmd-propagate-layouts -split-input-file -verify-diagnostics
 
-// Layouts on two different groups in one function (not a union of both).
+// Layouts on overlapping groups in one function (a TP2 layout on {0, 1}
+// and one on {0, 1, 2, 3}): neither one group, nor one union, nor stages.
 // expected-note @+1 {{first layout here}}
-func.func @different_groups(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}) -> tensor<8x8xf32> {
-  // expected-error @+1 {{layout #hspmd.union<{[2, 3]: [S0:2]}> is on group #hspmd.group<[2, 3]> but #hspmd.union<{[0, 1]: [S0:2]}> is on group #hspmd.group<[0, 1]>; a function is laid out on one device group, or over one union of groups (write the layouts as unions over the same groups)}}
-  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[2, 3]: [S0:2]}>
+func.func @overlapping_groups(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{layout #hspmd.union<{[0, 1, 2, 3]: [S1:4]}> is on group #hspmd.group<[0, 1, 2, 3]> but #hspmd.union<{[0, 1]: [S1:2]}> is on group #hspmd.group<[0, 1]>; a function is laid out on one device group, over one union of groups, or on disjoint groups (pipeline stages), but these groups overlap}}
+  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>
   return %0 : tensor<8x8xf32>
 }
 

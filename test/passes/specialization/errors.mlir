@@ -36,7 +36,7 @@ func.func @not_lowered(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64>
 #S1 = #hspmd.union<{[0, 1]: [S1:2]}>
 #D2 = #hspmd.union<{[0, 1]: [D:2]}>
 func.func @iota_offset_split(%o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<4x8xi64> {hspmd.layout = #S1}) {
-  // expected-error @+1 {{counts from an offset along a split dimension: its local form needs the device's offset in the global tensor, which specialisation does not provide yet}}
+  // expected-error @+1 {{counts from a computed offset along a split dimension: its local form needs the device's offset in the global tensor, which specialisation does not provide yet}}
   %i = nn.iota dim = 1 offset %o {hspmd.operand_layouts = [#D2], hspmd.result_layouts = [#S1]} : tensor<4x8xi64>
   return {hspmd.operand_layouts = [#S1]} %i : tensor<4x8xi64>
 }

@@ -2,7 +2,7 @@
 // RUN: not loom-run --interpret %s --entry global --simulate 2 --random-inputs 2>&1 | FileCheck %s --check-prefix=GLOBAL
 // GLOBAL: error: 'hspmd.all_reduce' op is in the global view (it carries layouts); the simulator runs local-view programs, after specialisation
 // RUN: not loom-run --interpret %s --entry local --simulate 3 --random-inputs 2>&1 | FileCheck %s --check-prefix=MESH
-// MESH: error: 'hspmd.all_reduce' op runs over a mesh of 2 devices but the simulator has 3 ranks
+// MESH: error: 'hspmd.all_reduce' op runs over a mesh of 2 devices but its group has 3 ranks in the simulator
 // RUN: not loom-run --interpret %s --entry local --simulate 0 --random-inputs 2>&1 | FileCheck %s --check-prefix=RANKS
 // RANKS: error: --simulate expects 1 to 4096 ranks, got 0
 // RUN: not loom-run --interpret %s --entry local --simulate 2 --repeat 2 --random-inputs 2>&1 | FileCheck %s --check-prefix=REPEAT

@@ -31,7 +31,7 @@
 // RUN: not loom-run --interpret %s --simulate 3 --entry mlp_tp --global-entry mlp --random-inputs 2>&1 | FileCheck %s --check-prefix=RANKS
 // RANKS: error: @mlp_tp runs on 2 devices but the simulator has 3 ranks
 // RUN: not loom-run --interpret %s --entry mlp_tp --global-entry mlp --random-inputs 2>&1 | FileCheck %s --check-prefix=NEEDS
-// NEEDS: error: --global-entry needs --simulate N and --entry naming the specialised function
+// NEEDS: error: --global-entry needs --simulate N (and --entry naming the specialised function, or none to run every group's)
 
 func.func @mlp(%x: tensor<8x16xf64>, %w1: tensor<16x32xf64>,
                %w2: tensor<32x16xf64>) -> (tensor<8x16xf64>, tensor<8x16xf64>) {
