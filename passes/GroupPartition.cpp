@@ -278,12 +278,12 @@ LogicalResult GroupPartitioner::layOutAcrossGroups(int64_t &numReshards) {
     auto layout = dyn_cast_or_null<UnionAttr>(attr);
     return layout ? toVirtual(layout) : attr;
   };
-  for (unsigned i = 0, e = copy.getNumArguments(); i < e; ++i)
-    if (Attribute attr = copy.getArgAttr(i, kLayout))
-      copy.setArgAttr(i, kLayout, virtualize(attr));
-  for (unsigned i = 0, e = copy.getNumResults(); i < e; ++i)
-    if (Attribute attr = copy.getResultAttr(i, kLayout))
-      copy.setResultAttr(i, kLayout, virtualize(attr));
+  auto virtualizeLayout = [&](unsigned, NamedAttrList &attrs) {
+    if (Attribute attr = attrs.get(kLayout))
+      attrs.set(kLayout, virtualize(attr));
+  };
+  updateAllArgAttrs(copy, virtualizeLayout);
+  updateAllResultAttrs(copy, virtualizeLayout);
   copy.walk([&](Operation *op) {
     if (auto annotate = dyn_cast<AnnotateOp>(op))
       annotate.setLayoutAttr(virtualize(annotate.getLayout()));
@@ -636,6 +636,7 @@ LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
     }
     return makeUnion(relation, states, loc);
   };
+  SmallVector<UnionAttr> argWholes, resultWholes;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     FailureOr<UnionAttr> whole = wholeOf(
         [&](func::FuncOp part) {
@@ -644,9 +645,7 @@ LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
         relations.lookup(func.getArgument(i)), func.getArgument(i).getLoc());
     if (failed(whole))
       return failure();
-    if (*whole)
-      for (func::FuncOp part : parts)
-        part.setArgAttr(i, kWholeLayoutAttrName, *whole);
+    argWholes.push_back(*whole);
   }
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
     FailureOr<UnionAttr> whole = wholeOf(
@@ -656,9 +655,17 @@ LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
         resultRelations[i], func.getLoc());
     if (failed(whole))
       return failure();
-    if (*whole)
-      for (func::FuncOp part : parts)
-        part.setResultAttr(i, kWholeLayoutAttrName, *whole);
+    resultWholes.push_back(*whole);
+  }
+  for (func::FuncOp part : parts) {
+    updateAllArgAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
+      if (argWholes[i])
+        attrs.set(kWholeLayoutAttrName, argWholes[i]);
+    });
+    updateAllResultAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
+      if (resultWholes[i])
+        attrs.set(kWholeLayoutAttrName, resultWholes[i]);
+    });
   }
   return success();
 }
@@ -751,6 +758,28 @@ static SmallVector<DeviceGroupAttr> getStageGroups(ArrayRef<UserUnion> users) {
   if (stages.size() < 2)
     return {};
   return stages;
+}
+
+void loom::updateAllArgAttrs(
+    func::FuncOp func, function_ref<void(unsigned, NamedAttrList &)> update) {
+  SmallVector<DictionaryAttr> dicts;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    NamedAttrList list(func.getArgAttrDict(i));
+    update(i, list);
+    dicts.push_back(list.getDictionary(func.getContext()));
+  }
+  func.setAllArgAttrs(dicts);
+}
+
+void loom::updateAllResultAttrs(
+    func::FuncOp func, function_ref<void(unsigned, NamedAttrList &)> update) {
+  SmallVector<DictionaryAttr> dicts;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    NamedAttrList list(func.getResultAttrDict(i));
+    update(i, list);
+    dicts.push_back(list.getDictionary(func.getContext()));
+  }
+  func.setAllResultAttrs(dicts);
 }
 
 bool loom::hasLayoutsAcrossGroups(func::FuncOp func) {

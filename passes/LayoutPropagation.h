@@ -39,6 +39,17 @@ inline bool isPartitioned(mlir::func::FuncOp func) {
   return func->hasAttr(kPartsAttrName);
 }
 
+/// Rewrites every argument's (result's) attributes of `func` through
+/// `update` and sets them all at once: setting them one by one builds a new
+/// array of every argument's attributes each time, which the context keeps
+/// (quadratic memory in the number of arguments).
+void updateAllArgAttrs(
+    mlir::func::FuncOp func,
+    llvm::function_ref<void(unsigned, mlir::NamedAttrList &)> update);
+void updateAllResultAttrs(
+    mlir::func::FuncOp func,
+    llvm::function_ref<void(unsigned, mlir::NamedAttrList &)> update);
+
 /// Lays out `func`, whose layouts all lie on one device group, and writes
 /// the layout attributes. `skipped` is set when it has no layouts.
 mlir::LogicalResult propagateWithinGroup(mlir::func::FuncOp func, bool &skipped,

@@ -156,12 +156,12 @@ struct SelectSharesPass : loom::impl::SelectSharesPassBase<SelectSharesPass> {
                             /*explicitSizes=*/false, layout.getGroups(),
                             layout.getStates());
     };
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      if (Attribute attr = func.getArgAttr(i, kLayout))
-        func.setArgAttr(i, kLayout, rewrite(attr));
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      if (Attribute attr = func.getResultAttr(i, kLayout))
-        func.setResultAttr(i, kLayout, rewrite(attr));
+    auto rewriteLayout = [&](unsigned, NamedAttrList &attrs) {
+      if (Attribute attr = attrs.get(kLayout))
+        attrs.set(kLayout, rewrite(attr));
+    };
+    updateAllArgAttrs(func, rewriteLayout);
+    updateAllResultAttrs(func, rewriteLayout);
     func.walk([&](Operation *op) {
       if (auto annotate = dyn_cast<AnnotateOp>(op))
         annotate.setLayoutAttr(rewrite(annotate.getLayout()));

@@ -390,21 +390,24 @@ LogicalResult StagePartitioner::compose() {
   // Arguments and results: the layout their own group's part gave them.
   Block &body = func.getBody().front();
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<UnionAttr> argWholes, resultWholes;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    if (!isa<RankedTensorType>(func.getArgument(i).getType()))
-      continue;
     func::FuncOp owner = parts[placement.lookup(func.getArgument(i))];
-    if (auto layout = owner.getArgAttrOfType<UnionAttr>(i, kLayout))
-      for (func::FuncOp part : parts)
-        part.setArgAttr(i, kWholeLayoutAttrName, layout);
+    argWholes.push_back(owner.getArgAttrOfType<UnionAttr>(i, kLayout));
   }
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
-    if (!isa<RankedTensorType>(func.getResultTypes()[i]))
-      continue;
     func::FuncOp owner = parts[placement.lookup(returnOp.getOperand(i))];
-    if (auto layout = owner.getResultAttrOfType<UnionAttr>(i, kLayout))
-      for (func::FuncOp part : parts)
-        part.setResultAttr(i, kWholeLayoutAttrName, layout);
+    resultWholes.push_back(owner.getResultAttrOfType<UnionAttr>(i, kLayout));
+  }
+  for (func::FuncOp part : parts) {
+    updateAllArgAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
+      if (argWholes[i])
+        attrs.set(kWholeLayoutAttrName, argWholes[i]);
+    });
+    updateAllResultAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
+      if (resultWholes[i])
+        attrs.set(kWholeLayoutAttrName, resultWholes[i]);
+    });
   }
   return success();
 }

@@ -4,7 +4,8 @@
 // Whatever parses must verify (the parser verifies), print, parse back and
 // print the same text again. Then autodiff (nn-autodiff), the training
 // step (nn-training-step), the cross-entropy decomposition
-// (nn-decompose-cross-entropy), layout propagation (hspmd-propagate-layouts),
+// (nn-decompose-cross-entropy), share selection (hspmd-select-shares), layout
+// propagation (hspmd-propagate-layouts, across device groups too),
 // reshard lowering (hspmd-lower-reshards), the whole partitioning chain
 // (propagation, reshard insertion and lowering, specialisation, bucketing)
 // and specialisation + bucketing alone run on copies: they may fail, but
@@ -118,6 +119,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 "hspmd-propagate-layouts");
   runPassOnCopy(*module, loom::createReshardLoweringPass(),
                 "hspmd-lower-reshards");
+  loom::SelectSharesPassOptions shares;
+  shares.alignment = 2;
+  runPassOnCopy(*module, loom::createSelectSharesPass(shares),
+                "hspmd-select-shares");
   std::vector<std::unique_ptr<Pass>> pipeline;
   pipeline.push_back(loom::createLayoutPropagationPass());
   pipeline.push_back(loom::createReshardInsertionPass());
