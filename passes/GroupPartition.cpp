@@ -139,7 +139,8 @@ private:
   SmallVector<Relation> resultRelations;
 
   /// The exchanges step 2 made, per part in the same order, that step 4
-  /// completes (user reshards across relations are complete already).
+  /// completes (user reshards across relations too: the annotations around
+  /// them hold the user's states).
   struct PendingExchange {
     Relation from, to;
   };
@@ -163,9 +164,8 @@ LogicalResult GroupPartitioner::collect() {
           emitError(user.loc)
           << "layout " << user.layout << " is over other device groups than "
           << first->layout
-          << "; a function is laid out over one list of groups (placing "
-             "layers on different groups, as pipeline stages do, is not "
-             "supported yet)";
+          << " (or the same in another order); the unions of a function "
+             "are over one list of groups";
       diag.attachNote(first->loc) << "first layout over several groups here";
       return failure();
     }
@@ -178,8 +178,8 @@ LogicalResult GroupPartitioner::collect() {
           << " is on one device group but other layouts of the function span "
           << groups.size()
           << " groups; every layout of the function is over the same groups "
-             "(placing a tensor on some groups only, as pipeline stages do, "
-             "is not supported yet)";
+             "(one-group layouts on disjoint groups alone make pipeline "
+             "stages)";
       diag.attachNote(first->loc) << "layout over several groups here";
       return failure();
     }
@@ -324,6 +324,25 @@ LogicalResult GroupPartitioner::layOutAcrossGroups(int64_t &numReshards) {
             next < results.size() ? results[next++] : Relation();
     needs[&op] = read(kOperandLayouts);
   }
+  // A dimension split across groups needs a static extent to cut.
+  auto checkStatic = [&](Value value, const Relation &relation,
+                         Location loc) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(value.getType());
+    if (!tensor || relation.kind != UnionRelation::Split ||
+        !tensor.isDynamicDim(relation.dim))
+      return success();
+    return emitError(loc) << "splits dimension " << relation.dim << " of "
+                          << tensor
+                          << " across device groups, but its extent is "
+                             "dynamic; shares cut static dimensions";
+  };
+  for (BlockArgument arg : func.getArguments())
+    if (failed(checkStatic(arg, relations.lookup(arg), arg.getLoc())))
+      return failure();
+  for (Operation &op : func.getBody().front())
+    for (Value result : op.getResults())
+      if (failed(checkStatic(result, relations.lookup(result), op.getLoc())))
+        return failure();
   return success();
 }
 
@@ -400,9 +419,12 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     if (from.kind == UnionRelation::Partial &&
         from.reduction != ReductionKind::Sum)
       return emitError(loc)
-             << "reduces a partial " << stringifyReductionKind(from.reduction)
-             << " across device groups; only sums are "
-                "exchanged";
+             << "needs complete values of a partial "
+             << stringifyReductionKind(from.reduction)
+             << " across device groups (a "
+             << stringifyReductionKind(from.reduction)
+             << " over a dimension split across groups); exchanges reduce "
+                "only sums so far";
     FailureOr<UnionAttr> source = makeUnion(from, duplicated, loc);
     FailureOr<UnionAttr> target = makeUnion(needed, duplicated, loc);
     if (failed(source) || failed(target))
@@ -460,7 +482,8 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
                 .getResult();
       } else {
         // The user's own change across groups: pin both sides inside the
-        // group, exchange between them.
+        // group, exchange between them (its layouts are what the group lays
+        // its two sides out as, composed like any other exchange's).
         Value in = AnnotateOp::create(builder, op.getLoc(), operands[0],
                                       partOf(source, g))
                        .getResult();
@@ -468,6 +491,9 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
             builder, op.getLoc(), resultType, in,
             builder.getDenseI64ArrayAttr(reshard.getType().getShape()), source,
             target);
+        if (g == 0)
+          pending.push_back({relationOf(source), relationOf(target)});
+        exchanges[g].push_back(exchange);
         result = AnnotateOp::create(builder, op.getLoc(), exchange.getResult(),
                                     partOf(target, g))
                      .getResult();
@@ -681,6 +707,13 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
     if (failed(part)) {
       for (func::FuncOp built : parts)
         built.erase();
+      // And the part left half built.
+      if (auto half = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+              func, StringAttr::get(context, (func.getSymName() + "_part" +
+                                              Twine(g))
+                                                 .str()));
+          half && half->hasAttr(kPartOfAttrName))
+        half.erase();
       return failure();
     }
     parts.push_back(*part);

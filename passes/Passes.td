@@ -518,7 +518,8 @@ def SelectSharesPass : Pass<"hspmd-select-shares", "mlir::ModuleOp"> {
     holds, times its device count, of units of the split dimension, a unit
     costing the bytes of one slice of the largest tensor split that way.
     Shares go in proportion to speed within the capacities, in multiples of
-    `alignment` (`selectShares`, dialects/hspmd/IR/HSPMDShares.h), and every
+    `alignment` and of every group's own split degree of the dimension
+    (`selectShares`, dialects/hspmd/IR/HSPMDShares.h), and every
     split union of the function is rewritten to the chosen ratio (the
     shares the user wrote are placeholders). Run it before
     `hspmd-propagate-layouts`.

@@ -132,8 +132,19 @@ struct SelectSharesPass : loom::impl::SelectSharesPassBase<SelectSharesPass> {
         return emitError(first.loc) << "cannot choose shares: " << why;
       capacities.push_back(*capacity);
     }
+    // Each group cuts its share again by its own split degree of the
+    // dimension: shares are multiples of every such degree too.
+    int64_t unit = alignment;
+    for (const Split &split : splits)
+      for (DistStatesAttr states : split.layout.getStates()) {
+        int64_t degree = 1;
+        for (const Axis &axis : states.getAxes())
+          if (axis.isSplit() && axis.dim == split.layout.getSplitDim())
+            degree *= axis.degree;
+        unit = std::lcm(unit, degree);
+      }
     FailureOr<SmallVector<int64_t>> sizes =
-        selectShares(capacities, total, alignment, why);
+        selectShares(capacities, total, unit, why);
     if (failed(sizes))
       return emitError(first.loc) << "cannot choose shares for dimension "
                                   << first.layout.getSplitDim() << " of "

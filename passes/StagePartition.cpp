@@ -19,7 +19,8 @@
 //    those that live on g with their type, the others as empty tensors
 //    (every dimension 0: the group holds nothing of them). It has the ops
 //    placed on g, in program order. Where an op reads a value of another
-//    group, both parts get an `hspmd.exchange` at that point of the program
+//    group (other than one an op without operands makes: that is made
+//    again), both parts get an `hspmd.exchange` at that point of the program
 //    (so every pair of groups meets in the same order): the sending group's
 //    takes the value and yields an empty tensor, the receiving group's
 //    takes an empty tensor and yields the value. A reshard the user writes
@@ -104,6 +105,8 @@ private:
   /// Where every tensor value lives and every op runs (group indices).
   DenseMap<Value, int64_t> placement;
   DenseMap<Operation *, int64_t> opPlacement;
+  /// The group each function result lives on.
+  SmallVector<int64_t> resultGroups;
 
   SmallVector<func::FuncOp> parts;
   /// The exchanges, as (sending op, receiving op); user reshards between
@@ -246,9 +249,12 @@ LogicalResult StagePartitioner::buildParts() {
   Block &body = func.getBody().front();
   FunctionType type = func.getFunctionType();
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
-  SmallVector<int64_t> resultGroups;
-  for (Value value : returnOp.getOperands())
-    resultGroups.push_back(placement.lookup(value));
+  // A result lives where its layout says, or where it is computed.
+  for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
+    Attribute layout = func.getResultAttr(index, kLayout);
+    resultGroups.push_back(layout ? groupOf(layout)
+                                  : placement.lookup(value));
+  }
 
   SmallVector<IRMapping> mappings(groups.size());
   SmallVector<OpBuilder> builders;
@@ -298,12 +304,32 @@ LogicalResult StagePartitioner::buildParts() {
   DenseMap<std::pair<Value, int64_t>, Value> received;
   auto valueIn = [&](Value value, int64_t g, Location loc) -> Value {
     int64_t from = placement.lookup(value);
-    if (!isa<RankedTensorType>(value.getType()) || from == g)
+    if (from == g)
       return mappings[g].lookup(value);
     auto key = std::make_pair(value, g);
     if (Value done = received.lookup(key))
       return done;
-    auto tensor = cast<RankedTensorType>(value.getType());
+    auto tensor = dyn_cast<RankedTensorType>(value.getType());
+    // What an op without operands makes (a constant, a fill, an iota) is
+    // made again where it is used rather than sent.
+    Operation *producer = value.getDefiningOp();
+    bool remake = producer && producer->getNumOperands() == 0 &&
+                  producer->getNumRegions() == 0;
+    if (remake || !tensor || !tensor.hasStaticShape()) {
+      // Anything else cannot cross without an exchange, which moves static
+      // tensors.
+      if (!remake) {
+        emitError(loc) << "uses a value of type " << value.getType()
+                       << " computed on another pipeline stage; only static "
+                          "tensors and constants cross stages";
+        return Value();
+      }
+      Operation *copy = builders[g].clone(*producer);
+      for (auto [original, copied] :
+           llvm::zip_equal(producer->getResults(), copy->getResults()))
+        received[std::make_pair(Value(original), g)] = copied;
+      return received.lookup(key);
+    }
     auto shape = builders[g].getDenseI64ArrayAttr(tensor.getShape());
     // Placeholders until the parts are laid out (compose).
     auto whole = [&](int64_t group) {
@@ -325,14 +351,26 @@ LogicalResult StagePartitioner::buildParts() {
 
   for (Operation &op : body) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      // Every result first (receiving one may add a send to another
+      // part), then the returns.
+      SmallVector<SmallVector<Value>> values(groups.size());
+      for (int64_t g = 0, e = groups.size(); g < e; ++g)
+        for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+          if (resultGroups[index] != g) {
+            values[g].push_back(Value());
+            continue;
+          }
+          Value local = valueIn(value, g, ret.getLoc());
+          if (!local)
+            return failure();
+          values[g].push_back(local);
+        }
       for (int64_t g = 0, e = groups.size(); g < e; ++g) {
-        SmallVector<Value> values;
         for (auto [index, value] : llvm::enumerate(ret.getOperands()))
-          values.push_back(
-              resultGroups[index] == g
-                  ? mappings[g].lookup(value)
-                  : createEmpty(builders[g], ret.getLoc(), value.getType()));
-        func::ReturnOp::create(builders[g], ret.getLoc(), values);
+          if (!values[g][index])
+            values[g][index] =
+                createEmpty(builders[g], ret.getLoc(), value.getType());
+        func::ReturnOp::create(builders[g], ret.getLoc(), values[g]);
       }
       continue;
     }
@@ -345,19 +383,29 @@ LogicalResult StagePartitioner::buildParts() {
       if (from != g) {
         // The user's own change between groups: pinned on both sides.
         Value input = valueIn(reshard.getInput(), from, op.getLoc());
+        if (!input)
+          return failure();
         auto tensor = cast<RankedTensorType>(reshard.getType());
+        if (!tensor.hasStaticShape())
+          return op.emitError("moves a tensor of dynamic shape between "
+                              "pipeline stages; exchanges move static "
+                              "tensors");
         auto shape = builders[g].getDenseI64ArrayAttr(tensor.getShape());
         Value pinned = AnnotateOp::create(builders[from], op.getLoc(), input,
                                           reshard.getSource())
                            .getResult();
-        ExchangeOp::create(builders[from], op.getLoc(), emptyType(tensor),
-                           pinned, shape, cast<UnionAttr>(reshard.getSource()),
-                           cast<UnionAttr>(reshard.getTarget()));
+        auto send = ExchangeOp::create(
+            builders[from], op.getLoc(), emptyType(tensor), pinned, shape,
+            cast<UnionAttr>(reshard.getSource()),
+            cast<UnionAttr>(reshard.getTarget()));
         Value empty = createEmpty(builders[g], op.getLoc(), tensor);
         auto receive =
             ExchangeOp::create(builders[g], op.getLoc(), tensor, empty, shape,
                                cast<UnionAttr>(reshard.getSource()),
                                cast<UnionAttr>(reshard.getTarget()));
+        // The exchange's layouts are what the two sides are laid out as
+        // (compose); the annotations hold the user's.
+        exchanges.push_back({send, receive});
         Value result =
             AnnotateOp::create(builders[g], op.getLoc(), receive.getResult(),
                                reshard.getTarget())
@@ -367,8 +415,12 @@ LogicalResult StagePartitioner::buildParts() {
       }
     }
     SmallVector<Value> operands;
-    for (Value operand : op.getOperands())
-      operands.push_back(valueIn(operand, g, op.getLoc()));
+    for (Value operand : op.getOperands()) {
+      Value value = valueIn(operand, g, op.getLoc());
+      if (!value)
+        return failure();
+      operands.push_back(value);
+    }
     Operation *clone = builders[g].clone(op, mappings[g]);
     clone->setOperands(operands);
   }
@@ -388,15 +440,13 @@ LogicalResult StagePartitioner::compose() {
     }
   }
   // Arguments and results: the layout their own group's part gave them.
-  Block &body = func.getBody().front();
-  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<UnionAttr> argWholes, resultWholes;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     func::FuncOp owner = parts[placement.lookup(func.getArgument(i))];
     argWholes.push_back(owner.getArgAttrOfType<UnionAttr>(i, kLayout));
   }
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
-    func::FuncOp owner = parts[placement.lookup(returnOp.getOperand(i))];
+    func::FuncOp owner = parts[resultGroups[i]];
     resultWholes.push_back(owner.getResultAttrOfType<UnionAttr>(i, kLayout));
   }
   for (func::FuncOp part : parts) {

@@ -128,6 +128,39 @@ FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
   });
   if (complete && layout.getNumGroups() > 1)
     return paintGlobal(devices, shards, layout, shape, os);
+  // Partial across groups: each group's own contribution, put together
+  // from its devices under its states, then combined in group order.
+  if (layout.getNumGroups() > 1 &&
+      layout.getRelation() == hspmd::UnionRelation::Partial) {
+    std::vector<Tensor> terms;
+    for (auto [member, group] : llvm::enumerate(layout.getGroups())) {
+      auto part = hspmd::UnionAttr::get(layout.getContext(), group,
+                                        layout.getStates()[member]);
+      SmallVector<int64_t> memberDevices;
+      std::vector<Tensor> memberShards;
+      for (auto [i, device] : llvm::enumerate(devices))
+        if (layout.getMemberOf(device) == static_cast<int64_t>(member)) {
+          memberDevices.push_back(device);
+          memberShards.push_back(shards[i]);
+        }
+      std::string inner;
+      FailureOr<Tensor> term =
+          assembleGlobal(memberDevices, memberShards, part, shape, inner);
+      if (failed(term)) {
+        os << "group " << member << ": " << inner;
+        return failure();
+      }
+      terms.push_back(std::move(*term));
+    }
+    SmallVector<const Tensor *> pointers;
+    for (const Tensor &term : terms)
+      pointers.push_back(&term);
+    std::string inner;
+    FailureOr<Tensor> value = reduce(pointers, layout.getReduction(), inner);
+    if (failed(value))
+      os << inner;
+    return value;
+  }
 
   // Contributions per block: (offsets, partial index) -> the first shard
   // seen; replicas must equal it.

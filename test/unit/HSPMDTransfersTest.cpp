@@ -388,6 +388,23 @@ TEST_F(HSPMDTransfersTest, ExchangeReducesPartialTensorParallelGroups) {
   EXPECT_EQ(plan.totalBytes, 4 * 2 * cellBytes);
 }
 
+TEST_F(HSPMDTransfersTest, ExchangeOfAScalarIsOnePiece) {
+  // A 0-d partial sum on two replicas and a single device: one reduction
+  // of the one element (between 0 and 2), then 0 sends it to 1.
+  ExchangePlan plan = checkedExchange(
+      "#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>",
+      "#hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>", {}, 8);
+  ASSERT_EQ(plan.reductions.size(), 1u);
+  EXPECT_EQ(plan.reductions[0].devices, (SmallVector<int64_t>{0, 2}));
+  ASSERT_EQ(plan.transfers.size(), 1u);
+  EXPECT_EQ(plan.transfers[0].source, 0);
+  EXPECT_EQ(plan.transfers[0].destination, 1);
+  EXPECT_EQ(plan.sent[0], 16);
+  EXPECT_EQ(plan.received[1], 8);
+  EXPECT_EQ(plan.sent[2], 8);
+  EXPECT_EQ(plan.totalBytes, 24);
+}
+
 TEST_F(HSPMDTransfersTest, ExchangeSendsTheSumToReplicasThatDidNotReduce) {
   // A group of two replicas and a single device: the [8, 4] f32 tensor is
   // cut into two [4, 4] row halves (P = 2, along the larger dimension); 0

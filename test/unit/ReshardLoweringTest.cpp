@@ -204,6 +204,7 @@ protected:
             break;
           }
           case CollectiveKind::LocalSlice:
+          case CollectiveKind::MakePartial:
             sent = 0;
             break;
           }

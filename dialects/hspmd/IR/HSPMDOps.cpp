@@ -394,6 +394,9 @@ LogicalResult ExchangeOp::verify() {
       getResult().getType().getRank() != rank)
     return emitOpError("operand and result must have the rank of the shape (")
            << rank << ")";
+  if (getInput().getType().getElementType() !=
+      getResult().getType().getElementType())
+    return emitOpError("operand and result must have the same element type");
   auto withRole = [&](StringRef role) {
     return [this, role]() {
       InFlightDiagnostic diag = emitOpError();

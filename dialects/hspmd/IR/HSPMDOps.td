@@ -317,7 +317,7 @@ def HSPMD_ExchangeOp : HSPMD_Op<"exchange"> {
     ```
 
     Constraints: operand and result have the rank of `shape`, which is
-    static and non-negative; `from` and `to` are unions of at least one
+    static and non-negative, and the same element type; `from` and `to` are unions of at least one
     group each; `to` holds complete values (no partial relation, no partial
     axis); a `from` with a partial relation sums (`partial(sum)`) and its
     groups hold complete values inside the group.

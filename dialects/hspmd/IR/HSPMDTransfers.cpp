@@ -446,8 +446,9 @@ FailureOr<ExchangePlan> loom::hspmd::planExchange(UnionAttr from, UnionAttr to,
         for (int64_t d = 0; d < rank; ++d)
           if (cut.dim < 0 || hi[d] - lo[d] > hi[cut.dim] - lo[cut.dim])
             cut.dim = d;
-        if (cut.dim >= 0)
-          count = std::min(count, hi[cut.dim] - lo[cut.dim]);
+        // A 0-d cell is one element: one piece.
+        count = cut.dim >= 0 ? std::min(count, hi[cut.dim] - lo[cut.dim])
+                             : 1;
         cut.count = static_cast<int32_t>(count);
         for (int64_t i = 0; i < count; ++i) {
           Box piece = getPiece(lo, hi, cut, i);

@@ -665,3 +665,13 @@ func.func @exchange_shape(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
       to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
   return %0 : tensor<8x8xf32>
 }
+
+// -----
+
+func.func @exchange_element_type(%x: tensor<8x8xf64>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{operand and result must have the same element type}}
+  %0 = hspmd.exchange %x shape [8, 8] : tensor<8x8xf64> -> tensor<8x8xf32>
+      from #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+      to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
+  return %0 : tensor<8x8xf32>
+}

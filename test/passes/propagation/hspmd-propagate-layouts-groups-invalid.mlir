@@ -3,7 +3,7 @@
 // Unions over different lists of groups in one function.
 // expected-note @+1 {{first layout over several groups here}}
 func.func @other_groups(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>}) -> tensor<8x8xf32> {
-  // expected-error @+1 {{is over other device groups than #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}>; a function is laid out over one list of groups (placing layers on different groups, as pipeline stages do, is not supported yet)}}
+  // expected-error @+1 {{is over other device groups than #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}> (or the same in another order); the unions of a function are over one list of groups}}
   %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[3]: []}>
   return %0 : tensor<8x8xf32>
 }

@@ -66,11 +66,13 @@ func.func @positions(%q: tensor<2x16x1x4xf32> {hspmd.layout = #hspmd.union<split
 
 // -----
 
-// A reshard the user writes across relations is an exchange between the
-// two layouts as written, each pinned inside the group.
+// A reshard the user writes across relations: the annotations around it
+// hold the user's states inside the group, and the exchange's layouts are
+// what the group lays its two sides out as (here the rows split 2 ways are
+// resharded to columns split 2 ways before the exchange, block by block).
 // CHECK-LABEL: func.func @user_part0(
 // CHECK: %[[IN:.*]] = hspmd.annotate %arg0 : tensor<6x4xf32> as #hspmd.union<{[0, 1]: [S0:2]}>
-// CHECK: %[[X:.*]] = hspmd.exchange %[[IN]] shape [8, 4] : tensor<6x4xf32> -> tensor<8x4xf32> from <split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {{.*}}
+// CHECK: %[[X:.*]] = hspmd.exchange %[[IN]] shape [8, 4] : tensor<6x4xf32> -> tensor<8x4xf32> from <split(0) shares [3, 1]: {[0, 1]: [S1:2]}, {[2]: []}> to <replicated: {[0, 1]: [S1:2]}, {[2]: []}> {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]
 // CHECK: hspmd.annotate %[[X]] : tensor<8x4xf32> as #hspmd.union<{[0, 1]: [S1:2]}>
 func.func @user(%x: tensor<8x4xf32> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}>}) -> tensor<8x4xf32> {
   %y = hspmd.reshard %x : tensor<8x4xf32>
