@@ -9,6 +9,11 @@
 // averaged per group: a mean over an uneven split is a sum scaled by the
 // global count.
 //
+// The weights' layouts are also on the arguments, so the training step
+// keeps them there: each weight gradient is summed inside each group over
+// its data-parallel axis and across the groups block by block
+// (hspmd.exchange), and every device updates its own block.
+//
 // Run: loom-opt examples/mlp_hetero.mlir --hspmd-print-shards -o /dev/null
 module attributes {hspmd.cluster = #hspmd.cluster<[
     #hspmd.device<0, "h200", speed = 1.0, mem = 141, node = 0>,
@@ -19,8 +24,8 @@ module attributes {hspmd.cluster = #hspmd.cluster<[
     #hspmd.device<5, "910b", speed = 0.5, mem = 64, node = 1>]>} {
   func.func @mlp_loss(%x: tensor<64x128xf32> {nn.data},
                       %labels: tensor<64xi64> {nn.data},
-                      %w1: tensor<128x512xf32> {nn.param},
-                      %w2: tensor<512x64xf32> {nn.param}) -> tensor<f32> {
+                      %w1: tensor<128x512xf32> {nn.param, hspmd.layout = #hspmd.union<replicated: {[0, 1, 2, 3]: [D:2, S1:2]}, {[4, 5]: [S1:2]}>},
+                      %w2: tensor<512x64xf32> {nn.param, hspmd.layout = #hspmd.union<replicated: {[0, 1, 2, 3]: [D:2, S0:2]}, {[4, 5]: [S0:2]}>}) -> tensor<f32> {
     // Input rows: A splits its 48 rows over DP and replicates over TP.
     %xa = hspmd.annotate %x : tensor<64x128xf32>
             as #hspmd.union<split(0) shares [3, 1]: {[0, 1, 2, 3]: [S0:2, D:2]}, {[4, 5]: [D:2]}>
