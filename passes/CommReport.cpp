@@ -166,8 +166,30 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
                         "functions (run --hspmd-specialize first)");
           return WalkResult::interrupt();
         }
-        return failed(account(op, traffic)) ? WalkResult::interrupt()
-                                            : WalkResult::advance();
+        // In a program that merges several groups' ops, a collective runs
+        // over its own group: count it there, keep this program's devices.
+        auto opGroup = op->getAttrOfType<hspmd::DeviceGroupAttr>(
+            hspmd::HSPMDDialect::getGroupAttrName());
+        if (!opGroup || opGroup == group)
+          return failed(account(op, traffic)) ? WalkResult::interrupt()
+                                              : WalkResult::advance();
+        std::vector<std::map<std::string, Traffic>> overGroup(
+            opGroup.getDevices().size());
+        if (failed(account(op, overGroup)))
+          return WalkResult::interrupt();
+        for (auto [index, device] : llvm::enumerate(group.getDevices())) {
+          auto it = llvm::find(opGroup.getDevices(), device);
+          if (it == opGroup.getDevices().end())
+            continue;
+          for (auto &[kind, entry] :
+               overGroup[it - opGroup.getDevices().begin()]) {
+            Traffic &into = traffic[index][kind];
+            into.calls += entry.calls;
+            into.sent += entry.sent;
+            into.received += entry.received;
+          }
+        }
+        return WalkResult::advance();
       });
       if (walk.wasInterrupted())
         return signalPassFailure();

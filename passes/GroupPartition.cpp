@@ -773,7 +773,8 @@ LogicalResult loom::collectUserUnions(func::FuncOp func,
 }
 
 /// The distinct groups of `users`' one-group layouts, in order of
-/// appearance, when they are two or more and pairwise disjoint.
+/// appearance, when they are two or more (pipeline stages; groups that
+/// overlap share devices, which run both groups' programs).
 static SmallVector<DeviceGroupAttr> getStageGroups(ArrayRef<UserUnion> users) {
   SmallVector<DeviceGroupAttr> stages;
   for (const UserUnion &user : users) {
@@ -783,11 +784,6 @@ static SmallVector<DeviceGroupAttr> getStageGroups(ArrayRef<UserUnion> users) {
     if (!llvm::is_contained(stages, group))
       stages.push_back(group);
   }
-  for (size_t i = 0; i < stages.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      for (int64_t device : stages[i].getDevices())
-        if (llvm::is_contained(stages[j].getDevices(), device))
-          return {};
   if (stages.size() < 2)
     return {};
   return stages;

@@ -437,10 +437,9 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
                               << "layout " << user.layout << " is on group "
                               << other << " but " << userLayouts.front().layout
                               << " is on group " << group
-                              << "; a function is laid out on one device group, "
-                                 "over one union of groups, or on disjoint "
-                                 "groups (pipeline stages), but these groups "
-                                 "overlap";
+                              << "; propagation inside a group lays out one "
+                                 "device group per function (functions over "
+                                 "several groups are partitioned first)";
     diag.attachNote(userLayouts.front().loc) << "first layout here";
     return failure();
   }

@@ -33,6 +33,13 @@ inline constexpr llvm::StringLiteral kPartAttrName =
 inline constexpr llvm::StringLiteral kWholeLayoutAttrName =
     hspmd::HSPMDDialect::getWholeLayoutAttrName();
 
+/// On the ops of pipeline stages' parts: the index of the original op they
+/// come from, and the pair number shared by the two halves of an exchange
+/// (what merging the programs of overlapping groups per device needs).
+inline constexpr llvm::StringLiteral kStageSeqAttrName = "loom.stage_seq";
+inline constexpr llvm::StringLiteral kExchangePairAttrName =
+    "loom.exchange_pair";
+
 /// Whether `func` was partitioned across device groups: later passes leave
 /// it alone (it stays the single-device reference) and work on its parts.
 inline bool isPartitioned(mlir::func::FuncOp func) {
@@ -85,6 +92,15 @@ mlir::LogicalResult partitionIntoStages(mlir::func::FuncOp func,
 mlir::LogicalResult partitionAcrossGroups(mlir::func::FuncOp func,
                                           int64_t &numParts,
                                           int64_t &numReshards);
+
+/// After specialisation: merges the programs `locals` (one per group, in
+/// part order) of `original`'s pipeline stages per device where the groups
+/// overlap (DeviceMerge.cpp): every cell of devices that belong to the same
+/// groups gets one program `@<original>_cell<k>`, and `locals` are erased.
+/// Where the groups are disjoint, `locals` stay (their merge tags are
+/// dropped).
+mlir::LogicalResult mergeOverlappingGroups(mlir::func::FuncOp original,
+                                           llvm::ArrayRef<mlir::func::FuncOp> locals);
 
 } // namespace loom
 

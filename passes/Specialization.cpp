@@ -30,6 +30,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace loom {
 #define GEN_PASS_DEF_SPECIALIZATIONPASS
@@ -476,10 +477,28 @@ struct SpecializationPass
       if (hasLayouts)
         functions.push_back(func);
     }
+    // The programs of each partitioned function's parts, in part order.
+    llvm::MapVector<Operation *, SmallVector<std::pair<int64_t, func::FuncOp>>>
+        byOriginal;
     for (func::FuncOp func : functions) {
-      if (!Specializer(func).run())
+      func::FuncOp local = Specializer(func).run();
+      if (!local)
         return signalPassFailure();
       ++numFunctions;
+      if (auto partOf = func->getAttrOfType<FlatSymbolRefAttr>(kPartOfAttrName))
+        if (auto original = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                func, partOf))
+          byOriginal[original].push_back(
+              {func->getAttrOfType<IntegerAttr>(kPartAttrName).getInt(),
+               local});
+    }
+    // Pipeline stages on overlapping groups: one program per device cell.
+    for (auto &[original, parts] : byOriginal) {
+      llvm::sort(parts, llvm::less_first());
+      SmallVector<func::FuncOp> locals = llvm::map_to_vector(
+          parts, [](const auto &part) { return part.second; });
+      if (failed(mergeOverlappingGroups(cast<func::FuncOp>(original), locals)))
+        return signalPassFailure();
     }
   }
 };

@@ -40,6 +40,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/ScopeExit.h"
 
 using namespace mlir;
 using namespace loom;
@@ -299,6 +300,12 @@ LogicalResult StagePartitioner::buildParts() {
     after = part;
   }
 
+  auto markPair = [&](ExchangeOp send, ExchangeOp receive) {
+    auto id = IntegerAttr::get(IntegerType::get(context, 64),
+                               static_cast<int64_t>(exchanges.size()));
+    send->setAttr(kExchangePairAttrName, id);
+    receive->setAttr(kExchangePairAttrName, id);
+  };
   // Group `g`'s value of `value`: its own, or received from the group that
   // holds it, once per value and group.
   DenseMap<std::pair<Value, int64_t>, Value> received;
@@ -345,11 +352,35 @@ LogicalResult StagePartitioner::buildParts() {
     auto receive = ExchangeOp::create(builders[g], loc, tensor, empty, shape,
                                       whole(from), whole(g));
     exchanges.push_back({send, receive});
+    markPair(send, receive);
     received[key] = receive.getResult();
     return receive.getResult();
   };
 
+  // Every op a part gets for original op i is tagged with i (and the two
+  // halves of an exchange with a pair number), so that the programs of
+  // overlapping groups can later be merged per device in program order
+  // (Specialization.cpp).
+  SmallVector<Operation *> tagged(groups.size(), nullptr);
+  auto tagNew = [&](int64_t seq) {
+    for (int64_t g = 0, e = groups.size(); g < e; ++g) {
+      Block *block = parts[g].getBody().empty() ? nullptr
+                                                : &parts[g].getBody().front();
+      if (!block)
+        continue;
+      Operation *from = tagged[g] ? tagged[g]->getNextNode()
+                                  : (block->empty() ? nullptr
+                                                    : &block->front());
+      for (Operation *op = from; op; op = op->getNextNode())
+        op->setAttr(kStageSeqAttrName,
+                    IntegerAttr::get(IntegerType::get(context, 64), seq));
+      if (!block->empty())
+        tagged[g] = &block->back();
+    }
+  };
+  int64_t seq = 0;
   for (Operation &op : body) {
+    llvm::scope_exit done([&] { tagNew(seq++); });
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       // Every result first (receiving one may add a send to another
       // part), then the returns.
@@ -406,6 +437,7 @@ LogicalResult StagePartitioner::buildParts() {
         // The exchange's layouts are what the two sides are laid out as
         // (compose); the annotations hold the user's.
         exchanges.push_back({send, receive});
+        markPair(send, receive);
         Value result =
             AnnotateOp::create(builders[g], op.getLoc(), receive.getResult(),
                                reshard.getTarget())

@@ -402,9 +402,14 @@ void Simulator::Impl::complete(Pending &entry) {
 
 SmallVector<int64_t> Simulator::Impl::getGroupRanks(Operation *op) const {
   SmallVector<int64_t> ranks;
-  if (auto func = op->getParentOfType<func::FuncOp>())
-    if (auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
-            hspmd::HSPMDDialect::getGroupAttrName()))
+  // The op's own group (in a program that merges several groups' ops),
+  // else its function's.
+  auto group = op->getAttrOfType<hspmd::DeviceGroupAttr>(
+      hspmd::HSPMDDialect::getGroupAttrName());
+  if (auto func = op->getParentOfType<func::FuncOp>(); func && !group)
+    group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
+        hspmd::HSPMDDialect::getGroupAttrName());
+  if (group)
       if (llvm::all_of(group.getDevices(), [&](int64_t device) {
             return device >= 0 && device < numRanks;
           }))

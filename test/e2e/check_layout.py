@@ -189,9 +189,10 @@ def main():
         inputs += ["--input", path]
 
     # One local function per device group (several when the layouts span
-    # groups; loom-run then runs each on its group's ranks).
-    locals_ = re.findall(r"func\.func @(" + re.escape(step) + r"_group\d+)\(",
-                         ir)
+    # groups; loom-run then runs each on its group's ranks), or per cell of
+    # devices where pipeline stages' groups overlap.
+    locals_ = re.findall(r"func\.func @(" + re.escape(step) +
+                         r"_(?:group|cell)\d+)\(", ir)
     entry = ["--entry", locals_[0]] if len(locals_) == 1 else []
     out = run([args.run, "--interpret", lowered, "--simulate",
                str(args.ranks)] + entry + [

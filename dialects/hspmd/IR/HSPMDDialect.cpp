@@ -226,6 +226,16 @@ LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
                              << ", got " << attr.getValue();
     return success();
   }
+  // On a collective or rank query of a program that merges several groups'
+  // ops (pipeline stages on overlapping groups): the group it runs over.
+  if (attr.getName() == getGroupAttrName() && !isa<FunctionOpInterface>(op) &&
+      op->getDialect() && op->getDialect()->getNamespace() == getNamespace()) {
+    if (!isa<DeviceGroupAttr>(attr.getValue()))
+      return op->emitError() << "'" << getGroupAttrName()
+                             << "' must be a #hspmd.group, got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == getGroupAttrName() ||
       attr.getName() == getSpecializesAttrName()) {
     if (!isa<FunctionOpInterface>(op))

@@ -1,16 +1,5 @@
 // RUN: loom-opt %s --hspmd-propagate-layouts -split-input-file -verify-diagnostics
 
-// Layouts on overlapping groups in one function (a TP2 layout on {0, 1}
-// and one on {0, 1, 2, 3}): neither one group, nor one union, nor stages.
-// expected-note @+1 {{first layout here}}
-func.func @overlapping_groups(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>}) -> tensor<8x8xf32> {
-  // expected-error @+1 {{layout #hspmd.union<{[0, 1, 2, 3]: [S1:4]}> is on group #hspmd.group<[0, 1, 2, 3]> but #hspmd.union<{[0, 1]: [S1:2]}> is on group #hspmd.group<[0, 1]>; a function is laid out on one device group, over one union of groups, or on disjoint groups (pipeline stages), but these groups overlap}}
-  %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>
-  return %0 : tensor<8x8xf32>
-}
-
-// -----
-
 // Strategy sets are specialised before propagation.
 func.func @strategies(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   // expected-error @+1 {{is a strategy set; layout propagation handles one union per value}}
@@ -27,15 +16,6 @@ func.func @no_common_mesh(%x: tensor<6x6xf32>) -> tensor<6x6xf32> {
   // expected-error @+1 {{layout #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, S1:2]}> shares no mesh with #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:2, S1:3]}>: the strides of their axes do not divide one another}}
   %1 = hspmd.annotate %0 : tensor<6x6xf32> as #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, S1:2]}>
   return %1 : tensor<6x6xf32>
-}
-
-// -----
-
-// A function result layout on another group than an argument's.
-// expected-error @+2 {{layout #hspmd.union<{[1, 0]: [D:2]}> is on group #hspmd.group<[1, 0]>}}
-// expected-note @+1 {{first layout here}}
-func.func @result_group(%x: tensor<8xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}) -> (tensor<8xf32> {hspmd.layout = #hspmd.union<{[1, 0]: [D:2]}>}) {
-  return %x : tensor<8xf32>
 }
 
 // -----
