@@ -129,9 +129,9 @@ accountExchange(hspmd::ExchangeOp op, hspmd::DeviceGroupAttr group,
   if (!element.isIntOrFloat())
     return op->emitError("has elements of unknown size");
   std::string why;
-  FailureOr<hspmd::ExchangePlan> plan = hspmd::planExchange(
-      op.getSource(), op.getTarget(), op.getShape(),
-      (element.getIntOrFloatBitWidth() + 7) / 8, why);
+  FailureOr<hspmd::ExchangePlan> plan =
+      hspmd::planExchange(op.getSource(), op.getTarget(), op.getShape(),
+                          (element.getIntOrFloatBitWidth() + 7) / 8, why);
   if (failed(plan))
     return op->emitError("cannot be planned: ") << why;
   for (auto [index, device] : llvm::enumerate(group.getDevices())) {
@@ -205,19 +205,18 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
       bool byDevice = false;
       if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
               hspmd::HSPMDDialect::getSpecializesAttrName()))
-        byDevice = llvm::count_if(
-                       getOperation().getOps<func::FuncOp>(),
-                       [&](func::FuncOp other) {
-                         return other->getAttr(
-                                    hspmd::HSPMDDialect::
-                                        getSpecializesAttrName()) == of;
-                       }) > 1;
+        byDevice =
+            llvm::count_if(
+                getOperation().getOps<func::FuncOp>(), [&](func::FuncOp other) {
+                  return other->getAttr(
+                             hspmd::HSPMDDialect::getSpecializesAttrName()) ==
+                         of;
+                }) > 1;
       for (int64_t rank = 0; rank < devices; ++rank)
         for (auto &[kind, entry] : traffic[rank])
           os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "
-             << kind << ": calls " << entry.calls
-             << ", bytes sent " << entry.sent << ", received " << entry.received
-             << "\n";
+             << kind << ": calls " << entry.calls << ", bytes sent "
+             << entry.sent << ", received " << entry.received << "\n";
     }
     os.flush();
     markAllAnalysesPreserved();

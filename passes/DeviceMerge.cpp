@@ -38,8 +38,7 @@ namespace {
 constexpr StringLiteral kGlobalLayout = "hspmd.global_layout";
 
 DeviceGroupAttr groupOf(func::FuncOp func) {
-  return func->getAttrOfType<DeviceGroupAttr>(
-      HSPMDDialect::getGroupAttrName());
+  return func->getAttrOfType<DeviceGroupAttr>(HSPMDDialect::getGroupAttrName());
 }
 
 /// The group a whole layout lives on (one-group layouts: pipeline stages).
@@ -131,9 +130,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
     size_t chosen = members.front();
     for (size_t member : members) {
       func::FuncOp local = locals[member];
-      Attribute layout =
-          isResult ? local.getResultAttr(i, kGlobalLayout)
-                   : local.getArgAttr(i, kGlobalLayout);
+      Attribute layout = isResult ? local.getResultAttr(i, kGlobalLayout)
+                                  : local.getArgAttr(i, kGlobalLayout);
       if (ownerOf(layout) == groupOf(local))
         chosen = member;
     }
@@ -181,8 +179,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
       if (argOwners[i] == member && arg.getType() == inputs[i])
         mappings[member].map(arg, body->getArgument(i));
       else if (isa<RankedTensorType>(arg.getType()))
-        mappings[member].map(arg, createEmpty(builder, arg.getLoc(),
-                                              arg.getType()));
+        mappings[member].map(arg,
+                             createEmpty(builder, arg.getLoc(), arg.getType()));
       else
         return local.emitError()
                << "argument #" << i << " of type " << arg.getType()
@@ -241,16 +239,15 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
           auto mine = cast<ExchangeOp>(op);
           auto theirs = cast<ExchangeOp>(partner);
           // The sending half is the one on the source's group.
-          bool mineSends =
-              ownerOf(mine.getSource()) == groupOf(locals[member]);
+          bool mineSends = ownerOf(mine.getSource()) == groupOf(locals[member]);
           ExchangeOp send = mineSends ? mine : theirs;
           ExchangeOp receive = mineSends ? theirs : mine;
           size_t sendMember = mineSends ? member : members[other];
           size_t receiveMember = mineSends ? members[other] : member;
           auto combined = ExchangeOp::create(
               builder, receive.getLoc(), receive.getType(),
-              mappings[sendMember].lookup(send.getInput()),
-              send.getShapeAttr(), send.getSource(), send.getTarget());
+              mappings[sendMember].lookup(send.getInput()), send.getShapeAttr(),
+              send.getSource(), send.getTarget());
           mappings[receiveMember].map(receive.getResult(),
                                       combined.getResult());
           mappings[sendMember].map(
@@ -275,9 +272,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
   }
   SmallVector<Value> values;
   for (auto [i, value] : llvm::enumerate(returned))
-    values.push_back(value ? value
-                           : createEmpty(builder, original.getLoc(),
-                                         results[i]));
+    values.push_back(
+        value ? value : createEmpty(builder, original.getLoc(), results[i]));
   func::ReturnOp::create(builder, original.getLoc(), values);
   // Empty tensors nothing reads.
   SmallVector<Operation *> unused;

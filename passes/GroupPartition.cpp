@@ -178,7 +178,7 @@ LogicalResult GroupPartitioner::collect() {
           << " is on one device group but other layouts of the function span "
           << groups.size()
           << " groups; every layout of the function is over the same groups "
-             "(one-group layouts on disjoint groups alone make pipeline "
+             "(one-group layouts on different groups alone make pipeline "
              "stages)";
       diag.attachNote(first->loc) << "layout over several groups here";
       return failure();
@@ -709,9 +709,9 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
         built.erase();
       // And the part left half built.
       if (auto half = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-              func, StringAttr::get(context, (func.getSymName() + "_part" +
-                                              Twine(g))
-                                                 .str()));
+              func,
+              StringAttr::get(context,
+                              (func.getSymName() + "_part" + Twine(g)).str()));
           half && half->hasAttr(kPartOfAttrName))
         half.erase();
       return failure();

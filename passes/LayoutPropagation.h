@@ -64,7 +64,7 @@ mlir::LogicalResult propagateWithinGroup(mlir::func::FuncOp func, bool &skipped,
 
 /// Whether `func`'s layouts (annotations, reshards, arguments, results)
 /// span several device groups: a union of several groups, or one-group
-/// layouts on disjoint groups (pipeline stages).
+/// layouts on different groups (pipeline stages).
 bool hasLayoutsAcrossGroups(mlir::func::FuncOp func);
 
 /// A layout a user wrote on a function, with where.
@@ -80,7 +80,7 @@ mlir::LogicalResult collectUserUnions(mlir::func::FuncOp func,
                                       llvm::SmallVectorImpl<UserUnion> &out,
                                       bool diagnose = true);
 
-/// Partitions `func`, whose layouts lie on disjoint device groups (one per
+/// Partitions `func`, whose layouts lie on different device groups (one per
 /// pipeline stage), into one function per group (StagePartition.cpp).
 mlir::LogicalResult partitionIntoStages(mlir::func::FuncOp func,
                                         int64_t &numParts,
@@ -99,8 +99,9 @@ mlir::LogicalResult partitionAcrossGroups(mlir::func::FuncOp func,
 /// groups gets one program `@<original>_cell<k>`, and `locals` are erased.
 /// Where the groups are disjoint, `locals` stay (their merge tags are
 /// dropped).
-mlir::LogicalResult mergeOverlappingGroups(mlir::func::FuncOp original,
-                                           llvm::ArrayRef<mlir::func::FuncOp> locals);
+mlir::LogicalResult
+mergeOverlappingGroups(mlir::func::FuncOp original,
+                       llvm::ArrayRef<mlir::func::FuncOp> locals);
 
 } // namespace loom
 

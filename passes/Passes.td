@@ -235,6 +235,13 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
     (`hspmd.whole_layout`), carry the whole layouts, every group's states
     included. The original function gets `hspmd.parts` and is left as the
     single-device reference; later passes work on the parts.
+    One-group layouts on different groups (each tensor on one) are pipeline
+    stages: every op runs on one group (where most of its operand bytes
+    are; optimizer state and updates with their parameter), each group's
+    part has the ops placed on it, and an exchange moves a value where
+    another group reads it. Where groups overlap, `hspmd-specialize` merges
+    the groups' programs per cell of devices that belong to the same
+    groups (`@<name>_cell<k>`).
 
     Functions without any layout are left alone. Errors, at the layout's
     location: a strategy set, layouts on different groups (or lists of
@@ -385,6 +392,17 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
 
     A mean over split dimensions is scaled by local / global count so that
     the contributions add up to the global mean.
+
+    The parts of a function partitioned across device groups
+    (`@<name>_part<g>`) become `@<name>_group<g>`, specialising the
+    original: their arguments and results record the whole layout (every
+    group's states), and an iota along a dimension split across groups
+    counts from the group's start plus the device's block start. Pipeline
+    stages on groups that overlap are then merged per cell of devices that
+    belong to the same groups into `@<name>_cell<k>` (each group's program
+    run side by side, the two halves of an exchange met become one, and
+    collectives carry the group they run over); the group programs are
+    removed.
 
     ```mlir
     func.func @f(%x: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>},

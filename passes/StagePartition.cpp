@@ -1,6 +1,6 @@
 //===- StagePartition.cpp - Split a function into pipeline stages ---------===//
 //
-// A function whose layouts lie on several disjoint device groups, each
+// A function whose layouts lie on several device groups, each
 // tensor on one of them (layers placed on different groups, each with its
 // own strategy: pipeline stages), is split into one function per group.
 // See docs/rationale/heterogeneous.md, "Pipeline stages".
@@ -253,8 +253,7 @@ LogicalResult StagePartitioner::buildParts() {
   // A result lives where its layout says, or where it is computed.
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
     Attribute layout = func.getResultAttr(index, kLayout);
-    resultGroups.push_back(layout ? groupOf(layout)
-                                  : placement.lookup(value));
+    resultGroups.push_back(layout ? groupOf(layout) : placement.lookup(value));
   }
 
   SmallVector<IRMapping> mappings(groups.size());
@@ -364,13 +363,13 @@ LogicalResult StagePartitioner::buildParts() {
   SmallVector<Operation *> tagged(groups.size(), nullptr);
   auto tagNew = [&](int64_t seq) {
     for (int64_t g = 0, e = groups.size(); g < e; ++g) {
-      Block *block = parts[g].getBody().empty() ? nullptr
-                                                : &parts[g].getBody().front();
+      Block *block =
+          parts[g].getBody().empty() ? nullptr : &parts[g].getBody().front();
       if (!block)
         continue;
-      Operation *from = tagged[g] ? tagged[g]->getNextNode()
-                                  : (block->empty() ? nullptr
-                                                    : &block->front());
+      Operation *from = tagged[g]
+                            ? tagged[g]->getNextNode()
+                            : (block->empty() ? nullptr : &block->front());
       for (Operation *op = from; op; op = op->getNextNode())
         op->setAttr(kStageSeqAttrName,
                     IntegerAttr::get(IntegerType::get(context, 64), seq));
@@ -425,10 +424,10 @@ LogicalResult StagePartitioner::buildParts() {
         Value pinned = AnnotateOp::create(builders[from], op.getLoc(), input,
                                           reshard.getSource())
                            .getResult();
-        auto send = ExchangeOp::create(
-            builders[from], op.getLoc(), emptyType(tensor), pinned, shape,
-            cast<UnionAttr>(reshard.getSource()),
-            cast<UnionAttr>(reshard.getTarget()));
+        auto send = ExchangeOp::create(builders[from], op.getLoc(),
+                                       emptyType(tensor), pinned, shape,
+                                       cast<UnionAttr>(reshard.getSource()),
+                                       cast<UnionAttr>(reshard.getTarget()));
         Value empty = createEmpty(builders[g], op.getLoc(), tensor);
         auto receive =
             ExchangeOp::create(builders[g], op.getLoc(), tensor, empty, shape,

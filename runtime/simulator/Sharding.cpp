@@ -45,8 +45,7 @@ namespace {
 constexpr double kCrossGroupTolerance = 1e-12;
 
 FailureOr<Tensor> paintGlobal(ArrayRef<int64_t> devices,
-                              ArrayRef<Tensor> shards,
-                              hspmd::UnionAttr layout,
+                              ArrayRef<Tensor> shards, hspmd::UnionAttr layout,
                               ArrayRef<int64_t> shape, llvm::raw_ostream &os) {
   Tensor result(shards.front().getKind(), shape);
   size_t elementSize = interp::getElementSize(result.getKind());
@@ -83,10 +82,9 @@ FailureOr<Tensor> paintGlobal(ArrayRef<int64_t> devices,
         written[flat] = member;
       } else if (std::memcmp(to, from, elementSize) != 0) {
         double a = piece.getDouble(local), b = result.getDouble(flat);
-        bool close =
-            isFloat && written[flat] != member &&
-            std::abs(a - b) <=
-                kCrossGroupTolerance * std::max(std::abs(a), std::abs(b));
+        bool close = isFloat && written[flat] != member &&
+                     std::abs(a - b) <= kCrossGroupTolerance *
+                                            std::max(std::abs(a), std::abs(b));
         if (!close) {
           os << "device " << device << " holds element "
              << llvm::interleaved_array(index) << " of its block as " << a
@@ -365,9 +363,9 @@ loom::sim::runSharded(Simulator &simulator, ArrayRef<func::FuncOp> locals,
                << " but the simulator has " << numRanks
                << " ranks (rank d is device d)";
       if (byRank[device])
-        return local.emitError() << "device " << device << " runs both @"
-                                 << byRank[device].getSymName() << " and @"
-                                 << local.getSymName();
+        return local.emitError()
+               << "device " << device << " runs both @"
+               << byRank[device].getSymName() << " and @" << local.getSymName();
       byRank[device] = local;
       names[device] = local.getSymName().str();
     }
@@ -397,8 +395,8 @@ loom::sim::runSharded(Simulator &simulator, ArrayRef<func::FuncOp> locals,
       // A device outside the layout (another pipeline stage's argument)
       // gets the empty buffer its function takes (a zero for a 0-d one).
       if (layout->getMemberOf(r) < 0) {
-        auto type = dyn_cast<RankedTensorType>(
-            byRank[r].getFunctionType().getInput(i));
+        auto type =
+            dyn_cast<RankedTensorType>(byRank[r].getFunctionType().getInput(i));
         if (!type || !type.hasStaticShape() ||
             (type.getRank() != 0 && type.getNumElements() != 0))
           return byRank[r].emitError()
