@@ -49,20 +49,6 @@ DeviceGroupAttr ownerOf(Attribute layout) {
   return union_.getGroups().front();
 }
 
-/// An empty tensor of `type` (a zero for a 0-d one), as the stage
-/// partitioner makes them.
-Value createEmpty(OpBuilder &builder, Location loc, Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  DenseElementsAttr value =
-      tensor.getRank() == 0 || tensor.getNumElements() != 0
-          ? DenseElementsAttr::get(tensor,
-                                   builder.getZeroAttr(tensor.getElementType()))
-      : isa<FloatType>(tensor.getElementType())
-          ? DenseElementsAttr::get(tensor, ArrayRef<APFloat>{})
-          : DenseElementsAttr::get(tensor, ArrayRef<APInt>{});
-  return arith::ConstantOp::create(builder, loc, value).getResult();
-}
-
 bool runsOverGroup(Operation *op) {
   return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
              LocalSliceOp, MakePartialOp, AxisIndexOp>(op);
@@ -179,8 +165,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
       if (argOwners[i] == member && arg.getType() == inputs[i])
         mappings[member].map(arg, body->getArgument(i));
       else if (isa<RankedTensorType>(arg.getType()))
-        mappings[member].map(arg,
-                             createEmpty(builder, arg.getLoc(), arg.getType()));
+        mappings[member].map(
+            arg, createEmptyTensor(builder, arg.getLoc(), arg.getType()));
       else
         return local.emitError()
                << "argument #" << i << " of type " << arg.getType()
@@ -252,7 +238,7 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
                                       combined.getResult());
           mappings[sendMember].map(
               send.getResult(),
-              createEmpty(builder, send.getLoc(), send.getType()));
+              createEmptyTensor(builder, send.getLoc(), send.getType()));
           cursor[position] = op->getNextNode();
           cursor[other] = partner->getNextNode();
           progress = true;
@@ -273,7 +259,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
   SmallVector<Value> values;
   for (auto [i, value] : llvm::enumerate(returned))
     values.push_back(
-        value ? value : createEmpty(builder, original.getLoc(), results[i]));
+        value ? value
+              : createEmptyTensor(builder, original.getLoc(), results[i]));
   func::ReturnOp::create(builder, original.getLoc(), values);
   // Empty tensors nothing reads.
   SmallVector<Operation *> unused;

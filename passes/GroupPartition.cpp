@@ -683,16 +683,7 @@ LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
       return failure();
     resultWholes.push_back(*whole);
   }
-  for (func::FuncOp part : parts) {
-    updateAllArgAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
-      if (argWholes[i])
-        attrs.set(kWholeLayoutAttrName, argWholes[i]);
-    });
-    updateAllResultAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
-      if (resultWholes[i])
-        attrs.set(kWholeLayoutAttrName, resultWholes[i]);
-    });
-  }
+  finishPartition(func, parts, argWholes, resultWholes);
   return success();
 }
 
@@ -726,11 +717,6 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
   }
   if (failed(compose(parts)))
     return failure();
-  SmallVector<Attribute> refs =
-      llvm::map_to_vector(parts, [](func::FuncOp part) -> Attribute {
-        return FlatSymbolRefAttr::get(part);
-      });
-  func->setAttr(kPartsAttrName, ArrayAttr::get(context, refs));
   numParts = parts.size();
   return success();
 }
@@ -787,6 +773,42 @@ static SmallVector<DeviceGroupAttr> getStageGroups(ArrayRef<UserUnion> users) {
   if (stages.size() < 2)
     return {};
   return stages;
+}
+
+void loom::finishPartition(func::FuncOp func, ArrayRef<func::FuncOp> parts,
+                           ArrayRef<UnionAttr> argWholes,
+                           ArrayRef<UnionAttr> resultWholes) {
+  for (func::FuncOp part : parts) {
+    updateAllArgAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
+      if (argWholes[i])
+        attrs.set(kWholeLayoutAttrName, argWholes[i]);
+    });
+    updateAllResultAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
+      if (resultWholes[i])
+        attrs.set(kWholeLayoutAttrName, resultWholes[i]);
+    });
+  }
+  SmallVector<Attribute> refs =
+      llvm::map_to_vector(parts, [](func::FuncOp part) -> Attribute {
+        return FlatSymbolRefAttr::get(part);
+      });
+  func->setAttr(kPartsAttrName, ArrayAttr::get(func.getContext(), refs));
+}
+
+Value loom::createEmptyTensor(OpBuilder &builder, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  auto empty = tensor.getRank() == 0
+                   ? tensor
+                   : tensor.clone(SmallVector<int64_t>(tensor.getRank(), 0));
+  // A 0-d tensor cannot be empty: a zero stands in for it.
+  DenseElementsAttr value =
+      empty.getRank() == 0
+          ? DenseElementsAttr::get(empty,
+                                   builder.getZeroAttr(empty.getElementType()))
+      : isa<FloatType>(empty.getElementType())
+          ? DenseElementsAttr::get(empty, ArrayRef<APFloat>{})
+          : DenseElementsAttr::get(empty, ArrayRef<APInt>{});
+  return arith::ConstantOp::create(builder, loc, value).getResult();
 }
 
 void loom::updateAllArgAttrs(

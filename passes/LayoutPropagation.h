@@ -16,6 +16,7 @@
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
@@ -56,6 +57,18 @@ void updateAllArgAttrs(
 void updateAllResultAttrs(
     mlir::func::FuncOp func,
     llvm::function_ref<void(unsigned, mlir::NamedAttrList &)> update);
+
+/// Records on every part the whole layout of each argument and result
+/// (null: none), and marks `func` as partitioned into `parts`.
+void finishPartition(mlir::func::FuncOp func,
+                     llvm::ArrayRef<mlir::func::FuncOp> parts,
+                     llvm::ArrayRef<hspmd::UnionAttr> argWholes,
+                     llvm::ArrayRef<hspmd::UnionAttr> resultWholes);
+
+/// An empty tensor of `type` (every dimension 0; a zero for a 0-d one):
+/// what a group holds of a value that lives on another group.
+mlir::Value createEmptyTensor(mlir::OpBuilder &builder, mlir::Location loc,
+                              mlir::Type type);
 
 /// Lays out `func`, whose layouts all lie on one device group, and writes
 /// the layout attributes. `skipped` is set when it has no layouts.

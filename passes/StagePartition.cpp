@@ -87,18 +87,6 @@ private:
     auto group = cast<UnionAttr>(layout).getGroups().front();
     return llvm::find(groups, group) - groups.begin();
   }
-  Value createEmpty(OpBuilder &builder, Location loc, Type type) {
-    auto empty = cast<RankedTensorType>(emptyType(type));
-    // A 0-d tensor cannot be empty: a zero stands in for it.
-    DenseElementsAttr value =
-        empty.getRank() == 0
-            ? DenseElementsAttr::get(
-                  empty, builder.getZeroAttr(empty.getElementType()))
-        : isa<FloatType>(empty.getElementType())
-            ? DenseElementsAttr::get(empty, ArrayRef<APFloat>{})
-            : DenseElementsAttr::get(empty, ArrayRef<APInt>{});
-    return arith::ConstantOp::create(builder, loc, value).getResult();
-  }
 
   func::FuncOp func;
   MLIRContext *context;
@@ -347,7 +335,7 @@ LogicalResult StagePartitioner::buildParts() {
     auto send = ExchangeOp::create(builders[from], loc, emptyType(tensor),
                                    mappings[from].lookup(value), shape,
                                    whole(from), whole(g));
-    Value empty = createEmpty(builders[g], loc, tensor);
+    Value empty = createEmptyTensor(builders[g], loc, tensor);
     auto receive = ExchangeOp::create(builders[g], loc, tensor, empty, shape,
                                       whole(from), whole(g));
     exchanges.push_back({send, receive});
@@ -399,7 +387,7 @@ LogicalResult StagePartitioner::buildParts() {
         for (auto [index, value] : llvm::enumerate(ret.getOperands()))
           if (!values[g][index])
             values[g][index] =
-                createEmpty(builders[g], ret.getLoc(), value.getType());
+                createEmptyTensor(builders[g], ret.getLoc(), value.getType());
         func::ReturnOp::create(builders[g], ret.getLoc(), values[g]);
       }
       continue;
@@ -428,7 +416,7 @@ LogicalResult StagePartitioner::buildParts() {
                                        emptyType(tensor), pinned, shape,
                                        cast<UnionAttr>(reshard.getSource()),
                                        cast<UnionAttr>(reshard.getTarget()));
-        Value empty = createEmpty(builders[g], op.getLoc(), tensor);
+        Value empty = createEmptyTensor(builders[g], op.getLoc(), tensor);
         auto receive =
             ExchangeOp::create(builders[g], op.getLoc(), tensor, empty, shape,
                                cast<UnionAttr>(reshard.getSource()),
@@ -480,16 +468,7 @@ LogicalResult StagePartitioner::compose() {
     func::FuncOp owner = parts[resultGroups[i]];
     resultWholes.push_back(owner.getResultAttrOfType<UnionAttr>(i, kLayout));
   }
-  for (func::FuncOp part : parts) {
-    updateAllArgAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
-      if (argWholes[i])
-        attrs.set(kWholeLayoutAttrName, argWholes[i]);
-    });
-    updateAllResultAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
-      if (resultWholes[i])
-        attrs.set(kWholeLayoutAttrName, resultWholes[i]);
-    });
-  }
+  finishPartition(func, parts, argWholes, resultWholes);
   return success();
 }
 
@@ -506,11 +485,6 @@ LogicalResult StagePartitioner::run(int64_t &numParts, int64_t &numReshards) {
   }
   if (failed(compose()))
     return failure();
-  SmallVector<Attribute> refs =
-      llvm::map_to_vector(parts, [](func::FuncOp part) -> Attribute {
-        return FlatSymbolRefAttr::get(part);
-      });
-  func->setAttr(kPartsAttrName, ArrayAttr::get(context, refs));
   numParts = parts.size();
   return success();
 }
