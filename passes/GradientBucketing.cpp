@@ -48,8 +48,10 @@ struct Bucket {
 
 /// Collectives that may share one: same kind, reduction, sub-groups and
 /// element type.
+/// Kind, reduction, axes, mesh, element type, and the group the collective
+/// runs over when it says (in a program merging several groups' ops).
 using BucketKey = std::tuple<const void *, int, std::vector<int64_t>,
-                             std::vector<int64_t>, const void *>;
+                             std::vector<int64_t>, const void *, const void *>;
 
 /// The bytes of a statically shaped tensor, or -1.
 int64_t getByteSize(Type type) {
@@ -90,6 +92,8 @@ BucketKey getKey(Operation *op) {
       std::vector<int64_t>(mesh.asArrayRef().begin(), mesh.asArrayRef().end()),
       cast<RankedTensorType>(op->getOperand(0).getType())
           .getElementType()
+          .getAsOpaquePointer(),
+      op->getAttr(hspmd::HSPMDDialect::getGroupAttrName())
           .getAsOpaquePointer()};
 }
 

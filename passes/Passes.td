@@ -252,7 +252,7 @@ def LayoutPropagationPass : Pass<"hspmd-propagate-layouts", "mlir::ModuleOp"> {
     docs/rationale/partitioning.md for the priorities, the cost formula and
     the fixed point.
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "loom::nn::NNDialect"];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions laid out">,
     Statistic<"numReshards", "reshards",
@@ -433,6 +433,7 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
     dimension, an embedding whose vocabulary is split, an iota that already
     has an offset), which later work handles.
   }];
+  let dependentDialects = ["loom::nn::NNDialect"];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions specialised">,
   ];
@@ -516,6 +517,7 @@ def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
     ...
     ```
   }];
+  let dependentDialects = ["loom::nn::NNDialect"];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
            "The largest bucket, in bytes (an all-reduce larger than this "
