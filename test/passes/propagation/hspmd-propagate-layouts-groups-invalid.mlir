@@ -64,3 +64,23 @@ func.func @overlap(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %0 = hspmd.annotate %x : tensor<8x8xf32> as #hspmd.union<replicated: {[0, 1]: [D:2]}, {[1]: []}>
   return %0 : tensor<8x8xf32>
 }
+
+// -----
+
+// A maximum over a dimension split across groups, needed whole: exchanges
+// reduce only sums so far.
+func.func @max_across(%x: tensor<8x4xf64> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [D:2]}, {[2]: []}>}) -> tensor<4xf64> {
+  %m = nn.reduce max %x dims = [0] : tensor<8x4xf64>
+  // expected-error @+1 {{needs complete values of a partial max across device groups (a max over a dimension split across groups); exchanges reduce only sums so far}}
+  %e = nn.exp %m : tensor<4xf64>
+  return %e : tensor<4xf64>
+}
+
+// -----
+
+// A dynamic dimension split across groups: shares cut static dimensions.
+// expected-error @+1 {{splits dimension 0 of 'tensor<?x4xf64>' across device groups, but its extent is dynamic; shares cut static dimensions}}
+func.func @dynamic(%x: tensor<?x4xf64> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [D:2]}, {[2]: []}>}) -> tensor<?x4xf64> {
+  %n = nn.exp %x : tensor<?x4xf64>
+  return %n : tensor<?x4xf64>
+}
