@@ -10,9 +10,9 @@
 // global count.
 //
 // The weights' layouts are also on the arguments, so the training step
-// keeps them there: each weight gradient is summed inside each group over
-// its data-parallel axis and across the groups block by block
-// (hspmd.exchange), and every device updates its own block.
+// keeps them there: each weight gradient is reduce-scattered inside a group
+// over its data-parallel axis, summed across the groups block by block
+// (hspmd.exchange), and gathered back; every device updates its block.
 //
 // Run: loom-opt examples/mlp_hetero.mlir --hspmd-print-shards -o /dev/null
 module attributes {hspmd.cluster = #hspmd.cluster<[

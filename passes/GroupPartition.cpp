@@ -91,6 +91,12 @@ private:
   LogicalResult layOutAcrossGroups(int64_t &numReshards);
   /// Step 2: group `g`'s part, after `insertAfter`.
   FailureOr<func::FuncOp> buildPart(int64_t g, Operation *insertAfter);
+  /// Step 3b: where a group would sum a partial sum inside itself before
+  /// exchanging it across groups (all-reduce, exchange of the whole), it
+  /// reduce-scatters it instead, exchanges its slice and gathers the
+  /// result (the hierarchical all-reduce: half the bytes inside the
+  /// group, and each device exchanges only its slice).
+  void splitReductions(ArrayRef<func::FuncOp> parts);
   /// Step 4.
   LogicalResult compose(ArrayRef<func::FuncOp> parts);
 
@@ -628,6 +634,80 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
   return part;
 }
 
+/// The layout `value` is produced with inside its part (an argument's
+/// layout, or its producer's result layout), or null.
+static UnionAttr producedLayout(Value value, func::FuncOp part) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return part.getArgAttrOfType<UnionAttr>(arg.getArgNumber(), kLayout);
+  Operation *producer = value.getDefiningOp();
+  auto layouts = producer->getAttrOfType<ArrayAttr>(kResultLayouts);
+  if (!layouts)
+    return {};
+  unsigned index = 0;
+  for (Value result : producer->getResults()) {
+    if (result == value)
+      return index < layouts.size() ? dyn_cast<UnionAttr>(layouts[index])
+                                    : UnionAttr();
+    if (isa<RankedTensorType>(result.getType()))
+      ++index;
+  }
+  return {};
+}
+
+void GroupPartitioner::splitReductions(ArrayRef<func::FuncOp> parts) {
+  for (auto [index, exchange] : llvm::enumerate(pending)) {
+    if (exchange.from.kind != UnionRelation::Partial)
+      continue;
+    for (auto [g, part] : llvm::enumerate(parts)) {
+      ExchangeOp op = exchanges[g][index];
+      auto operands = op->getAttrOfType<ArrayAttr>(kOperandLayouts);
+      auto results = op->getAttrOfType<ArrayAttr>(kResultLayouts);
+      UnionAttr produced = producedLayout(op.getInput(), part);
+      if (!operands || !results || !produced || operands[0] != results[0])
+        continue;
+      ArrayRef<Axis> from = produced.getStates().front().getAxes();
+      ArrayRef<Axis> needed =
+          cast<UnionAttr>(operands[0]).getStates().front().getAxes();
+      if (from.size() != needed.size())
+        continue;
+      auto shape = op.getInput().getType().getShape();
+      SmallVector<Axis> axes(needed);
+      bool changed = false;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        if (!from[k].isPartial() || from[k].reduction != ReductionKind::Sum ||
+            !axes[k].isDuplicate() || from[k].degree != axes[k].degree)
+          continue;
+        // The first dimension no other axis splits, that the degree
+        // divides (dimension 0 where it can: reduce-scatters and
+        // all-gathers along it go in gradient buckets).
+        int64_t best = -1;
+        for (int64_t d = 0, e = shape.size(); d < e && best < 0; ++d) {
+          bool free = llvm::none_of(axes, [&](const Axis &axis) {
+            return axis.isSplit() && axis.dim == d;
+          });
+          if (free && !ShapedType::isDynamic(shape[d]) &&
+              shape[d] % axes[k].degree == 0)
+            best = d;
+        }
+        if (best < 0)
+          continue;
+        axes[k] = Axis::split(best, axes[k].degree);
+        changed = true;
+      }
+      if (!changed)
+        continue;
+      // Same degrees, one duplicate axis now splitting a dimension no
+      // other axis splits: still valid states.
+      auto states = DistStatesAttr::get(context, axes);
+      UnionAttr split = UnionAttr::get(context, produced.getGroups().front(),
+                                       states);
+      ArrayAttr attr = ArrayAttr::get(context, {split});
+      op->setAttr(kOperandLayouts, attr);
+      op->setAttr(kResultLayouts, attr);
+    }
+  }
+}
+
 LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
   auto entry = [](Operation *op, StringRef name) {
     return cast<UnionAttr>(op->getAttrOfType<ArrayAttr>(name)[0]);
@@ -715,6 +795,7 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
     if (failed(propagateWithinGroup(part, skipped, numReshards)))
       return failure();
   }
+  splitReductions(parts);
   if (failed(compose(parts)))
     return failure();
   numParts = parts.size();

@@ -36,6 +36,7 @@ step=$(sed -n 's/.*func\.func @\([A-Za-z0-9_]*_train_step\)(.*/\1/p' "$work/step
 # The local programs: every function that specialises the step.
 awk -v step="$step" '
   /^  func\.func @/ { show = index($0, "@" step "_group") > 0 }
+  /^}/ { show = 0 }
   show { print }' "$work/step.mlir"
 
 echo "== 3. communication per step"

@@ -80,3 +80,21 @@ func.func @user(%x: tensor<8x4xf32> {hspmd.layout = #hspmd.union<split(0) shares
          to #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[2]: []}>
   return %y : tensor<8x4xf32>
 }
+
+// -----
+
+// A group that data-parallels inside would sum its gradient inside the
+// group (an all-reduce) and then exchange the whole; instead it exchanges
+// it split along dimension 0 over its data-parallel pair (reduce-scatter
+// before, all-gather after: the hierarchical all-reduce), so each device
+// exchanges only its slice.
+// CHECK-LABEL: func.func @hierarchical_part0(
+// CHECK: %[[G:.*]] = nn.matmul %arg0, %{{.*}} transpose_lhs {{.*}}hspmd.result_layouts = [#hspmd.union<{[0, 1]: [P(sum):2]}>]}
+// CHECK: hspmd.exchange %[[G]] shape [16, 4] : tensor<16x4xf64> -> tensor<16x4xf64> from <partial(sum): {[0, 1]: [S0:2]}, {[2]: []}> to <replicated: {[0, 1]: [S0:2]}, {[2]: []}> {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>]}
+func.func @hierarchical(%x: tensor<8x16xf64> {hspmd.layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}>},
+                        %w: tensor<16x4xf64> {hspmd.layout = #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>})
+    -> (tensor<16x4xf64> {hspmd.layout = #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>}) {
+  %y = nn.matmul %x, %w : tensor<8x16xf64>, tensor<16x4xf64>
+  %g = nn.matmul %x, %y transpose_lhs : tensor<8x16xf64>, tensor<8x4xf64>
+  return %g : tensor<16x4xf64>
+}
