@@ -1,0 +1,335 @@
+//===- Collectives.cpp - Collectives over MPI for generated code ----------===//
+
+#include "runtime/host/Collectives.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+using namespace loom::rt;
+
+struct Communicator::Handle {
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+namespace {
+
+Runtime *instance = nullptr;
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, length);
+}
+
+/// The elements of chunk `j` when `count` are cut into `k` near-equal
+/// chunks (the first `count mod k` one element larger), and where it
+/// starts.
+int64_t chunkSize(int64_t count, int k, int j) {
+  return count / k + (j < count % k ? 1 : 0);
+}
+int64_t chunkStart(int64_t count, int k, int j) {
+  return j * (count / k) + std::min<int64_t>(j, count % k);
+}
+
+/// memcpy that allows empty ranges (whose pointers may be null).
+void copyBytes(void *to, const void *from, int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(to, from, static_cast<size_t>(bytes));
+}
+
+/// `into[i] += from[i]` for `count` elements of `type`.
+void accumulate(void *into, const void *from, int64_t count, ElementType type) {
+  switch (type) {
+  case ElementType::F32: {
+    auto *a = static_cast<float *>(into);
+    auto *b = static_cast<const float *>(from);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] += b[i];
+    return;
+  }
+  case ElementType::F64: {
+    auto *a = static_cast<double *>(into);
+    auto *b = static_cast<const double *>(from);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] += b[i];
+    return;
+  }
+  case ElementType::I64: {
+    auto *a = static_cast<int64_t *>(into);
+    auto *b = static_cast<const int64_t *>(from);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] += b[i];
+    return;
+  }
+  }
+}
+
+} // namespace
+
+int64_t loom::rt::getElementSize(ElementType type) {
+  return type == ElementType::F32 ? 4 : 8;
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime
+//===----------------------------------------------------------------------===//
+
+Runtime &Runtime::init(int *argc, char ***argv) {
+  if (instance)
+    return *instance;
+  instance = new Runtime();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    MPI_Init(argc, argv);
+    instance->startedMpi = true;
+  }
+  // Errors come back as codes; the runtime reports them itself.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &instance->worldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &instance->worldSize);
+  if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
+    instance->timeout = std::chrono::milliseconds(
+        static_cast<int64_t>(std::atof(seconds) * 1000));
+  return *instance;
+}
+
+Runtime &Runtime::get() {
+  if (!instance) {
+    std::fprintf(stderr, "loom runtime: used before Runtime::init\n");
+    std::exit(1);
+  }
+  return *instance;
+}
+
+void Runtime::finalize() {
+  if (!instance)
+    return;
+  bool started = instance->startedMpi;
+  instance->groups.clear();
+  delete instance;
+  instance = nullptr;
+  if (started)
+    MPI_Finalize();
+}
+
+void Runtime::fail(const std::string &message) const {
+  std::fprintf(stderr, "loom runtime: rank %d: %s\n", worldRank,
+               message.c_str());
+  std::fflush(stderr);
+  // Not MPI_Abort: the other ranks report their own view (the collective
+  // this rank never reached) when their timeout runs out.
+  std::_Exit(1);
+}
+
+Communicator &Runtime::getGroup(const std::vector<int> &worldRanks) {
+  auto it = groups.find(worldRanks);
+  if (it != groups.end())
+    return *it->second;
+  auto position = std::find(worldRanks.begin(), worldRanks.end(), worldRank);
+  if (position == worldRanks.end())
+    fail("asked for the communicator of a group it is not in");
+  for (int member : worldRanks)
+    if (member < 0 || member >= worldSize)
+      fail("a device group names rank " + std::to_string(member) +
+           " but the world has " + std::to_string(worldSize) + " ranks");
+  // A group of the world's ranks, in group order: its ranks are the
+  // positions in `worldRanks`.
+  MPI_Group world, group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Group_incl(world, static_cast<int>(worldRanks.size()), worldRanks.data(),
+                 &group);
+  auto handle = std::make_unique<Communicator::Handle>();
+  // Collective only over the group's own ranks.
+  int code = MPI_Comm_create_group(MPI_COMM_WORLD, group, 0, &handle->comm);
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  if (code != MPI_SUCCESS)
+    fail("cannot create the communicator of a device group: " + mpiError(code));
+  MPI_Comm_set_errhandler(handle->comm, MPI_ERRORS_RETURN);
+  int rank = static_cast<int>(position - worldRanks.begin());
+  auto *communicator = new Communicator(std::move(handle), worldRanks, rank);
+  groups[worldRanks].reset(communicator);
+  return *communicator;
+}
+
+//===----------------------------------------------------------------------===//
+// Communicator
+//===----------------------------------------------------------------------===//
+
+Communicator::Communicator(std::unique_ptr<Handle> handle,
+                           std::vector<int> worldRanks, int rank)
+    : handle(std::move(handle)), worldRanks(std::move(worldRanks)), rank(rank) {
+}
+
+Communicator::~Communicator() {
+  if (handle && handle->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&handle->comm);
+}
+
+void Communicator::exchange(const char *kind,
+                            const std::vector<const void *> &sends,
+                            const std::vector<int64_t> &sendBytes,
+                            const std::vector<void *> &receives,
+                            const std::vector<int64_t> &receiveBytes) {
+  Runtime &runtime = Runtime::get();
+  // The receives come first in `requests`, from `receivedFrom[i]`.
+  std::vector<MPI_Request> requests;
+  std::vector<int> receivedFrom;
+  auto post = [&](int code, const char *what) {
+    if (code != MPI_SUCCESS)
+      runtime.fail(std::string(kind) + " at step " +
+                   std::to_string(runtime.getStep()) + ": cannot " + what +
+                   ": " + mpiError(code));
+  };
+  for (int member = 0; member < getSize(); ++member) {
+    if (member == rank)
+      continue;
+    if (receives[member] && receiveBytes[member] > 0) {
+      requests.emplace_back();
+      receivedFrom.push_back(member);
+      post(MPI_Irecv(receives[member], static_cast<int>(receiveBytes[member]),
+                     MPI_BYTE, member, 0, handle->comm, &requests.back()),
+           "post a receive");
+    }
+  }
+  for (int member = 0; member < getSize(); ++member) {
+    if (member == rank)
+      continue;
+    if (sends[member] && sendBytes[member] > 0) {
+      requests.emplace_back();
+      post(MPI_Isend(sends[member], static_cast<int>(sendBytes[member]),
+                     MPI_BYTE, member, 0, handle->comm, &requests.back()),
+           "post a send");
+    }
+  }
+  // Wait, but not for ever: a member that never arrives is an error that
+  // names the collective and the step.
+  auto deadline = std::chrono::steady_clock::now() + runtime.getTimeout();
+  while (true) {
+    int done = 0;
+    int code = MPI_Testall(static_cast<int>(requests.size()), requests.data(),
+                           &done, MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS)
+      runtime.fail(std::string(kind) + " at step " +
+                   std::to_string(runtime.getStep()) +
+                   " failed: " + mpiError(code));
+    if (done)
+      break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string group, missing;
+      for (int member : worldRanks)
+        group += (group.empty() ? "" : ", ") + std::to_string(member);
+      // Whoever this rank still waits to hear from.
+      for (size_t i = 0; i < receivedFrom.size(); ++i) {
+        int arrived = 0;
+        MPI_Test(&requests[i], &arrived, MPI_STATUS_IGNORE);
+        if (!arrived)
+          missing += (missing.empty() ? "" : ", ") +
+                     std::to_string(worldRanks[receivedFrom[i]]);
+      }
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.1f",
+                    runtime.getTimeout().count() / 1000.0);
+      runtime.fail(
+          std::string(kind) + " at step " + std::to_string(runtime.getStep()) +
+          " did not complete within " + seconds +
+          " s: still waiting for rank(s) " + (missing.empty() ? "?" : missing) +
+          " of the group {" + group + "} (hung, gone, or waiting themselves)");
+    }
+    std::this_thread::yield();
+  }
+  Traffic &traffic = runtime.count(kind);
+  for (int member = 0; member < getSize(); ++member) {
+    if (member == rank)
+      continue;
+    if (sends[member])
+      traffic.bytesSent += sendBytes[member];
+    if (receives[member])
+      traffic.bytesReceived += receiveBytes[member];
+  }
+}
+
+void Communicator::allReduceSum(void *buffer, int64_t count, ElementType type) {
+  int k = getSize();
+  Runtime::get().count("all_reduce").calls += 1;
+  if (k == 1)
+    return;
+  int64_t size = getElementSize(type);
+  char *bytes = static_cast<char *>(buffer);
+  // Reduce-scatter: chunk j to member j, summed there in member order.
+  int64_t own = chunkSize(count, k, rank);
+  std::vector<char> received(static_cast<size_t>(own * size * k));
+  std::vector<const void *> sends(k, nullptr);
+  std::vector<int64_t> sendBytes(k, 0), receiveBytes(k, 0);
+  std::vector<void *> receives(k, nullptr);
+  for (int j = 0; j < k; ++j) {
+    sends[j] = bytes + chunkStart(count, k, j) * size;
+    sendBytes[j] = chunkSize(count, k, j) * size;
+    receives[j] = received.data() + j * own * size;
+    receiveBytes[j] = own * size;
+  }
+  exchange("all_reduce", sends, sendBytes, receives, receiveBytes);
+  copyBytes(received.data() + rank * own * size,
+            bytes + chunkStart(count, k, rank) * size, own * size);
+  std::vector<char> sum(received.begin(), received.begin() + own * size);
+  for (int j = 1; j < k; ++j)
+    accumulate(sum.data(), received.data() + j * own * size, own, type);
+  copyBytes(bytes + chunkStart(count, k, rank) * size, sum.data(), own * size);
+  // All-gather of the summed chunks: own chunk to every other member.
+  for (int j = 0; j < k; ++j) {
+    sends[j] = bytes + chunkStart(count, k, rank) * size;
+    sendBytes[j] = own * size;
+    receives[j] = bytes + chunkStart(count, k, j) * size;
+    receiveBytes[j] = chunkSize(count, k, j) * size;
+  }
+  exchange("all_reduce", sends, sendBytes, receives, receiveBytes);
+}
+
+void Communicator::allGather(const void *input, void *output, int64_t count,
+                             ElementType type) {
+  int k = getSize();
+  Runtime::get().count("all_gather").calls += 1;
+  int64_t bytes = count * getElementSize(type);
+  char *out = static_cast<char *>(output);
+  copyBytes(out + rank * bytes, input, bytes);
+  if (k == 1)
+    return;
+  std::vector<const void *> sends(k, input);
+  std::vector<int64_t> sendBytes(k, bytes), receiveBytes(k, bytes);
+  std::vector<void *> receives(k);
+  for (int j = 0; j < k; ++j)
+    receives[j] = out + j * bytes;
+  exchange("all_gather", sends, sendBytes, receives, receiveBytes);
+}
+
+void Communicator::reduceScatterSum(const void *input, void *output,
+                                    int64_t count, ElementType type) {
+  int k = getSize();
+  Runtime::get().count("reduce_scatter").calls += 1;
+  int64_t bytes = count * getElementSize(type);
+  const char *in = static_cast<const char *>(input);
+  if (k == 1) {
+    copyBytes(output, input, bytes);
+    return;
+  }
+  std::vector<char> received(static_cast<size_t>(bytes * k));
+  std::vector<const void *> sends(k);
+  std::vector<int64_t> sendBytes(k, bytes), receiveBytes(k, bytes);
+  std::vector<void *> receives(k);
+  for (int j = 0; j < k; ++j) {
+    sends[j] = in + j * bytes;
+    receives[j] = received.data() + j * bytes;
+  }
+  exchange("reduce_scatter", sends, sendBytes, receives, receiveBytes);
+  copyBytes(received.data() + rank * bytes, in + rank * bytes, bytes);
+  copyBytes(output, received.data(), bytes);
+  for (int j = 1; j < k; ++j)
+    accumulate(output, received.data() + j * bytes, count, type);
+}

@@ -1,0 +1,146 @@
+//===- Collectives.h - Collectives over MPI for generated code --*- C++ -*-===//
+//
+// The part of the host runtime that moves data between ranks, for the code
+// Loom generates (see ../shared/DESIGN.md item 7; codegen arrives with the
+// host code-generation issue). Every device group gets one communicator,
+// created once and cached. Collectives move exactly what the simulator and
+// the communication report count (runtime/simulator/Simulator.h), by
+// point-to-point messages, and sum in the simulator's order, so a program
+// run here gives the simulator's bits and bytes:
+//
+//   all_reduce      reduce-scatter of the flat buffer cut into k near-equal
+//                   chunks (chunk j summed at member j, contributions in
+//                   member order 0, 1, ...), then every member sends its
+//                   summed chunk to every other
+//   all_gather      every member sends its buffer to every other
+//   reduce_scatter  block j of the buffer (cut along dimension 0) goes to
+//                   member j, summed there in member order
+//
+// Each rank counts the calls and the bytes it sends and receives per
+// collective kind. A collective that cannot complete within the timeout
+// (a rank that hangs or died) ends the process with an error naming the
+// rank, the collective and the step: nothing waits for ever. MPI errors are
+// reported with the rank, the collective and MPI's message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_HOST_COLLECTIVES_H
+#define LOOM_RUNTIME_HOST_COLLECTIVES_H
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::rt {
+
+enum class ElementType { F32, F64, I64 };
+
+/// The size in bytes of one element.
+int64_t getElementSize(ElementType type);
+
+/// Calls and bytes of one rank, per collective kind (`all_reduce`, ...).
+struct Traffic {
+  int64_t calls = 0;
+  int64_t bytesSent = 0;
+  int64_t bytesReceived = 0;
+};
+
+class Communicator;
+
+/// The process's MPI runtime: started once (`init`), ended once
+/// (`finalize`). Not thread-safe: one thread per rank drives it.
+class Runtime {
+public:
+  /// Starts MPI (if the process has not) and returns the runtime.
+  static Runtime &init(int *argc, char ***argv);
+  /// The runtime; `init` must have run.
+  static Runtime &get();
+  /// Ends MPI if this runtime started it.
+  static void finalize();
+
+  int getWorldRank() const { return worldRank; }
+  int getWorldSize() const { return worldSize; }
+
+  /// The communicator of the device group `worldRanks` (in group order),
+  /// made on first use by every rank of the world (collective over the
+  /// world the first time, cached after). The calling rank must be in it.
+  Communicator &getGroup(const std::vector<int> &worldRanks);
+
+  /// How long a collective may wait for the others before the process ends
+  /// with an error (default 30 s; LOOM_COLLECTIVE_TIMEOUT_S overrides).
+  void setTimeout(std::chrono::milliseconds timeout) {
+    this->timeout = timeout;
+  }
+  std::chrono::milliseconds getTimeout() const { return timeout; }
+  /// The training step, for error messages.
+  void setStep(int64_t step) { this->step = step; }
+  int64_t getStep() const { return step; }
+
+  /// What this rank moved so far, per collective kind.
+  const std::map<std::string, Traffic> &getTraffic() const { return traffic; }
+  Traffic &count(const std::string &kind) { return traffic[kind]; }
+
+  /// Reports `message` as this rank's error and ends the process with
+  /// status 1 (every other rank then fails its next collective within the
+  /// timeout).
+  [[noreturn]] void fail(const std::string &message) const;
+
+private:
+  Runtime() = default;
+
+  int worldRank = 0;
+  int worldSize = 1;
+  bool startedMpi = false;
+  std::chrono::milliseconds timeout{30000};
+  int64_t step = 0;
+  std::map<std::string, Traffic> traffic;
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
+};
+
+/// One device group's communicator.
+class Communicator {
+public:
+  ~Communicator();
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+
+  /// This rank's position in the group and the group's size.
+  int getRank() const { return rank; }
+  int getSize() const { return static_cast<int>(worldRanks.size()); }
+  const std::vector<int> &getWorldRanks() const { return worldRanks; }
+
+  /// Sums `count` elements of `buffer` over the group, in place.
+  void allReduceSum(void *buffer, int64_t count, ElementType type);
+  /// Concatenates every member's `count` elements of `input` into `output`
+  /// (member order; `output` holds count * size elements).
+  void allGather(const void *input, void *output, int64_t count,
+                 ElementType type);
+  /// Sums the members' `input` (count * size elements) and gives member j
+  /// block j (`count` elements) in `output`.
+  void reduceScatterSum(const void *input, void *output, int64_t count,
+                        ElementType type);
+
+private:
+  friend class Runtime;
+  struct Handle; // the MPI communicator, so users need no mpi.h
+  Communicator(std::unique_ptr<Handle> handle, std::vector<int> worldRanks,
+               int rank);
+
+  /// Sends `sends[i]` bytes to member i and receives `receives[i]` bytes
+  /// from member i (null: nothing), waiting at most the timeout.
+  void exchange(const char *kind, const std::vector<const void *> &sends,
+                const std::vector<int64_t> &sendBytes,
+                const std::vector<void *> &receives,
+                const std::vector<int64_t> &receiveBytes);
+
+  std::unique_ptr<Handle> handle;
+  std::vector<int> worldRanks;
+  int rank;
+};
+
+} // namespace loom::rt
+
+#endif // LOOM_RUNTIME_HOST_COLLECTIVES_H
