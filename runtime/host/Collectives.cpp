@@ -333,3 +333,62 @@ void Communicator::reduceScatterSum(const void *input, void *output,
   for (int j = 1; j < k; ++j)
     accumulate(output, received.data() + j * bytes, count, type);
 }
+
+void Communicator::allGatherV(const void *input, void *output,
+                              const std::vector<int64_t> &counts,
+                              ElementType type) {
+  int k = getSize();
+  Runtime &runtime = Runtime::get();
+  runtime.count("all_gather").calls += 1;
+  if (static_cast<int>(counts.size()) != k)
+    runtime.fail("all_gather: " + std::to_string(counts.size()) +
+                 " counts for a group of " + std::to_string(k));
+  int64_t size = getElementSize(type);
+  char *out = static_cast<char *>(output);
+  std::vector<int64_t> starts(k, 0);
+  for (int j = 1; j < k; ++j)
+    starts[j] = starts[j - 1] + counts[j - 1] * size;
+  copyBytes(out + starts[rank], input, counts[rank] * size);
+  if (k == 1)
+    return;
+  std::vector<const void *> sends(k, input);
+  std::vector<int64_t> sendBytes(k, counts[rank] * size), receiveBytes(k);
+  std::vector<void *> receives(k);
+  for (int j = 0; j < k; ++j) {
+    receives[j] = out + starts[j];
+    receiveBytes[j] = counts[j] * size;
+  }
+  exchange("all_gather", sends, sendBytes, receives, receiveBytes);
+}
+
+void Communicator::sendRecv(const char *kind,
+                            const std::vector<Message> &sendList,
+                            const std::vector<Message> &receiveList) {
+  int k = getSize();
+  Runtime &runtime = Runtime::get();
+  runtime.count(kind).calls += 1;
+  // One message per peer and direction (a plan merges what it sends to a
+  // peer into one box); anything else is a bug in the caller.
+  std::vector<const void *> sends(k, nullptr);
+  std::vector<int64_t> sendBytes(k, 0), receiveBytes(k, 0);
+  std::vector<void *> receives(k, nullptr);
+  for (const Message &message : sendList) {
+    if (message.member < 0 || message.member >= k || message.member == rank ||
+        sends[message.member])
+      runtime.fail(std::string(kind) + ": a send to member " +
+                   std::to_string(message.member) +
+                   " that is outside the group, itself, or a second one");
+    sends[message.member] = message.data;
+    sendBytes[message.member] = message.bytes;
+  }
+  for (const Message &message : receiveList) {
+    if (message.member < 0 || message.member >= k || message.member == rank ||
+        receives[message.member])
+      runtime.fail(std::string(kind) + ": a receive from member " +
+                   std::to_string(message.member) +
+                   " that is outside the group, itself, or a second one");
+    receives[message.member] = message.data;
+    receiveBytes[message.member] = message.bytes;
+  }
+  exchange(kind, sends, sendBytes, receives, receiveBytes);
+}

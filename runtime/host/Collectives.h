@@ -122,6 +122,20 @@ public:
   /// block j (`count` elements) in `output`.
   void reduceScatterSum(const void *input, void *output, int64_t count,
                         ElementType type);
+  /// The "v" form for uneven shares: member j contributes `counts[j]`
+  /// elements; `output` gets them all, in member order.
+  void allGatherV(const void *input, void *output,
+                  const std::vector<int64_t> &counts, ElementType type);
+  /// A batched send/recv (the plan of a layout change between groups or
+  /// shares, lowered): every message at once, each between this rank and a
+  /// member, counted under `kind`.
+  struct Message {
+    int member;
+    void *data; // const for a send
+    int64_t bytes;
+  };
+  void sendRecv(const char *kind, const std::vector<Message> &sends,
+                const std::vector<Message> &receives);
 
 private:
   friend class Runtime;

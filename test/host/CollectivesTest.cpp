@@ -74,6 +74,33 @@ void checkGroup(Communicator &group, const char *name) {
         "%s reduce_scatter: %ld %ld", name, static_cast<long>(out[0]),
         static_cast<long>(out[1]));
 
+  // all_gather_v: member m contributes m + 1 doubles, all equal to m.
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (int m = 0; m < k; ++m) {
+    counts.push_back(m + 1);
+    total += m + 1;
+  }
+  std::vector<double> piece(me + 1, double(me)), gathered(total, -1.0);
+  group.allGatherV(piece.data(), gathered.data(), counts, ElementType::F64);
+  int64_t at = 0;
+  for (int m = 0; m < k; ++m)
+    for (int64_t i = 0; i <= m; ++i, ++at)
+      CHECK(gathered[at] == double(m), "%s all_gather_v element %ld", name,
+            static_cast<long>(at));
+  // A batched send/recv: member m sends m + 1 int64 (all m) to m + 1 and
+  // receives from m - 1 (a shift around the group).
+  std::vector<int64_t> outgoing(me + 1, me);
+  int from = (me + k - 1) % k, to = (me + 1) % k;
+  std::vector<int64_t> incoming(from + 1, -1);
+  if (k > 1) {
+    group.sendRecv("exchange", {{to, outgoing.data(), (me + 1) * int64_t(8)}},
+                   {{from, incoming.data(), (from + 1) * int64_t(8)}});
+    for (int64_t value : incoming)
+      CHECK(value == from, "%s send/recv value %ld", name,
+            static_cast<long>(value));
+  }
+
   // Bytes, as the simulator and the report count them.
   auto delta = [&](const std::string &kind) {
     Traffic now = runtime.getTraffic().at(kind);
@@ -86,9 +113,19 @@ void checkGroup(Communicator &group, const char *name) {
   CHECK(reduce.calls == 1 && reduce.bytesSent == (n * 8 - own) + (k - 1) * own,
         "%s all_reduce sent %ld", name, static_cast<long>(reduce.bytesSent));
   Traffic gather = delta("all_gather");
-  CHECK(gather.bytesSent == (k - 1) * 12 &&
-            gather.bytesReceived == (k - 1) * 12,
+  // The plain all-gather (12 bytes to each other member), then the v form
+  // (its m + 1 doubles to each other member, the others' to it).
+  int64_t vSent = (k - 1) * (me + 1) * 8;
+  int64_t vReceived = (total - (me + 1)) * 8;
+  CHECK(gather.calls == 2 && gather.bytesSent == (k - 1) * 12 + vSent &&
+            gather.bytesReceived == (k - 1) * 12 + vReceived,
         "%s all_gather sent %ld", name, static_cast<long>(gather.bytesSent));
+  if (k > 1) {
+    Traffic shift = delta("exchange");
+    CHECK(shift.calls == 1 && shift.bytesSent == (me + 1) * 8 &&
+              shift.bytesReceived == (from + 1) * 8,
+          "%s send/recv sent %ld", name, static_cast<long>(shift.bytesSent));
+  }
   Traffic scatter = delta("reduce_scatter");
   CHECK(scatter.bytesSent == (k - 1) * 16, "%s reduce_scatter sent %ld", name,
         static_cast<long>(scatter.bytesSent));
