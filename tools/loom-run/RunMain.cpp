@@ -28,6 +28,7 @@
 #include "runtime/interpreter/TensorIO.h"
 #include "runtime/interpreter/Train.h"
 #include "runtime/simulator/Sharding.h"
+#include "frontends/config/Config.h"
 #include "runtime/simulator/Simulator.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -325,9 +326,44 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--train: read the k-th parameter from "
                      "DIR/param_<k>.npy"),
       llvm::cl::value_desc("dir"), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> configFile(
+      "config",
+      llvm::cl::desc("A run configuration in protobuf text format "
+                     "(frontends/config/loom_config.proto)"),
+      llvm::cl::value_desc("file"), llvm::cl::cat(category));
+  llvm::cl::opt<bool> checkConfigOnly(
+      "check-config",
+      llvm::cl::desc("With --config: parse and check it, print a summary, "
+                     "and stop"),
+      llvm::cl::cat(category));
   llvm::cl::HideUnrelatedOptions(category);
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Loom program runner: evaluates nn programs on the host\n");
+
+  if (checkConfigOnly) {
+    if (configFile.empty())
+      return fail("--check-config needs --config FILE");
+    std::string error;
+    FailureOr<loom::config::Config> config =
+        loom::config::loadConfig(configFile, error);
+    if (failed(config))
+      return fail(error);
+    MLIRContext context;
+    context.loadDialect<loom::hspmd::HSPMDDialect>();
+    std::vector<std::string> problems;
+    if (failed(loom::config::checkConfig(*config, &context, problems))) {
+      for (const std::string &problem : problems)
+        llvm::errs() << configFile << ": " << problem << "\n";
+      return fail(configFile + ": " + std::to_string(problems.size()) +
+                  " problem(s)");
+    }
+    llvm::outs() << "config " << configFile << ": "
+                 << loom::config::summarize(*config) << "\n";
+    return 0;
+  }
+  if (!configFile.empty())
+    return fail("--config is only checked so far (--check-config); running "
+                "from a config comes with code generation");
 
   if (!interpret)
     return fail("pass --interpret: running on the reference interpreter is "

@@ -1,0 +1,188 @@
+//===- Config.cpp - The run configuration (protobuf text format) ----------===//
+
+#include "frontends/config/Config.h"
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <set>
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::config;
+
+namespace {
+
+/// Keeps the first text-format error, with its position (1-based).
+class FirstError : public google::protobuf::io::ErrorCollector {
+public:
+  explicit FirstError(std::string name) : name(std::move(name)) {}
+  void AddError(int line, int column, const std::string &message) override {
+    if (!error.empty())
+      return;
+    error = name + ":" + std::to_string(line + 1) + ":" +
+            std::to_string(column + 1) + ": " + message;
+  }
+  std::string name, error;
+};
+
+} // namespace
+
+FailureOr<Config> loom::config::parseConfig(const std::string &text,
+                                            const std::string &name,
+                                            std::string &error) {
+  Config config;
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors(name);
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &config)) {
+    error = errors.error.empty() ? name + ": does not parse" : errors.error;
+    return failure();
+  }
+  return config;
+}
+
+FailureOr<Config> loom::config::loadConfig(const std::string &path,
+                                           std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = path + ": cannot read: " + buffer.getError().message();
+    return failure();
+  }
+  return parseConfig((*buffer)->getBuffer().str(), path, error);
+}
+
+bool loom::config::matchGlob(llvm::StringRef pattern, llvm::StringRef name) {
+  // Iterative glob with one backtrack point for the last `*`.
+  size_t p = 0, n = 0, star = llvm::StringRef::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+      ++p;
+      ++n;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = n;
+    } else if (star != llvm::StringRef::npos) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*')
+    ++p;
+  return p == pattern.size();
+}
+
+LogicalResult loom::config::checkConfig(const Config &config,
+                                        MLIRContext *context,
+                                        std::vector<std::string> &errors) {
+  auto report = [&](const std::string &message) { errors.push_back(message); };
+  std::set<int> devices;
+  for (const Device &device : config.cluster().devices()) {
+    if (!devices.insert(device.id()).second)
+      report("cluster: device " + std::to_string(device.id()) +
+             " is listed twice");
+    if (device.id() < 0)
+      report("cluster: device id " + std::to_string(device.id()) +
+             " is negative");
+    if (device.speed() < 0 || device.memory_gib() < 0)
+      report("cluster: device " + std::to_string(device.id()) +
+             " has a negative speed or memory");
+  }
+  if (devices.empty())
+    report("cluster: no devices");
+  std::set<std::string> names;
+  for (const Group &group : config.groups()) {
+    if (!names.insert(group.name()).second)
+      report("group '" + group.name() + "' is defined twice");
+    if (group.devices().empty())
+      report("group '" + group.name() + "' has no devices");
+    std::set<int> seen;
+    for (int device : group.devices()) {
+      if (!devices.count(device))
+        report("group '" + group.name() + "' names device " +
+               std::to_string(device) + ", which the cluster does not have");
+      if (!seen.insert(device).second)
+        report("group '" + group.name() + "' lists device " +
+               std::to_string(device) + " twice");
+    }
+  }
+  // Layouts parse as hspmd layouts, on devices of the cluster.
+  std::set<int64_t> used;
+  for (const Layout &layout : config.layouts()) {
+    std::string where = "layout for '" + layout.match() + "'";
+    if (layout.match().empty())
+      report("a layout has no 'match' pattern");
+    // The parser's own message says what is wrong with the layout.
+    std::string why;
+    Attribute attr;
+    {
+      ScopedDiagnosticHandler handler(context, [&](Diagnostic &diagnostic) {
+        if (why.empty())
+          why = diagnostic.str();
+        return success();
+      });
+      attr = parseAttribute(layout.layout(), context);
+    }
+    if (!attr || !isa<hspmd::UnionAttr, hspmd::StrategySetAttr>(attr)) {
+      report(where + ": '" + layout.layout() +
+             "' is not an #hspmd.union or #hspmd.strategies" +
+             (why.empty() ? "" : ": " + why));
+      continue;
+    }
+    SmallVector<hspmd::UnionAttr> unions;
+    if (auto single = dyn_cast<hspmd::UnionAttr>(attr))
+      unions.push_back(single);
+    else
+      for (Attribute strategy : cast<hspmd::StrategySetAttr>(attr).getLayouts())
+        if (auto union_ = dyn_cast<hspmd::UnionAttr>(strategy))
+          unions.push_back(union_);
+    for (hspmd::UnionAttr union_ : unions)
+      for (int64_t device : union_.getAllDevices()) {
+        used.insert(device);
+        if (!devices.count(static_cast<int>(device)))
+          report(where + ": device " + std::to_string(device) +
+                 " is not in the cluster");
+      }
+  }
+  const Run &run = config.run();
+  if (!run.target().empty() && run.target() != "host" &&
+      run.target() != "cuda" && run.target() != "ascend")
+    report("run: unknown target '" + run.target() + "' (host, cuda or ascend)");
+  if (run.steps() < 0)
+    report("run: steps must be positive, got " + std::to_string(run.steps()));
+  if (run.ranks() != 0 && !used.empty() &&
+      run.ranks() != static_cast<int>(used.size()))
+    report("run: " + std::to_string(run.ranks()) +
+           " ranks, but the layouts "
+           "use " +
+           std::to_string(used.size()) + " devices (one rank each)");
+  return failure(!errors.empty());
+}
+
+std::string loom::config::summarize(const Config &config) {
+  std::set<int> nodes;
+  for (const Device &device : config.cluster().devices())
+    nodes.insert(device.node());
+  const Run &run = config.run();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << config.cluster().devices_size() << " devices on " << nodes.size()
+     << " node(s), " << config.groups_size() << " group(s), "
+     << config.layouts_size()
+     << " layout(s); run: " << (run.target().empty() ? "host" : run.target())
+     << ", " << run.ranks() << " ranks, " << run.steps() << " steps, data "
+     << (run.data().empty() ? "synthetic" : run.data()) << ", seed "
+     << run.seed();
+  if (!run.trace().empty())
+    os << ", trace " << run.trace();
+  return text;
+}
