@@ -257,39 +257,65 @@ void Communicator::exchange(const char *kind,
 }
 
 void Communicator::allReduceSum(void *buffer, int64_t count, ElementType type) {
-  int k = getSize();
   Runtime::get().count("all_reduce").calls += 1;
+  std::vector<int> members(getSize());
+  for (int j = 0; j < getSize(); ++j)
+    members[j] = j;
+  ringAllReduce(buffer, count, type, members, "all_reduce");
+}
+
+void Communicator::allReduceSumAmong(void *buffer, int64_t count,
+                                     ElementType type,
+                                     const std::vector<int> &members,
+                                     const char *kind) {
+  ringAllReduce(buffer, count, type, members, kind);
+}
+
+void Communicator::ringAllReduce(void *buffer, int64_t count, ElementType type,
+                                 const std::vector<int> &members,
+                                 const char *kind) {
+  int k = static_cast<int>(members.size());
+  auto self = std::find(members.begin(), members.end(), rank);
+  if (self == members.end())
+    Runtime::get().fail(std::string(kind) +
+                        ": an all-reduce among members this rank is not in");
+  int me = static_cast<int>(self - members.begin());
   if (k == 1)
     return;
   int64_t size = getElementSize(type);
   char *bytes = static_cast<char *>(buffer);
+  int n = getSize();
   // Reduce-scatter: chunk j to member j, summed there in member order.
-  int64_t own = chunkSize(count, k, rank);
+  int64_t own = chunkSize(count, k, me);
   std::vector<char> received(static_cast<size_t>(own * size * k));
-  std::vector<const void *> sends(k, nullptr);
-  std::vector<int64_t> sendBytes(k, 0), receiveBytes(k, 0);
-  std::vector<void *> receives(k, nullptr);
+  std::vector<const void *> sends(n, nullptr);
+  std::vector<int64_t> sendBytes(n, 0), receiveBytes(n, 0);
+  std::vector<void *> receives(n, nullptr);
   for (int j = 0; j < k; ++j) {
-    sends[j] = bytes + chunkStart(count, k, j) * size;
-    sendBytes[j] = chunkSize(count, k, j) * size;
-    receives[j] = received.data() + j * own * size;
-    receiveBytes[j] = own * size;
+    if (j == me)
+      continue;
+    sends[members[j]] = bytes + chunkStart(count, k, j) * size;
+    sendBytes[members[j]] = chunkSize(count, k, j) * size;
+    receives[members[j]] = received.data() + j * own * size;
+    receiveBytes[members[j]] = own * size;
   }
-  exchange("all_reduce", sends, sendBytes, receives, receiveBytes);
-  copyBytes(received.data() + rank * own * size,
-            bytes + chunkStart(count, k, rank) * size, own * size);
+  exchange(kind, sends, sendBytes, receives, receiveBytes);
+  copyBytes(received.data() + me * own * size,
+            bytes + chunkStart(count, k, me) * size, own * size);
   std::vector<char> sum(received.begin(), received.begin() + own * size);
   for (int j = 1; j < k; ++j)
     accumulate(sum.data(), received.data() + j * own * size, own, type);
-  copyBytes(bytes + chunkStart(count, k, rank) * size, sum.data(), own * size);
+  copyBytes(bytes + chunkStart(count, k, me) * size, sum.data(), own * size);
   // All-gather of the summed chunks: own chunk to every other member.
   for (int j = 0; j < k; ++j) {
-    sends[j] = bytes + chunkStart(count, k, rank) * size;
-    sendBytes[j] = own * size;
-    receives[j] = bytes + chunkStart(count, k, j) * size;
-    receiveBytes[j] = chunkSize(count, k, j) * size;
+    if (j == me)
+      continue;
+    sends[members[j]] = bytes + chunkStart(count, k, me) * size;
+    sendBytes[members[j]] = own * size;
+    receives[members[j]] = bytes + chunkStart(count, k, j) * size;
+    receiveBytes[members[j]] = chunkSize(count, k, j) * size;
   }
-  exchange("all_reduce", sends, sendBytes, receives, receiveBytes);
+  exchange(kind, sends, sendBytes, receives, receiveBytes);
 }
 
 void Communicator::allGather(const void *input, void *output, int64_t count,
@@ -363,10 +389,12 @@ void Communicator::allGatherV(const void *input, void *output,
 
 void Communicator::sendRecv(const char *kind,
                             const std::vector<Message> &sendList,
-                            const std::vector<Message> &receiveList) {
+                            const std::vector<Message> &receiveList,
+                            bool countCall) {
   int k = getSize();
   Runtime &runtime = Runtime::get();
-  runtime.count(kind).calls += 1;
+  if (countCall)
+    runtime.count(kind).calls += 1;
   // One message per peer and direction (a plan merges what it sends to a
   // peer into one box); anything else is a bug in the caller.
   std::vector<const void *> sends(k, nullptr);

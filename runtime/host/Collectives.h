@@ -134,8 +134,15 @@ public:
     void *data; // const for a send
     int64_t bytes;
   };
+  /// `countCall` false: the messages are part of a call counted already.
   void sendRecv(const char *kind, const std::vector<Message> &sends,
-                const std::vector<Message> &receives);
+                const std::vector<Message> &receives, bool countCall = true);
+  /// A ring all-reduce (as allReduceSum) among `members` (positions in this
+  /// group, in summation order; this rank must be one), moving and counting
+  /// bytes under `kind` but not a call: a step of a larger operation (an
+  /// exchange plan's reductions).
+  void allReduceSumAmong(void *buffer, int64_t count, ElementType type,
+                         const std::vector<int> &members, const char *kind);
 
 private:
   friend class Runtime;
@@ -143,6 +150,8 @@ private:
   Communicator(std::unique_ptr<Handle> handle, std::vector<int> worldRanks,
                int rank);
 
+  void ringAllReduce(void *buffer, int64_t count, ElementType type,
+                     const std::vector<int> &members, const char *kind);
   /// Sends `sends[i]` bytes to member i and receives `receives[i]` bytes
   /// from member i (null: nothing), waiting at most the timeout.
   void exchange(const char *kind, const std::vector<const void *> &sends,

@@ -60,8 +60,6 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-enum class Role { Param, State, Step, Data };
-
 /// Independent random keys: one per purpose and index.
 uint64_t streamKey(uint64_t seed, uint64_t purpose, uint64_t index) {
   return splitmix64(splitmix64(seed, purpose), index);
@@ -102,8 +100,9 @@ func::FuncOp findTrainStep(ModuleOp module, Interpreter &interpreter,
 
 } // namespace
 
-int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
-                              const TrainOptions &options) {
+int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
+                                  const TrainOptions &options,
+                                  TrainingSetup &setup) {
   if (options.steps < 1)
     return fail("--steps must be at least 1");
   if (options.vocab < 1 || options.vocab > (int64_t{1} << 31))
@@ -116,15 +115,19 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
   func::FuncOp func = findTrainStep(module, interpreter, options.entry);
   if (!func)
     return 1;
+  setup.options = options;
+  setup.func = func;
   FunctionType type = func.getFunctionType();
   llvm::StringRef name = func.getSymName();
   unsigned numArgs = type.getNumInputs();
 
   // Roles of the arguments and static types.
-  std::vector<Role> roles(numArgs);
-  std::vector<RankedTensorType> argTypes(numArgs);
-  std::vector<ElementKind> argKinds(numArgs);
-  std::vector<unsigned> params, states, steps, data;
+  std::vector<RankedTensorType> &argTypes = setup.argTypes;
+  std::vector<ElementKind> &argKinds = setup.argKinds;
+  argTypes.resize(numArgs);
+  argKinds.resize(numArgs);
+  std::vector<unsigned> &params = setup.params, &states = setup.states,
+                        &steps = setup.steps, &data = setup.data;
   for (unsigned i = 0; i < numArgs; ++i) {
     auto ranked = dyn_cast<RankedTensorType>(type.getInput(i));
     std::optional<ElementKind> kind =
@@ -141,16 +144,12 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     argTypes[i] = ranked;
     argKinds[i] = *kind;
     if (func.getArgAttr(i, "nn.param")) {
-      roles[i] = Role::Param;
       params.push_back(i);
     } else if (func.getArgAttr(i, "nn.state")) {
-      roles[i] = Role::State;
       states.push_back(i);
     } else if (func.getArgAttr(i, "nn.step")) {
-      roles[i] = Role::Step;
       steps.push_back(i);
     } else if (func.getArgAttr(i, "nn.data")) {
-      roles[i] = Role::Data;
       data.push_back(i);
     } else {
       return fail("argument #" + llvm::Twine(i) + " of @" + name +
@@ -162,8 +161,8 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     return fail("@" + name + " has no nn.param argument to train");
 
   // Results: the loss and the feedback map.
-  std::optional<unsigned> lossIndex;
-  std::vector<std::pair<unsigned, unsigned>> feedback; // result -> argument
+  std::optional<unsigned> &lossIndex = setup.lossIndex;
+  std::vector<std::pair<unsigned, unsigned>> &feedback = setup.feedback;
   std::vector<bool> fed(numArgs, false);
   for (unsigned r = 0, e = type.getNumResults(); r < e; ++r) {
     if (func.getResultAttr(r, "nn.loss")) {
@@ -194,11 +193,13 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     }
   }
   if (!lossIndex)
-    return fail("@" + name + " has no nn.loss result; --train runs a "
+    return fail("@" + name +
+                " has no nn.loss result; --train runs a "
                 "training step, built by loom-opt --loom-training-pipeline");
 
   // Initial arguments.
-  std::vector<Tensor> args(numArgs);
+  std::vector<Tensor> &args = setup.args;
+  args.resize(numArgs);
   for (auto [k, i] : llvm::enumerate(params)) {
     llvm::ArrayRef<int64_t> shape = argTypes[i].getShape();
     if (!isFloatKind(argKinds[i]))
@@ -238,11 +239,13 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     args[i] = Tensor(argKinds[i], argTypes[i].getShape());
 
   // The data task.
-  std::string task = options.dataTask;
+  std::string &task = setup.task;
+  task = options.dataTask;
   if (!data.empty() && task == "auto")
     task = isFloatKind(argKinds[data[0]]) ? "affine" : "tokens";
   // The two data arguments the task fills, if any.
-  std::optional<unsigned> inputArg, targetArg;
+  std::optional<unsigned> &inputArg = setup.inputArg,
+                          &targetArg = setup.targetArg;
   auto nthOf = [&](bool wantFloat, unsigned n) -> std::optional<unsigned> {
     for (unsigned i : data)
       if (isFloatKind(argKinds[i]) == wantFloat &&
@@ -250,8 +253,9 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
         return i;
     return std::nullopt;
   };
-  int64_t affineIn = 0, affineOut = 0, rows = 0;
-  std::vector<double> affineA, affineC;
+  int64_t &affineIn = setup.affineIn, &affineOut = setup.affineOut,
+          &rows = setup.rows;
+  std::vector<double> &affineA = setup.affineA, &affineC = setup.affineC;
   if (!data.empty()) {
     bool wantFloat = task == "affine";
     inputArg = nthOf(wantFloat, 0);
@@ -265,13 +269,14 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
       llvm::ArrayRef<int64_t> out = argTypes[*targetArg].getShape();
       if (!wantFloat && in != out)
         return fail("--data-task tokens: the targets (argument #" +
-                    llvm::Twine(*targetArg) + ") must have the shape of the "
-                    "tokens (argument #" + llvm::Twine(*inputArg) + ")");
+                    llvm::Twine(*targetArg) +
+                    ") must have the shape of the "
+                    "tokens (argument #" +
+                    llvm::Twine(*inputArg) + ")");
       if (wantFloat) {
         affineIn = in.empty() ? 1 : in.back();
         affineOut = out.empty() ? 1 : out.back();
-        int64_t inRows =
-            affineIn ? *getCheckedNumElements(in) / affineIn : 0;
+        int64_t inRows = affineIn ? *getCheckedNumElements(in) / affineIn : 0;
         int64_t outRows =
             affineOut ? *getCheckedNumElements(out) / affineOut : 0;
         if (affineIn == 0 || affineOut == 0 || inRows != outRows)
@@ -315,18 +320,17 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
       }
       if (ShapedType::isDynamic(limit) || options.vocab <= limit)
         continue;
-      user->emitError() << "--vocab " << options.vocab
-                        << " draws ids up to " << options.vocab - 1
-                        << " for nn.data argument #" << i << " of @" << name
-                        << ", but it feeds this op, which has " << limit
-                        << " " << what << "; pass --vocab " << limit
-                        << " or less";
+      user->emitError() << "--vocab " << options.vocab << " draws ids up to "
+                        << options.vocab - 1 << " for nn.data argument #" << i
+                        << " of @" << name
+                        << ", but it feeds this op, which has " << limit << " "
+                        << what << "; pass --vocab " << limit << " or less";
       return 1;
     }
   }
 
   // Tokens per step, for the throughput figure.
-  int64_t tokensPerStep = 0;
+  int64_t &tokensPerStep = setup.tokensPerStep;
   for (unsigned i : data)
     if (isIntegerKind(argKinds[i])) {
       tokensPerStep = *getCheckedNumElements(argTypes[i].getShape());
@@ -337,11 +341,25 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     tokensPerStep = shape.empty() ? 1 : shape.front();
   }
 
-  llvm::raw_ostream &os = llvm::outs();
-  for (int64_t step = 1; step <= options.steps; ++step) {
-    for (unsigned i : steps)
+  return 0;
+}
+
+void loom::interp::fillStepArguments(TrainingSetup &setup, int64_t step) {
+  const TrainOptions &options = setup.options;
+  std::vector<Tensor> &args = setup.args;
+  const std::vector<RankedTensorType> &argTypes = setup.argTypes;
+  const std::vector<ElementKind> &argKinds = setup.argKinds;
+  const std::optional<unsigned> &inputArg = setup.inputArg,
+                                &targetArg = setup.targetArg;
+  const std::string &task = setup.task;
+  int64_t rows = setup.rows, affineIn = setup.affineIn,
+          affineOut = setup.affineOut;
+  const std::vector<double> &affineA = setup.affineA, &affineC = setup.affineC;
+  unsigned numArgs = setup.func.getNumArguments();
+  {
+    for (unsigned i : setup.steps)
       args[i].setDouble(0, static_cast<double>(step));
-    for (unsigned i : data) {
+    for (unsigned i : setup.data) {
       if (targetArg && i == *targetArg)
         continue;
       Tensor tensor(argKinds[i], argTypes[i].getShape());
@@ -354,9 +372,8 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
         else if (argKinds[i] == ElementKind::I1)
           tensor.setDouble(e, static_cast<double>(bits >> 63));
         else
-          tensor.setDouble(
-              e, static_cast<double>(bits % static_cast<uint64_t>(
-                                                options.vocab)));
+          tensor.setDouble(e, static_cast<double>(
+                                  bits % static_cast<uint64_t>(options.vocab)));
       }
       args[i] = std::move(tensor);
     }
@@ -366,8 +383,8 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
       if (task == "tokens") {
         for (int64_t e = 0, n = target.getNumElements(); e < n; ++e) {
           int64_t token = static_cast<int64_t>(input.getDouble(e));
-          target.setDouble(e, static_cast<double>((7 * token + 3) %
-                                                  options.vocab));
+          target.setDouble(
+              e, static_cast<double>((7 * token + 3) % options.vocab));
         }
       } else {
         for (int64_t r = 0; r < rows; ++r)
@@ -381,7 +398,21 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
       }
       args[*targetArg] = std::move(target);
     }
+  }
+}
 
+int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
+                              const TrainOptions &options) {
+  TrainingSetup setup;
+  if (int code = prepareTraining(module, interpreter, options, setup))
+    return code;
+  llvm::StringRef name = setup.func.getSymName();
+  std::vector<Tensor> &args = setup.args;
+  const std::optional<unsigned> &lossIndex = setup.lossIndex;
+  int64_t tokensPerStep = setup.tokensPerStep;
+  llvm::raw_ostream &os = llvm::outs();
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    fillStepArguments(setup, step);
     auto start = std::chrono::steady_clock::now();
     FailureOr<std::vector<Tensor>> results = interpreter.call(name, args);
     auto stop = std::chrono::steady_clock::now();
@@ -398,23 +429,23 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     const char *lossFormat =
         lossTensor.getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
     if (options.json)
-      os << "{\"step\":" << step << ",\"loss\":"
-         << llvm::format(lossFormat, loss) << ",\"tokens_per_s\":"
-         << llvm::format("%.1f", tokensPerSecond) << "}\n";
+      os << "{\"step\":" << step
+         << ",\"loss\":" << llvm::format(lossFormat, loss)
+         << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
+         << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(lossFormat, loss)
          << " tokens/s " << llvm::format("%.1f", tokensPerSecond) << "\n";
     os.flush();
-    for (auto [r, i] : feedback)
+    for (auto [r, i] : setup.feedback)
       args[i] = std::move((*results)[r]);
   }
 
   if (!options.outputDir.empty()) {
     if (std::error_code ec =
             llvm::sys::fs::create_directories(options.outputDir))
-      return fail("cannot create '" + options.outputDir +
-                  "': " + ec.message());
-    for (auto [k, i] : llvm::enumerate(params)) {
+      return fail("cannot create '" + options.outputDir + "': " + ec.message());
+    for (auto [k, i] : llvm::enumerate(setup.params)) {
       llvm::SmallString<128> path(options.outputDir);
       llvm::sys::path::append(path, "param_" + llvm::Twine(k) + ".npy");
       if (llvm::Error err = writeNpyFile(path, args[i]))

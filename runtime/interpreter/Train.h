@@ -1,4 +1,5 @@
-//===- Train.h - loom-run --train: a training loop on the interpreter -*- C++ -*-===//
+//===- Train.h - loom-run --train: a training loop on the interpreter -*- C++
+//-*-===//
 //
 // Runs a training-step function (what nn-training-step generates) for a
 // number of steps, feeding every result marked `nn.updates = i` back to
@@ -14,7 +15,9 @@
 #include "runtime/interpreter/Interpreter.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace loom::interp {
 
@@ -35,6 +38,35 @@ struct TrainOptions {
   /// Where to write the final parameters as param_<i>.npy (empty: nowhere).
   std::string outputDir;
 };
+
+/// What a training run feeds the step: the role of every argument, the
+/// current arguments (initial parameters, zero state, the step counter and
+/// the seeded data of the current step), the loss and the feedback map.
+struct TrainingSetup {
+  TrainOptions options;
+  mlir::func::FuncOp func;
+  std::vector<mlir::RankedTensorType> argTypes;
+  std::vector<ElementKind> argKinds;
+  std::vector<unsigned> params, states, steps, data;
+  std::optional<unsigned> lossIndex;
+  /// (result, argument) pairs: result r becomes argument i.
+  std::vector<std::pair<unsigned, unsigned>> feedback;
+  std::vector<Tensor> args;
+  std::string task;
+  std::optional<unsigned> inputArg, targetArg;
+  int64_t affineIn = 0, affineOut = 0, rows = 0;
+  std::vector<double> affineA, affineC;
+  int64_t tokensPerStep = 0;
+};
+
+/// Finds the step, checks it and fills `setup` with the initial arguments;
+/// returns the exit code (0, or 1 after a diagnostic).
+int prepareTraining(mlir::ModuleOp module, Interpreter &interpreter,
+                    const TrainOptions &options, TrainingSetup &setup);
+
+/// Sets the step counter and draws the data of step `step` into
+/// `setup.args` (a pure function of the seed and the step).
+void fillStepArguments(TrainingSetup &setup, int64_t step);
 
 /// Runs the training loop; returns the exit code (0, or 1 after a
 /// diagnostic).

@@ -20,11 +20,20 @@ Layouts may span several device groups: then every group runs its own
 local function on its ranks (rank d is device d), and the report of every
 group's function is compared.
 
+With --host-steps K, the partitioned step is also compiled to C++ for the
+host target and trained for K steps on N real MPI ranks (loom-run --train
+--target host), against K steps of the global step on the interpreter
+(loom-run --train, the same seeded initialisation and data): every step's
+loss and the final parameters within --host-tolerance (norm-wise relative),
+and the bytes and calls each rank's runtime counted equal K times the
+communication report's, line by line.
+
     check_layout.py --opt loom-opt --run loom-run --work-dir DIR \
         --model FILE.mlir --ranks N [--optimizer adamw|sgd] [--f64] [--zero]
         [--layout ARG=LAYOUT ...] [--annotate VALUE=TYPE@LAYOUT ...]
         [--decompose-ce]
         [--expect "all_reduce 1 357888" ...]
+        [--host-steps K [--host-tolerance 1e-9]]
 """
 
 import argparse
@@ -84,6 +93,8 @@ def main():
     ap.add_argument("--tolerance", type=float, default=1e-10)
     ap.add_argument("--vocab", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--host-steps", type=int, default=0)
+    ap.add_argument("--host-tolerance", type=float, default=1e-9)
     args = ap.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
 
@@ -241,6 +252,8 @@ def main():
         for role, label in (("nn.param", "parameter"), ("nn.state", "state")):
             print(f"{label} bytes per rank{group} {held(local, role)} of "
                   f"{held(step, role)}")
+    if args.host_steps:
+        check_host(args, lowered, step, rep)
     kinds = sorted({l.split()[2].rstrip(":") for l in sim})
     print(f"{step} on {args.ranks} ranks: {len(errors)} results, worst "
           f"norm-wise relative error {max(errors):.2e} (bound "
@@ -249,6 +262,66 @@ def main():
     for line in sim:
         if line.startswith("rank 0 "):
             print("  " + line)
+
+
+def relative(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    scale = np.linalg.norm(b)
+    return np.linalg.norm(a - b) / (scale if scale else 1.0)
+
+
+def check_host(args, lowered, step, report):
+    """K steps on real ranks (host target) against K on the interpreter."""
+    steps = str(args.host_steps)
+    ref_dir = os.path.join(args.work_dir, "train-ref")
+    host_dir = os.path.join(args.work_dir, "train-host")
+    ref = run([args.run, "--interpret", lowered, "--train", "--entry", step,
+               "--steps", steps, "--seed", str(args.seed), "--vocab",
+               str(args.vocab), "--output-dir", ref_dir])
+    host = run([args.run, "--interpret", lowered, "--train", "--target",
+                "host", "--ranks", str(args.ranks), "--global-entry", step,
+                "--steps", steps, "--seed", str(args.seed), "--vocab",
+                str(args.vocab), "--work-dir", os.path.join(args.work_dir,
+                                                             "host"),
+                "--output-dir", host_dir, "--comm-stats"])
+    loss = lambda text: [float(v) for v in
+                         re.findall(r"^step \d+ loss (\S+)", text, re.M)]
+    ref_loss, host_loss = loss(ref), loss(host)
+    if len(ref_loss) != args.host_steps or len(host_loss) != args.host_steps:
+        sys.exit(f"FAIL: expected {steps} losses, got {len(ref_loss)} "
+                 f"(interpreter) and {len(host_loss)} (host)")
+    loss_error = max(abs(h - r) / abs(r) for h, r in zip(host_loss, ref_loss))
+    param_error = 0.0
+    k = 0
+    while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
+        param_error = max(param_error, relative(
+            np.load(os.path.join(host_dir, f"param_{k}.npy")),
+            np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
+        k += 1
+    if loss_error > args.host_tolerance or param_error > args.host_tolerance:
+        sys.exit(f"FAIL: host training differs from the interpreter: loss "
+                 f"{loss_error:.2e}, parameters {param_error:.2e} (bound "
+                 f"{args.host_tolerance:.0e})")
+    # The runtime's counters against K times the report.
+    counted = sorted(l for l in host.splitlines() if l.startswith("rank "))
+    expected = []
+    for line in report:
+        m = re.match(r"(rank \d+ \w+): calls (\d+), bytes sent (\d+), "
+                     r"received (\d+)", line)
+        if m.group(2) == "0":
+            continue
+        n = args.host_steps
+        expected.append(f"{m.group(1)}: calls {int(m.group(2)) * n}, bytes "
+                        f"sent {int(m.group(3)) * n}, received "
+                        f"{int(m.group(4)) * n}")
+    expected.sort()
+    if counted != expected:
+        sys.exit("FAIL: runtime bytes differ from the comm report x steps:\n"
+                 + "\n".join(counted) + "\n---\n" + "\n".join(expected))
+    print(f"host: {steps} steps on {args.ranks} ranks, {k} parameters: loss "
+          f"error {loss_error:.2e}, parameter error {param_error:.2e} (bound "
+          f"{args.host_tolerance:.0e}); runtime bytes equal the report x "
+          f"{steps}")
 
 
 if __name__ == "__main__":

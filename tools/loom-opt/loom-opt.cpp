@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Passes.h"
 #include "dialects/InitAllDialects.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
   loom::registerAllDialects(registry);
   loom::registerLoomPasses();
   loom::registerLoomPipelines();
+  loom::codegen::registerLoomCodegenPasses();
   // Generic upstream transforms (canonicalize, cse, inline, ...); no
   // dialect-specific upstream passes, in particular none of `shard`'s.
   mlir::registerTransformsPasses();

@@ -22,14 +22,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/loom-run/RunMain.h"
+#include "frontends/config/Config.h"
 #include "runtime/interpreter/Blas.h"
 #include "runtime/interpreter/Interpreter.h"
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/TensorIO.h"
 #include "runtime/interpreter/Train.h"
 #include "runtime/simulator/Sharding.h"
-#include "frontends/config/Config.h"
 #include "runtime/simulator/Simulator.h"
+#include "tools/loom-run/HostLaunch.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
@@ -219,8 +220,9 @@ int runShardedCheck(ModuleOp module, Interpreter &interpreter,
                      << entry.bytesReceived << "\n";
   llvm::outs().flush();
   if (!ok)
-    return fail("the sharded run of @" + func::FuncOp(locals.front()).getSymName() +
-                " differs from @" + global.getSymName() + " by more than " +
+    return fail("the sharded run of @" +
+                func::FuncOp(locals.front()).getSymName() + " differs from @" +
+                global.getSymName() + " by more than " +
                 llvm::formatv("{0:e}", tolerance).str());
   return 0;
 }
@@ -283,11 +285,12 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<std::string> globalEntry(
       "global-entry",
-      llvm::cl::desc("--simulate: the inputs are this function's (global "
-                     "tensors); --entry is its specialisation, whose "
-                     "arguments and results carry hspmd.global_layout. Cuts the "
-                     "inputs into shards, runs the ranks, puts the results "
-                     "back and compares them with this function's"),
+      llvm::cl::desc(
+          "--simulate: the inputs are this function's (global "
+          "tensors); --entry is its specialisation, whose "
+          "arguments and results carry hspmd.global_layout. Cuts the "
+          "inputs into shards, runs the ranks, puts the results "
+          "back and compares them with this function's"),
       llvm::cl::init(""), llvm::cl::cat(category));
   llvm::cl::opt<double> tolerance(
       "tolerance",
@@ -326,6 +329,35 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--train: read the k-th parameter from "
                      "DIR/param_<k>.npy"),
       llvm::cl::value_desc("dir"), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> target(
+      "target",
+      llvm::cl::desc("--train: where the steps run: interpreter (default, one "
+                     "process) or host (the step's per-group programs "
+                     "compiled to C++ and run on --ranks MPI ranks under "
+                     "mpirun)"),
+      llvm::cl::init("interpreter"), llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> ranks(
+      "ranks",
+      llvm::cl::desc("--target host: the number of ranks (one per device the "
+                     "programs use)"),
+      llvm::cl::init(1), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> workDir(
+      "work-dir",
+      llvm::cl::desc("--target host: keep the generated C++, the binary, the "
+                     "ranks' shards and outputs in DIR"),
+      llvm::cl::value_desc("dir"), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> hostfile(
+      "hostfile",
+      llvm::cl::desc("--target host: an MPI hostfile (multi-node runs)"),
+      llvm::cl::value_desc("file"), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> mpirun(
+      "mpirun", llvm::cl::desc("--target host: the mpirun to launch with"),
+      llvm::cl::init("mpirun"), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> binary(
+      "binary",
+      llvm::cl::desc("--target host: run this binary, built before from the "
+                     "same program (in --work-dir), instead of compiling"),
+      llvm::cl::cat(category));
   llvm::cl::opt<std::string> configFile(
       "config",
       llvm::cl::desc("A run configuration in protobuf text format "
@@ -421,6 +453,22 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     options.json = json;
     options.initDir = initNpy;
     options.outputDir = outputDir;
+    if (target == "host") {
+      HostLaunchOptions host;
+      host.ranks = ranks;
+      host.workDir = workDir;
+      host.hostfile = hostfile;
+      host.mpirun = mpirun;
+      host.binary = binary;
+      host.commStats = commStats;
+      if (options.entry.empty())
+        options.entry = globalEntry;
+      return runOnHostRanks(*module, interpreter, options, host);
+    }
+    if (target != "interpreter")
+      return fail("--target must be interpreter or host, got '" + target + "'");
+    if (commStats)
+      return fail("--comm-stats applies with --simulate or --target host");
     return runTraining(*module, interpreter, options);
   }
   if (json || !initNpy.empty() || trainSteps.getNumOccurrences() ||

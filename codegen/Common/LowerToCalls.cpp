@@ -1,0 +1,745 @@
+//===- LowerToCalls.cpp - Local programs to the target-neutral call layer -===//
+//
+// See Passes.td (LowerToCallsPass) for what the layer looks like. Each op
+// becomes one call; which runtime function a call names and how fields are
+// initialised is left to the target's emitter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Common/ArenaPlan.h"
+#include "codegen/Passes.h"
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/hspmd/IR/HSPMDTransfers.h"
+#include "dialects/nn/IR/NNDialect.h"
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <map>
+#include <set>
+
+namespace loom::codegen {
+#define GEN_PASS_DEF_LOWERTOCALLSPASS
+#include "codegen/Passes.h.inc"
+} // namespace loom::codegen
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::codegen;
+
+namespace {
+
+std::string joinInts(ArrayRef<int64_t> values) {
+  return "{" +
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
+                    ", ") +
+         "}";
+}
+
+SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> radices) {
+  SmallVector<int64_t> digits(radices.size());
+  for (int64_t i = static_cast<int64_t>(radices.size()) - 1; i >= 0; --i) {
+    digits[i] = index % radices[i];
+    index /= radices[i];
+  }
+  return digits;
+}
+
+int64_t fromDigits(ArrayRef<int64_t> digits, ArrayRef<int64_t> radices) {
+  int64_t index = 0;
+  for (auto [digit, radix] : llvm::zip_equal(digits, radices))
+    index = index * radix + digit;
+  return index;
+}
+
+/// The world ranks of the sub-group of the device at `index` of `devices`
+/// for a collective over `axes` of `mesh` (the simulator's rule).
+SmallVector<int64_t> getSubgroup(ArrayRef<int64_t> devices,
+                                 ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
+                                 int64_t index) {
+  SmallVector<int64_t> digits = toDigits(index, mesh);
+  SmallVector<int64_t> sizes;
+  for (int64_t axis : axes)
+    sizes.push_back(mesh[axis]);
+  int64_t k = 1;
+  for (int64_t size : sizes)
+    k *= size;
+  SmallVector<int64_t> members;
+  for (int64_t position = 0; position < k; ++position) {
+    SmallVector<int64_t> memberDigits = digits;
+    for (auto [axis, digit] : llvm::zip_equal(axes, toDigits(position, sizes)))
+      memberDigits[axis] = digit;
+    members.push_back(devices[fromDigits(memberDigits, mesh)]);
+  }
+  return members;
+}
+
+/// Builds the class of one local program.
+class ProgramLowering {
+public:
+  ProgramLowering(func::FuncOp func, ArrayRef<int64_t> devices,
+                  std::set<std::vector<int64_t>> &allGroups)
+      : func(func), devices(devices), allGroups(allGroups),
+        context(func.getContext()), builder(context) {}
+
+  LogicalResult lower(OpBuilder &moduleBuilder);
+
+private:
+  LogicalResult lowerOp(Operation *op);
+  /// The field holding `value`'s buffer, read in the current method (null
+  /// for a value of no bytes).
+  Value bufferRef(Value value);
+  void addTensorArgs(Value value, SmallVectorImpl<Value> &operands,
+                     SmallVectorImpl<Attribute> &args);
+  LogicalResult addAttributeArg(Operation *op, StringRef name,
+                                SmallVectorImpl<Attribute> &args);
+  /// The communicator field of a collective's sub-group.
+  FailureOr<Value> commRef(Operation *op, ArrayRef<int64_t> mesh,
+                           ArrayRef<int64_t> axes);
+  FailureOr<Value> exchangeRef(hspmd::ExchangeOp op);
+  void call(StringRef callee, ArrayRef<Value> operands,
+            ArrayRef<Attribute> args);
+  Attribute opaque(const Twine &text) {
+    return emitc::OpaqueAttr::get(context, text.str());
+  }
+  Attribute operandIndex(unsigned i) { return builder.getIndexAttr(i); }
+  void addField(StringRef name, Type type, NamedAttrList attrs,
+                Attribute initial = {});
+  Type pointerTo(Type element);
+  SmallVector<int64_t> groupOf(Operation *op) const;
+
+  func::FuncOp func;
+  SmallVector<int64_t> devices;
+  std::set<std::vector<int64_t>> &allGroups;
+  MLIRContext *context;
+  OpBuilder builder;
+  ArenaPlan plan;
+  emitc::ClassOp cls;
+  /// Fields made so far, by key.
+  std::map<std::string, std::string> commFields;
+  unsigned numExchanges = 0;
+  std::map<std::string, Type> fieldTypes;
+};
+
+Type ProgramLowering::pointerTo(Type element) {
+  if (element.isInteger(1))
+    return emitc::PointerType::get(emitc::OpaqueType::get(context, "bool"));
+  return emitc::PointerType::get(element);
+}
+
+SmallVector<int64_t> ProgramLowering::groupOf(Operation *op) const {
+  if (auto group = op->getAttrOfType<hspmd::DeviceGroupAttr>(
+          hspmd::HSPMDDialect::getGroupAttrName()))
+    return SmallVector<int64_t>(group.getDevices());
+  return devices;
+}
+
+void ProgramLowering::addField(StringRef name, Type type, NamedAttrList attrs,
+                               Attribute initial) {
+  OpBuilder::InsertionGuard guard(builder);
+  // Fields come before every method.
+  Block &body = cls.getBody().front();
+  auto methods = body.getOps<emitc::FuncOp>();
+  if (methods.empty())
+    builder.setInsertionPointToEnd(&body);
+  else
+    builder.setInsertionPoint(*methods.begin());
+  auto field = emitc::FieldOp::create(builder, func.getLoc(),
+                                      builder.getStringAttr(name),
+                                      TypeAttr::get(type), initial);
+  for (NamedAttribute attr : attrs)
+    field->setAttr(attr.getName(), attr.getValue());
+  fieldTypes[name.str()] = type;
+}
+
+Value ProgramLowering::bufferRef(Value value) {
+  const Buffer &buffer = plan.buffers[plan.bufferOf.lookup(value)];
+  if (buffer.offset < 0)
+    return {};
+  Type type = fieldTypes.at(buffer.name);
+  return emitc::GetFieldOp::create(
+      builder, func.getLoc(), type,
+      FlatSymbolRefAttr::get(context, buffer.name));
+}
+
+void ProgramLowering::addTensorArgs(Value value,
+                                    SmallVectorImpl<Value> &operands,
+                                    SmallVectorImpl<Attribute> &args) {
+  if (Value ref = bufferRef(value)) {
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(ref);
+  } else {
+    args.push_back(opaque("nullptr"));
+  }
+  args.push_back(
+      opaque(joinInts(cast<RankedTensorType>(value.getType()).getShape())));
+}
+
+LogicalResult
+ProgramLowering::addAttributeArg(Operation *op, StringRef name,
+                                 SmallVectorImpl<Attribute> &args) {
+  Attribute attr = op->getAttr(name);
+  if (!attr) {
+    // Absent: a flag is false; other kinds have an "absent" value.
+    args.push_back(opaque("loom::kAbsent"));
+    return success();
+  }
+  if (isa<UnitAttr>(attr)) {
+    args.push_back(opaque("true"));
+  } else if (auto flag = dyn_cast<BoolAttr>(attr)) {
+    args.push_back(opaque(flag.getValue() ? "true" : "false"));
+  } else if (auto number = dyn_cast<FloatAttr>(attr)) {
+    args.push_back(builder.getF64FloatAttr(number.getValueAsDouble()));
+  } else if (auto number = dyn_cast<IntegerAttr>(attr)) {
+    args.push_back(builder.getI64IntegerAttr(number.getInt()));
+  } else if (auto list = dyn_cast<DenseI64ArrayAttr>(attr)) {
+    args.push_back(opaque(joinInts(list.asArrayRef())));
+  } else if (auto list = dyn_cast<ArrayAttr>(attr);
+             list && llvm::all_of(list, llvm::IsaPred<IntegerAttr>)) {
+    SmallVector<int64_t> values;
+    for (Attribute element : list)
+      values.push_back(cast<IntegerAttr>(element).getInt());
+    args.push_back(opaque(joinInts(values)));
+  } else {
+    // Enumerations: their keyword as printed.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    attr.print(os, /*elideType=*/true);
+    StringRef keyword = text;
+    size_t open = keyword.find('<'), close = keyword.rfind('>');
+    if (open != StringRef::npos && close != StringRef::npos && close > open)
+      keyword = keyword.slice(open + 1, close);
+    // `#nn<gelu_approximation none>`: the case is the last word.
+    keyword = keyword.trim().rsplit(' ').second.empty()
+                  ? keyword.trim()
+                  : keyword.trim().rsplit(' ').second;
+    if (keyword.empty() || !llvm::all_of(keyword, [](char c) {
+          return llvm::isAlnum(c) || c == '_';
+        }))
+      return op->emitError() << "code generation cannot pass attribute '"
+                             << name << "' (" << attr << ") to a kernel";
+    args.push_back(opaque("\"" + keyword + "\""));
+  }
+  return success();
+}
+
+FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
+                                          ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> group = groupOf(op);
+  int64_t size = 1;
+  for (int64_t n : mesh)
+    size *= n;
+  if (size != static_cast<int64_t>(group.size()))
+    return op->emitError() << "runs over a mesh of " << size
+                           << " devices but its group has " << group.size();
+  std::string key = joinInts(group) + joinInts(mesh) + joinInts(axes);
+  auto it = commFields.find(key);
+  if (it == commFields.end()) {
+    std::string name = "comm_" + std::to_string(commFields.size());
+    NamedAttrList attrs;
+    attrs.append("loom.comm", UnitAttr::get(context));
+    attrs.append("loom.devices", builder.getDenseI64ArrayAttr(group));
+    attrs.append("loom.mesh", builder.getDenseI64ArrayAttr(mesh));
+    attrs.append("loom.axes", builder.getDenseI64ArrayAttr(axes));
+    addField(name, emitc::OpaqueType::get(context, "loom.comm"), attrs);
+    it = commFields.emplace(key, name).first;
+    for (int64_t index = 0; index < size; ++index) {
+      SmallVector<int64_t> members = getSubgroup(group, mesh, axes, index);
+      allGroups.insert(std::vector<int64_t>(members.begin(), members.end()));
+    }
+  }
+  return emitc::GetFieldOp::create(builder, op->getLoc(),
+                                   fieldTypes.at(it->second),
+                                   FlatSymbolRefAttr::get(context, it->second))
+      .getResult();
+}
+
+FailureOr<Value> ProgramLowering::exchangeRef(hspmd::ExchangeOp op) {
+  hspmd::UnionAttr from = op.getSource(), to = op.getTarget();
+  ArrayRef<int64_t> shape = op.getShape();
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  int64_t elementBytes =
+      type.getElementType().isInteger(1)
+          ? 1
+          : type.getElementType().getIntOrFloatBitWidth() / 8;
+  std::string why;
+  FailureOr<hspmd::ExchangePlan> exchange =
+      hspmd::planExchange(from, to, shape, elementBytes, why);
+  if (failed(exchange))
+    return op.emitError() << "cannot plan the exchange: " << why;
+  std::set<int64_t> deviceSet;
+  for (int64_t d : from.getAllDevices())
+    deviceSet.insert(d);
+  for (int64_t d : to.getAllDevices())
+    deviceSet.insert(d);
+  SmallVector<int64_t> members(deviceSet.begin(), deviceSet.end());
+  // The serialised plan (runtime/host/Program.h, ExchangePlan).
+  SmallVector<int64_t> data;
+  int64_t rank = shape.size();
+  data.push_back(rank);
+  llvm::append_range(data, shape);
+  data.push_back(from.getRelation() == hspmd::UnionRelation::Partial);
+  data.push_back(members.size());
+  auto appendShard = [&](std::optional<hspmd::Shard> shard) {
+    data.push_back(shard.has_value());
+    for (int64_t d = 0; d < rank; ++d)
+      data.push_back(shard ? shard->offsets[d] : 0);
+    for (int64_t d = 0; d < rank; ++d)
+      data.push_back(shard ? shard->sizes[d] : 0);
+  };
+  for (int64_t device : members) {
+    data.push_back(device);
+    appendShard(hspmd::getShard(from, shape, device));
+    appendShard(hspmd::getShard(to, shape, device));
+  }
+  data.push_back(exchange->reductions.size());
+  for (const hspmd::Reduction &reduction : exchange->reductions) {
+    llvm::append_range(data, reduction.offsets);
+    llvm::append_range(data, reduction.sizes);
+    data.push_back(reduction.devices.size());
+    llvm::append_range(data, reduction.devices);
+  }
+  data.push_back(exchange->transfers.size());
+  for (const hspmd::Transfer &transfer : exchange->transfers) {
+    data.push_back(transfer.source);
+    data.push_back(transfer.destination);
+    llvm::append_range(data, transfer.offsets);
+    llvm::append_range(data, transfer.sizes);
+  }
+  std::string name = "plan_" + std::to_string(numExchanges++);
+  NamedAttrList attrs;
+  attrs.append("loom.exchange", builder.getDenseI64ArrayAttr(data));
+  attrs.append("loom.devices", builder.getDenseI64ArrayAttr(members));
+  addField(name, emitc::OpaqueType::get(context, "loom.exchange"), attrs);
+  allGroups.insert(std::vector<int64_t>(members.begin(), members.end()));
+  return emitc::GetFieldOp::create(builder, op->getLoc(), fieldTypes.at(name),
+                                   FlatSymbolRefAttr::get(context, name))
+      .getResult();
+}
+
+void ProgramLowering::call(StringRef callee, ArrayRef<Value> operands,
+                           ArrayRef<Attribute> args) {
+  emitc::CallOpaqueOp::create(builder, func.getLoc(), TypeRange(), callee,
+                              operands, builder.getArrayAttr(args));
+}
+
+LogicalResult ProgramLowering::lowerOp(Operation *op) {
+  if (isView(op))
+    return success();
+  SmallVector<Value> operands;
+  SmallVector<Attribute> args;
+  auto results = [&] {
+    for (Value result : op->getResults())
+      addTensorArgs(result, operands, args);
+  };
+  // Operands: an absent optional one is `nullptr, {}`, a variadic group of
+  // several two braced lists (the pointers, by field name, and the shapes).
+  auto group = [&](ValueRange values, bool variadic) {
+    if (!variadic && values.size() == 1)
+      return addTensorArgs(values.front(), operands, args);
+    if (!variadic && values.empty()) {
+      args.push_back(opaque("nullptr"));
+      args.push_back(opaque("{}"));
+      return;
+    }
+    SmallVector<std::string> pointers, shapes;
+    for (Value value : values) {
+      const Buffer &buffer = plan.buffers[plan.bufferOf.lookup(value)];
+      pointers.push_back(buffer.offset < 0 ? "nullptr" : buffer.name);
+      shapes.push_back(
+          joinInts(cast<RankedTensorType>(value.getType()).getShape()));
+    }
+    args.push_back(opaque("{" + llvm::join(pointers, ", ") + "}"));
+    args.push_back(opaque("{" + llvm::join(shapes, ", ") + "}"));
+  };
+  auto inputs = [&] {
+    auto segments = dyn_cast_or_null<DenseI32ArrayAttr>(
+        op->getInherentAttr("operandSegmentSizes").value_or(Attribute()));
+    if (segments) {
+      unsigned next = 0;
+      for (int32_t size : segments.asArrayRef()) {
+        group(op->getOperands().slice(next, size), size > 1);
+        next += size;
+      }
+      return;
+    }
+    if (op->hasTrait<OpTrait::VariadicOperands>()) {
+      group(op->getOperands(), /*variadic=*/true);
+      return;
+    }
+    for (Value operand : op->getOperands())
+      addTensorArgs(operand, operands, args);
+  };
+
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense || !dense.isSplat()) {
+      if (dense && dense.getNumElements() == 0)
+        return success();
+      return op->emitError() << "code generation supports splat tensor "
+                                "constants only";
+    }
+    results();
+    Type element = dense.getElementType();
+    double value =
+        isa<FloatType>(element)
+            ? dense.getSplatValue<APFloat>().convertToDouble()
+            : static_cast<double>(dense.getSplatValue<APInt>().getSExtValue());
+    args.push_back(builder.getF64FloatAttr(value));
+    call("loom.kernel.fill", operands, args);
+    return success();
+  }
+
+  if (op->getDialect() && op->getDialect()->getNamespace() ==
+                              nn::NNDialect::getDialectNamespace()) {
+    results();
+    inputs();
+    std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
+    SmallVector<StringRef> names;
+    if (info)
+      for (StringAttr name : info->getAttributeNames())
+        if (name.getValue() != "operandSegmentSizes")
+          names.push_back(name.getValue());
+    llvm::sort(names);
+    for (StringRef name : names)
+      if (failed(addAttributeArg(op, name, args)))
+        return failure();
+    call(("loom.kernel." + op->getName().stripDialect()).str(), operands, args);
+    return success();
+  }
+
+  auto collective = [&](ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
+                        ArrayRef<Attribute> extra) -> LogicalResult {
+    results();
+    inputs();
+    FailureOr<Value> comm = commRef(op, mesh, axes);
+    if (failed(comm))
+      return failure();
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(*comm);
+    llvm::append_range(args, extra);
+    call(("loom.comm." + op->getName().stripDialect()).str(), operands, args);
+    return success();
+  };
+  auto keyword = [&](hspmd::ReductionKind kind) {
+    return opaque("\"" + hspmd::stringifyReductionKind(kind) + "\"");
+  };
+  auto i64 = [&](int64_t v) -> Attribute {
+    return builder.getI64IntegerAttr(v);
+  };
+
+  if (op->hasAttr("from"))
+    return op->emitError() << "is in the global view; code generation needs "
+                              "local programs (run --hspmd-specialize first)";
+  if (auto reduce = dyn_cast<hspmd::AllReduceOp>(op))
+    return collective(reduce.getMesh(), reduce.getAxes(),
+                      {keyword(reduce.getReduction())});
+  if (auto gather = dyn_cast<hspmd::AllGatherOp>(op))
+    return collective(gather.getMesh(), gather.getAxes(),
+                      {i64(gather.getDim())});
+  if (auto scatter = dyn_cast<hspmd::ReduceScatterOp>(op))
+    return collective(scatter.getMesh(), scatter.getAxes(),
+                      {i64(scatter.getDim()), keyword(scatter.getReduction())});
+  if (auto all = dyn_cast<hspmd::AllToAllOp>(op))
+    return collective(all.getMesh(), all.getAxes(),
+                      {i64(all.getSplitDim()), i64(all.getConcatDim())});
+  if (auto slice = dyn_cast<hspmd::LocalSliceOp>(op))
+    return collective(slice.getMesh(), slice.getAxes(), {i64(slice.getDim())});
+  if (auto make = dyn_cast<hspmd::MakePartialOp>(op))
+    return collective(make.getMesh(), make.getAxes(),
+                      {i64(make.getDim().value_or(-1))});
+  if (auto index = dyn_cast<hspmd::AxisIndexOp>(op)) {
+    results();
+    FailureOr<Value> comm = commRef(op, index.getMesh(), index.getAxes());
+    if (failed(comm))
+      return failure();
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(*comm);
+    args.push_back(i64(index.getStride()));
+    args.push_back(i64(index.getBase()));
+    call("loom.comm.axis_index", operands, args);
+    return success();
+  }
+  if (auto exchange = dyn_cast<hspmd::ExchangeOp>(op)) {
+    results();
+    inputs();
+    FailureOr<Value> plan = exchangeRef(exchange);
+    if (failed(plan))
+      return failure();
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(*plan);
+    call("loom.comm.exchange", operands, args);
+    return success();
+  }
+  return op->emitError() << "has no lowering to the call layer";
+}
+
+LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
+  FailureOr<ArenaPlan> planned = planArena(func);
+  if (failed(planned))
+    return failure();
+  plan = std::move(*planned);
+  Location loc = func.getLoc();
+  cls = emitc::ClassOp::create(moduleBuilder, loc, func.getSymName(),
+                               /*final_specifier=*/false);
+  Block *body = new Block();
+  cls.getBody().push_back(body);
+  builder.setInsertionPointToStart(body);
+  cls->setAttr("loom.devices", builder.getDenseI64ArrayAttr(devices));
+  if (auto specializes = func->getAttr("hspmd.specializes"))
+    cls->setAttr("loom.specializes", specializes);
+
+  // The arena and its buffers.
+  NamedAttrList arenaAttrs;
+  arenaAttrs.append("loom.arena", UnitAttr::get(context));
+  arenaAttrs.append("loom.bytes",
+                    builder.getI64IntegerAttr(plan.getArenaBytes()));
+  arenaAttrs.append("loom.persistent_bytes",
+                    builder.getI64IntegerAttr(plan.persistentBytes));
+  arenaAttrs.append("loom.transient_peak",
+                    builder.getI64IntegerAttr(plan.transientPeak));
+  addField("arena", emitc::OpaqueType::get(context, "loom.arena"), arenaAttrs);
+  // Element types per buffer, from the values that live there.
+  std::vector<Type> elementOf(plan.buffers.size());
+  for (auto [value, id] : plan.bufferOf)
+    elementOf[id] = cast<RankedTensorType>(value.getType()).getElementType();
+  for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
+    if (buffer.offset < 0 || fieldTypes.count(buffer.name))
+      continue;
+    NamedAttrList attrs;
+    attrs.append("loom.offset", builder.getI64IntegerAttr(buffer.offset));
+    attrs.append("loom.bytes", builder.getI64IntegerAttr(buffer.bytes));
+    addField(buffer.name, pointerTo(elementOf[id]), attrs);
+  }
+  // The driver's tables.
+  auto table = [&](StringRef name, ArrayRef<unsigned> ids, bool offsets) {
+    SmallVector<int64_t> values;
+    for (unsigned id : ids)
+      values.push_back(offsets ? plan.buffers[id].offset
+                               : plan.buffers[id].bytes);
+    if (values.empty())
+      values.push_back(-1);
+    auto type = emitc::ArrayType::get({static_cast<int64_t>(values.size())},
+                                      builder.getI64Type());
+    auto tensorType = RankedTensorType::get(
+        {static_cast<int64_t>(values.size())}, builder.getI64Type());
+    addField(name, type, {},
+             DenseIntElementsAttr::get(tensorType, ArrayRef<int64_t>(values)));
+  };
+  table("arg_offsets", plan.argBuffers, true);
+  table("arg_bytes", plan.argBuffers, false);
+  table("result_offsets", plan.resultBuffers, true);
+  table("result_bytes", plan.resultBuffers, false);
+  int64_t loss = -1;
+  for (unsigned r = 0; r < func.getNumResults(); ++r)
+    if (func.getResultAttr(r, "nn.loss"))
+      loss = r;
+  addField("loss_result", builder.getI64Type(), {},
+           builder.getI64IntegerAttr(loss));
+
+  // Phases.
+  Block &block = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  Operation *lossDef =
+      loss >= 0 ? ret.getOperand(loss).getDefiningOp() : nullptr;
+  Operation *firstUpdate = nullptr;
+  for (Operation &op : block)
+    if (isa<nn::SgdUpdateOp, nn::AdamWUpdateOp>(op)) {
+      firstUpdate = &op;
+      break;
+    }
+  SmallVector<std::string> phases;
+  auto phaseOf = [&](Operation *op, bool &pastLoss, bool &pastUpdate) {
+    if (op == firstUpdate)
+      pastUpdate = true;
+    if (pastUpdate)
+      return std::string("update");
+    if (!lossDef)
+      return std::string("run");
+    std::string phase = pastLoss ? "backward" : "forward";
+    if (op == lossDef)
+      pastLoss = true;
+    return phase;
+  };
+  bool pastLoss = false, pastUpdate = false;
+  std::string current;
+  emitc::FuncOp method;
+  auto voidType = FunctionType::get(context, {}, {});
+  auto startMethod = [&](StringRef name) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(body);
+    method = emitc::FuncOp::create(builder, loc, name, voidType);
+    Block *entry = method.addEntryBlock();
+    builder.setInsertionPointToEnd(entry);
+    emitc::ReturnOp::create(builder, loc, Value());
+    phases.push_back(name.str());
+  };
+  for (Operation &op : block) {
+    if (&op == ret)
+      break;
+    std::string phase = phaseOf(&op, pastLoss, pastUpdate);
+    if (phase != current) {
+      current = phase;
+      startMethod(phase);
+    }
+    builder.setInsertionPoint(method.getBody().front().getTerminator());
+    if (failed(lowerOp(&op)))
+      return failure();
+  }
+  // Results returned by copy, then updates copied back, at the end of the
+  // step.
+  if (!plan.resultCopies.empty() || !plan.copiesBack.empty()) {
+    if (current.empty()) {
+      startMethod("run");
+      current = "run";
+    }
+    builder.setInsertionPoint(method.getBody().front().getTerminator());
+    auto copy = [&](Value dst, Value src, Value shapeOf) {
+      SmallVector<Value> operands;
+      SmallVector<Attribute> args;
+      std::string shape =
+          joinInts(cast<RankedTensorType>(shapeOf.getType()).getShape());
+      for (Value v : {dst, src}) {
+        if (v) {
+          args.push_back(operandIndex(operands.size()));
+          operands.push_back(v);
+        } else {
+          args.push_back(opaque("nullptr"));
+        }
+        args.push_back(opaque(shape));
+      }
+      call("loom.kernel.copy", operands, args);
+    };
+    for (auto [r, value] : plan.resultCopies) {
+      const Buffer &dst = plan.buffers[plan.resultBuffers[r]];
+      if (dst.offset < 0)
+        continue;
+      Value dstRef =
+          emitc::GetFieldOp::create(builder, loc, fieldTypes.at(dst.name),
+                                    FlatSymbolRefAttr::get(context, dst.name));
+      copy(dstRef, bufferRef(value), value);
+    }
+    for (auto [r, argIndex] : plan.copiesBack) {
+      Value arg = func.getArgument(argIndex);
+      Value value = ret.getOperand(r);
+      if (plan.bufferOf.lookup(value) == plan.bufferOf.lookup(arg))
+        continue;
+      copy(bufferRef(arg), bufferRef(value), value);
+    }
+  }
+  // step(): the phases in order.
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(body);
+    auto step = emitc::FuncOp::create(builder, loc, "step", voidType);
+    Block *entry = step.addEntryBlock();
+    builder.setInsertionPointToEnd(entry);
+    for (const std::string &phase : phases)
+      emitc::CallOp::create(builder, loc, phase, TypeRange(), ValueRange());
+    emitc::ReturnOp::create(builder, loc, Value());
+  }
+  return success();
+}
+
+struct LowerToCallsPass
+    : loom::codegen::impl::LowerToCallsPassBase<LowerToCallsPass> {
+  using LowerToCallsPassBase::LowerToCallsPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // The entry and its programs.
+    func::FuncOp global;
+    if (!entry.empty()) {
+      global = module.lookupSymbol<func::FuncOp>(entry);
+      if (!global) {
+        module.emitError() << "no function @" << entry << " to lower";
+        return signalPassFailure();
+      }
+    } else {
+      SmallVector<func::FuncOp> found;
+      for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+        if (func.isExternal() || func->hasAttr("hspmd.specializes") ||
+            func->hasAttr("hspmd.part_of"))
+          continue;
+        for (unsigned r = 0; r < func.getNumResults(); ++r)
+          if (func.getResultAttr(r, "nn.loss")) {
+            found.push_back(func);
+            break;
+          }
+      }
+      if (found.size() != 1) {
+        module.emitError() << "--loom-lower-to-calls needs entry=NAME: "
+                           << found.size()
+                           << " functions have an nn.loss result";
+        return signalPassFailure();
+      }
+      global = found.front();
+    }
+    SmallVector<std::pair<func::FuncOp, SmallVector<int64_t>>> programs;
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      auto of = func->getAttrOfType<FlatSymbolRefAttr>("hspmd.specializes");
+      if (!of || of.getValue() != global.getSymName())
+        continue;
+      auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
+          hspmd::HSPMDDialect::getGroupAttrName());
+      if (!group) {
+        func.emitError() << "specialises @" << global.getSymName()
+                         << " but has no hspmd.group";
+        return signalPassFailure();
+      }
+      programs.push_back({func, SmallVector<int64_t>(group.getDevices())});
+    }
+    if (programs.empty())
+      programs.push_back({global, {0}});
+    // Every device runs one program.
+    std::set<int64_t> seen;
+    for (auto &[func, devices] : programs)
+      for (int64_t device : devices)
+        if (!seen.insert(device).second) {
+          func.emitError() << "device " << device
+                           << " is in the groups of two programs of @"
+                           << global.getSymName()
+                           << " (merge overlapping groups first)";
+          return signalPassFailure();
+        }
+
+    std::set<std::vector<int64_t>> allGroups;
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointToEnd(module.getBody());
+    SmallVector<Attribute> programNames;
+    for (auto &[func, devices] : programs) {
+      ProgramLowering lowering(func, devices, allGroups);
+      if (failed(lowering.lower(builder)))
+        return signalPassFailure();
+      programNames.push_back(FlatSymbolRefAttr::get(func.getSymNameAttr()));
+    }
+    // The groups every rank opens at start-up, in one order for all: by
+    // size, then by devices.
+    std::vector<std::vector<int64_t>> groups(allGroups.begin(),
+                                             allGroups.end());
+    llvm::sort(groups, [](const auto &a, const auto &b) {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;
+    });
+    SmallVector<Attribute> groupAttrs;
+    for (const auto &group : groups)
+      if (group.size() > 1)
+        groupAttrs.push_back(builder.getDenseI64ArrayAttr(group));
+    module->setAttr("loom.programs", builder.getArrayAttr(programNames));
+    module->setAttr("loom.groups", builder.getArrayAttr(groupAttrs));
+    // Only the call layer remains.
+    for (Operation &op : llvm::make_early_inc_range(module.getOps()))
+      if (isa<func::FuncOp>(op))
+        op.erase();
+  }
+};
+
+} // namespace

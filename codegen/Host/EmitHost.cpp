@@ -1,0 +1,175 @@
+//===- EmitHost.cpp - Final emission of the call layer for the host -------===//
+//
+// The call layer's neutral names and fields become the host runtime's
+// (runtime/host/Program.h): `loom.kernel.<op>` and `loom.comm.<op>` calls
+// name `loom::host::<op>`, the arena is a `loom::host::Arena`, buffers are
+// typed pointers into it, communicators come from the runtime's cache,
+// exchange plans are tables the runtime walks. `main` hands the programs
+// and their device groups to the host driver, which runs the one whose
+// group holds the rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace loom::codegen {
+#define GEN_PASS_DEF_EMITHOSTPASS
+#include "codegen/Passes.h.inc"
+} // namespace loom::codegen
+
+using namespace mlir;
+using namespace loom::codegen;
+
+namespace {
+
+std::string joinInts(ArrayRef<int64_t> values) {
+  return "{" +
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
+                    ", ") +
+         "}";
+}
+
+std::string cppType(Type type) {
+  if (auto opaque = dyn_cast<emitc::OpaqueType>(type))
+    return opaque.getValue().str();
+  if (type.isF32())
+    return "float";
+  if (type.isF64())
+    return "double";
+  if (type.isInteger(64))
+    return "int64_t";
+  if (type.isInteger(32))
+    return "int32_t";
+  return "char";
+}
+
+struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = module.getContext();
+    OpBuilder builder(context);
+    auto programs = module->getAttrOfType<ArrayAttr>("loom.programs");
+    auto groups = module->getAttrOfType<ArrayAttr>("loom.groups");
+    if (!programs || !groups) {
+      module.emitError() << "--loom-emit-host needs the call layer: run "
+                            "--loom-lower-to-calls first";
+      return signalPassFailure();
+    }
+    auto opaqueType = [&](StringRef text) {
+      return emitc::OpaqueType::get(context, text);
+    };
+    auto opaque = [&](const Twine &text) {
+      return emitc::OpaqueAttr::get(context, text.str());
+    };
+
+    SmallVector<std::string> classNames, deviceLists;
+    for (emitc::ClassOp cls : module.getOps<emitc::ClassOp>()) {
+      auto devices = cls->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+      classNames.push_back(cls.getSymName().str());
+      deviceLists.push_back(joinInts(devices.asArrayRef()));
+      int64_t arenaBytes = 0;
+      for (emitc::FieldOp field : cls.getOps<emitc::FieldOp>()) {
+        Operation *op = field;
+        if (op->hasAttr("loom.arena")) {
+          arenaBytes = op->getAttrOfType<IntegerAttr>("loom.bytes").getInt();
+          field.setType(opaqueType("loom::host::Arena"));
+          field.setInitialValueAttr(
+              opaque("loom::host::Arena(" + Twine(arenaBytes) + ")"));
+        } else if (auto offset =
+                       op->getAttrOfType<IntegerAttr>("loom.offset")) {
+          Type pointee = cast<emitc::PointerType>(field.getType()).getPointee();
+          field.setInitialValueAttr(opaque("loom::host::at<" +
+                                           cppType(pointee) + ">(arena, " +
+                                           Twine(offset.getInt()) + ")"));
+        } else if (op->hasAttr("loom.comm")) {
+          auto get = [&](StringRef name) {
+            return joinInts(
+                op->getAttrOfType<DenseI64ArrayAttr>(name).asArrayRef());
+          };
+          field.setType(opaqueType("loom::rt::Communicator*"));
+          field.setInitialValueAttr(
+              opaque("loom::host::subgroup(" + get("loom.devices") + ", " +
+                     get("loom.mesh") + ", " + get("loom.axes") + ")"));
+        } else if (auto plan =
+                       op->getAttrOfType<DenseI64ArrayAttr>("loom.exchange")) {
+          auto members = op->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+          field.setType(opaqueType("loom::host::ExchangePlan"));
+          field.setInitialValueAttr(opaque(
+              "loom::host::ExchangePlan(" + joinInts(members.asArrayRef()) +
+              ", " + joinInts(plan.asArrayRef()) + ")"));
+        }
+        for (StringRef name :
+             {"loom.arena", "loom.bytes", "loom.offset", "loom.comm",
+              "loom.devices", "loom.mesh", "loom.axes", "loom.exchange",
+              "loom.persistent_bytes", "loom.transient_peak"})
+          op->removeAttr(name);
+      }
+      // Reads of fields whose type changed.
+      cls.walk([&](emitc::GetFieldOp get) {
+        auto field = SymbolTable::lookupSymbolIn(cls, get.getFieldNameAttr());
+        if (auto typed = dyn_cast_or_null<emitc::FieldOp>(field))
+          get.getResult().setType(typed.getType());
+      });
+      cls.walk([&](emitc::CallOpaqueOp call) {
+        StringRef callee = call.getCallee();
+        for (StringRef prefix : {"loom.kernel.", "loom.comm."})
+          if (callee.consume_front(prefix)) {
+            call.setCallee(("loom::host::" + callee).str());
+            break;
+          }
+      });
+      // A comment naming what the class runs.
+      builder.setInsertionPoint(cls);
+      std::string comment = "// @" + cls.getSymName().str() + " on device";
+      comment += devices.size() > 1 ? "s " : " ";
+      comment += joinInts(devices.asArrayRef()) + "; arena of " +
+                 std::to_string(arenaBytes) + " bytes per device.";
+      emitc::VerbatimOp::create(builder, cls.getLoc(), comment);
+      for (StringRef name : {"loom.devices", "loom.specializes"})
+        cls->removeAttr(name);
+    }
+
+    // Header and main.
+    builder.setInsertionPointToStart(module.getBody());
+    emitc::VerbatimOp::create(
+        builder, module.getLoc(),
+        "// Generated by Loom for the host target (loom-translate "
+        "--loom-to-host-cpp): one class per device group's program, one "
+        "method per step phase; see runtime/host/Program.h.");
+    emitc::IncludeOp::create(builder, module.getLoc(), "runtime/host/Program.h",
+                             /*is_standard=*/false);
+    builder.setInsertionPointToEnd(module.getBody());
+    Type argvType =
+        emitc::PointerType::get(emitc::PointerType::get(opaqueType("char")));
+    auto mainType = FunctionType::get(context, {builder.getI32Type(), argvType},
+                                      {builder.getI32Type()});
+    auto main =
+        emitc::FuncOp::create(builder, module.getLoc(), "main", mainType);
+    Block *entry = main.addEntryBlock();
+    builder.setInsertionPointToEnd(entry);
+    std::vector<std::string> groupLists;
+    for (Attribute group : groups)
+      groupLists.push_back(
+          joinInts(cast<DenseI64ArrayAttr>(group).asArrayRef()));
+    SmallVector<Attribute> args = {
+        builder.getIndexAttr(0), builder.getIndexAttr(1),
+        opaque("{" + llvm::join(deviceLists, ", ") + "}"),
+        opaque("{" + llvm::join(groupLists, ", ") + "}")};
+    auto run = emitc::CallOpaqueOp::create(
+        builder, module.getLoc(), TypeRange{builder.getI32Type()},
+        "loom::host::runPrograms<" + llvm::join(classNames, ", ") + ">",
+        ValueRange{entry->getArgument(0), entry->getArgument(1)},
+        builder.getArrayAttr(args));
+    emitc::ReturnOp::create(builder, module.getLoc(), run.getResult(0));
+    module->removeAttr("loom.programs");
+    module->removeAttr("loom.groups");
+  }
+};
+
+} // namespace

@@ -1,0 +1,638 @@
+//===- Program.cpp - Support of generated host programs -------------------===//
+
+#include "runtime/host/Program.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace loom;
+using namespace loom::host;
+using loom::rt::Communicator;
+using loom::rt::ElementType;
+using loom::rt::Runtime;
+
+//===----------------------------------------------------------------------===//
+// Arena
+//===----------------------------------------------------------------------===//
+
+void Arena::Free::operator()(char *p) const { std::free(p); }
+
+Arena::Arena(int64_t bytes) : bytes(bytes) {
+  size_t rounded =
+      static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+  char *memory = static_cast<char *>(std::aligned_alloc(64, rounded));
+  if (!memory)
+    Runtime::get().fail("cannot allocate the program's arena of " +
+                        std::to_string(bytes) + " bytes");
+  std::memset(memory, 0, rounded);
+  storage.reset(memory);
+}
+
+//===----------------------------------------------------------------------===//
+// Communicators
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::vector<int64_t> toDigits(int64_t index, const Shape &radices) {
+  std::vector<int64_t> digits(radices.rank);
+  for (int64_t i = radices.rank - 1; i >= 0; --i) {
+    digits[i] = index % radices[i];
+    index /= radices[i];
+  }
+  return digits;
+}
+
+int64_t fromDigits(const std::vector<int64_t> &digits, const Shape &radices) {
+  int64_t index = 0;
+  for (int64_t i = 0; i < radices.rank; ++i)
+    index = index * radices[i] + digits[i];
+  return index;
+}
+
+std::string listOf(const std::vector<int> &values) {
+  std::string text = "{";
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "}";
+}
+
+} // namespace
+
+Communicator *loom::host::subgroup(Ints devices, Shape mesh, Shape axes) {
+  Runtime &runtime = Runtime::get();
+  std::vector<int64_t> group(devices);
+  auto self = std::find(group.begin(), group.end(), runtime.getWorldRank());
+  if (self == group.end())
+    runtime.fail("a program of the device group " +
+                 listOf(std::vector<int>(group.begin(), group.end())) +
+                 " runs on a rank outside it");
+  std::vector<int64_t> digits = toDigits(self - group.begin(), mesh);
+  Shape sizes;
+  for (int64_t i = 0; i < axes.rank; ++i)
+    sizes.dims[sizes.rank++] = mesh[axes[i]];
+  std::vector<int> members;
+  for (int64_t position = 0; position < sizes.numElements(); ++position) {
+    std::vector<int64_t> memberDigits = digits;
+    std::vector<int64_t> axisDigits = toDigits(position, sizes);
+    for (int64_t i = 0; i < axes.rank; ++i)
+      memberDigits[axes[i]] = axisDigits[i];
+    members.push_back(static_cast<int>(group[fromDigits(memberDigits, mesh)]));
+  }
+  return &runtime.getGroup(members);
+}
+
+void loom::host::openGroups(std::initializer_list<Ints> groups) {
+  Runtime &runtime = Runtime::get();
+  for (Ints group : groups) {
+    std::vector<int> members(group.begin(), group.end());
+    if (std::find(members.begin(), members.end(), runtime.getWorldRank()) !=
+        members.end())
+      runtime.getGroup(members);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Boxes of row-major tensors
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Copies the box `sizes` starting at `srcStart` of a tensor `srcShape` to
+/// `dstStart` of a tensor `dstShape` (every vector of one rank).
+void copyBox(const char *src, const std::vector<int64_t> &srcShape,
+             const std::vector<int64_t> &srcStart, char *dst,
+             const std::vector<int64_t> &dstShape,
+             const std::vector<int64_t> &dstStart,
+             const std::vector<int64_t> &sizes, int64_t elementBytes) {
+  size_t rank = sizes.size();
+  for (int64_t size : sizes)
+    if (size <= 0)
+      return;
+  if (rank == 0) {
+    std::memcpy(dst, src, static_cast<size_t>(elementBytes));
+    return;
+  }
+  // Row-major strides in elements.
+  std::vector<int64_t> srcStride(rank, 1), dstStride(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) {
+    srcStride[d] = srcStride[d + 1] * srcShape[d + 1];
+    dstStride[d] = dstStride[d + 1] * dstShape[d + 1];
+  }
+  int64_t rowBytes = sizes[rank - 1] * elementBytes;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t srcOffset = 0, dstOffset = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      srcOffset += (srcStart[d] + index[d]) * srcStride[d];
+      dstOffset += (dstStart[d] + index[d]) * dstStride[d];
+    }
+    std::memcpy(dst + dstOffset * elementBytes, src + srcOffset * elementBytes,
+                static_cast<size_t>(rowBytes));
+    // Next row: the index over every dimension but the last.
+    size_t d = rank - 1;
+    while (d > 0) {
+      --d;
+      if (++index[d] < sizes[d])
+        break;
+      index[d] = 0;
+      if (d == 0)
+        return;
+    }
+    if (rank == 1)
+      return;
+  }
+}
+
+/// The overlap of the boxes at `aOffsets`/`aSizes` and `bOffsets`/`bSizes`
+/// (global coordinates); false when empty.
+bool overlap(const std::vector<int64_t> &aOffsets,
+             const std::vector<int64_t> &aSizes,
+             const std::vector<int64_t> &bOffsets,
+             const std::vector<int64_t> &bSizes, std::vector<int64_t> &offsets,
+             std::vector<int64_t> &sizes) {
+  size_t rank = aOffsets.size();
+  offsets.assign(rank, 0);
+  sizes.assign(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t lo = std::max(aOffsets[d], bOffsets[d]);
+    int64_t hi = std::min(aOffsets[d] + aSizes[d], bOffsets[d] + bSizes[d]);
+    if (hi <= lo)
+      return false;
+    offsets[d] = lo;
+    sizes[d] = hi - lo;
+  }
+  return true;
+}
+
+/// Copies what the block `from` (at `fromOffsets`, global coordinates) and
+/// the block `to` have in common.
+void copyOverlap(const char *from, const std::vector<int64_t> &fromOffsets,
+                 const std::vector<int64_t> &fromSizes, char *to,
+                 const std::vector<int64_t> &toOffsets,
+                 const std::vector<int64_t> &toSizes, int64_t elementBytes) {
+  std::vector<int64_t> offsets, sizes;
+  if (!overlap(fromOffsets, fromSizes, toOffsets, toSizes, offsets, sizes))
+    return;
+  std::vector<int64_t> fromStart(offsets.size()), toStart(offsets.size());
+  for (size_t d = 0; d < offsets.size(); ++d) {
+    fromStart[d] = offsets[d] - fromOffsets[d];
+    toStart[d] = offsets[d] - toOffsets[d];
+  }
+  copyBox(from, fromSizes, fromStart, to, toSizes, toStart, sizes,
+          elementBytes);
+}
+
+int64_t product(const std::vector<int64_t> &sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  return n;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Exchange plans
+//===----------------------------------------------------------------------===//
+
+ExchangePlan::ExchangePlan(Ints memberList, Ints tableList)
+    : members(memberList) {
+  std::vector<int64_t> table(tableList);
+  size_t at = 0;
+  auto next = [&]() -> int64_t {
+    if (at >= table.size())
+      Runtime::get().fail("a compiled exchange plan is truncated");
+    return table[at++];
+  };
+  auto box = [&](Box &b) {
+    b.offsets.resize(rank);
+    b.sizes.resize(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      b.offsets[d] = next();
+    for (int64_t d = 0; d < rank; ++d)
+      b.sizes[d] = next();
+  };
+  rank = next();
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(next());
+  partial = next() != 0;
+  devices.resize(next());
+  for (Device &device : devices) {
+    device.id = next();
+    device.holdsSource = next() != 0;
+    box(device.source);
+    device.holdsTarget = next() != 0;
+    box(device.target);
+  }
+  reductions.resize(next());
+  for (Reduction &reduction : reductions) {
+    box(reduction.box);
+    reduction.devices.resize(next());
+    for (int64_t &device : reduction.devices)
+      device = next();
+  }
+  transfers.resize(next());
+  for (Transfer &transfer : transfers) {
+    transfer.source = next();
+    transfer.destination = next();
+    box(transfer.box);
+  }
+  Runtime &runtime = Runtime::get();
+  std::vector<int> ranks(members.begin(), members.end());
+  if (std::find(ranks.begin(), ranks.end(), runtime.getWorldRank()) !=
+      ranks.end())
+    comm = &runtime.getGroup(ranks);
+}
+
+void ExchangePlan::run(void *outData, const void *inData, int64_t elementBytes,
+                       ElementType type) {
+  Runtime &runtime = Runtime::get();
+  int64_t me = runtime.getWorldRank();
+  if (!comm)
+    runtime.fail("runs an exchange it takes no part in");
+  runtime.count("exchange").calls += 1;
+  auto positionOf = [&](int64_t device) {
+    return static_cast<int>(std::find(members.begin(), members.end(), device) -
+                            members.begin());
+  };
+  const Device *self = nullptr;
+  for (const Device &device : devices)
+    if (device.id == me)
+      self = &device;
+  if (!self)
+    runtime.fail("an exchange plan without this rank");
+  char *out = static_cast<char *>(outData);
+  const char *in = static_cast<const char *>(inData);
+  if (self->holdsTarget)
+    std::memset(
+        out, 0,
+        static_cast<size_t>(product(self->target.sizes) * elementBytes));
+  if (!partial && self->holdsSource && self->holdsTarget)
+    copyOverlap(in, self->source.offsets, self->source.sizes, out,
+                self->target.offsets, self->target.sizes, elementBytes);
+
+  // Reductions, in plan order: the box of each contribution, summed in the
+  // order of the reduction's devices.
+  std::map<size_t, std::vector<char>> reduced;
+  for (size_t r = 0; r < reductions.size(); ++r) {
+    const Reduction &reduction = reductions[r];
+    if (std::find(reduction.devices.begin(), reduction.devices.end(), me) ==
+        reduction.devices.end())
+      continue;
+    std::vector<char> &boxData = reduced[r];
+    boxData.resize(
+        static_cast<size_t>(product(reduction.box.sizes) * elementBytes));
+    std::vector<int64_t> start(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      start[d] = reduction.box.offsets[d] - self->source.offsets[d];
+    copyBox(in, self->source.sizes, start, boxData.data(), reduction.box.sizes,
+            std::vector<int64_t>(rank, 0), reduction.box.sizes, elementBytes);
+    std::vector<int> ring;
+    for (int64_t device : reduction.devices)
+      ring.push_back(positionOf(device));
+    comm->allReduceSumAmong(boxData.data(), product(reduction.box.sizes), type,
+                            ring, "exchange");
+    if (partial && self->holdsTarget)
+      copyOverlap(boxData.data(), reduction.box.offsets, reduction.box.sizes,
+                  out, self->target.offsets, self->target.sizes, elementBytes);
+  }
+
+  // Transfers: the boxes between two devices go as one message, in plan
+  // order.
+  std::map<int, std::vector<char>> outgoing, incoming;
+  std::map<int, std::vector<const Transfer *>> incomingBoxes;
+  for (const Transfer &transfer : transfers) {
+    int64_t bytes = product(transfer.box.sizes) * elementBytes;
+    if (transfer.source == me) {
+      std::vector<char> &message = outgoing[positionOf(transfer.destination)];
+      size_t base = message.size();
+      message.resize(base + static_cast<size_t>(bytes));
+      if (!partial) {
+        copyOverlap(in, self->source.offsets, self->source.sizes,
+                    message.data() + base, transfer.box.offsets,
+                    transfer.box.sizes, elementBytes);
+      } else {
+        for (auto &[r, data] : reduced)
+          copyOverlap(data.data(), reductions[r].box.offsets,
+                      reductions[r].box.sizes, message.data() + base,
+                      transfer.box.offsets, transfer.box.sizes, elementBytes);
+      }
+    }
+    if (transfer.destination == me) {
+      int from = positionOf(transfer.source);
+      incoming[from].resize(incoming[from].size() + static_cast<size_t>(bytes));
+      incomingBoxes[from].push_back(&transfer);
+    }
+  }
+  std::vector<Communicator::Message> sends, receives;
+  for (auto &[member, data] : outgoing)
+    sends.push_back({member, data.data(), static_cast<int64_t>(data.size())});
+  for (auto &[member, data] : incoming)
+    receives.push_back(
+        {member, data.data(), static_cast<int64_t>(data.size())});
+  if (!sends.empty() || !receives.empty())
+    comm->sendRecv("exchange", sends, receives, /*countCall=*/false);
+  for (auto &[member, boxes] : incomingBoxes) {
+    const char *data = incoming[member].data();
+    for (const Transfer *transfer : boxes) {
+      copyOverlap(data, transfer->box.offsets, transfer->box.sizes, out,
+                  self->target.offsets, self->target.sizes, elementBytes);
+      data += product(transfer->box.sizes) * elementBytes;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives along a dimension
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The tensor `shape` seen as [outer, extent of `dim`, inner].
+struct Split {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+Split splitAt(const Shape &shape, int64_t dim) {
+  Split split;
+  for (int64_t d = 0; d < shape.rank; ++d) {
+    if (d < dim)
+      split.outer *= shape[d];
+    else if (d == dim)
+      split.extent = shape[d];
+    else
+      split.inner *= shape[d];
+  }
+  return split;
+}
+
+/// Copies block `j` of `k` along `dim` of `in` (shape `shape`) into `out`,
+/// contiguous.
+void packBlock(char *out, const char *in, const Shape &shape, int64_t dim,
+               int64_t k, int64_t j, int64_t elementBytes) {
+  Split s = splitAt(shape, dim);
+  int64_t block = s.extent / k;
+  int64_t rowBytes = block * s.inner * elementBytes;
+  for (int64_t o = 0; o < s.outer; ++o)
+    std::memcpy(out + o * rowBytes,
+                in + (o * s.extent + j * block) * s.inner * elementBytes,
+                static_cast<size_t>(rowBytes));
+}
+
+/// The inverse: a contiguous block `j` into `out` (shape `shape`).
+void unpackBlock(char *out, const char *in, const Shape &shape, int64_t dim,
+                 int64_t k, int64_t j, int64_t elementBytes) {
+  Split s = splitAt(shape, dim);
+  int64_t block = s.extent / k;
+  int64_t rowBytes = block * s.inner * elementBytes;
+  for (int64_t o = 0; o < s.outer; ++o)
+    std::memcpy(out + (o * s.extent + j * block) * s.inner * elementBytes,
+                in + o * rowBytes, static_cast<size_t>(rowBytes));
+}
+
+void requireSum(const char *op, const char *kind) {
+  if (std::strcmp(kind, "sum") != 0)
+    Runtime::get().fail(std::string(op) + " " + kind +
+                        ": the host runtime reduces by sum only");
+}
+
+} // namespace
+
+void loom::host::allReduceBytes(void *out, const void *in, Shape shape,
+                                ElementType type, Communicator *comm,
+                                const char *kind) {
+  requireSum("all_reduce", kind);
+  int64_t count = shape.numElements();
+  if (out != in)
+    std::memcpy(out, in, static_cast<size_t>(count * rt::getElementSize(type)));
+  comm->allReduceSum(out, count, type);
+}
+
+void loom::host::allGatherBytes(void *out, Shape outShape, const void *in,
+                                Shape inShape, ElementType type,
+                                Communicator *comm, int64_t dim) {
+  int64_t k = comm->getSize();
+  int64_t count = inShape.numElements();
+  int64_t size = rt::getElementSize(type);
+  if (dim == 0 || splitAt(inShape, dim).outer == 1) {
+    comm->allGather(in, out, count, type);
+    return;
+  }
+  std::vector<char> gathered(static_cast<size_t>(count * k * size));
+  comm->allGather(in, gathered.data(), count, type);
+  for (int64_t j = 0; j < k; ++j)
+    unpackBlock(static_cast<char *>(out), gathered.data() + j * count * size,
+                outShape, dim, k, j, size);
+}
+
+void loom::host::reduceScatterBytes(void *out, Shape outShape, const void *in,
+                                    Shape inShape, ElementType type,
+                                    Communicator *comm, int64_t dim,
+                                    const char *kind) {
+  requireSum("reduce_scatter", kind);
+  int64_t k = comm->getSize();
+  int64_t count = outShape.numElements();
+  int64_t size = rt::getElementSize(type);
+  if (dim == 0 || splitAt(inShape, dim).outer == 1) {
+    comm->reduceScatterSum(in, out, count, type);
+    return;
+  }
+  std::vector<char> packed(static_cast<size_t>(count * k * size));
+  for (int64_t j = 0; j < k; ++j)
+    packBlock(packed.data() + j * count * size, static_cast<const char *>(in),
+              inShape, dim, k, j, size);
+  comm->reduceScatterSum(packed.data(), out, count, type);
+}
+
+void loom::host::allToAllBytes(void *out, Shape outShape, const void *in,
+                               Shape inShape, ElementType type,
+                               Communicator *comm, int64_t splitDim,
+                               int64_t concatDim) {
+  int k = comm->getSize();
+  int me = comm->getRank();
+  int64_t size = rt::getElementSize(type);
+  int64_t block = inShape.numElements() / k;
+  Runtime::get().count("all_to_all").calls += 1;
+  std::vector<char> sendBuffer(static_cast<size_t>(block * k * size));
+  std::vector<char> receiveBuffer(static_cast<size_t>(block * k * size));
+  for (int j = 0; j < k; ++j)
+    packBlock(sendBuffer.data() + j * block * size,
+              static_cast<const char *>(in), inShape, splitDim, k, j, size);
+  std::memcpy(receiveBuffer.data() + me * block * size,
+              sendBuffer.data() + me * block * size,
+              static_cast<size_t>(block * size));
+  std::vector<Communicator::Message> sends, receives;
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    sends.push_back({j, sendBuffer.data() + j * block * size, block * size});
+    receives.push_back(
+        {j, receiveBuffer.data() + j * block * size, block * size});
+  }
+  if (k > 1)
+    comm->sendRecv("all_to_all", sends, receives, /*countCall=*/false);
+  for (int j = 0; j < k; ++j)
+    unpackBlock(static_cast<char *>(out),
+                receiveBuffer.data() + j * block * size, outShape, concatDim, k,
+                j, size);
+}
+
+void loom::host::localSliceBytes(void *out, Shape outShape, const void *in,
+                                 Shape inShape, int64_t elementBytes,
+                                 Communicator *comm, int64_t dim) {
+  Runtime::get().count("local_slice").calls += 1;
+  packBlock(static_cast<char *>(out), static_cast<const char *>(in), inShape,
+            dim, comm->getSize(), comm->getRank(), elementBytes);
+}
+
+void loom::host::makePartialBytes(void *out, Shape outShape, const void *in,
+                                  Shape inShape, int64_t elementBytes,
+                                  Communicator *comm, int64_t dim) {
+  Runtime::get().count("make_partial").calls += 1;
+  std::memset(out, 0,
+              static_cast<size_t>(outShape.numElements() * elementBytes));
+  if (dim >= 0)
+    unpackBlock(static_cast<char *>(out), static_cast<const char *>(in),
+                outShape, dim, comm->getSize(), comm->getRank(), elementBytes);
+  else if (comm->getRank() == 0)
+    std::memcpy(out, in,
+                static_cast<size_t>(inShape.numElements() * elementBytes));
+}
+
+//===----------------------------------------------------------------------===//
+// The driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool fileExists(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+void makeDirectory(const std::string &path) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/')
+    partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty())
+      continue;
+    partial += part + "/";
+    ::mkdir(partial.c_str(), 0755);
+  }
+}
+
+/// Reads exactly `bytes` bytes of `path` into `into`.
+void readExactly(const std::string &path, char *into, int64_t bytes) {
+  Runtime &runtime = Runtime::get();
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file)
+    runtime.fail("cannot read '" + path + "'");
+  int64_t size = static_cast<int64_t>(file.tellg());
+  if (size != bytes)
+    runtime.fail("'" + path + "' has " + std::to_string(size) +
+                 " bytes but the argument it fills has " +
+                 std::to_string(bytes) +
+                 " (a data file for another program or layout?)");
+  file.seekg(0);
+  file.read(into, bytes);
+  if (!file)
+    runtime.fail("cannot read '" + path + "'");
+}
+
+void writeBytes(const std::string &path, const char *data, int64_t bytes,
+                bool append) {
+  std::ofstream file(path, std::ios::binary |
+                               (append ? std::ios::app : std::ios::trunc));
+  file.write(data, bytes);
+  if (!file)
+    Runtime::get().fail("cannot write '" + path + "'");
+}
+
+} // namespace
+
+int loom::host::drive(int argc, char **argv, ProgramView &view) {
+  Runtime &runtime = Runtime::get();
+  int64_t steps = 1;
+  std::string in, out;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        runtime.fail("option " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--steps") {
+      std::string text = value();
+      char *end = nullptr;
+      steps = std::strtoll(text.c_str(), &end, 10);
+      if (!end || *end || steps < 1)
+        runtime.fail("--steps must be a positive integer, got '" + text + "'");
+    } else if (arg == "--in") {
+      in = value();
+    } else if (arg == "--out") {
+      out = value();
+    } else {
+      runtime.fail("unknown option '" + arg +
+                   "' (expected --steps K, --in DIR, --out DIR)");
+    }
+  }
+  std::string me = "rank" + std::to_string(runtime.getWorldRank());
+  std::string inDir = in.empty() ? "" : in + "/" + me;
+  std::string outDir = out.empty() ? "" : out + "/" + me;
+  if (!outDir.empty()) {
+    makeDirectory(outDir);
+    std::remove((outDir + "/loss.bin").c_str());
+  }
+  auto fill = [&](const std::string &dir) {
+    for (int64_t i = 0; i < view.numArgs; ++i) {
+      std::string path = dir + "/arg" + std::to_string(i) + ".bin";
+      if (view.argBytes[i] > 0 && fileExists(path))
+        readExactly(path, view.arena + view.argOffsets[i], view.argBytes[i]);
+    }
+  };
+  if (!inDir.empty())
+    fill(inDir);
+  std::string times;
+  for (int64_t step = 1; step <= steps; ++step) {
+    runtime.setStep(step);
+    if (!inDir.empty())
+      fill(inDir + "/step" + std::to_string(step));
+    auto start = std::chrono::steady_clock::now();
+    view.step();
+    auto stop = std::chrono::steady_clock::now();
+    times +=
+        std::to_string(std::chrono::duration<double>(stop - start).count()) +
+        "\n";
+    if (!outDir.empty() && view.lossResult >= 0 &&
+        view.resultBytes[view.lossResult] > 0)
+      writeBytes(outDir + "/loss.bin",
+                 view.arena + view.resultOffsets[view.lossResult],
+                 view.resultBytes[view.lossResult], /*append=*/true);
+  }
+  if (!outDir.empty()) {
+    writeBytes(outDir + "/times.txt", times.data(),
+               static_cast<int64_t>(times.size()), false);
+    for (int64_t i = 0; i < view.numArgs; ++i)
+      writeBytes(outDir + "/arg" + std::to_string(i) + ".bin",
+                 view.arena + std::max<int64_t>(view.argOffsets[i], 0),
+                 view.argBytes[i], false);
+    std::string comm;
+    for (const auto &[kind, traffic] : runtime.getTraffic())
+      comm += kind + " " + std::to_string(traffic.calls) + " " +
+              std::to_string(traffic.bytesSent) + " " +
+              std::to_string(traffic.bytesReceived) + "\n";
+    writeBytes(outDir + "/comm.txt", comm.data(),
+               static_cast<int64_t>(comm.size()), false);
+  }
+  return 0;
+}

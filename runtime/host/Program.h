@@ -1,0 +1,279 @@
+//===- Program.h - What generated host programs include ---------*- C++ -*-===//
+//
+// Generated code (loom-translate --loom-to-host-cpp) is one class per device
+// group's program: an arena, typed pointers into it named after the
+// program's values, the communicators and exchange plans it uses, one
+// method per step phase calling Loom's kernels (runtime/kernels) and the
+// collectives below, and `main`, which hands every program to
+// `runPrograms`. This header is all generated code includes.
+//
+// Collectives take the result first (destination-passing style), then the
+// operand, each with its shape, then the communicator of the rank's
+// sub-group (`subgroup`) and the op's attributes; they move and count
+// exactly what the simulator does (runtime/simulator/Simulator.h).
+//
+// Exchange plans (`hspmd.exchange`, a layout change across device groups)
+// are int64 tables the compiler writes and the runtime walks:
+//   rank R, shape[R], partial (0/1), number of devices D, then per device:
+//     id, holds-source (0/1), source offsets[R], sizes[R],
+//         holds-target (0/1), target offsets[R], sizes[R];
+//   number of reductions, then per reduction:
+//     offsets[R], sizes[R], n, devices[n]   (a ring all-reduce among them);
+//   number of transfers, then per transfer:
+//     source, destination, offsets[R], sizes[R]   (boxes of the global
+//     tensor).
+// Executing it gives what the simulator's exchange gives, bit for bit.
+//
+// The driver (`runPrograms`): each rank runs the program whose group holds
+// its world rank, with
+//   --steps K       steps to run (default 1)
+//   --in DIR        DIR/rank<r>/arg<i>.bin fills argument i before the
+//                   first step; DIR/rank<r>/step<n>/arg<i>.bin before step n
+//                   (raw little-endian elements, exactly the argument's
+//                   bytes; loom-run writes them)
+//   --out DIR       DIR/rank<r>/loss.bin (the loss result's bytes, one
+//                   record per step), times.txt (seconds per step),
+//                   arg<i>.bin after the last step (the updated parameters
+//                   and state), comm.txt (calls and bytes per collective)
+//   --trace FILE    a Chrome trace (JSON) of this rank's phases and
+//                   collectives, FILE with `%r` replaced by the rank
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_HOST_PROGRAM_H
+#define LOOM_RUNTIME_HOST_PROGRAM_H
+
+#include "runtime/host/Collectives.h"
+#include "runtime/kernels/HostKernels.h"
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/// An attribute the op does not carry: converts to what the kernel's
+/// parameter expects as "absent" (false, NaN, INT64_MIN, an absent shape).
+struct Absent {
+  constexpr operator bool() const { return false; }
+  constexpr operator double() const { return host::kAbsent; }
+  constexpr operator int64_t() const { return INT64_MIN; }
+  constexpr operator host::Shape() const { return host::kAbsentShape; }
+};
+inline constexpr Absent kAbsent{};
+
+} // namespace loom
+
+namespace loom::host {
+
+/// One zero-filled, 64-byte aligned block holding every buffer of a
+/// program.
+class Arena {
+public:
+  explicit Arena(int64_t bytes);
+  Arena(Arena &&) = default;
+  char *data() { return storage.get(); }
+  int64_t size() const { return bytes; }
+
+private:
+  struct Free {
+    void operator()(char *p) const;
+  };
+  std::unique_ptr<char, Free> storage;
+  int64_t bytes;
+};
+
+template <typename T> T *at(Arena &arena, int64_t offset) {
+  return reinterpret_cast<T *>(arena.data() + offset);
+}
+
+using Ints = std::initializer_list<int64_t>;
+
+/// The communicator of this rank's sub-group for a collective over `axes`
+/// of `mesh`, the group's devices read as mixed-radix numbers (first digit
+/// slowest): the devices that differ from this rank only in those digits.
+rt::Communicator *subgroup(Ints devices, Shape mesh, Shape axes);
+
+/// Opens the communicators of `groups` that hold this rank, in the given
+/// order (every rank walks the same list, so ranks that share two groups
+/// create them in the same order).
+void openGroups(std::initializer_list<Ints> groups);
+
+/// A compiled exchange plan (see the file comment).
+class ExchangePlan {
+public:
+  ExchangePlan(Ints members, Ints table);
+
+  /// Carries out the plan for this rank: `in` is its block of the source
+  /// (or nothing), `out` its block of the target.
+  void run(void *out, const void *in, int64_t elementBytes,
+           rt::ElementType type);
+
+private:
+  struct Box {
+    std::vector<int64_t> offsets, sizes;
+  };
+  struct Device {
+    int64_t id = 0;
+    bool holdsSource = false, holdsTarget = false;
+    Box source, target;
+  };
+  struct Reduction {
+    Box box;
+    std::vector<int64_t> devices;
+  };
+  struct Transfer {
+    int64_t source = 0, destination = 0;
+    Box box;
+  };
+  std::vector<int64_t> members;
+  int64_t rank = 0;
+  std::vector<int64_t> shape;
+  bool partial = false;
+  std::vector<Device> devices;
+  std::vector<Reduction> reductions;
+  std::vector<Transfer> transfers;
+  rt::Communicator *comm = nullptr;
+};
+
+// Byte-level collectives (Program.cpp); the typed wrappers below call them.
+void allReduceBytes(void *out, const void *in, Shape shape,
+                    rt::ElementType type, rt::Communicator *comm,
+                    const char *kind);
+void allGatherBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                    rt::ElementType type, rt::Communicator *comm, int64_t dim);
+void reduceScatterBytes(void *out, Shape outShape, const void *in,
+                        Shape inShape, rt::ElementType type,
+                        rt::Communicator *comm, int64_t dim, const char *kind);
+void allToAllBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                   rt::ElementType type, rt::Communicator *comm,
+                   int64_t splitDim, int64_t concatDim);
+void localSliceBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                     int64_t elementBytes, rt::Communicator *comm, int64_t dim);
+void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                      int64_t elementBytes, rt::Communicator *comm,
+                      int64_t dim);
+
+template <typename T> constexpr rt::ElementType elementTypeOf();
+template <> constexpr rt::ElementType elementTypeOf<float>() {
+  return rt::ElementType::F32;
+}
+template <> constexpr rt::ElementType elementTypeOf<double>() {
+  return rt::ElementType::F64;
+}
+template <> constexpr rt::ElementType elementTypeOf<int64_t>() {
+  return rt::ElementType::I64;
+}
+
+// hspmd collectives, in destination-passing style.
+template <typename T>
+void all_reduce(T *out, Shape /*outShape*/, const T *in, Shape inShape,
+                rt::Communicator *comm, const char *kind) {
+  allReduceBytes(out, in, inShape, elementTypeOf<T>(), comm, kind);
+}
+template <typename T>
+void all_gather(T *out, Shape outShape, const T *in, Shape inShape,
+                rt::Communicator *comm, int64_t dim) {
+  allGatherBytes(out, outShape, in, inShape, elementTypeOf<T>(), comm, dim);
+}
+template <typename T>
+void reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,
+                    rt::Communicator *comm, int64_t dim, const char *kind) {
+  reduceScatterBytes(out, outShape, in, inShape, elementTypeOf<T>(), comm, dim,
+                     kind);
+}
+template <typename T>
+void all_to_all(T *out, Shape outShape, const T *in, Shape inShape,
+                rt::Communicator *comm, int64_t splitDim, int64_t concatDim) {
+  allToAllBytes(out, outShape, in, inShape, elementTypeOf<T>(), comm, splitDim,
+                concatDim);
+}
+template <typename T>
+void local_slice(T *out, Shape outShape, const T *in, Shape inShape,
+                 rt::Communicator *comm, int64_t dim) {
+  localSliceBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
+}
+template <typename T>
+void make_partial(T *out, Shape outShape, const T *in, Shape inShape,
+                  rt::Communicator *comm, int64_t dim) {
+  makePartialBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
+}
+/// This rank's position in `comm` (its digits over the axes) times
+/// `stride`, plus `base`.
+template <typename T>
+void axis_index(T *out, Shape /*outShape*/, rt::Communicator *comm,
+                int64_t stride, int64_t base) {
+  *out = static_cast<T>(comm->getRank() * stride + base);
+}
+template <typename T>
+void exchange(T *out, Shape /*outShape*/, const T *in, Shape /*inShape*/,
+              ExchangePlan &plan) {
+  plan.run(out, in, sizeof(T), elementTypeOf<T>());
+}
+
+/// What the driver needs of a program, whatever its class.
+struct ProgramView {
+  char *arena = nullptr;
+  const int64_t *argOffsets = nullptr, *argBytes = nullptr;
+  int64_t numArgs = 0;
+  const int64_t *resultOffsets = nullptr, *resultBytes = nullptr;
+  int64_t numResults = 0;
+  int64_t lossResult = -1;
+  std::function<void()> step;
+};
+
+/// The driver loop for the program `view` (see the file comment).
+int drive(int argc, char **argv, ProgramView &view);
+
+template <typename T> struct Tag { using Type = T; };
+
+/// Starts the runtime, opens `groups`, and runs `Programs[i]` on the ranks
+/// in `devices[i]`.
+template <typename... Programs>
+int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
+                std::initializer_list<Ints> groups) {
+  rt::Runtime &runtime = rt::Runtime::init(&argc, &argv);
+  openGroups(groups);
+  int rank = runtime.getWorldRank();
+  int index = 0, chosen = -1;
+  for (Ints group : devices) {
+    for (int64_t device : group)
+      if (device == rank)
+        chosen = index;
+    ++index;
+  }
+  if (chosen < 0)
+    runtime.fail("no program of this build runs on rank " +
+                 std::to_string(rank) + " (the programs need " +
+                 std::to_string(index) +
+                 " device groups; check the number of ranks)");
+  int status = 1, which = 0;
+  auto tryOne = [&](auto tag) {
+    using Program = typename decltype(tag)::Type;
+    if (which++ != chosen)
+      return;
+    auto program = std::make_unique<Program>();
+    ProgramView view;
+    view.arena = program->arena.data();
+    view.argOffsets = program->arg_offsets;
+    view.argBytes = program->arg_bytes;
+    view.numArgs = sizeof(program->arg_offsets) / sizeof(int64_t);
+    view.resultOffsets = program->result_offsets;
+    view.resultBytes = program->result_bytes;
+    view.numResults = sizeof(program->result_offsets) / sizeof(int64_t);
+    view.lossResult = program->loss_result;
+    Program *raw = program.get();
+    view.step = [raw] { raw->step(); };
+    status = drive(argc, argv, view);
+  };
+  (tryOne(Tag<Programs>{}), ...);
+  rt::Runtime::finalize();
+  return status;
+}
+
+} // namespace loom::host
+
+#endif // LOOM_RUNTIME_HOST_PROGRAM_H

@@ -1,0 +1,460 @@
+//===- ShapeKernels.cpp - Data movement nn ops on the host ----------------===//
+//
+// reshape, broadcast, transpose, slice, concat, gather, iota, slice_grad,
+// embedding and gather_grad. Data movement is exact for every element type;
+// the scatter-adds (gather_grad) visit the incoming gradient in row-major
+// order, as the interpreter does, so their sums agree bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/KernelSupport.h"
+
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+using namespace loom::host;
+using namespace loom::host::detail;
+namespace math = loom::math;
+
+namespace {
+
+/// The value out-of-range gathers and lookups give (the interpreter's):
+/// NaN for floats, 0 for integers and i1.
+template <typename T> T undefinedValue() {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::quiet_NaN();
+  else
+    return T(0);
+}
+
+template <typename T>
+void reshapeImpl(T *result, const Shape &resultShape, const T *input,
+                 const Shape &inputShape) {
+  checkSameCount("reshape", resultShape, inputShape);
+  if (int64_t count = resultShape.numElements())
+    std::memcpy(result, input, static_cast<size_t>(count) * sizeof(T));
+}
+
+template <typename T>
+void broadcastImpl(T *result, const Shape &resultShape, const T *input,
+                   const Shape &inputShape, const Shape &broadcastDims) {
+  const char *kernel = "broadcast";
+  checkValid(kernel, "the result", resultShape);
+  checkValid(kernel, "the input", inputShape);
+  int64_t rank = resultShape.rank, inRank = inputShape.rank;
+  LOOM_HOST_CHECK(inRank <= rank, kernel,
+                  "the input of shape %s has more dimensions than the result "
+                  "of shape %s",
+                  formatShape(inputShape, 0), formatShape(resultShape, 1));
+  // Which result dimension each input dimension maps to.
+  int64_t mapping[kMaxRank];
+  if (!broadcastDims.isAbsent()) {
+    LOOM_HOST_CHECK(broadcastDims.rank == inRank, kernel,
+                    "broadcast_dims %s has no entry per input dimension of "
+                    "shape %s",
+                    formatShape(broadcastDims, 0), formatShape(inputShape, 1));
+    for (int64_t d = 0; d < inRank; ++d) {
+      LOOM_HOST_CHECK(broadcastDims[d] >= 0 && broadcastDims[d] < rank, kernel,
+                      "broadcast dimension %lld is not in [0, %lld)",
+                      static_cast<long long>(broadcastDims[d]),
+                      static_cast<long long>(rank));
+      mapping[d] = broadcastDims[d];
+    }
+  } else {
+    for (int64_t d = 0; d < inRank; ++d)
+      mapping[d] = rank - inRank + d;
+  }
+  int64_t inStrides[kMaxRank], strides[kMaxRank] = {};
+  getRowMajorStrides(inputShape, inStrides);
+  for (int64_t d = 0; d < inRank; ++d) {
+    int64_t size = inputShape[d], target = resultShape[mapping[d]];
+    LOOM_HOST_CHECK(size == 1 || size == target, kernel,
+                    "input dimension %lld of size %lld cannot broadcast to "
+                    "result dimension %lld of size %lld",
+                    static_cast<long long>(d), static_cast<long long>(size),
+                    static_cast<long long>(mapping[d]),
+                    static_cast<long long>(target));
+    if (size != 1)
+      strides[mapping[d]] = inStrides[d];
+  }
+  copyStrided(result, resultShape, input, strides, 0);
+}
+
+template <typename T>
+void transposeImpl(T *result, const Shape &resultShape, const T *input,
+                   const Shape &inputShape, const Shape &permutation) {
+  const char *kernel = "transpose";
+  checkValid(kernel, "the input", inputShape);
+  int64_t rank = inputShape.rank;
+  LOOM_HOST_CHECK(permutation.rank == rank, kernel,
+                  "permutation %s has no entry per dimension of the input "
+                  "of shape %s",
+                  formatShape(permutation, 0), formatShape(inputShape, 1));
+  int64_t inStrides[kMaxRank], strides[kMaxRank];
+  getRowMajorStrides(inputShape, inStrides);
+  Shape expected;
+  expected.rank = rank;
+  bool seen[kMaxRank] = {};
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t p = permutation[d];
+    LOOM_HOST_CHECK(p >= 0 && p < rank && !seen[p], kernel,
+                    "permutation %s is not a permutation of [0, %lld)",
+                    formatShape(permutation), static_cast<long long>(rank));
+    seen[p] = true;
+    expected.dims[d] = inputShape[p];
+    strides[d] = inStrides[p];
+  }
+  checkShape(kernel, "the result", resultShape, expected);
+  copyStrided(result, resultShape, input, strides, 0);
+}
+
+/// Checks the offsets and strides of a slice of `sizes` out of `full`, and
+/// computes the element strides and base offset into `full`.
+void sliceGeometry(const char *kernel, const Shape &full, const Shape &sizes,
+                   const Shape &offsets, const Shape &steps, int64_t *strides,
+                   int64_t &base) {
+  int64_t rank = full.rank;
+  LOOM_HOST_CHECK(offsets.rank == rank && steps.rank == rank &&
+                      sizes.rank == rank,
+                  kernel,
+                  "needs one offset, size and stride per dimension of shape "
+                  "%s",
+                  formatShape(full));
+  int64_t fullStrides[kMaxRank];
+  getRowMajorStrides(full, fullStrides);
+  base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = sizes[d], dimSize = full[d];
+    LOOM_HOST_CHECK(offsets[d] >= 0 && steps[d] > 0 && size >= 0 &&
+                        (size == 0 ||
+                         (offsets[d] < dimSize &&
+                          (size - 1) <= (dimSize - 1 - offsets[d]) / steps[d])),
+                    kernel,
+                    "dimension %lld with offset %lld, size %lld and stride "
+                    "%lld does not fit in size %lld",
+                    static_cast<long long>(d),
+                    static_cast<long long>(offsets[d]),
+                    static_cast<long long>(size),
+                    static_cast<long long>(steps[d]),
+                    static_cast<long long>(dimSize));
+    base += offsets[d] * fullStrides[d];
+    strides[d] = fullStrides[d] * steps[d];
+  }
+}
+
+template <typename T>
+void sliceImpl(T *result, const Shape &resultShape, const T *input,
+               const Shape &inputShape, const Shape &offsets,
+               const Shape &sizes, const Shape &steps) {
+  const char *kernel = "slice";
+  checkValid(kernel, "the input", inputShape);
+  checkShape(kernel, "the result", resultShape, sizes);
+  int64_t strides[kMaxRank], base = 0;
+  sliceGeometry(kernel, inputShape, sizes, offsets, steps, strides, base);
+  if (resultShape.numElements() > 0)
+    copyStrided(result, resultShape, input, strides, base);
+}
+
+template <typename T>
+void concatImpl(T *result, const Shape &resultShape, int64_t count,
+                const T *const *inputs, const Shape *shapes, int64_t dim) {
+  const char *kernel = "concat";
+  checkValid(kernel, "the result", resultShape);
+  LOOM_HOST_CHECK(count >= 1, kernel, "needs at least one input");
+  int64_t rank = resultShape.rank;
+  LOOM_HOST_CHECK(dim >= 0 && dim < rank, kernel,
+                  "dim %lld is not in [0, %lld)", static_cast<long long>(dim),
+                  static_cast<long long>(rank));
+  int64_t total = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const Shape &shape = shapes[i];
+    bool fits = shape.rank == rank;
+    for (int64_t d = 0; fits && d < rank; ++d)
+      fits = d == dim || shape[d] == resultShape[d];
+    LOOM_HOST_CHECK(fits, kernel,
+                    "input #%lld of shape %s does not fit the result of shape "
+                    "%s outside dimension %lld",
+                    static_cast<long long>(i), formatShape(shape, 0),
+                    formatShape(resultShape, 1), static_cast<long long>(dim));
+    total += shape[dim];
+  }
+  LOOM_HOST_CHECK(total == resultShape[dim], kernel,
+                  "the inputs have %lld elements along dimension %lld, the "
+                  "result of shape %s",
+                  static_cast<long long>(total), static_cast<long long>(dim),
+                  formatShape(resultShape));
+  AxisSplit outSplit = splitAt(resultShape, dim);
+  int64_t outRow = outSplit.size * outSplit.inner;
+  int64_t start = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    AxisSplit split = splitAt(shapes[i], dim);
+    int64_t row = split.size * split.inner;
+    if (row > 0)
+      for (int64_t o = 0; o < split.outer; ++o)
+        std::memcpy(result + o * outRow + start * split.inner,
+                    inputs[i] + o * row, static_cast<size_t>(row) * sizeof(T));
+    start += split.size;
+  }
+}
+
+template <typename T>
+void gatherImpl(T *result, const Shape &resultShape, const T *input,
+                const Shape &inputShape, IndexPtr indices,
+                const Shape &indicesShape, int64_t dim) {
+  const char *kernel = "gather";
+  checkValid(kernel, "the input", inputShape);
+  checkValid(kernel, "the indices", indicesShape);
+  checkShape(kernel, "the result", resultShape, indicesShape);
+  int64_t rank = inputShape.rank;
+  LOOM_HOST_CHECK(indicesShape.rank == rank && dim >= 0 && dim < rank, kernel,
+                  "indices of shape %s and dim %lld do not fit the input of "
+                  "shape %s",
+                  formatShape(indicesShape, 0), static_cast<long long>(dim),
+                  formatShape(inputShape, 1));
+  for (int64_t d = 0; d < rank; ++d)
+    LOOM_HOST_CHECK(d == dim || indicesShape[d] == inputShape[d], kernel,
+                    "indices of shape %s differ from the input of shape %s "
+                    "in dimension %lld",
+                    formatShape(indicesShape, 0), formatShape(inputShape, 1),
+                    static_cast<long long>(d));
+  StridedSpace<1> space(indicesShape);
+  getRowMajorStrides(inputShape, space.strides[0]);
+  int64_t dimStride = space.strides[0][dim], dimSize = inputShape[dim];
+  space.strides[0][dim] = 0;
+  space.coalesce();
+  int64_t n = space.inner(), stride = space.innerStride(0);
+  space.forEachRow([&](int64_t linear, const int64_t *offsets) {
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t index = indices[linear + j];
+      result[linear + j] = index < 0 || index >= dimSize
+                               ? undefinedValue<T>()
+                               : input[offsets[0] + j * stride +
+                                       index * dimStride];
+    }
+  });
+}
+
+template <typename T>
+void iotaImpl(T *result, const Shape &resultShape, const int64_t *offset,
+              int64_t dim) {
+  const char *kernel = "iota";
+  checkValid(kernel, "the result", resultShape);
+  LOOM_HOST_CHECK(dim >= 0 && dim < resultShape.rank, kernel,
+                  "dim %lld is not in [0, %lld)", static_cast<long long>(dim),
+                  static_cast<long long>(resultShape.rank));
+  // As the interpreter: the offset read as a double, each value converted
+  // from double as nn.cast converts f64.
+  int64_t start =
+      offset ? static_cast<int64_t>(static_cast<double>(*offset)) : 0;
+  AxisSplit split = splitAt(resultShape, dim);
+  int64_t i = 0;
+  for (int64_t o = 0; o < split.outer; ++o)
+    for (int64_t s = 0; s < split.size; ++s) {
+      double value = static_cast<double>(s + start);
+      T converted;
+      if constexpr (std::is_floating_point_v<T>)
+        converted = static_cast<T>(value);
+      else
+        converted = math::floatToInt<T>(value);
+      for (int64_t in = 0; in < split.inner; ++in)
+        result[i++] = converted;
+    }
+}
+
+template <typename T>
+void sliceGradImpl(T *result, const Shape &resultShape, const T *grad,
+                   const Shape &gradShape, const Shape &offsets,
+                   const Shape &steps) {
+  const char *kernel = "slice_grad";
+  checkValid(kernel, "the result", resultShape);
+  checkValid(kernel, "grad", gradShape);
+  LOOM_HOST_CHECK(gradShape.rank == resultShape.rank, kernel,
+                  "grad of shape %s does not have the rank of the result of "
+                  "shape %s",
+                  formatShape(gradShape, 0), formatShape(resultShape, 1));
+  int64_t strides[kMaxRank], base = 0;
+  sliceGeometry(kernel, resultShape, gradShape, offsets, steps, strides, base);
+  int64_t total = resultShape.numElements();
+  for (int64_t i = 0; i < total; ++i)
+    result[i] = T(0);
+  if (gradShape.numElements() == 0)
+    return;
+  StridedSpace<1> space(gradShape);
+  for (int64_t d = 0; d < gradShape.rank; ++d)
+    space.strides[0][d] = strides[d];
+  space.bases[0] = base;
+  space.coalesce();
+  int64_t n = space.inner(), stride = space.innerStride(0);
+  space.forEachRow([&](int64_t linear, const int64_t *offsets) {
+    T *o = result + offsets[0];
+    const T *g = grad + linear;
+    for (int64_t j = 0; j < n; ++j)
+      o[j * stride] = g[j];
+  });
+}
+
+template <typename T, typename Index>
+void embeddingRows(T *result, const T *table, int64_t vocab, int64_t width,
+                   const Index *ids, int64_t count, const int64_t *offset) {
+  int64_t shift = offset ? *offset : 0;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t id = static_cast<int64_t>(ids[i]) - shift;
+    T *dst = result + i * width;
+    if (id < 0 || id >= vocab) {
+      const T value = offset ? T(0) : undefinedValue<T>();
+      for (int64_t j = 0; j < width; ++j)
+        dst[j] = value;
+    } else {
+      std::memcpy(dst, table + id * width,
+                  static_cast<size_t>(width) * sizeof(T));
+    }
+  }
+}
+
+template <typename T>
+void embeddingImpl(T *result, const Shape &resultShape, const T *table,
+                   const Shape &tableShape, IndexPtr ids,
+                   const Shape &idsShape, const int64_t *offset) {
+  const char *kernel = "embedding";
+  checkValid(kernel, "the table", tableShape);
+  checkValid(kernel, "the ids", idsShape);
+  LOOM_HOST_CHECK(tableShape.rank == 2 && idsShape.rank < kMaxRank, kernel,
+                  "needs a table of rank 2, got %s, and ids of rank below "
+                  "%d, got %s",
+                  formatShape(tableShape, 0), kMaxRank,
+                  formatShape(idsShape, 1));
+  int64_t vocab = tableShape[0], width = tableShape[1];
+  Shape expected = idsShape;
+  expected.dims[expected.rank++] = width;
+  checkShape(kernel, "the result", resultShape, expected);
+  int64_t count = idsShape.numElements();
+  if (ids.is64)
+    embeddingRows(result, table, vocab, width,
+                  static_cast<const int64_t *>(ids.data), count, offset);
+  else
+    embeddingRows(result, table, vocab, width,
+                  static_cast<const int32_t *>(ids.data), count, offset);
+}
+
+template <typename T>
+void gatherGradImpl(T *result, const Shape &resultShape, const T *grad,
+                    const Shape &gradShape, IndexPtr indices,
+                    const Shape &indicesShape, const int64_t *offset,
+                    int64_t dim) {
+  const char *kernel = "gather_grad";
+  checkValid(kernel, "the result", resultShape);
+  checkValid(kernel, "grad", gradShape);
+  checkShape(kernel, "the indices", indicesShape, gradShape);
+  int64_t rank = gradShape.rank;
+  LOOM_HOST_CHECK(resultShape.rank == rank && dim >= 0 && dim < rank, kernel,
+                  "the result of shape %s and dim %lld do not fit grad of "
+                  "shape %s",
+                  formatShape(resultShape, 0), static_cast<long long>(dim),
+                  formatShape(gradShape, 1));
+  for (int64_t d = 0; d < rank; ++d)
+    LOOM_HOST_CHECK(d == dim || resultShape[d] == gradShape[d], kernel,
+                    "grad of shape %s differs from the result of shape %s in "
+                    "dimension %lld",
+                    formatShape(gradShape, 0), formatShape(resultShape, 1),
+                    static_cast<long long>(d));
+  int64_t total = resultShape.numElements();
+  for (int64_t i = 0; i < total; ++i)
+    result[i] = T(0);
+  StridedSpace<1> space(gradShape);
+  getRowMajorStrides(resultShape, space.strides[0]);
+  int64_t dimStride = space.strides[0][dim], dimSize = resultShape[dim];
+  space.strides[0][dim] = 0;
+  space.coalesce();
+  int64_t shift = offset ? *offset : 0;
+  int64_t n = space.inner(), stride = space.innerStride(0);
+  space.forEachRow([&](int64_t linear, const int64_t *offsets) {
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t index = indices[linear + j] - shift;
+      if (index >= 0 && index < dimSize)
+        result[offsets[0] + j * stride + index * dimStride] += grad[linear + j];
+    }
+  });
+}
+
+} // namespace
+
+#define DEFINE_DATA_MOVEMENT(T)                                                \
+  void loom::host::reshape(T *result, Shape resultShape, const T *input,       \
+                           Shape inputShape) {                                 \
+    reshapeImpl(result, resultShape, input, inputShape);                       \
+  }                                                                            \
+  void loom::host::broadcast(T *result, Shape resultShape, const T *input,     \
+                             Shape inputShape, Shape broadcastDims) {          \
+    broadcastImpl(result, resultShape, input, inputShape, broadcastDims);      \
+  }                                                                            \
+  void loom::host::transpose(T *result, Shape resultShape, const T *input,     \
+                             Shape inputShape, Shape permutation) {            \
+    transposeImpl(result, resultShape, input, inputShape, permutation);        \
+  }                                                                            \
+  void loom::host::slice(T *result, Shape resultShape, const T *input,         \
+                         Shape inputShape, Shape offsets, Shape sizes,         \
+                         Shape strides) {                                      \
+    sliceImpl(result, resultShape, input, inputShape, offsets, sizes,          \
+              strides);                                                        \
+  }                                                                            \
+  void loom::host::concat(T *result, Shape resultShape,                        \
+                          std::initializer_list<const T *> inputs,             \
+                          std::initializer_list<Shape> inputShapes,            \
+                          int64_t dim) {                                       \
+    LOOM_HOST_CHECK(inputs.size() == inputShapes.size(), "concat",             \
+                    "%zu inputs but %zu shapes", inputs.size(),                \
+                    inputShapes.size());                                       \
+    concatImpl(result, resultShape, static_cast<int64_t>(inputs.size()),       \
+               inputs.begin(), inputShapes.begin(), dim);                      \
+  }                                                                            \
+  void loom::host::concat(T *result, Shape resultShape, int64_t count,         \
+                          const T *const *inputs, const Shape *inputShapes,    \
+                          int64_t dim) {                                       \
+    concatImpl(result, resultShape, count, inputs, inputShapes, dim);          \
+  }                                                                            \
+  void loom::host::gather(T *result, Shape resultShape, const T *input,        \
+                          Shape inputShape, IndexPtr indices,                  \
+                          Shape indicesShape, int64_t dim) {                   \
+    gatherImpl(result, resultShape, input, inputShape, indices, indicesShape,  \
+               dim);                                                           \
+  }
+DEFINE_DATA_MOVEMENT(float)
+DEFINE_DATA_MOVEMENT(double)
+DEFINE_DATA_MOVEMENT(int32_t)
+DEFINE_DATA_MOVEMENT(int64_t)
+DEFINE_DATA_MOVEMENT(bool)
+#undef DEFINE_DATA_MOVEMENT
+
+#define DEFINE_IOTA(T)                                                         \
+  void loom::host::iota(T *result, Shape resultShape, const int64_t *offset,   \
+                        Shape offsetShape, int64_t dim) {                      \
+    iotaImpl(result, resultShape, offset, dim);                                \
+  }
+DEFINE_IOTA(float)
+DEFINE_IOTA(double)
+DEFINE_IOTA(int32_t)
+DEFINE_IOTA(int64_t)
+#undef DEFINE_IOTA
+
+#define DEFINE_FLOAT_MOVEMENT(T)                                               \
+  void loom::host::slice_grad(T *result, Shape resultShape, const T *grad,     \
+                              Shape gradShape, Shape offsets, Shape strides) { \
+    sliceGradImpl(result, resultShape, grad, gradShape, offsets, strides);     \
+  }                                                                            \
+  void loom::host::embedding(T *result, Shape resultShape, const T *table,     \
+                             Shape tableShape, IndexPtr ids, Shape idsShape,   \
+                             const int64_t *offset, Shape offsetShape) {       \
+    embeddingImpl(result, resultShape, table, tableShape, ids, idsShape,       \
+                  offset);                                                     \
+  }                                                                            \
+  void loom::host::gather_grad(T *result, Shape resultShape, const T *grad,    \
+                               Shape gradShape, IndexPtr indices,              \
+                               Shape indicesShape, const int64_t *offset,      \
+                               Shape offsetShape, int64_t dim) {               \
+    gatherGradImpl(result, resultShape, grad, gradShape, indices,              \
+                   indicesShape, offset, dim);                                 \
+  }
+DEFINE_FLOAT_MOVEMENT(float)
+DEFINE_FLOAT_MOVEMENT(double)
+#undef DEFINE_FLOAT_MOVEMENT

@@ -1,0 +1,404 @@
+//===- HostLaunch.cpp - loom-run --train --target host --------------------===//
+
+#include "tools/loom-run/HostLaunch.h"
+#include "tools/loom-run/HostToolchain.h"
+
+#include "codegen/Passes.h"
+#include "runtime/interpreter/Npy.h"
+#include "runtime/simulator/Sharding.h"
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <map>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::interp;
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "loom-run") << message << "\n";
+  return 1;
+}
+
+/// One local program and the devices that run it.
+struct Program {
+  func::FuncOp func;
+  std::vector<int64_t> devices;
+};
+
+hspmd::UnionAttr argLayout(func::FuncOp func, unsigned i) {
+  return func.getArgAttrOfType<hspmd::UnionAttr>(i, "hspmd.global_layout");
+}
+hspmd::UnionAttr resultLayout(func::FuncOp func, unsigned i) {
+  return func.getResultAttrOfType<hspmd::UnionAttr>(i, "hspmd.global_layout");
+}
+
+/// What device `device` holds of `global` as argument `i` of `program`.
+FailureOr<Tensor> shardFor(const Program &program, unsigned i,
+                           const Tensor &global, int64_t device,
+                           std::string &error) {
+  hspmd::UnionAttr layout = argLayout(program.func, i);
+  if (!layout)
+    return global;
+  return sim::extractShard(global, layout, device, error);
+}
+
+bool writeRaw(const std::string &path, const Tensor &tensor,
+              std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path + "': " + ec.message();
+    return false;
+  }
+  os.write(reinterpret_cast<const char *>(tensor.rawData()),
+           tensor.getByteSize());
+  return true;
+}
+
+FailureOr<std::string> readFile(const std::string &path, std::string &error) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read '" + path + "': " + buffer.getError().message();
+    return failure();
+  }
+  return (*buffer)->getBuffer().str();
+}
+
+/// A tensor of `type` from `bytes` at `offset`.
+FailureOr<Tensor> tensorFrom(RankedTensorType type, const std::string &bytes,
+                             size_t offset, std::string &error) {
+  std::optional<ElementKind> kind = getElementKind(type.getElementType());
+  Tensor tensor(*kind, type.getShape());
+  size_t size = static_cast<size_t>(tensor.getByteSize());
+  if (offset + size > bytes.size()) {
+    error = "a rank's output is shorter than expected";
+    return failure();
+  }
+  std::memcpy(tensor.rawData(), bytes.data() + offset, size);
+  return tensor;
+}
+
+std::vector<std::string> splitWords(llvm::StringRef text) {
+  SmallVector<llvm::StringRef> words;
+  text.split(words, ' ', -1, /*KeepEmpty=*/false);
+  return std::vector<std::string>(words.begin(), words.end());
+}
+
+int run(llvm::ArrayRef<std::string> command, const std::string &what,
+        std::optional<llvm::ArrayRef<llvm::StringRef>> env = std::nullopt) {
+  llvm::ErrorOr<std::string> program =
+      llvm::sys::findProgramByName(command.front());
+  if (!program)
+    return fail(what + ": cannot find '" + command.front() + "'");
+  SmallVector<llvm::StringRef> args(command.begin(), command.end());
+  std::string message;
+  int status =
+      llvm::sys::ExecuteAndWait(*program, args, env, {}, 0, 0, &message);
+  if (status != 0)
+    return fail(what + " failed (exit status " + llvm::Twine(status) + ")" +
+                (message.empty() ? "" : ": " + message) + ": " +
+                llvm::join(command, " "));
+  return 0;
+}
+
+} // namespace
+
+int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
+                                 const TrainOptions &train,
+                                 const HostLaunchOptions &host) {
+  TrainingSetup setup;
+  if (int code = prepareTraining(module, interpreter, train, setup))
+    return code;
+  func::FuncOp global = setup.func;
+  llvm::StringRef name = global.getSymName();
+
+  // The programs and their devices.
+  std::vector<Program> programs;
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    auto of = func->getAttrOfType<FlatSymbolRefAttr>("hspmd.specializes");
+    if (!of || of.getValue() != name)
+      continue;
+    auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
+        hspmd::HSPMDDialect::getGroupAttrName());
+    if (!group)
+      return fail("@" + func.getSymName() + " specialises @" + name +
+                  " but has no hspmd.group");
+    programs.push_back({func, std::vector<int64_t>(group.getDevices().begin(),
+                                                   group.getDevices().end())});
+  }
+  if (programs.empty())
+    programs.push_back({global, {0}});
+  std::map<int64_t, size_t> programOf;
+  for (auto [index, program] : llvm::enumerate(programs))
+    for (int64_t device : program.devices)
+      programOf[device] = index;
+  int64_t needed = static_cast<int64_t>(programOf.size());
+  if (programOf.rbegin()->first + 1 != needed || host.ranks != needed) {
+    std::string devices;
+    for (auto [device, index] : programOf)
+      devices += (devices.empty() ? "" : ", ") + std::to_string(device);
+    return fail("the programs of @" + name + " run on devices {" + devices +
+                "}, one rank each, but --ranks is " + llvm::Twine(host.ranks) +
+                (programOf.rbegin()->first + 1 != needed
+                     ? " (and the devices are not 0 .. N-1)"
+                     : ""));
+  }
+
+  // The work folder.
+  std::string work = host.workDir;
+  bool removeWork = false;
+  if (work.empty()) {
+    llvm::SmallString<128> path;
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("loom-run", path))
+      return fail("cannot create a work folder: " + ec.message());
+    work = path.str().str();
+    removeWork = true;
+  } else if (std::error_code ec = llvm::sys::fs::create_directories(work)) {
+    return fail("cannot create '" + work + "': " + ec.message());
+  }
+
+  // 1. The C++ of every program, and its build.
+  std::string binary = host.binary;
+  if (binary.empty()) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    PassManager pm(module.getContext());
+    codegen::LowerToCallsPassOptions lowerOptions;
+    lowerOptions.entry = name.str();
+    pm.addPass(codegen::createLowerToCallsPass(lowerOptions));
+    pm.addPass(codegen::createEmitHostPass());
+    if (failed(pm.run(*copy)))
+      return 1;
+    std::string source = work + "/program.cpp";
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(source, ec, llvm::sys::fs::OF_Text);
+      if (ec)
+        return fail("cannot write '" + source + "': " + ec.message());
+      if (failed(emitc::translateToCpp(*copy, os)))
+        return 1;
+    }
+    binary = work + "/program";
+    std::vector<std::string> command = {LOOM_HOST_CXX};
+    for (auto *list : {LOOM_HOST_FLAGS, LOOM_HOST_INCLUDES})
+      for (std::string &word : splitWords(list))
+        command.push_back(word);
+    command.push_back(source);
+    command.push_back("-o");
+    command.push_back(binary);
+    for (std::string &word : splitWords(LOOM_HOST_LIBS))
+      command.push_back(word);
+    if (int code = run(command, "compiling the generated C++"))
+      return code;
+  }
+
+  // 2. Every rank's shards: initial parameters and state, then each step's
+  // data and step counter.
+  std::string in = work + "/in", out = work + "/out";
+  std::vector<bool> perStep(global.getNumArguments(), false);
+  for (unsigned i : setup.data)
+    perStep[i] = true;
+  for (unsigned i : setup.steps)
+    perStep[i] = true;
+  auto writeShards = [&](const std::string &sub, bool stepArgs) -> int {
+    for (auto [device, index] : programOf) {
+      std::string dir = in + "/rank" + std::to_string(device) + sub;
+      if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+        return fail("cannot create '" + dir + "': " + ec.message());
+      for (unsigned i = 0; i < global.getNumArguments(); ++i) {
+        if (perStep[i] != stepArgs)
+          continue;
+        std::string error;
+        FailureOr<Tensor> shard =
+            shardFor(programs[index], i, setup.args[i], device, error);
+        if (failed(shard))
+          return fail("argument #" + llvm::Twine(i) + " of @" + name +
+                      " on device " + llvm::Twine(device) + ": " + error);
+        if (!writeRaw(dir + "/arg" + std::to_string(i) + ".bin", *shard, error))
+          return fail(error);
+      }
+    }
+    return 0;
+  };
+  if (int code = writeShards("", false))
+    return code;
+  for (int64_t step = 1; step <= train.steps; ++step) {
+    fillStepArguments(setup, step);
+    if (int code = writeShards("/step" + std::to_string(step), true))
+      return code;
+  }
+
+  // 3. The ranks.
+  std::vector<std::string> command = {
+      host.mpirun, "-np", std::to_string(host.ranks), "--oversubscribe"};
+  if (::geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  if (!host.hostfile.empty()) {
+    command.push_back("--hostfile");
+    command.push_back(host.hostfile);
+  }
+  for (const char *var : {"OPENBLAS_NUM_THREADS", "LOOM_COLLECTIVE_TIMEOUT_S",
+                          "ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    command.push_back("-x");
+    command.push_back(var);
+  }
+  command.insert(command.end(), {binary, "--steps", std::to_string(train.steps),
+                                 "--in", in, "--out", out});
+  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
+  if (host.timeoutSeconds > 0)
+    ::setenv("LOOM_COLLECTIVE_TIMEOUT_S",
+             std::to_string(host.timeoutSeconds).c_str(), 1);
+  else
+    ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
+  ::setenv("ASAN_OPTIONS", "detect_leaks=0", /*overwrite=*/0);
+  ::setenv("UBSAN_OPTIONS", "print_stacktrace=1", /*overwrite=*/0);
+  if (int code = run(command, "the ranks (mpirun)"))
+    return code;
+
+  // 4. Losses per step, put back under the loss's layout; the step time is
+  // the slowest rank's.
+  std::map<int64_t, std::string> losses;
+  std::map<int64_t, std::vector<double>> times;
+  for (auto [device, index] : programOf) {
+    std::string dir = out + "/rank" + std::to_string(device);
+    std::string error;
+    FailureOr<std::string> lossBytes = readFile(dir + "/loss.bin", error);
+    FailureOr<std::string> timeText = readFile(dir + "/times.txt", error);
+    if (failed(lossBytes) || failed(timeText))
+      return fail(error);
+    losses[device] = *lossBytes;
+    SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(*timeText).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines) {
+      double seconds = 0;
+      line.getAsDouble(seconds);
+      times[device].push_back(seconds);
+    }
+  }
+  unsigned lossIndex = *setup.lossIndex;
+  auto lossType =
+      cast<RankedTensorType>(global.getFunctionType().getResult(lossIndex));
+  size_t lossBytes = static_cast<size_t>(
+      getElementSize(*getElementKind(lossType.getElementType())));
+  llvm::raw_ostream &os = llvm::outs();
+  for (int64_t step = 1; step <= train.steps; ++step) {
+    hspmd::UnionAttr layout = resultLayout(programs.front().func, lossIndex);
+    std::vector<Tensor> shards;
+    std::vector<int64_t> devices;
+    std::string error;
+    for (auto [device, index] : programOf) {
+      if (layout && !llvm::is_contained(layout.getAllDevices(), device))
+        continue;
+      FailureOr<Tensor> shard =
+          tensorFrom(lossType, losses[device], (step - 1) * lossBytes, error);
+      if (failed(shard))
+        return fail("rank " + llvm::Twine(device) + ": " + error);
+      shards.push_back(std::move(*shard));
+      devices.push_back(device);
+    }
+    FailureOr<Tensor> loss =
+        layout ? sim::assembleGlobal(devices, shards, layout, {}, error)
+               : FailureOr<Tensor>(shards.front());
+    if (failed(loss))
+      return fail("the loss of step " + llvm::Twine(step) + ": " + error);
+    double seconds = 0;
+    for (auto &[device, list] : times)
+      if (step - 1 < static_cast<int64_t>(list.size()))
+        seconds = std::max(seconds, list[step - 1]);
+    double tokensPerSecond =
+        seconds > 0 ? static_cast<double>(setup.tokensPerStep) / seconds : 0;
+    double value = loss->getDouble(0);
+    const char *format = loss->getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
+    if (train.json)
+      os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
+         << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
+         << "}\n";
+    else
+      os << "step " << step << " loss " << llvm::format(format, value)
+         << " tokens/s " << llvm::format("%.1f", tokensPerSecond) << "\n";
+  }
+
+  // 5. Communication per rank.
+  if (host.commStats)
+    for (auto [device, index] : programOf) {
+      std::string error;
+      FailureOr<std::string> text =
+          readFile(out + "/rank" + std::to_string(device) + "/comm.txt", error);
+      if (failed(text))
+        return fail(error);
+      SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(*text).split(lines, '\n', -1, false);
+      for (llvm::StringRef line : lines) {
+        SmallVector<llvm::StringRef> words;
+        line.split(words, ' ');
+        if (words.size() != 4)
+          continue;
+        os << "rank " << device << " " << words[0] << ": calls " << words[1]
+           << ", bytes sent " << words[2] << ", received " << words[3] << "\n";
+      }
+    }
+
+  // 6. The final parameters, put back together.
+  if (!train.outputDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(train.outputDir))
+      return fail("cannot create '" + train.outputDir + "': " + ec.message());
+    for (auto [k, i] : llvm::enumerate(setup.params)) {
+      auto type = cast<RankedTensorType>(global.getArgumentTypes()[i]);
+      std::vector<Tensor> shards;
+      std::vector<int64_t> devices;
+      hspmd::UnionAttr layout;
+      std::string error;
+      for (auto [device, index] : programOf) {
+        layout = argLayout(programs[index].func, i);
+        if (layout && !llvm::is_contained(layout.getAllDevices(), device))
+          continue;
+        auto localType =
+            cast<RankedTensorType>(programs[index].func.getArgumentTypes()[i]);
+        FailureOr<std::string> bytes =
+            readFile(out + "/rank" + std::to_string(device) + "/arg" +
+                         std::to_string(i) + ".bin",
+                     error);
+        if (failed(bytes))
+          return fail(error);
+        FailureOr<Tensor> shard = tensorFrom(localType, *bytes, 0, error);
+        if (failed(shard))
+          return fail("rank " + llvm::Twine(device) + ": " + error);
+        shards.push_back(std::move(*shard));
+        devices.push_back(device);
+      }
+      FailureOr<Tensor> whole =
+          layout ? sim::assembleGlobal(devices, shards, layout, type.getShape(),
+                                       error)
+                 : FailureOr<Tensor>(shards.front());
+      if (failed(whole))
+        return fail("parameter " + llvm::Twine(k) + " (argument #" +
+                    llvm::Twine(i) + "): " + error);
+      llvm::SmallString<128> path(train.outputDir);
+      llvm::sys::path::append(path, "param_" + llvm::Twine(k) + ".npy");
+      if (llvm::Error err = writeNpyFile(path, *whole))
+        return fail(llvm::toString(std::move(err)));
+    }
+  }
+  if (removeWork)
+    llvm::sys::fs::remove_directories(work);
+  return 0;
+}

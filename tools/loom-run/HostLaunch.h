@@ -1,0 +1,45 @@
+//===- HostLaunch.h - loom-run --train --target host -----------*- C++ -*-===//
+//
+// Trains a partitioned training step on real MPI ranks: compiles the
+// step's per-group programs to C++ (codegen/, the host target), builds
+// them against the host runtime, writes every rank's shards of the initial
+// parameters and of each step's synthetic data (the same data as
+// `loom-run --interpret --train`), launches `mpirun`, and puts the ranks'
+// losses and final parameters back together under the layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TOOLS_LOOM_RUN_HOSTLAUNCH_H
+#define LOOM_TOOLS_LOOM_RUN_HOSTLAUNCH_H
+
+#include "runtime/interpreter/Train.h"
+
+#include <string>
+
+namespace loom::interp {
+
+struct HostLaunchOptions {
+  /// Ranks to launch (must be one per device the programs use).
+  int64_t ranks = 1;
+  /// Where the C++, the binary, the shards and the ranks' outputs go
+  /// (default: a fresh temporary folder, removed afterwards).
+  std::string workDir;
+  /// An MPI hostfile for multi-node runs.
+  std::string hostfile;
+  /// The mpirun to use.
+  std::string mpirun = "mpirun";
+  /// A binary built before from the same program (skips compiling).
+  std::string binary;
+  /// Print every rank's calls and bytes per collective kind.
+  bool commStats = false;
+  /// Extra seconds a collective may wait (LOOM_COLLECTIVE_TIMEOUT_S).
+  double timeoutSeconds = 0;
+};
+
+/// Runs the training; returns the exit code (0, or 1 after an error).
+int runOnHostRanks(mlir::ModuleOp module, Interpreter &interpreter,
+                   const TrainOptions &train, const HostLaunchOptions &host);
+
+} // namespace loom::interp
+
+#endif // LOOM_TOOLS_LOOM_RUN_HOSTLAUNCH_H
