@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <map>
 #include <set>
@@ -81,6 +82,19 @@ SmallVector<int64_t> getSubgroup(ArrayRef<int64_t> devices,
     members.push_back(devices[fromDigits(memberDigits, mesh)]);
   }
   return members;
+}
+
+/// The number of ODS operands of the nn ops whose last operand is optional
+/// without segment sizes (so an absent one is simply missing).
+std::optional<unsigned> getOperandGroups(OperationName name) {
+  static const llvm::StringMap<unsigned> groups = {
+      {"nn.iota", 1},       {"nn.rms_norm", 2},        {"nn.dropout", 2},
+      {"nn.embedding", 3},  {"nn.layer_norm_grad", 3}, {"nn.rms_norm_grad", 3},
+      {"nn.gather_grad", 3}};
+  auto it = groups.find(name.getStringRef());
+  if (it == groups.end())
+    return std::nullopt;
+  return it->second;
 }
 
 /// Builds the class of one local program.
@@ -178,7 +192,10 @@ void ProgramLowering::addTensorArgs(Value value,
     args.push_back(operandIndex(operands.size()));
     operands.push_back(ref);
   } else {
-    args.push_back(opaque("nullptr"));
+    // A tensor of no elements: a typed null, so overloads still resolve.
+    Type element = cast<RankedTensorType>(value.getType()).getElementType();
+    args.push_back(
+        opaque("static_cast<" + getCppElementType(element) + " *>(nullptr)"));
   }
   args.push_back(
       opaque(joinInts(cast<RankedTensorType>(value.getType()).getShape())));
@@ -372,12 +389,19 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
       }
       return;
     }
-    if (op->hasTrait<OpTrait::VariadicOperands>()) {
+    if (isa<nn::ConcatOp>(op)) {
       group(op->getOperands(), /*variadic=*/true);
       return;
     }
     for (Value operand : op->getOperands())
       addTensorArgs(operand, operands, args);
+    // A trailing optional operand (ops with a single one need no segment
+    // sizes) that is absent.
+    if (std::optional<unsigned> groups = getOperandGroups(op->getName());
+        groups && op->getNumOperands() + 1 == *groups) {
+      args.push_back(opaque("nullptr"));
+      args.push_back(opaque("{}"));
+    }
   };
 
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
@@ -604,6 +628,8 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
     }
     builder.setInsertionPoint(method.getBody().front().getTerminator());
     auto copy = [&](Value dst, Value src, Value shapeOf) {
+      if (!dst || !src)
+        return; // nothing to copy
       SmallVector<Value> operands;
       SmallVector<Attribute> args;
       std::string shape =

@@ -43,30 +43,59 @@ void copyBytes(void *to, const void *from, int64_t bytes) {
     std::memcpy(to, from, static_cast<size_t>(bytes));
 }
 
-/// `into[i] += from[i]` for `count` elements of `type`.
-void accumulate(void *into, const void *from, int64_t count, ElementType type) {
+template <typename T> T combine(T acc, T value, Reduction kind) {
+  switch (kind) {
+  case Reduction::Sum:
+  case Reduction::Mean:
+    return acc + value;
+  case Reduction::Max:
+    return acc >= value || acc != acc ? acc : value;
+  case Reduction::Min:
+    return acc <= value || acc != acc ? acc : value;
+  }
+  return acc;
+}
+
+template <typename T>
+void combineInto(void *into, const void *from, int64_t count, Reduction kind) {
+  auto *a = static_cast<T *>(into);
+  auto *b = static_cast<const T *>(from);
+  if (kind == Reduction::Sum || kind == Reduction::Mean) {
+    for (int64_t i = 0; i < count; ++i)
+      a[i] += b[i];
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    a[i] = combine(a[i], b[i], kind);
+}
+
+/// `into[i] = into[i] (op) from[i]` for `count` elements of `type`, the
+/// simulator's combination (max and min keep a NaN).
+void accumulate(void *into, const void *from, int64_t count, ElementType type,
+                Reduction kind = Reduction::Sum) {
   switch (type) {
-  case ElementType::F32: {
-    auto *a = static_cast<float *>(into);
-    auto *b = static_cast<const float *>(from);
-    for (int64_t i = 0; i < count; ++i)
-      a[i] += b[i];
-    return;
+  case ElementType::F32:
+    return combineInto<float>(into, from, count, kind);
+  case ElementType::F64:
+    return combineInto<double>(into, from, count, kind);
+  case ElementType::I64:
+    return combineInto<int64_t>(into, from, count, kind);
   }
-  case ElementType::F64: {
-    auto *a = static_cast<double *>(into);
-    auto *b = static_cast<const double *>(from);
+}
+
+/// A mean's final division by the number of contributions.
+void divideBy(void *data, int64_t count, ElementType type, int k) {
+  switch (type) {
+  case ElementType::F32:
     for (int64_t i = 0; i < count; ++i)
-      a[i] += b[i];
+      static_cast<float *>(data)[i] /= static_cast<float>(k);
     return;
-  }
-  case ElementType::I64: {
-    auto *a = static_cast<int64_t *>(into);
-    auto *b = static_cast<const int64_t *>(from);
+  case ElementType::F64:
     for (int64_t i = 0; i < count; ++i)
-      a[i] += b[i];
+      static_cast<double *>(data)[i] /= static_cast<double>(k);
     return;
-  }
+  case ElementType::I64:
+    Runtime::get().fail("a mean of integers");
   }
 }
 
@@ -257,23 +286,28 @@ void Communicator::exchange(const char *kind,
 }
 
 void Communicator::allReduceSum(void *buffer, int64_t count, ElementType type) {
+  allReduce(buffer, count, type, Reduction::Sum);
+}
+
+void Communicator::allReduce(void *buffer, int64_t count, ElementType type,
+                             Reduction kind) {
   Runtime::get().count("all_reduce").calls += 1;
   std::vector<int> members(getSize());
   for (int j = 0; j < getSize(); ++j)
     members[j] = j;
-  ringAllReduce(buffer, count, type, members, "all_reduce");
+  ringAllReduce(buffer, count, type, members, "all_reduce", kind);
 }
 
 void Communicator::allReduceSumAmong(void *buffer, int64_t count,
                                      ElementType type,
                                      const std::vector<int> &members,
                                      const char *kind) {
-  ringAllReduce(buffer, count, type, members, kind);
+  ringAllReduce(buffer, count, type, members, kind, Reduction::Sum);
 }
 
 void Communicator::ringAllReduce(void *buffer, int64_t count, ElementType type,
                                  const std::vector<int> &members,
-                                 const char *kind) {
+                                 const char *kind, Reduction op) {
   int k = static_cast<int>(members.size());
   auto self = std::find(members.begin(), members.end(), rank);
   if (self == members.end())
@@ -304,7 +338,9 @@ void Communicator::ringAllReduce(void *buffer, int64_t count, ElementType type,
             bytes + chunkStart(count, k, me) * size, own * size);
   std::vector<char> sum(received.begin(), received.begin() + own * size);
   for (int j = 1; j < k; ++j)
-    accumulate(sum.data(), received.data() + j * own * size, own, type);
+    accumulate(sum.data(), received.data() + j * own * size, own, type, op);
+  if (op == Reduction::Mean)
+    divideBy(sum.data(), own, type, k);
   copyBytes(bytes + chunkStart(count, k, me) * size, sum.data(), own * size);
   // All-gather of the summed chunks: own chunk to every other member.
   for (int j = 0; j < k; ++j) {
@@ -337,6 +373,11 @@ void Communicator::allGather(const void *input, void *output, int64_t count,
 
 void Communicator::reduceScatterSum(const void *input, void *output,
                                     int64_t count, ElementType type) {
+  reduceScatter(input, output, count, type, Reduction::Sum);
+}
+
+void Communicator::reduceScatter(const void *input, void *output, int64_t count,
+                                 ElementType type, Reduction kind) {
   int k = getSize();
   Runtime::get().count("reduce_scatter").calls += 1;
   int64_t bytes = count * getElementSize(type);
@@ -357,7 +398,9 @@ void Communicator::reduceScatterSum(const void *input, void *output,
   copyBytes(received.data() + rank * bytes, in + rank * bytes, bytes);
   copyBytes(output, received.data(), bytes);
   for (int j = 1; j < k; ++j)
-    accumulate(output, received.data() + j * bytes, count, type);
+    accumulate(output, received.data() + j * bytes, count, type, kind);
+  if (kind == Reduction::Mean)
+    divideBy(output, count, type, k);
 }
 
 void Communicator::allGatherV(const void *input, void *output,

@@ -38,6 +38,10 @@ namespace loom::rt {
 
 enum class ElementType { F32, F64, I64 };
 
+/// How contributions combine: added (mean: then divided by their number),
+/// or the largest or smallest (a NaN wins), in member order.
+enum class Reduction { Sum, Mean, Max, Min };
+
 /// The size in bytes of one element.
 int64_t getElementSize(ElementType type);
 
@@ -114,6 +118,9 @@ public:
 
   /// Sums `count` elements of `buffer` over the group, in place.
   void allReduceSum(void *buffer, int64_t count, ElementType type);
+  /// Reduces `count` elements of `buffer` over the group by `kind`, in place
+  /// (moving what allReduceSum moves).
+  void allReduce(void *buffer, int64_t count, ElementType type, Reduction kind);
   /// Concatenates every member's `count` elements of `input` into `output`
   /// (member order; `output` holds count * size elements).
   void allGather(const void *input, void *output, int64_t count,
@@ -122,6 +129,9 @@ public:
   /// block j (`count` elements) in `output`.
   void reduceScatterSum(const void *input, void *output, int64_t count,
                         ElementType type);
+  /// The same, reducing by `kind`.
+  void reduceScatter(const void *input, void *output, int64_t count,
+                     ElementType type, Reduction kind);
   /// The "v" form for uneven shares: member j contributes `counts[j]`
   /// elements; `output` gets them all, in member order.
   void allGatherV(const void *input, void *output,
@@ -151,7 +161,8 @@ private:
                int rank);
 
   void ringAllReduce(void *buffer, int64_t count, ElementType type,
-                     const std::vector<int> &members, const char *kind);
+                     const std::vector<int> &members, const char *kind,
+                     Reduction op);
   /// Sends `sends[i]` bytes to member i and receives `receives[i]` bytes
   /// from member i (null: nothing), waiting at most the timeout.
   void exchange(const char *kind, const std::vector<const void *> &sends,

@@ -397,10 +397,14 @@ void unpackBlock(char *out, const char *in, const Shape &shape, int64_t dim,
                 in + o * rowBytes, static_cast<size_t>(rowBytes));
 }
 
-void requireSum(const char *op, const char *kind) {
-  if (std::strcmp(kind, "sum") != 0)
-    Runtime::get().fail(std::string(op) + " " + kind +
-                        ": the host runtime reduces by sum only");
+rt::Reduction reductionOf(const char *op, const char *kind) {
+  for (auto [name, value] : {std::pair{"sum", rt::Reduction::Sum},
+                             {"mean", rt::Reduction::Mean},
+                             {"max", rt::Reduction::Max},
+                             {"min", rt::Reduction::Min}})
+    if (std::strcmp(kind, name) == 0)
+      return value;
+  Runtime::get().fail(std::string(op) + ": unknown reduction '" + kind + "'");
 }
 
 } // namespace
@@ -408,11 +412,11 @@ void requireSum(const char *op, const char *kind) {
 void loom::host::allReduceBytes(void *out, const void *in, Shape shape,
                                 ElementType type, Communicator *comm,
                                 const char *kind) {
-  requireSum("all_reduce", kind);
+  rt::Reduction reduction = reductionOf("all_reduce", kind);
   int64_t count = shape.numElements();
   if (out != in)
     std::memcpy(out, in, static_cast<size_t>(count * rt::getElementSize(type)));
-  comm->allReduceSum(out, count, type);
+  comm->allReduce(out, count, type, reduction);
 }
 
 void loom::host::allGatherBytes(void *out, Shape outShape, const void *in,
@@ -436,19 +440,19 @@ void loom::host::reduceScatterBytes(void *out, Shape outShape, const void *in,
                                     Shape inShape, ElementType type,
                                     Communicator *comm, int64_t dim,
                                     const char *kind) {
-  requireSum("reduce_scatter", kind);
+  rt::Reduction reduction = reductionOf("reduce_scatter", kind);
   int64_t k = comm->getSize();
   int64_t count = outShape.numElements();
   int64_t size = rt::getElementSize(type);
   if (dim == 0 || splitAt(inShape, dim).outer == 1) {
-    comm->reduceScatterSum(in, out, count, type);
+    comm->reduceScatter(in, out, count, type, reduction);
     return;
   }
   std::vector<char> packed(static_cast<size_t>(count * k * size));
   for (int64_t j = 0; j < k; ++j)
     packBlock(packed.data() + j * count * size, static_cast<const char *>(in),
               inShape, dim, k, j, size);
-  comm->reduceScatterSum(packed.data(), out, count, type);
+  comm->reduceScatter(packed.data(), out, count, type, reduction);
 }
 
 void loom::host::allToAllBytes(void *out, Shape outShape, const void *in,

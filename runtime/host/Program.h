@@ -214,6 +214,16 @@ void exchange(T *out, Shape /*outShape*/, const T *in, Shape /*inShape*/,
   plan.run(out, in, sizeof(T), elementTypeOf<T>());
 }
 
+/// Integer fills (constants of positions and offsets).
+inline void fill(int64_t *result, Shape shape, double value) {
+  for (int64_t i = 0, n = shape.numElements(); i < n; ++i)
+    result[i] = static_cast<int64_t>(value);
+}
+inline void fill(int32_t *result, Shape shape, double value) {
+  for (int64_t i = 0, n = shape.numElements(); i < n; ++i)
+    result[i] = static_cast<int32_t>(value);
+}
+
 /// What the driver needs of a program, whatever its class.
 struct ProgramView {
   char *arena = nullptr;

@@ -56,6 +56,12 @@ FailureOr<Tensor> shardFor(const Program &program, unsigned i,
   hspmd::UnionAttr layout = argLayout(program.func, i);
   if (!layout)
     return global;
+  if (!llvm::is_contained(layout.getAllDevices(), device)) {
+    // Held by another pipeline stage: the program's argument is empty.
+    auto type = cast<RankedTensorType>(
+        func::FuncOp(program.func).getArgumentTypes()[i]);
+    return Tensor(global.getKind(), type.getShape());
+  }
   return sim::extractShard(global, layout, device, error);
 }
 
