@@ -256,7 +256,7 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
   for (int64_t n : mesh)
     size *= n;
   if (size != static_cast<int64_t>(group.size()))
-    return op->emitError() << "runs over a mesh of " << size
+    return op->emitOpError() << "runs over a mesh of " << size
                            << " devices but its group has " << group.size();
   std::string key = joinInts(group) + joinInts(mesh) + joinInts(axes);
   auto it = commFields.find(key);
@@ -504,7 +504,7 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     call("loom.comm.exchange", operands, args);
     return success();
   }
-  return op->emitError() << "has no lowering to the call layer";
+  return op->emitOpError() << "has no lowering to the call layer";
 }
 
 LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 using namespace loom;
 using namespace loom::host;
@@ -606,9 +607,19 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
   };
   if (!inDir.empty())
     fill(inDir);
+  // A test hook: LOOM_TEST_HANG=RANK:STEP makes rank RANK stop (sleep)
+  // before step STEP, as a hung rank would; the others must fail within the
+  // collective timeout, naming it.
+  int64_t hangRank = -1, hangStep = -1;
+  if (const char *hang = std::getenv("LOOM_TEST_HANG"))
+    if (std::sscanf(hang, "%ld:%ld", &hangRank, &hangStep) != 2)
+      runtime.fail("LOOM_TEST_HANG must be RANK:STEP, got '" +
+                   std::string(hang) + "'");
   std::string times;
   for (int64_t step = 1; step <= steps; ++step) {
     runtime.setStep(step);
+    if (hangRank == runtime.getWorldRank() && hangStep == step)
+      std::this_thread::sleep_for(std::chrono::hours(1));
     if (!inDir.empty())
       fill(inDir + "/step" + std::to_string(step));
     auto start = std::chrono::steady_clock::now();

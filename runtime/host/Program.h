@@ -62,6 +62,8 @@ struct Absent {
   constexpr operator double() const { return host::kAbsent; }
   constexpr operator int64_t() const { return INT64_MIN; }
   constexpr operator host::Shape() const { return host::kAbsentShape; }
+  /// An enumeration the op does not carry: its default.
+  constexpr operator const char *() const { return nullptr; }
 };
 inline constexpr Absent kAbsent{};
 
@@ -212,16 +214,6 @@ template <typename T>
 void exchange(T *out, Shape /*outShape*/, const T *in, Shape /*inShape*/,
               ExchangePlan &plan) {
   plan.run(out, in, sizeof(T), elementTypeOf<T>());
-}
-
-/// Integer fills (constants of positions and offsets).
-inline void fill(int64_t *result, Shape shape, double value) {
-  for (int64_t i = 0, n = shape.numElements(); i < n; ++i)
-    result[i] = static_cast<int64_t>(value);
-}
-inline void fill(int32_t *result, Shape shape, double value) {
-  for (int64_t i = 0, n = shape.numElements(); i < n; ++i)
-    result[i] = static_cast<int32_t>(value);
 }
 
 /// What the driver needs of a program, whatever its class.

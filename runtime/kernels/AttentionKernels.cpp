@@ -49,11 +49,11 @@ struct AttentionGeometry {
   }
 };
 
-AttentionGeometry
-getGeometry(const char *kernel, const Shape &queryShape, const Shape &keyShape,
-            const Shape &valueShape, IndexPtr subtreeEnd,
-            const Shape &subtreeEndShape, IndexPtr positions,
-            const Shape &positionsShape, const char *mask, double scale) {
+AttentionGeometry getGeometry(const char *kernel, const Shape &queryShape,
+                              const Shape &keyShape, const Shape &valueShape,
+                              IndexPtr subtreeEnd, const Shape &subtreeEndShape,
+                              IndexPtr positions, const Shape &positionsShape,
+                              const char *mask, double scale) {
   AttentionGeometry g;
   for (const Shape *shape : {&queryShape, &keyShape, &valueShape})
     LOOM_HOST_CHECK(shape->rank == 4, kernel,
@@ -95,24 +95,21 @@ getGeometry(const char *kernel, const Shape &queryShape, const Shape &keyShape,
   if (subtreeEnd)
     checkShape(kernel, "subtree_end", subtreeEndShape, Shape{g.batch, g.seqK});
   if (positions)
-    checkShape(kernel, "the positions", positionsShape,
-               Shape{g.batch, g.seqQ});
-  LOOM_HOST_CHECK(g.kind == MaskKind::None || positions || g.seqQ == g.seqK,
-                  kernel,
-                  "a masked attention without positions needs seq_q == seq_k, "
-                  "got %lld and %lld",
-                  static_cast<long long>(g.seqQ),
-                  static_cast<long long>(g.seqK));
-  g.scale = scale == scale ? scale
-                           : 1.0 / std::sqrt(static_cast<double>(g.dim));
+    checkShape(kernel, "the positions", positionsShape, Shape{g.batch, g.seqQ});
+  LOOM_HOST_CHECK(
+      g.kind == MaskKind::None || positions || g.seqQ == g.seqK, kernel,
+      "a masked attention without positions needs seq_q == seq_k, "
+      "got %lld and %lld",
+      static_cast<long long>(g.seqQ), static_cast<long long>(g.seqK));
+  g.scale =
+      scale == scale ? scale : 1.0 / std::sqrt(static_cast<double>(g.dim));
   return g;
 }
 
 template <typename T>
 void attentionImpl(T *result, const Shape &resultShape, const T *query,
-                   const Shape &queryShape, const T *key,
-                   const Shape &keyShape, const T *value,
-                   const Shape &valueShape, IndexPtr subtreeEnd,
+                   const Shape &queryShape, const T *key, const Shape &keyShape,
+                   const T *value, const Shape &valueShape, IndexPtr subtreeEnd,
                    const Shape &subtreeEndShape, IndexPtr positions,
                    const Shape &positionsShape, const char *mask,
                    double scaleAttr) {
@@ -178,9 +175,9 @@ void attentionImpl(T *result, const Shape &resultShape, const T *query,
 }
 
 template <typename T>
-void attentionGradImpl(T *dq, const Shape &dqShape, T *dk,
-                       const Shape &dkShape, T *dv, const Shape &dvShape,
-                       const T *grad, const Shape &gradShape, const T *query,
+void attentionGradImpl(T *dq, const Shape &dqShape, T *dk, const Shape &dkShape,
+                       T *dv, const Shape &dvShape, const T *grad,
+                       const Shape &gradShape, const T *query,
                        const Shape &queryShape, const T *key,
                        const Shape &keyShape, const T *value,
                        const Shape &valueShape, IndexPtr subtreeEnd,
@@ -298,11 +295,10 @@ void attentionGradImpl(T *dq, const Shape &dqShape, T *dk,
       Shape valueShape, IndexPtr subtreeEnd, Shape subtreeEndShape,            \
       IndexPtr positions, Shape positionsShape, const char *mask,              \
       double scale) {                                                          \
-    attentionGradImpl(dquery, dqueryShape, dkey, dkeyShape, dvalue,            \
-                      dvalueShape, grad, gradShape, query, queryShape, key,    \
-                      keyShape, value, valueShape, subtreeEnd,                 \
-                      subtreeEndShape, positions, positionsShape, mask,        \
-                      scale);                                                  \
+    attentionGradImpl(                                                         \
+        dquery, dqueryShape, dkey, dkeyShape, dvalue, dvalueShape, grad,       \
+        gradShape, query, queryShape, key, keyShape, value, valueShape,        \
+        subtreeEnd, subtreeEndShape, positions, positionsShape, mask, scale);  \
   }
 DEFINE_ATTENTION(float)
 DEFINE_ATTENTION(double)

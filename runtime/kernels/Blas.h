@@ -18,8 +18,8 @@ namespace loom::host::detail {
 /// loom::interp::gemm (nothing when M or N is 0, C scaled by beta when K is
 /// 0). Sizes must fit in int.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float beta, float *c, int64_t ldc);
+          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float beta, float *c, int64_t ldc);
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           double alpha, const double *a, int64_t lda, const double *b,
           int64_t ldb, double beta, double *c, int64_t ldc);

@@ -37,8 +37,8 @@ void unaryLoop(const char *kernel, R *out, const Shape &outShape, const A *in,
 /// The inner loop of a broadcast binary op, specialised on whether each
 /// operand advances (stride 1) or stays (stride 0).
 template <typename R, typename A, typename B, typename Fn>
-void binaryRow(R *o, const A *a, int64_t sa, const B *b, int64_t sb,
-               int64_t n, Fn fn) {
+void binaryRow(R *o, const A *a, int64_t sa, const B *b, int64_t sb, int64_t n,
+               Fn fn) {
   if (sa == 1 && sb == 1) {
     for (int64_t j = 0; j < n; ++j)
       o[j] = fn(a[j], b[j]);
@@ -139,8 +139,7 @@ template <typename To, typename From> To convert(From value) {
   } else {
     // Integer to integer: sign-extend, or keep the low bits.
     using Unsigned = std::make_unsigned_t<To>;
-    return static_cast<To>(
-        static_cast<Unsigned>(static_cast<uint64_t>(value)));
+    return static_cast<To>(static_cast<Unsigned>(static_cast<uint64_t>(value)));
   }
 }
 
@@ -182,17 +181,34 @@ void loom::host::fill(double *result, Shape resultShape, double value) {
     result[i] = value;
 }
 
+#define DEFINE_INTEGER_FILL(T)                                                 \
+  void loom::host::fill(T *result, Shape resultShape, double value) {          \
+    checkValid("fill", "the result", resultShape);                             \
+    const T v = math::floatToInt<T>(value);                                    \
+    for (int64_t i = 0, e = resultShape.numElements(); i < e; ++i)             \
+      result[i] = v;                                                           \
+  }
+DEFINE_INTEGER_FILL(int32_t)
+DEFINE_INTEGER_FILL(int64_t)
+#undef DEFINE_INTEGER_FILL
+void loom::host::fill(bool *result, Shape resultShape, double value) {
+  checkValid("fill", "the result", resultShape);
+  const bool v = value != 0.0;
+  for (int64_t i = 0, e = resultShape.numElements(); i < e; ++i)
+    result[i] = v;
+}
+
 //===----------------------------------------------------------------------===//
 // Binary and unary maths
 //===----------------------------------------------------------------------===//
 
 #define DEFINE_BINARY(NAME, FUNCTOR)                                           \
-  void loom::host::NAME(float *result, Shape resultShape, const float *lhs,   \
+  void loom::host::NAME(float *result, Shape resultShape, const float *lhs,    \
                         Shape lhsShape, const float *rhs, Shape rhsShape) {    \
     binaryLoop(#NAME, result, resultShape, lhs, lhsShape, rhs, rhsShape,       \
                math::FUNCTOR{});                                               \
   }                                                                            \
-  void loom::host::NAME(double *result, Shape resultShape, const double *lhs, \
+  void loom::host::NAME(double *result, Shape resultShape, const double *lhs,  \
                         Shape lhsShape, const double *rhs, Shape rhsShape) {   \
     binaryLoop(#NAME, result, resultShape, lhs, lhsShape, rhs, rhsShape,       \
                math::FUNCTOR{});                                               \
@@ -206,15 +222,13 @@ DEFINE_BINARY(minimum, Minimum)
 #undef DEFINE_BINARY
 
 #define DEFINE_UNARY(NAME, FUNCTOR)                                            \
-  void loom::host::NAME(float *result, Shape resultShape, const float *input, \
+  void loom::host::NAME(float *result, Shape resultShape, const float *input,  \
                         Shape inputShape) {                                    \
-    unaryLoop(#NAME, result, resultShape, input, inputShape,                   \
-              math::FUNCTOR{});                                                \
+    unaryLoop(#NAME, result, resultShape, input, inputShape, math::FUNCTOR{}); \
   }                                                                            \
   void loom::host::NAME(double *result, Shape resultShape,                     \
                         const double *input, Shape inputShape) {               \
-    unaryLoop(#NAME, result, resultShape, input, inputShape,                   \
-              math::FUNCTOR{});                                                \
+    unaryLoop(#NAME, result, resultShape, input, inputShape, math::FUNCTOR{}); \
   }
 DEFINE_UNARY(neg, Neg)
 DEFINE_UNARY(exp, Exp)
@@ -234,11 +248,9 @@ template <typename T>
 void geluImpl(T *result, const Shape &resultShape, const T *input,
               const Shape &inputShape, const char *approximate) {
   if (parseGeluTanh("gelu", approximate))
-    unaryLoop("gelu", result, resultShape, input, inputShape,
-              math::GeluTanh{});
+    unaryLoop("gelu", result, resultShape, input, inputShape, math::GeluTanh{});
   else
-    unaryLoop("gelu", result, resultShape, input, inputShape,
-              math::GeluErf{});
+    unaryLoop("gelu", result, resultShape, input, inputShape, math::GeluErf{});
 }
 
 template <typename T>
@@ -302,10 +314,9 @@ void loom::host::gelu(double *result, Shape resultShape, const double *input,
   geluImpl(result, resultShape, input, inputShape, approximate);
 }
 
-void loom::host::gelu_grad(float *result, Shape resultShape,
-                           const float *grad, Shape gradShape,
-                           const float *input, Shape inputShape,
-                           const char *approximate) {
+void loom::host::gelu_grad(float *result, Shape resultShape, const float *grad,
+                           Shape gradShape, const float *input,
+                           Shape inputShape, const char *approximate) {
   geluGradImpl(result, resultShape, grad, gradShape, input, inputShape,
                approximate);
 }

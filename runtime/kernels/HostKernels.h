@@ -40,7 +40,8 @@
 // computes, in the same order and precision, so f64 results agree with it
 // bit for bit (see test/unit/HostKernelsTest.cpp). Matrix products go
 // through OpenBLAS pinned to one thread. Kernels allocate nothing per call
-// except thread-local scratch that grows as needed (attention, rope).
+// except thread-local scratch that grows as needed (attention,
+// attention_grad, rope).
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +119,12 @@ void copy(bool *out, Shape outShape, const bool *in, Shape inShape);
 // nn.fill: fill(result, result_shape, double value)
 void fill(float *result, Shape resultShape, double value);
 void fill(double *result, Shape resultShape, double value);
+// Splat constants of other element types (the generator lowers splat
+// `arith.constant`s to fill): the value converted as the interpreter
+// converts a constant's (integers exactly, i1 non-zero as true).
+void fill(int32_t *result, Shape resultShape, double value);
+void fill(int64_t *result, Shape resultShape, double value);
+void fill(bool *result, Shape resultShape, double value);
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
@@ -139,9 +146,9 @@ void matmul(double *result, Shape resultShape, const double *lhs,
 // nn.add, nn.sub, nn.mul, nn.div, nn.maximum, nn.minimum:
 //   <op>(result, result_shape, lhs, lhs_shape, rhs, rhs_shape)
 #define LOOM_HOST_BINARY(NAME)                                                 \
-  void NAME(float *result, Shape resultShape, const float *lhs,               \
+  void NAME(float *result, Shape resultShape, const float *lhs,                \
             Shape lhsShape, const float *rhs, Shape rhsShape);                 \
-  void NAME(double *result, Shape resultShape, const double *lhs,             \
+  void NAME(double *result, Shape resultShape, const double *lhs,              \
             Shape lhsShape, const double *rhs, Shape rhsShape);
 LOOM_HOST_BINARY(add)
 LOOM_HOST_BINARY(sub)
@@ -158,9 +165,9 @@ LOOM_HOST_BINARY(minimum)
 // nn.neg, nn.exp, nn.log, nn.sqrt, nn.rsqrt, nn.tanh, nn.relu, nn.silu,
 // nn.sin, nn.cos: <op>(result, result_shape, input, input_shape)
 #define LOOM_HOST_UNARY(NAME)                                                  \
-  void NAME(float *result, Shape resultShape, const float *input,             \
+  void NAME(float *result, Shape resultShape, const float *input,              \
             Shape inputShape);                                                 \
-  void NAME(double *result, Shape resultShape, const double *input,           \
+  void NAME(double *result, Shape resultShape, const double *input,            \
             Shape inputShape);
 LOOM_HOST_UNARY(neg)
 LOOM_HOST_UNARY(exp)
@@ -205,9 +212,8 @@ void clamp(double *result, Shape resultShape, const double *input,
 //   rhs_shape, const char *predicate /* "eq" "ne" "lt" "le" "gt" "ge" */)
 void compare(bool *result, Shape resultShape, const float *lhs, Shape lhsShape,
              const float *rhs, Shape rhsShape, const char *predicate);
-void compare(bool *result, Shape resultShape, const double *lhs,
-             Shape lhsShape, const double *rhs, Shape rhsShape,
-             const char *predicate);
+void compare(bool *result, Shape resultShape, const double *lhs, Shape lhsShape,
+             const double *rhs, Shape rhsShape, const char *predicate);
 void compare(bool *result, Shape resultShape, const int32_t *lhs,
              Shape lhsShape, const int32_t *rhs, Shape rhsShape,
              const char *predicate);
@@ -233,16 +239,15 @@ void select(int64_t *result, Shape resultShape, const bool *condition,
 // nn.cast: cast(result, result_shape, input, input_shape), every pair of
 // float, double, int32_t, int64_t and bool.
 #define LOOM_HOST_CAST_FROM(TO)                                                \
-  void cast(TO *result, Shape resultShape, const float *input,                \
+  void cast(TO *result, Shape resultShape, const float *input,                 \
             Shape inputShape);                                                 \
-  void cast(TO *result, Shape resultShape, const double *input,               \
+  void cast(TO *result, Shape resultShape, const double *input,                \
             Shape inputShape);                                                 \
-  void cast(TO *result, Shape resultShape, const int32_t *input,              \
+  void cast(TO *result, Shape resultShape, const int32_t *input,               \
             Shape inputShape);                                                 \
-  void cast(TO *result, Shape resultShape, const int64_t *input,              \
+  void cast(TO *result, Shape resultShape, const int64_t *input,               \
             Shape inputShape);                                                 \
-  void cast(TO *result, Shape resultShape, const bool *input,                 \
-            Shape inputShape);
+  void cast(TO *result, Shape resultShape, const bool *input, Shape inputShape);
 LOOM_HOST_CAST_FROM(float)
 LOOM_HOST_CAST_FROM(double)
 LOOM_HOST_CAST_FROM(int32_t)
@@ -277,20 +282,20 @@ void reduce(double *result, Shape resultShape, const double *input,
 // nn.gather: gather(result, result_shape, input, input_shape, IndexPtr
 //                   indices, indices_shape, int64_t dim)
 #define LOOM_HOST_DATA_MOVEMENT(T)                                             \
-  void broadcast(T *result, Shape resultShape, const T *input,                \
+  void broadcast(T *result, Shape resultShape, const T *input,                 \
                  Shape inputShape, Shape broadcastDims);                       \
-  void reshape(T *result, Shape resultShape, const T *input,                  \
+  void reshape(T *result, Shape resultShape, const T *input,                   \
                Shape inputShape);                                              \
-  void transpose(T *result, Shape resultShape, const T *input,                \
+  void transpose(T *result, Shape resultShape, const T *input,                 \
                  Shape inputShape, Shape permutation);                         \
-  void slice(T *result, Shape resultShape, const T *input, Shape inputShape,  \
+  void slice(T *result, Shape resultShape, const T *input, Shape inputShape,   \
              Shape offsets, Shape sizes, Shape strides);                       \
   void concat(T *result, Shape resultShape,                                    \
               std::initializer_list<const T *> inputs,                         \
               std::initializer_list<Shape> inputShapes, int64_t dim);          \
   void concat(T *result, Shape resultShape, int64_t count,                     \
               const T *const *inputs, const Shape *inputShapes, int64_t dim);  \
-  void gather(T *result, Shape resultShape, const T *input, Shape inputShape, \
+  void gather(T *result, Shape resultShape, const T *input, Shape inputShape,  \
               IndexPtr indices, Shape indicesShape, int64_t dim);
 LOOM_HOST_DATA_MOVEMENT(float)
 LOOM_HOST_DATA_MOVEMENT(double)
@@ -407,13 +412,13 @@ void rms_norm_grad(double *result, Shape resultShape, const double *grad,
 void attention(float *result, Shape resultShape, const float *query,
                Shape queryShape, const float *key, Shape keyShape,
                const float *value, Shape valueShape, IndexPtr subtreeEnd,
-               Shape subtreeEndShape, IndexPtr positions,
-               Shape positionsShape, const char *mask, double scale);
+               Shape subtreeEndShape, IndexPtr positions, Shape positionsShape,
+               const char *mask, double scale);
 void attention(double *result, Shape resultShape, const double *query,
                Shape queryShape, const double *key, Shape keyShape,
                const double *value, Shape valueShape, IndexPtr subtreeEnd,
-               Shape subtreeEndShape, IndexPtr positions,
-               Shape positionsShape, const char *mask, double scale);
+               Shape subtreeEndShape, IndexPtr positions, Shape positionsShape,
+               const char *mask, double scale);
 
 // nn.attention_grad: attention_grad(dquery, dquery_shape, dkey, dkey_shape,
 //   dvalue, dvalue_shape, grad, grad_shape, query, query_shape, key,
@@ -430,10 +435,9 @@ void attention_grad(double *dquery, Shape dqueryShape, double *dkey,
                     Shape dkeyShape, double *dvalue, Shape dvalueShape,
                     const double *grad, Shape gradShape, const double *query,
                     Shape queryShape, const double *key, Shape keyShape,
-                    const double *value, Shape valueShape,
-                    IndexPtr subtreeEnd, Shape subtreeEndShape,
-                    IndexPtr positions, Shape positionsShape,
-                    const char *mask, double scale);
+                    const double *value, Shape valueShape, IndexPtr subtreeEnd,
+                    Shape subtreeEndShape, IndexPtr positions,
+                    Shape positionsShape, const char *mask, double scale);
 
 // nn.rope: rope(result, result_shape, input, input_shape, IndexPtr positions,
 //               positions_shape, bool inverse, double theta)
@@ -476,8 +480,8 @@ void cross_entropy(double *result, Shape resultShape, const double *logits,
 //   weights_shape, normalizer_value, normalizer_value_shape,
 //   double normalizer)
 void cross_entropy_grad(float *result, Shape resultShape, const float *grad,
-                        Shape gradShape, const float *logits,
-                        Shape logitsShape, IndexPtr labels, Shape labelsShape,
+                        Shape gradShape, const float *logits, Shape logitsShape,
+                        IndexPtr labels, Shape labelsShape,
                         const float *weights, Shape weightsShape,
                         const float *normalizerValue,
                         Shape normalizerValueShape, double normalizer);
@@ -515,10 +519,10 @@ void sgd_update(double *newParam, Shape newParamShape,
 void adamw_update(float *newParam, Shape newParamShape, float *newM,
                   Shape newMShape, float *newV, Shape newVShape,
                   const float *param, Shape paramShape, const float *grad,
-                  Shape gradShape, const float *m, Shape mShape,
-                  const float *v, Shape vShape, const int64_t *step,
-                  Shape stepShape, double beta1, double beta2, double epsilon,
-                  double lr, double weightDecay);
+                  Shape gradShape, const float *m, Shape mShape, const float *v,
+                  Shape vShape, const int64_t *step, Shape stepShape,
+                  double beta1, double beta2, double epsilon, double lr,
+                  double weightDecay);
 void adamw_update(double *newParam, Shape newParamShape, double *newM,
                   Shape newMShape, double *newV, Shape newVShape,
                   const double *param, Shape paramShape, const double *grad,

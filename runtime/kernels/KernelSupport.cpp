@@ -50,8 +50,8 @@ bool detail::sameShape(const Shape &a, const Shape &b) {
 void detail::checkShape(const char *kernel, const char *what,
                         const Shape &actual, const Shape &expected) {
   LOOM_HOST_CHECK(sameShape(actual, expected), kernel,
-                  "%s has shape %s, expected %s", what,
-                  formatShape(actual, 0), formatShape(expected, 1));
+                  "%s has shape %s, expected %s", what, formatShape(actual, 0),
+                  formatShape(expected, 1));
 }
 
 void detail::checkValid(const char *kernel, const char *what,
@@ -83,8 +83,7 @@ bool detail::parseGeluTanh(const char *kernel, const char *keyword) {
     return false;
   if (std::strcmp(keyword, "tanh") == 0)
     return true;
-  fatal(kernel, "unknown approximation '%s' (expected none or tanh)",
-        keyword);
+  fatal(kernel, "unknown approximation '%s' (expected none or tanh)", keyword);
 }
 
 loom::math::Predicate detail::parsePredicate(const char *kernel,

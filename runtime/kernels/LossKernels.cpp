@@ -40,8 +40,7 @@ void lossShapes(const char *kernel, const Shape &logitsShape,
                   "needs exactly one normalizer, the attribute or the "
                   "operand");
   if (normalizerValue)
-    checkShape(kernel, "the normalizer operand", normalizerValueShape,
-               Shape{});
+    checkShape(kernel, "the normalizer operand", normalizerValueShape, Shape{});
   rows = rowsShape.numElements();
   vocab = logitsShape[logitsShape.rank - 1];
   divisor = normalizerValue ? *normalizerValue : static_cast<T>(normalizer);

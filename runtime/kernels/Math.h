@@ -105,9 +105,7 @@ struct Log {
   template <typename T> LOOM_HD T operator()(T x) const { return std::log(x); }
 };
 struct Sqrt {
-  template <typename T> LOOM_HD T operator()(T x) const {
-    return std::sqrt(x);
-  }
+  template <typename T> LOOM_HD T operator()(T x) const { return std::sqrt(x); }
 };
 struct Rsqrt {
   template <typename T> LOOM_HD T operator()(T x) const {
@@ -115,9 +113,7 @@ struct Rsqrt {
   }
 };
 struct Tanh {
-  template <typename T> LOOM_HD T operator()(T x) const {
-    return std::tanh(x);
-  }
+  template <typename T> LOOM_HD T operator()(T x) const { return std::tanh(x); }
 };
 struct Relu {
   template <typename T> LOOM_HD T operator()(T x) const {
@@ -141,7 +137,7 @@ struct Cos {
 template <typename T> LOOM_HD inline T clamp(T x, T lo, T hi) {
   if (isNaN(x))
     return x;
-  T low = x < lo ? lo : x;   // std::max(x, lo)
+  T low = x < lo ? lo : x;    // std::max(x, lo)
   return hi < low ? hi : low; // std::min(low, hi)
 }
 
@@ -272,8 +268,8 @@ LOOM_HD inline void sgdStep(const SgdCoefficients<T> &c, T p, T g, T m,
 /// The coefficients of one nn.adamw_update: products and bias corrections
 /// computed in f64 and rounded to the element type once.
 template <typename T> struct AdamWCoefficients {
-  T decay, beta1, beta2, oneMinusBeta1, oneMinusBeta2, correction1,
-      correction2, lr, epsilon;
+  T decay, beta1, beta2, oneMinusBeta1, oneMinusBeta2, correction1, correction2,
+      lr, epsilon;
 };
 template <typename T>
 LOOM_HD inline AdamWCoefficients<T>
@@ -294,8 +290,8 @@ makeAdamWCoefficients(double lr, double beta1, double beta2, double epsilon,
 }
 /// One element of nn.adamw_update; reads all inputs before writing.
 template <typename T>
-LOOM_HD inline void adamwStep(const AdamWCoefficients<T> &c, T p, T g, T m,
-                              T v, T &newParam, T &newM, T &newV) {
+LOOM_HD inline void adamwStep(const AdamWCoefficients<T> &c, T p, T g, T m, T v,
+                              T &newParam, T &newM, T &newV) {
   T decayed = p - c.decay * p;
   T mi = c.beta1 * m + c.oneMinusBeta1 * g;
   T vi = c.beta2 * v + c.oneMinusBeta2 * g * g;

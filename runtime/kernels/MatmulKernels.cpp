@@ -40,12 +40,12 @@ void matmulImpl(T *result, const Shape &resultShape, const T *lhs,
                     "matrix dimension %lld is too large for BLAS",
                     static_cast<long long>(size));
   int64_t batchRank = resultShape.rank - 2;
-  LOOM_HOST_CHECK(batchRank >= lr - 2 && batchRank >= rr - 2 &&
-                      resultShape[batchRank] == m &&
-                      resultShape[batchRank + 1] == n,
-                  kernel, "the result of shape %s does not fit lhs %s and rhs %s",
-                  formatShape(resultShape, 0), formatShape(lhsShape, 1),
-                  formatShape(rhsShape, 2));
+  LOOM_HOST_CHECK(
+      batchRank >= lr - 2 && batchRank >= rr - 2 &&
+          resultShape[batchRank] == m && resultShape[batchRank + 1] == n,
+      kernel, "the result of shape %s does not fit lhs %s and rhs %s",
+      formatShape(resultShape, 0), formatShape(lhsShape, 1),
+      formatShape(rhsShape, 2));
   Shape batch, lhsBatch, rhsBatch;
   batch.rank = batchRank;
   for (int64_t d = 0; d < batchRank; ++d)
@@ -76,8 +76,8 @@ void matmulImpl(T *result, const Shape &resultShape, const T *lhs,
   space.forEachRow([&](int64_t linear, const int64_t *offsets) {
     for (int64_t j = 0; j < inner; ++j)
       gemm(transLhs, transRhs, m, n, k, T(1), lhs + offsets[0] + j * sl, lda,
-           rhs + offsets[1] + j * sr, ldb, T(0),
-           result + (linear + j) * m * n, n);
+           rhs + offsets[1] + j * sr, ldb, T(0), result + (linear + j) * m * n,
+           n);
   });
 }
 

@@ -61,11 +61,11 @@ void softmaxImpl(const char *kernel, T *result, const Shape &resultShape,
 //===----------------------------------------------------------------------===//
 
 /// Checks a normalisation's operands; returns (rows, row length).
-void normShape(const char *kernel, const Shape &resultShape,
-               const Shape &inputShape, int64_t normalizedDims,
-               std::initializer_list<std::pair<const Shape *, const char *>>
-                   affine,
-               int64_t &rows, int64_t &row) {
+void normShape(
+    const char *kernel, const Shape &resultShape, const Shape &inputShape,
+    int64_t normalizedDims,
+    std::initializer_list<std::pair<const Shape *, const char *>> affine,
+    int64_t &rows, int64_t &row) {
   checkValid(kernel, "the input", inputShape);
   checkShape(kernel, "the result", resultShape, inputShape);
   int64_t rank = inputShape.rank;
@@ -218,11 +218,10 @@ void normGradImpl(const char *kernel, T *result, const Shape &resultShape,
     softmaxImpl("log_softmax", result, resultShape, input, inputShape, dim,    \
                 /*logarithm=*/true);                                           \
   }                                                                            \
-  void loom::host::layer_norm(T *result, Shape resultShape, const T *input,    \
-                              Shape inputShape, const T *scale,                \
-                              Shape scaleShape, const T *bias,                 \
-                              Shape biasShape, double epsilon,                 \
-                              int64_t normalizedDims) {                        \
+  void loom::host::layer_norm(                                                 \
+      T *result, Shape resultShape, const T *input, Shape inputShape,          \
+      const T *scale, Shape scaleShape, const T *bias, Shape biasShape,        \
+      double epsilon, int64_t normalizedDims) {                                \
     layerNormImpl(result, resultShape, input, inputShape, scale, scaleShape,   \
                   bias, biasShape, epsilon, normalizedDims);                   \
   }                                                                            \
@@ -233,21 +232,19 @@ void normGradImpl(const char *kernel, T *result, const Shape &resultShape,
     rmsNormImpl(result, resultShape, input, inputShape, scale, scaleShape,     \
                 epsilon, normalizedDims);                                      \
   }                                                                            \
-  void loom::host::layer_norm_grad(T *result, Shape resultShape,               \
-                                   const T *grad, Shape gradShape,             \
-                                   const T *input, Shape inputShape,           \
-                                   const T *scale, Shape scaleShape,           \
-                                   double epsilon, int64_t normalizedDims) {   \
+  void loom::host::layer_norm_grad(                                            \
+      T *result, Shape resultShape, const T *grad, Shape gradShape,            \
+      const T *input, Shape inputShape, const T *scale, Shape scaleShape,      \
+      double epsilon, int64_t normalizedDims) {                                \
     normGradImpl("layer_norm_grad", result, resultShape, grad, gradShape,      \
                  input, inputShape, scale, scaleShape,                         \
                  orDefault(epsilon, 1.0e-5),                                   \
                  orDefault(normalizedDims, int64_t{1}), /*centre=*/true);      \
   }                                                                            \
-  void loom::host::rms_norm_grad(T *result, Shape resultShape, const T *grad,  \
-                                 Shape gradShape, const T *input,              \
-                                 Shape inputShape, const T *scale,             \
-                                 Shape scaleShape, double epsilon,             \
-                                 int64_t normalizedDims) {                     \
+  void loom::host::rms_norm_grad(                                              \
+      T *result, Shape resultShape, const T *grad, Shape gradShape,            \
+      const T *input, Shape inputShape, const T *scale, Shape scaleShape,      \
+      double epsilon, int64_t normalizedDims) {                                \
     normGradImpl("rms_norm_grad", result, resultShape, grad, gradShape, input, \
                  inputShape, scale, scaleShape, orDefault(epsilon, 1.0e-6),    \
                  orDefault(normalizedDims, int64_t{1}), /*centre=*/false);     \

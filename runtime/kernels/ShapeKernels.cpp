@@ -115,29 +115,27 @@ void sliceGeometry(const char *kernel, const Shape &full, const Shape &sizes,
                    const Shape &offsets, const Shape &steps, int64_t *strides,
                    int64_t &base) {
   int64_t rank = full.rank;
-  LOOM_HOST_CHECK(offsets.rank == rank && steps.rank == rank &&
-                      sizes.rank == rank,
-                  kernel,
-                  "needs one offset, size and stride per dimension of shape "
-                  "%s",
-                  formatShape(full));
+  LOOM_HOST_CHECK(
+      offsets.rank == rank && steps.rank == rank && sizes.rank == rank, kernel,
+      "needs one offset, size and stride per dimension of shape "
+      "%s",
+      formatShape(full));
   int64_t fullStrides[kMaxRank];
   getRowMajorStrides(full, fullStrides);
   base = 0;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = sizes[d], dimSize = full[d];
-    LOOM_HOST_CHECK(offsets[d] >= 0 && steps[d] > 0 && size >= 0 &&
-                        (size == 0 ||
-                         (offsets[d] < dimSize &&
-                          (size - 1) <= (dimSize - 1 - offsets[d]) / steps[d])),
-                    kernel,
-                    "dimension %lld with offset %lld, size %lld and stride "
-                    "%lld does not fit in size %lld",
-                    static_cast<long long>(d),
-                    static_cast<long long>(offsets[d]),
-                    static_cast<long long>(size),
-                    static_cast<long long>(steps[d]),
-                    static_cast<long long>(dimSize));
+    LOOM_HOST_CHECK(
+        offsets[d] >= 0 && steps[d] > 0 && size >= 0 &&
+            (size == 0 ||
+             (offsets[d] < dimSize &&
+              (size - 1) <= (dimSize - 1 - offsets[d]) / steps[d])),
+        kernel,
+        "dimension %lld with offset %lld, size %lld and stride "
+        "%lld does not fit in size %lld",
+        static_cast<long long>(d), static_cast<long long>(offsets[d]),
+        static_cast<long long>(size), static_cast<long long>(steps[d]),
+        static_cast<long long>(dimSize));
     base += offsets[d] * fullStrides[d];
     strides[d] = fullStrides[d] * steps[d];
   }
@@ -227,10 +225,10 @@ void gatherImpl(T *result, const Shape &resultShape, const T *input,
   space.forEachRow([&](int64_t linear, const int64_t *offsets) {
     for (int64_t j = 0; j < n; ++j) {
       int64_t index = indices[linear + j];
-      result[linear + j] = index < 0 || index >= dimSize
-                               ? undefinedValue<T>()
-                               : input[offsets[0] + j * stride +
-                                       index * dimStride];
+      result[linear + j] =
+          index < 0 || index >= dimSize
+              ? undefinedValue<T>()
+              : input[offsets[0] + j * stride + index * dimStride];
     }
   });
 }
@@ -314,8 +312,8 @@ void embeddingRows(T *result, const T *table, int64_t vocab, int64_t width,
 
 template <typename T>
 void embeddingImpl(T *result, const Shape &resultShape, const T *table,
-                   const Shape &tableShape, IndexPtr ids,
-                   const Shape &idsShape, const int64_t *offset) {
+                   const Shape &tableShape, IndexPtr ids, const Shape &idsShape,
+                   const int64_t *offset) {
   const char *kernel = "embedding";
   checkValid(kernel, "the table", tableShape);
   checkValid(kernel, "the ids", idsShape);
@@ -345,7 +343,7 @@ void gatherGradImpl(T *result, const Shape &resultShape, const T *grad,
   const char *kernel = "gather_grad";
   checkValid(kernel, "the result", resultShape);
   checkValid(kernel, "grad", gradShape);
-  checkShape(kernel, "the indices", indicesShape, gradShape);
+  checkShape(kernel, "indices", indicesShape, gradShape);
   int64_t rank = gradShape.rank;
   LOOM_HOST_CHECK(resultShape.rank == rank && dim >= 0 && dim < rank, kernel,
                   "the result of shape %s and dim %lld do not fit grad of "
@@ -398,10 +396,9 @@ void gatherGradImpl(T *result, const Shape &resultShape, const T *grad,
     sliceImpl(result, resultShape, input, inputShape, offsets, sizes,          \
               strides);                                                        \
   }                                                                            \
-  void loom::host::concat(T *result, Shape resultShape,                        \
-                          std::initializer_list<const T *> inputs,             \
-                          std::initializer_list<Shape> inputShapes,            \
-                          int64_t dim) {                                       \
+  void loom::host::concat(                                                     \
+      T *result, Shape resultShape, std::initializer_list<const T *> inputs,   \
+      std::initializer_list<Shape> inputShapes, int64_t dim) {                 \
     LOOM_HOST_CHECK(inputs.size() == inputShapes.size(), "concat",             \
                     "%zu inputs but %zu shapes", inputs.size(),                \
                     inputShapes.size());                                       \

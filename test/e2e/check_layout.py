@@ -252,8 +252,6 @@ def main():
         for role, label in (("nn.param", "parameter"), ("nn.state", "state")):
             print(f"{label} bytes per rank{group} {held(local, role)} of "
                   f"{held(step, role)}")
-    if args.host_steps:
-        check_host(args, lowered, step, rep)
     kinds = sorted({l.split()[2].rstrip(":") for l in sim})
     print(f"{step} on {args.ranks} ranks: {len(errors)} results, worst "
           f"norm-wise relative error {max(errors):.2e} (bound "
@@ -262,6 +260,8 @@ def main():
     for line in sim:
         if line.startswith("rank 0 "):
             print("  " + line)
+    if args.host_steps:
+        check_host(args, lowered, step, rep)
 
 
 def relative(a, b):

@@ -262,21 +262,26 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     command.push_back("--hostfile");
     command.push_back(host.hostfile);
   }
-  for (const char *var : {"OPENBLAS_NUM_THREADS", "LOOM_COLLECTIVE_TIMEOUT_S",
-                          "ASAN_OPTIONS", "UBSAN_OPTIONS"}) {
-    command.push_back("-x");
-    command.push_back(var);
-  }
-  command.insert(command.end(), {binary, "--steps", std::to_string(train.steps),
-                                 "--in", in, "--out", out});
   ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/0);
   if (host.timeoutSeconds > 0)
     ::setenv("LOOM_COLLECTIVE_TIMEOUT_S",
              std::to_string(host.timeoutSeconds).c_str(), 1);
   else
     ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
-  ::setenv("ASAN_OPTIONS", "detect_leaks=0", /*overwrite=*/0);
-  ::setenv("UBSAN_OPTIONS", "print_stacktrace=1", /*overwrite=*/0);
+  // MPI keeps memory until the process ends: no leak checks in the ranks.
+  std::string asan = ::getenv("ASAN_OPTIONS") ? ::getenv("ASAN_OPTIONS") : "";
+  ::setenv("ASAN_OPTIONS",
+           (asan + (asan.empty() ? "" : ":") + "detect_leaks=0").c_str(), 1);
+  // The ranks (on every node) get these variables where they are set.
+  for (const char *var : {"OPENBLAS_NUM_THREADS", "LOOM_COLLECTIVE_TIMEOUT_S",
+                          "ASAN_OPTIONS", "UBSAN_OPTIONS", "LOOM_TEST_HANG"}) {
+    if (!::getenv(var))
+      continue;
+    command.push_back("-x");
+    command.push_back(var);
+  }
+  command.insert(command.end(), {binary, "--steps", std::to_string(train.steps),
+                                 "--in", in, "--out", out});
   if (int code = run(command, "the ranks (mpirun)"))
     return code;
 
