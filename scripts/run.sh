@@ -9,7 +9,12 @@
 #      and partition it into one local program per group, and print them;
 #   3. print the communication report of each group's program;
 #   4. run the step on 6 simulated ranks (each group its own program) and
-#      compare loss and updated weights with the single-device interpreter.
+#      compare loss and updated weights with the single-device interpreter;
+#   5-6. compile the programs to C++ for the host target (one class per group,
+#      a static arena, Loom's CPU kernels and MPI collectives), build them
+#      and train the example for 60 steps (SGD with momentum) on 6 real MPI ranks under
+#      mpirun, printing every step's loss (the synthetic task: 64 classes,
+#      each row labelled by a fixed random linear teacher).
 #   scripts/run.sh [FILE.mlir]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +25,7 @@ input=${1:-$root/examples/mlp_hetero.mlir}
 # Let ccache share objects between clones in different folders.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/configure.sh" "$build" release
-cmake --build "$build" --target loom-opt loom-run
+cmake --build "$build" --target loom-opt loom-run loom-translate
 opt="$build/bin/loom-opt"
 work="$build/example"
 mkdir -p "$work"
@@ -28,7 +33,7 @@ echo "== 1. loom-opt --hspmd-print-shards $(basename "$input")"
 "$opt" "$input" --hspmd-print-shards -o /dev/null
 
 echo "== 2. the training step, partitioned into one program per device group"
-"$opt" "$input" --loom-training-pipeline="optimizer=sgd lr=0.01" \
+"$opt" "$input" --loom-training-pipeline="optimizer=sgd lr=0.2 momentum=0.9" \
     --hspmd-select-shares=alignment=16 --hspmd-propagate-layouts \
     --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize \
     --hspmd-bucket-gradients -o "$work/step.mlir"
@@ -46,3 +51,16 @@ echo "== 3. communication per step"
 echo "== 4. the step on 6 simulated ranks against one device (f32)"
 "$build/bin/loom-run" --interpret "$work/step.mlir" --simulate 6 \
     --global-entry "$step" --random-inputs --int-range 0,63 --tolerance 1e-5
+
+echo "== 5. the programs as C++ (host target): group {0, 1, 2, 3}'s forward phase"
+"$opt" "$work/step.mlir" --loom-plan-arena -o /dev/null |
+  grep "@${step}_group"
+"$build/bin/loom-translate" --loom-to-host-cpp --loom-entry "$step" \
+    "$work/step.mlir" -o "$work/program.cpp"
+awk '/^class / { classes++ } classes == 1 && /void forward/ { show = 1 }
+     show { print } show && /^  }/ { exit }' "$work/program.cpp"
+
+echo "== 6. trained on 6 MPI ranks (mpirun), compiled from that C++"
+"$build/bin/loom-run" --interpret "$work/step.mlir" --train --target host \
+    --ranks 6 --global-entry "$step" --steps 60 --work-dir "$work/host" \
+    --output-dir "$work/trained"

@@ -124,6 +124,23 @@ struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
             break;
           }
       });
+      // Phases are spans of the profiler (nothing when it is off).
+      for (auto method : cls.getOps<emitc::FuncOp>()) {
+        if (method.getSymName() != "step")
+          continue;
+        for (auto phase : llvm::make_early_inc_range(
+                 method.getBody().getOps<emitc::CallOp>())) {
+          OpBuilder at(phase);
+          emitc::CallOpaqueOp::create(
+              at, phase.getLoc(), TypeRange(), "loom::host::tracePhaseBegin",
+              ValueRange(),
+              at.getArrayAttr({opaque("\"" + phase.getCallee() + "\"")}));
+          at.setInsertionPointAfter(phase);
+          emitc::CallOpaqueOp::create(at, phase.getLoc(), TypeRange(),
+                                      "loom::host::tracePhaseEnd",
+                                      ValueRange());
+        }
+      }
       // A comment naming what the class runs.
       builder.setInsertionPoint(cls);
       std::string comment = "// @" + cls.getSymName().str() + " on device";

@@ -37,6 +37,68 @@ Arena::Arena(int64_t bytes) : bytes(bytes) {
 }
 
 //===----------------------------------------------------------------------===//
+// The profiler
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct TraceEvent {
+  std::string name;
+  bool comm;
+  double start, duration; // microseconds
+};
+
+struct Tracer {
+  bool enabled = false;
+  std::vector<TraceEvent> events;
+  double phaseStart = 0;
+  std::string phase;
+};
+
+Tracer &tracer() {
+  static Tracer instance;
+  return instance;
+}
+
+double nowMicros() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A collective's span, from construction to destruction.
+class CommSpan {
+public:
+  explicit CommSpan(const char *name)
+      : name(name), start(tracer().enabled ? nowMicros() : 0) {}
+  ~CommSpan() {
+    if (tracer().enabled)
+      tracer().events.push_back({name, true, start, nowMicros() - start});
+  }
+
+private:
+  const char *name;
+  double start;
+};
+
+} // namespace
+
+void loom::host::tracePhaseBegin(const char *name) {
+  if (!tracer().enabled)
+    return;
+  tracer().phase = name;
+  tracer().phaseStart = nowMicros();
+}
+
+void loom::host::tracePhaseEnd() {
+  Tracer &t = tracer();
+  if (!t.enabled)
+    return;
+  t.events.push_back(
+      {t.phase, false, t.phaseStart, nowMicros() - t.phaseStart});
+}
+
+//===----------------------------------------------------------------------===//
 // Communicators
 //===----------------------------------------------------------------------===//
 
@@ -255,6 +317,7 @@ ExchangePlan::ExchangePlan(Ints memberList, Ints tableList)
 
 void ExchangePlan::run(void *outData, const void *inData, int64_t elementBytes,
                        ElementType type) {
+  CommSpan span("exchange");
   Runtime &runtime = Runtime::get();
   int64_t me = runtime.getWorldRank();
   if (!comm)
@@ -413,6 +476,7 @@ rt::Reduction reductionOf(const char *op, const char *kind) {
 void loom::host::allReduceBytes(void *out, const void *in, Shape shape,
                                 ElementType type, Communicator *comm,
                                 const char *kind) {
+  CommSpan span("all_reduce");
   rt::Reduction reduction = reductionOf("all_reduce", kind);
   int64_t count = shape.numElements();
   if (out != in)
@@ -423,6 +487,7 @@ void loom::host::allReduceBytes(void *out, const void *in, Shape shape,
 void loom::host::allGatherBytes(void *out, Shape outShape, const void *in,
                                 Shape inShape, ElementType type,
                                 Communicator *comm, int64_t dim) {
+  CommSpan span("all_gather");
   int64_t k = comm->getSize();
   int64_t count = inShape.numElements();
   int64_t size = rt::getElementSize(type);
@@ -441,6 +506,7 @@ void loom::host::reduceScatterBytes(void *out, Shape outShape, const void *in,
                                     Shape inShape, ElementType type,
                                     Communicator *comm, int64_t dim,
                                     const char *kind) {
+  CommSpan span("reduce_scatter");
   rt::Reduction reduction = reductionOf("reduce_scatter", kind);
   int64_t k = comm->getSize();
   int64_t count = outShape.numElements();
@@ -460,6 +526,7 @@ void loom::host::allToAllBytes(void *out, Shape outShape, const void *in,
                                Shape inShape, ElementType type,
                                Communicator *comm, int64_t splitDim,
                                int64_t concatDim) {
+  CommSpan span("all_to_all");
   int k = comm->getSize();
   int me = comm->getRank();
   int64_t size = rt::getElementSize(type);
@@ -586,9 +653,11 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
       in = value();
     } else if (arg == "--out") {
       out = value();
+    } else if (arg == "--trace") {
+      tracer().enabled = true;
     } else {
       runtime.fail("unknown option '" + arg +
-                   "' (expected --steps K, --in DIR, --out DIR)");
+                   "' (expected --steps K, --in DIR, --out DIR, --trace)");
     }
   }
   std::string me = "rank" + std::to_string(runtime.getWorldRank());
@@ -648,6 +717,24 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
               std::to_string(traffic.bytesReceived) + "\n";
     writeBytes(outDir + "/comm.txt", comm.data(),
                static_cast<int64_t>(comm.size()), false);
+    if (tracer().enabled) {
+      // One process per rank; compute on thread 0, communication on 1.
+      int rank = runtime.getWorldRank();
+      std::string json = "[";
+      char line[512];
+      for (const TraceEvent &event : tracer().events) {
+        std::snprintf(line, sizeof(line),
+                      "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
+                      "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
+                      json.size() > 1 ? ",\n" : "", event.name.c_str(),
+                      event.comm ? "communication" : "compute", event.start,
+                      event.duration, rank, event.comm ? 1 : 0);
+        json += line;
+      }
+      json += "]\n";
+      writeBytes(outDir + "/trace.json", json.data(),
+                 static_cast<int64_t>(json.size()), false);
+    }
   }
   return 0;
 }

@@ -35,8 +35,9 @@
 //                   record per step), times.txt (seconds per step),
 //                   arg<i>.bin after the last step (the updated parameters
 //                   and state), comm.txt (calls and bytes per collective)
-//   --trace FILE    a Chrome trace (JSON) of this rank's phases and
-//                   collectives, FILE with `%r` replaced by the rank
+//   --trace         also write DIR/rank<r>/trace.json (with --out): a
+//                   Chrome trace of this rank's step phases (thread 0) and
+//                   collectives (thread 1), microseconds of wall time
 //
 //===----------------------------------------------------------------------===//
 
@@ -215,6 +216,12 @@ void exchange(T *out, Shape /*outShape*/, const T *in, Shape /*inShape*/,
               ExchangePlan &plan) {
   plan.run(out, in, sizeof(T), elementTypeOf<T>());
 }
+
+/// The profiler: when the driver runs with --trace, every step phase
+/// (compute) and every collective (communication) of this rank is recorded
+/// as a span and written as a Chrome trace (JSON) for Perfetto.
+void tracePhaseBegin(const char *name);
+void tracePhaseEnd();
 
 /// What the driver needs of a program, whatever its class.
 struct ProgramView {

@@ -26,8 +26,12 @@
 //           argument t, rows of Out, is t = x A + c with A (In x Out) and c
 //           (Out) uniform in [-1, 1) / sqrt(In), fixed by the seed; both must
 //           have the same number of rows;
+//   classes the first float data argument x, rows of In as for affine; the
+//           first integer data argument holds one class per row: the
+//           largest of the V scores x A + c (A: In x V, c: V, drawn as for
+//           affine; the first on ties), a task a classifier can learn;
 //   auto    tokens if the first data argument is an integer tensor, else
-//           affine.
+//           classes if there is an integer data argument, else affine.
 // Any other data argument is uniform: floats in [-1, 1), integers in [0, V).
 //
 // Everything except the tokens/s figure is bitwise reproducible for a seed.
@@ -108,8 +112,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   if (options.vocab < 1 || options.vocab > (int64_t{1} << 31))
     return fail("--vocab must be in [1, 2^31]");
   if (options.dataTask != "auto" && options.dataTask != "tokens" &&
-      options.dataTask != "affine")
-    return fail("--data-task must be auto, tokens or affine, got '" +
+      options.dataTask != "affine" && options.dataTask != "classes")
+    return fail("--data-task must be auto, tokens, affine or classes, got '" +
                 options.dataTask + "'");
 
   func::FuncOp func = findTrainStep(module, interpreter, options.entry);
@@ -241,8 +245,14 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   // The data task.
   std::string &task = setup.task;
   task = options.dataTask;
-  if (!data.empty() && task == "auto")
-    task = isFloatKind(argKinds[data[0]]) ? "affine" : "tokens";
+  if (!data.empty() && task == "auto") {
+    bool anyInteger = llvm::any_of(data, [&](unsigned i) {
+      return isIntegerKind(argKinds[i]) && argKinds[i] != ElementKind::I1;
+    });
+    task = !isFloatKind(argKinds[data[0]]) ? "tokens"
+           : anyInteger                    ? "classes"
+                                           : "affine";
+  }
   // The two data arguments the task fills, if any.
   std::optional<unsigned> &inputArg = setup.inputArg,
                           &targetArg = setup.targetArg;
@@ -257,9 +267,10 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
           &rows = setup.rows;
   std::vector<double> &affineA = setup.affineA, &affineC = setup.affineC;
   if (!data.empty()) {
-    bool wantFloat = task == "affine";
+    bool classes = task == "classes";
+    bool wantFloat = task == "affine" || classes;
     inputArg = nthOf(wantFloat, 0);
-    targetArg = nthOf(wantFloat, 1);
+    targetArg = classes ? nthOf(false, 0) : nthOf(wantFloat, 1);
     if (!inputArg)
       return fail("--data-task " + task + " needs " +
                   (wantFloat ? "a float" : "an integer") +
@@ -267,7 +278,7 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     if (targetArg) {
       llvm::ArrayRef<int64_t> in = argTypes[*inputArg].getShape();
       llvm::ArrayRef<int64_t> out = argTypes[*targetArg].getShape();
-      if (!wantFloat && in != out)
+      if (!wantFloat && !classes && in != out)
         return fail("--data-task tokens: the targets (argument #" +
                     llvm::Twine(*targetArg) +
                     ") must have the shape of the "
@@ -275,10 +286,17 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                     llvm::Twine(*inputArg) + ")");
       if (wantFloat) {
         affineIn = in.empty() ? 1 : in.back();
-        affineOut = out.empty() ? 1 : out.back();
+        affineOut = classes ? options.vocab : out.empty() ? 1 : out.back();
         int64_t inRows = affineIn ? *getCheckedNumElements(in) / affineIn : 0;
-        int64_t outRows =
-            affineOut ? *getCheckedNumElements(out) / affineOut : 0;
+        int64_t outRows = classes     ? *getCheckedNumElements(out)
+                          : affineOut ? *getCheckedNumElements(out) / affineOut
+                                      : 0;
+        if (classes && (affineIn == 0 || inRows != outRows))
+          return fail("--data-task classes: the inputs (argument #" +
+                      llvm::Twine(*inputArg) + ", rows of " +
+                      llvm::Twine(affineIn) + ") and the classes (argument #" +
+                      llvm::Twine(*targetArg) +
+                      ") must have one class per non-empty row");
         if (affineIn == 0 || affineOut == 0 || inRows != outRows)
           return fail("--data-task affine: the inputs (argument #" +
                       llvm::Twine(*inputArg) + ", rows of " +
@@ -387,14 +405,25 @@ void loom::interp::fillStepArguments(TrainingSetup &setup, int64_t step) {
               e, static_cast<double>((7 * token + 3) % options.vocab));
         }
       } else {
-        for (int64_t r = 0; r < rows; ++r)
+        bool classes = task == "classes";
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t best = 0;
+          double bestScore = 0;
           for (int64_t o = 0; o < affineOut; ++o) {
             double sum = affineC[o];
             for (int64_t k = 0; k < affineIn; ++k)
               sum += input.getDouble(r * affineIn + k) *
                      affineA[k * affineOut + o];
-            target.setDouble(r * affineOut + o, sum);
+            if (!classes)
+              target.setDouble(r * affineOut + o, sum);
+            else if (o == 0 || sum > bestScore) {
+              best = o;
+              bestScore = sum;
+            }
           }
+          if (classes)
+            target.setDouble(r, static_cast<double>(best));
+        }
       }
       args[*targetArg] = std::move(target);
     }

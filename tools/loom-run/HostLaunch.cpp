@@ -282,6 +282,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   }
   command.insert(command.end(), {binary, "--steps", std::to_string(train.steps),
                                  "--in", in, "--out", out});
+  if (!host.trace.empty())
+    command.push_back("--trace");
   if (int code = run(command, "the ranks (mpirun)"))
     return code;
 
@@ -368,7 +370,42 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       }
     }
 
-  // 6. The final parameters, put back together.
+  // 6. One trace of all ranks: a process per rank (named after its
+  // program), compute and communication threads.
+  if (!host.trace.empty()) {
+    std::string json = "{\"traceEvents\": [\n";
+    bool first = true;
+    for (auto [device, index] : programOf) {
+      std::string error;
+      FailureOr<std::string> events = readFile(
+          out + "/rank" + std::to_string(device) + "/trace.json", error);
+      if (failed(events))
+        return fail(error);
+      llvm::StringRef body = llvm::StringRef(*events).trim();
+      body = body.drop_front().drop_back().trim(); // the array's brackets
+      std::string pid = std::to_string(device);
+      std::string meta =
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid +
+          ",\"args\":{\"name\":\"rank " + pid + " (@" +
+          programs[index].func.getSymName().str() + ")\"}},\n" +
+          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
+          ",\"tid\":0,\"args\":{\"name\":\"compute\"}},\n" +
+          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
+          ",\"tid\":1,\"args\":{\"name\":\"communication\"}}";
+      json += (first ? "" : ",\n") + meta;
+      if (!body.empty())
+        json += ",\n" + body.str();
+      first = false;
+    }
+    json += "\n]}\n";
+    std::error_code ec;
+    llvm::raw_fd_ostream os(host.trace, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return fail("cannot write '" + host.trace + "': " + ec.message());
+    os << json;
+  }
+
+  // 7. The final parameters, put back together.
   if (!train.outputDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(train.outputDir))
       return fail("cannot create '" + train.outputDir + "': " + ec.message());

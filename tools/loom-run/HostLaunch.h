@@ -32,6 +32,8 @@ struct HostLaunchOptions {
   std::string binary;
   /// Print every rank's calls and bytes per collective kind.
   bool commStats = false;
+  /// Write a Chrome trace of every rank's phases and collectives here.
+  std::string trace;
   /// Extra seconds a collective may wait (LOOM_COLLECTIVE_TIMEOUT_S).
   double timeoutSeconds = 0;
 };

@@ -9,7 +9,8 @@
 //          [--random-inputs [--seed S]] [--output-dir DIR] [--print]
 //          [--comm-stats]
 // loom-run --interpret FILE.mlir --train [--entry NAME] [--steps N]
-//          [--seed S] [--vocab V] [--data-task auto|tokens|affine] [--json]
+//          [--seed S] [--vocab V] [--data-task auto|tokens|affine|classes]
+//          [--json]
 //          [--init-npy DIR] [--output-dir DIR]
 //
 // Inputs fill the entry function's arguments in order: first the --input
@@ -319,7 +320,8 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   llvm::cl::opt<std::string> dataTask(
       "data-task",
       llvm::cl::desc("--train: the synthetic task, auto, tokens (target = "
-                     "(7 * token + 3) mod V) or affine (target = x A + c)"),
+                     "(7 * token + 3) mod V), affine (target = x A + c) or "
+                     "classes (label = argmax of x A + c over V classes)"),
       llvm::cl::init("auto"), llvm::cl::cat(category));
   llvm::cl::opt<bool> json(
       "json", llvm::cl::desc("--train: print one JSON object per step"),
@@ -358,6 +360,11 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--target host: run this binary, built before from the "
                      "same program (in --work-dir), instead of compiling"),
       llvm::cl::cat(category));
+  llvm::cl::opt<std::string> traceFile(
+      "trace",
+      llvm::cl::desc("--target host: write a Chrome trace (JSON, for "
+                     "Perfetto) of every rank's step phases and collectives"),
+      llvm::cl::value_desc("file.json"), llvm::cl::cat(category));
   llvm::cl::opt<std::string> configFile(
       "config",
       llvm::cl::desc("A run configuration in protobuf text format "
@@ -461,6 +468,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       host.mpirun = mpirun;
       host.binary = binary;
       host.commStats = commStats;
+      host.trace = traceFile;
       if (options.entry.empty())
         options.entry = globalEntry;
       return runOnHostRanks(*module, interpreter, options, host);

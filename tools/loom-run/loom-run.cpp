@@ -7,4 +7,6 @@
 
 #include "tools/loom-run/RunMain.h"
 
-int main(int argc, char **argv) { return loom::interp::loomRunMain(argc, argv); }
+int main(int argc, char **argv) {
+  return loom::interp::loomRunMain(argc, argv);
+}

@@ -19,7 +19,7 @@
 // RUN: not loom-run --interpret %t.step.mlir --train --data-task affine 2>&1 | FileCheck %s --check-prefix=TASK
 // TASK: error: --data-task affine needs a float nn.data argument
 // RUN: not loom-run --interpret %t.step.mlir --train --data-task bogus 2>&1 | FileCheck %s --check-prefix=BOGUS
-// BOGUS: error: --data-task must be auto, tokens or affine, got 'bogus'
+// BOGUS: error: --data-task must be auto, tokens, affine or classes, got 'bogus'
 // RUN: not loom-run --interpret %s --train 2>&1 | FileCheck %s --check-prefix=NOSTEP
 // NOSTEP: error: --train needs a training step: no function has a result marked nn.loss
 // RUN: not loom-run --interpret %t.step.mlir --train --init-npy %t.missing 2>&1 | FileCheck %s --check-prefix=INIT
