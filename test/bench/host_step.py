@@ -198,7 +198,19 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build-release"))
     ap.add_argument("--sizes", default="mini,wide")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--coretype", default="auto",
+                    help="OPENBLAS_CORETYPE for every Loom side (auto: what "
+                         "loom-run picks for the host target, SkylakeX on "
+                         "AVX-512, Haswell on AVX2; none: OpenBLAS's own)")
     args = ap.parse_args()
+    if args.coretype == "auto":
+        flags = open("/proc/cpuinfo").read()
+        args.coretype = ("SkylakeX" if "avx512f" in flags else
+                         "Haswell" if "avx2" in flags else "none")
+    if args.coretype != "none":
+        os.environ["OPENBLAS_CORETYPE"] = args.coretype
+    print(f"OpenBLAS kernels for Loom: "
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'detected by OpenBLAS')}")
     try:
         import jax  # noqa: F401
         have_jax = True

@@ -7,7 +7,9 @@
 # (partitioning passes against blocks and devices) and hetero.py (compile
 # time across 16 heterogeneous device groups vs one group; simulated step
 # time of an asymmetric vs an even batch split between a fast and a slow
-# group).
+# group) and host_step.py (a training step as generated C++ on 1, 2 and 4
+# MPI ranks against the interpreter and JAX on CPU; JAX is installed with
+# pip when missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-release}
@@ -15,7 +17,11 @@ build=${LOOM_BUILD_DIR:-$root/build-release}
 "$root/scripts/setup.sh"
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/configure.sh" "$build" release
-cmake --build "$build" --target loom-opt loom-run
+cmake --build "$build" --target loom-opt loom-run loom-translate
 python3 "$root/test/bench/gpt_mini_fwd_bwd.py" --build "$build" "$@"
 python3 "$root/test/bench/compile_time.py" --build "$build"
 python3 "$root/test/bench/hetero.py" --build "$build"
+if ! python3 -c 'import jax' 2>/dev/null; then
+  python3 -m pip install -q "jax[cpu]" || echo "bench: JAX could not be installed; host_step.py skips it"
+fi
+python3 "$root/test/bench/host_step.py" --build "$build"
