@@ -7,6 +7,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -189,11 +190,35 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
   };
 
   int64_t persistentTop = 0;
+  // Names are C++ identifiers, unique in the program (C++ keywords and the
+  // class's own members get a trailing underscore).
+  llvm::StringSet<> used = {
+      "arena",        "arg_offsets", "arg_bytes", "result_offsets",
+      "result_bytes", "loss_result", "step",      "forward",
+      "backward",     "update",      "run",       "main",
+      "int",          "float",       "double",    "char",
+      "bool",         "class",       "new",       "delete",
+      "default",      "this",        "return",    "register"};
+  auto uniqueName = [&](std::string name) {
+    for (char &c : name)
+      if (!llvm::isAlnum(c) && c != '_')
+        c = '_';
+    // Communicators and plans are comm_<n> and plan_<n>.
+    if (name.empty() || llvm::isDigit(name.front()) ||
+        llvm::StringRef(name).starts_with("comm_") ||
+        llvm::StringRef(name).starts_with("plan_"))
+      name = "v_" + name;
+    std::string candidate = name;
+    for (int n = 1; used.contains(candidate); ++n)
+      candidate = name + "_" + std::to_string(n);
+    used.insert(candidate);
+    return candidate;
+  };
   auto addBuffer = [&](int64_t bytes, std::string name, bool persistent,
                        int64_t offset) {
     Buffer buffer;
     buffer.bytes = bytes;
-    buffer.name = std::move(name);
+    buffer.name = uniqueName(std::move(name));
     buffer.persistent = persistent;
     buffer.offset = bytes ? offset : -1;
     plan.buffers.push_back(std::move(buffer));

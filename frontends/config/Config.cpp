@@ -159,6 +159,12 @@ LogicalResult loom::config::checkConfig(const Config &config,
     report("run: unknown target '" + run.target() + "' (host, cuda or ascend)");
   if (run.steps() < 0)
     report("run: steps must be positive, got " + std::to_string(run.steps()));
+  if (!run.optimizer().empty() && run.optimizer() != "adamw" &&
+      run.optimizer() != "sgd")
+    report("run: unknown optimizer '" + run.optimizer() + "' (adamw or sgd)");
+  if (run.learning_rate() < 0)
+    report("run: learning_rate must not be negative, got " +
+           std::to_string(run.learning_rate()));
   if (run.ranks() != 0 && !used.empty() &&
       run.ranks() != static_cast<int>(used.size()))
     report("run: " + std::to_string(run.ranks()) +

@@ -53,6 +53,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace loom::interp;
@@ -347,6 +348,36 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     }
   }
 
+  // Data from files: every data argument's batches, stacked.
+  if (!options.dataDir.empty()) {
+    for (unsigned i : data) {
+      auto argName = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+      if (!argName)
+        return fail("--data DIR reads DIR/<name>.npy for each nn.data "
+                    "argument, but argument #" +
+                    llvm::Twine(i) + " of @" + name +
+                    " has no name (nn.name; loom-run records the source's "
+                    "names when it parses a file)");
+      llvm::SmallString<128> path(options.dataDir);
+      llvm::sys::path::append(path, argName.getValue() + ".npy");
+      llvm::Expected<Tensor> tensor =
+          readNpyFile(path, interpreter.getOptions().maxTensorBytes);
+      if (!tensor)
+        return fail("data for argument '" + argName.getValue() +
+                    "': " + llvm::toString(tensor.takeError()));
+      llvm::ArrayRef<int64_t> shape = tensor->getShape();
+      llvm::ArrayRef<int64_t> want = argTypes[i].getShape();
+      if (tensor->getKind() != argKinds[i] || shape.size() != want.size() + 1 ||
+          shape.drop_front() != want || shape.front() < 1)
+        return fail("'" + path + "' holds a " + tensor->getTypeString() +
+                    " but argument '" + argName.getValue() + "' of @" + name +
+                    " needs batches of " +
+                    Tensor(argKinds[i], want).getTypeString() +
+                    " stacked along a leading dimension");
+      setup.dataFiles.emplace(i, std::move(*tensor));
+    }
+  }
+
   // Tokens per step, for the throughput figure.
   int64_t &tokensPerStep = setup.tokensPerStep;
   for (unsigned i : data)
@@ -377,6 +408,17 @@ void loom::interp::fillStepArguments(TrainingSetup &setup, int64_t step) {
   {
     for (unsigned i : setup.steps)
       args[i].setDouble(0, static_cast<double>(step));
+    if (!setup.dataFiles.empty()) {
+      for (auto &[i, batches] : setup.dataFiles) {
+        int64_t count = batches.getShape().front();
+        Tensor batch(argKinds[i], argTypes[i].getShape());
+        size_t bytes = static_cast<size_t>(batch.getByteSize());
+        std::memcpy(batch.rawData(),
+                    batches.rawData() + ((step - 1) % count) * bytes, bytes);
+        args[i] = std::move(batch);
+      }
+      return;
+    }
     for (unsigned i : setup.data) {
       if (targetArg && i == *targetArg)
         continue;

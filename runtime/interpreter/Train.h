@@ -15,6 +15,7 @@
 #include "runtime/interpreter/Interpreter.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct TrainOptions {
   std::string initDir;
   /// Where to write the final parameters as param_<i>.npy (empty: nowhere).
   std::string outputDir;
+  /// Where to read the data from instead of the task (empty: the task):
+  /// DIR/<name>.npy for every nn.data argument (its nn.name), the batches
+  /// of all steps stacked along a leading dimension.
+  std::string dataDir;
 };
 
 /// What a training run feeds the step: the role of every argument, the
@@ -57,6 +62,8 @@ struct TrainingSetup {
   int64_t affineIn = 0, affineOut = 0, rows = 0;
   std::vector<double> affineA, affineC;
   int64_t tokensPerStep = 0;
+  /// With a data folder, per data argument: its batches ([count, ...]).
+  std::map<unsigned, Tensor> dataFiles;
 };
 
 /// Finds the step, checks it and fills `setup` with the initial arguments;

@@ -31,6 +31,7 @@
 #include "runtime/interpreter/Train.h"
 #include "runtime/simulator/Sharding.h"
 #include "runtime/simulator/Simulator.h"
+#include "tools/loom-run/ConfigRun.h"
 #include "tools/loom-run/HostLaunch.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -360,6 +361,12 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--target host: run this binary, built before from the "
                      "same program (in --work-dir), instead of compiling"),
       llvm::cl::cat(category));
+  llvm::cl::opt<std::string> dataDir(
+      "data",
+      llvm::cl::desc("--train: read every nn.data argument's batches from "
+                     "DIR/<name>.npy (all steps stacked along a leading "
+                     "dimension) instead of the synthetic task"),
+      llvm::cl::value_desc("dir"), llvm::cl::cat(category));
   llvm::cl::opt<std::string> traceFile(
       "trace",
       llvm::cl::desc("--target host: write a Chrome trace (JSON, for "
@@ -400,9 +407,47 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                  << loom::config::summarize(*config) << "\n";
     return 0;
   }
-  if (!configFile.empty())
-    return fail("--config is only checked so far (--check-config); running "
-                "from a config comes with code generation");
+  auto commonTrainOptions = [&] {
+    TrainOptions options;
+    options.entry = entry;
+    options.steps = trainSteps;
+    options.seed = seed;
+    options.vocab = vocab;
+    options.dataTask = dataTask;
+    options.json = json;
+    options.initDir = initNpy;
+    options.outputDir = outputDir;
+    options.dataDir = dataDir;
+    return options;
+  };
+  auto hostOptions = [&] {
+    HostLaunchOptions host;
+    host.ranks = ranks;
+    host.workDir = workDir;
+    host.hostfile = hostfile;
+    host.mpirun = mpirun;
+    host.binary = binary;
+    host.commStats = commStats;
+    host.trace = traceFile;
+    return host;
+  };
+  if (!configFile.empty()) {
+    // A run from the configuration: the model is a forward function.
+    std::string error;
+    FailureOr<loom::config::Config> config =
+        loom::config::loadConfig(configFile, error);
+    if (failed(config))
+      return fail(error);
+    std::string errorMessage;
+    std::unique_ptr<llvm::MemoryBuffer> file =
+        openInputFile(inputFile, &errorMessage);
+    if (!file)
+      return fail(errorMessage);
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    return runFromConfig(*config, sourceMgr, commonTrainOptions(),
+                         hostOptions());
+  }
 
   if (!interpret)
     return fail("pass --interpret: running on the reference interpreter is "
@@ -439,8 +484,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  OwningOpRef<ModuleOp> module = parseWithArgumentNames(sourceMgr, &context);
   if (!module)
     return 1;
 
@@ -451,24 +495,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       return fail("--train generates its own arguments and prints losses; "
                   "it does not take --input, --random-inputs, --print, "
                   "--repeat or --simulate");
-    TrainOptions options;
-    options.entry = entry;
-    options.steps = trainSteps;
-    options.seed = seed;
-    options.vocab = vocab;
-    options.dataTask = dataTask;
-    options.json = json;
-    options.initDir = initNpy;
-    options.outputDir = outputDir;
+    TrainOptions options = commonTrainOptions();
     if (target == "host") {
-      HostLaunchOptions host;
-      host.ranks = ranks;
-      host.workDir = workDir;
-      host.hostfile = hostfile;
-      host.mpirun = mpirun;
-      host.binary = binary;
-      host.commStats = commStats;
-      host.trace = traceFile;
+      HostLaunchOptions host = hostOptions();
       if (options.entry.empty())
         options.entry = globalEntry;
       return runOnHostRanks(*module, interpreter, options, host);

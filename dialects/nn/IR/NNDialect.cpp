@@ -107,6 +107,14 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().strref();
+  if (name == getNameAttrName()) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    if (!text || text.getValue().empty())
+      return op->emitOpError()
+             << "argument #" << argIndex << " attribute '" << name
+             << "' must be a non-empty string, got " << attr.getValue();
+    return success();
+  }
   if (isResultRoleAttr(name))
     return op->emitOpError()
            << "carries '" << name << "' on argument #" << argIndex
@@ -115,7 +123,8 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError()
            << "has unknown nn argument attribute '" << name << "' on argument #"
            << argIndex
-           << " (expected 'nn.param', 'nn.data', 'nn.state' or 'nn.step')";
+           << " (expected 'nn.param', 'nn.data', 'nn.state', 'nn.step' or "
+              "'nn.name')";
   bool isState = name == getStateAttrName();
   if (isState && !isa<IntegerAttr>(attr.getValue()))
     return op->emitOpError()
@@ -195,10 +204,9 @@ LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
                                 "on function results";
   ArrayRef<Type> resultTypes = func.getResultTypes();
   if (resultIndex >= resultTypes.size())
-    return op->emitOpError()
-           << "carries '" << name << "' on result #" << resultIndex
-           << ", but the function has only " << resultTypes.size()
-           << " results";
+    return op->emitOpError() << "carries '" << name << "' on result #"
+                             << resultIndex << ", but the function has only "
+                             << resultTypes.size() << " results";
   Type type = resultTypes[resultIndex];
   if (!isUpdates) {
     auto tensor = dyn_cast<RankedTensorType>(type);

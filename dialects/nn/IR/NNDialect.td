@@ -49,6 +49,13 @@ def NN_Dialect : Dialect {
     tensor; an argument carries at most one of them. Arguments with none are
     plain inputs.
 
+    * `nn.name = "<name>"` (string, any argument): the argument's name in
+      the source (`%w1` is `"w1"`). The parser does not keep SSA names, so
+      tools that read a file themselves (`loom-run`) record them; a run
+      configuration's layouts match arguments by it, training-step
+      generation keeps it on the step's parameters and data, and generated
+      code names the argument's buffer after it.
+
     Results of a training step (see `nn-training-step`) say what they are:
 
     * `nn.loss` (unit): the loss, a 0-d float tensor;
@@ -88,6 +95,10 @@ def NN_Dialect : Dialect {
     /// The unit attribute that marks the step counter argument.
     static constexpr ::llvm::StringLiteral getStepAttrName() {
       return ::llvm::StringLiteral("nn.step");
+    }
+    /// The string attribute holding an argument's source name.
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("nn.name");
     }
     /// The unit attribute that marks a function result as the loss.
     static constexpr ::llvm::StringLiteral getLossAttrName() {

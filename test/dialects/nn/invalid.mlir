@@ -510,7 +510,7 @@ func.func @param_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.param}) {
 // -----
 
 // Unknown nn argument attributes are rejected.
-// expected-error @+1 {{'func.func' op has unknown nn argument attribute 'nn.weight' on argument #0 (expected 'nn.param', 'nn.data', 'nn.state' or 'nn.step')}}
+// expected-error @+1 {{'func.func' op has unknown nn argument attribute 'nn.weight' on argument #0 (expected 'nn.param', 'nn.data', 'nn.state', 'nn.step' or 'nn.name')}}
 func.func @unknown_arg_attr(%x: tensor<4xf32> {nn.weight}) {
   return
 }
@@ -521,5 +521,12 @@ func.func @unknown_arg_attr(%x: tensor<4xf32> {nn.weight}) {
 func.func @param_on_op(%x: tensor<4xf32>) {
   // expected-error @+1 {{'nn.relu' op carries 'nn.param' as an op attribute, but it is only valid on function arguments}}
   %0 = nn.relu %x {nn.param} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0 attribute 'nn.name' must be a non-empty string, got 3 : i64}}
+func.func @bad_name(%x: tensor<4xf32> {nn.name = 3 : i64}) {
   return
 }

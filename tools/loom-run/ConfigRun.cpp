@@ -1,0 +1,163 @@
+//===- ConfigRun.cpp - loom-run --config ----------------------------------===//
+
+#include "tools/loom-run/ConfigRun.h"
+
+#include "dialects/InitAllDialects.h"
+#include "passes/Passes.h"
+#include "passes/Pipelines.h"
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "dialects/nn/IR/NNDialect.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace loom;
+using namespace loom::interp;
+
+namespace {
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "loom-run") << message << "\n";
+  return 1;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp>
+loom::interp::parseWithArgumentNames(llvm::SourceMgr &sourceMgr,
+                                     MLIRContext *context) {
+  Block block;
+  AsmParserState state;
+  ParserConfig config(context);
+  if (failed(parseAsmSourceFile(sourceMgr, &block, config, &state)))
+    return nullptr;
+  // The names of block arguments, from their definitions' source text.
+  for (const AsmParserState::BlockDefinition &def : state.getBlockDefs()) {
+    auto func = dyn_cast_or_null<func::FuncOp>(def.block->getParentOp());
+    if (!func || !def.block->isEntryBlock())
+      continue;
+    for (auto [index, arg] : llvm::enumerate(def.arguments)) {
+      if (index >= func.getNumArguments() ||
+          func.getArgAttr(index, nn::NNDialect::getNameAttrName()))
+        continue;
+      const char *start = arg.loc.Start.getPointer();
+      const char *end = arg.loc.End.getPointer();
+      if (!start || end <= start)
+        continue;
+      llvm::StringRef text(start, end - start);
+      text.consume_front("%");
+      // %0, and %argN as the printer writes unnamed arguments: no name.
+      llvm::StringRef digits = text;
+      if (text.empty() || llvm::isDigit(text.front()) ||
+          (digits.consume_front("arg") && !digits.empty() &&
+           llvm::all_of(digits, llvm::isDigit)))
+        continue;
+      func.setArgAttr(index, nn::NNDialect::getNameAttrName(),
+                      StringAttr::get(context, text));
+    }
+  }
+  return detail::constructContainerOpForParserIfNecessary<ModuleOp>(
+      &block, context, UnknownLoc::get(context));
+}
+
+int loom::interp::runFromConfig(const config::Config &config,
+                                llvm::SourceMgr &sourceMgr, TrainOptions train,
+                                HostLaunchOptions host) {
+  const config::Run &run = config.run();
+  std::string target = run.target().empty() ? "host" : run.target();
+  if (target != "host")
+    return fail("target '" + target +
+                "' is not built yet; this build runs the host target");
+
+  DialectRegistry registry;
+  loom::registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  std::vector<std::string> problems;
+  if (failed(config::checkConfig(config, &context, problems))) {
+    for (const std::string &problem : problems)
+      llvm::errs() << "config: " << problem << "\n";
+    return fail(std::to_string(problems.size()) +
+                " problem(s) in the configuration");
+  }
+  OwningOpRef<ModuleOp> module = parseWithArgumentNames(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  // The forward function: the one with parameters that is not a step.
+  SmallVector<func::FuncOp> forwards;
+  for (func::FuncOp func : module->getOps<func::FuncOp>()) {
+    bool hasParam = false, isStep = false;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      hasParam |= !!func.getArgAttr(i, nn::NNDialect::getParamAttrName());
+    for (unsigned r = 0; r < func.getNumResults(); ++r)
+      isStep |= !!func.getResultAttr(r, nn::NNDialect::getLossAttrName());
+    if (hasParam && !isStep && !func.isExternal())
+      forwards.push_back(func);
+  }
+  if (forwards.size() != 1)
+    return fail("--config needs a model with one forward function (nn.param "
+                "arguments, returning the loss); found " +
+                llvm::Twine(forwards.size()));
+  func::FuncOp forward = forwards.front();
+
+  // Layouts by argument name: the first pattern that matches wins; a
+  // pattern that matches nothing is an error (a typo, most likely).
+  for (const config::Layout &layout : config.layouts()) {
+    Attribute attr = parseAttribute(layout.layout(), &context);
+    auto unionAttr = dyn_cast_or_null<hspmd::UnionAttr>(attr);
+    if (!unionAttr)
+      return fail("layout for '" + layout.match() + "' is not an " +
+                  "#hspmd.union<...>: " + layout.layout());
+    unsigned matched = 0;
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+      auto name = forward.getArgAttrOfType<StringAttr>(
+          i, nn::NNDialect::getNameAttrName());
+      if (!name || !config::matchGlob(layout.match(), name.getValue()))
+        continue;
+      ++matched;
+      if (!forward.getArgAttr(i, "hspmd.layout"))
+        forward.setArgAttr(i, "hspmd.layout", unionAttr);
+    }
+    if (!matched)
+      return fail("layout pattern '" + layout.match() +
+                  "' matches no argument of @" + forward.getSymName());
+  }
+
+  // The step, partitioned.
+  loom::registerLoomPasses();
+  PassManager pm(&context);
+  TrainingOptions options;
+  options.optimizer =
+      run.optimizer() == "sgd" ? OptimizerKind::SGD : OptimizerKind::AdamW;
+  options.lr = run.learning_rate() > 0 ? run.learning_rate() : 1e-2;
+  buildTrainingPipeline(pm, options);
+  if (failed(parsePassPipeline("hspmd-propagate-layouts,hspmd-insert-reshards,"
+                               "hspmd-lower-reshards,hspmd-specialize,"
+                               "hspmd-bucket-gradients",
+                               pm, llvm::errs())))
+    return fail("cannot build the partitioning pipeline");
+  if (failed(pm.run(*module)))
+    return 1;
+
+  train.entry = (forward.getSymName() + "_train_step").str();
+  if (run.steps() > 0)
+    train.steps = run.steps();
+  train.seed = run.seed();
+  if (!run.data().empty() && run.data() != "synthetic")
+    train.dataDir = run.data();
+  if (run.ranks() > 0)
+    host.ranks = run.ranks();
+  if (!run.trace().empty())
+    host.trace = run.trace();
+  Interpreter interpreter(*module);
+  return runOnHostRanks(*module, interpreter, train, host);
+}
