@@ -6,6 +6,7 @@
 #include "dialects/nn/IR/NNOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -192,13 +193,33 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
   int64_t persistentTop = 0;
   // Names are C++ identifiers, unique in the program (C++ keywords and the
   // class's own members get a trailing underscore).
+  // clang-format off
   llvm::StringSet<> used = {
-      "arena",        "arg_offsets", "arg_bytes", "result_offsets",
-      "result_bytes", "loss_result", "step",      "forward",
-      "backward",     "update",      "run",       "main",
-      "int",          "float",       "double",    "char",
-      "bool",         "class",       "new",       "delete",
-      "default",      "this",        "return",    "register"};
+      // The class's own members and functions.
+      "arena", "arg_offsets", "arg_bytes", "result_offsets", "result_bytes",
+      "loss_result", "step", "forward", "backward", "update", "run", "main",
+      "loom", "std",
+      // C++20 keywords and alternative tokens.
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+      "bool", "break", "case", "catch", "char", "char8_t", "char16_t",
+      "char32_t", "class", "compl", "concept", "const", "consteval",
+      "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false",
+      "float", "for", "friend", "goto", "if", "inline", "int", "long",
+      "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+      "operator", "or", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof",
+      "static", "static_assert", "static_cast", "struct", "switch", "template",
+      "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
+      "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+      "wchar_t", "while", "xor", "xor_eq",
+      // Macros and names the standard headers may define.
+      "assert", "errno", "NULL", "EOF", "stdin", "stdout", "stderr",
+      "offsetof", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
+      "uint16_t", "uint32_t", "uint64_t", "size_t", "INT64_MIN", "INT64_MAX"};
+  // clang-format on
+  used.insert(func.getSymName());
   auto uniqueName = [&](std::string name) {
     for (char &c : name)
       if (!llvm::isAlnum(c) && c != '_')
@@ -288,9 +309,11 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
       if (failed(bytes))
         return failure();
       plan.bufferOf[result] = plan.bufferOf.lookup(root(result));
-      continue;
     }
+    // Views take no bytes of their own; other ops get their results'.
     for (OpResult result : op.getResults()) {
+      if (isView(&op))
+        break;
       FailureOr<int64_t> bytes =
           getTensorBytes(result.getType(), op.getLoc(),
                          "result #" + std::to_string(result.getResultNumber()));
@@ -326,12 +349,29 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
         arena.release(plan.buffers[id].offset, alignUp(plan.buffers[id].bytes));
   }
   plan.transientPeak = arena.getTop();
+  // Copied-back results: their value's buffer, unless that is an argument
+  // another copy back overwrites first (a returned parameter feeding
+  // another's update): then a snapshot taken before any copy back.
+  llvm::DenseSet<unsigned> overwritten;
+  for (auto [r, arg] : plan.copiesBack)
+    overwritten.insert(plan.argBuffers[arg]);
+  for (auto [r, arg] : plan.copiesBack) {
+    Value value = ret.getOperand(r);
+    unsigned source = plan.bufferOf.lookup(value);
+    plan.resultBuffers[r] = source;
+    if (!overwritten.contains(source) || source == plan.argBuffers[arg])
+      continue;
+    int64_t bytes = plan.buffers[source].bytes;
+    unsigned id = addBuffer(bytes, "previous_" + plan.buffers[source].name,
+                            true, persistentTop);
+    persistentTop += alignUp(bytes);
+    plan.resultBuffers[r] = id;
+    plan.resultCopies.push_back({r, value});
+  }
+  plan.persistentBytes = persistentTop;
   // Transient offsets follow the persistent part.
   for (Buffer &buffer : plan.buffers)
     if (!buffer.persistent && buffer.offset >= 0)
       buffer.offset += plan.persistentBytes;
-  // Copied-back results: their value's buffer.
-  for (auto [r, arg] : plan.copiesBack)
-    plan.resultBuffers[r] = plan.bufferOf.lookup(ret.getOperand(r));
   return plan;
 }

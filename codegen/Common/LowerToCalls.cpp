@@ -257,7 +257,7 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
     size *= n;
   if (size != static_cast<int64_t>(group.size()))
     return op->emitOpError() << "runs over a mesh of " << size
-                           << " devices but its group has " << group.size();
+                             << " devices but its group has " << group.size();
   std::string key = joinInts(group) + joinInts(mesh) + joinInts(axes);
   auto it = commFields.find(key);
   if (it == commFields.end()) {
@@ -464,6 +464,17 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
   if (op->hasAttr("from"))
     return op->emitError() << "is in the global view; code generation needs "
                               "local programs (run --hspmd-specialize first)";
+  // The runtimes' collectives move f32, f64 and i64.
+  if (op->getDialect() && op->getDialect()->getNamespace() ==
+                              hspmd::HSPMDDialect::getDialectNamespace())
+    for (Value value : op->getOperands()) {
+      Type element = cast<RankedTensorType>(value.getType()).getElementType();
+      if (!element.isF32() && !element.isF64() && !element.isInteger(64))
+        return op->emitOpError()
+               << "moves " << element
+               << " elements; the runtimes' collectives move f32, f64 and "
+                  "i64 (cast before and after)";
+    }
   if (auto reduce = dyn_cast<hspmd::AllReduceOp>(op))
     return collective(reduce.getMesh(), reduce.getAxes(),
                       {keyword(reduce.getReduction())});
@@ -536,6 +547,10 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
   std::vector<Type> elementOf(plan.buffers.size());
   for (auto [value, id] : plan.bufferOf)
     elementOf[id] = cast<RankedTensorType>(value.getType()).getElementType();
+  for (auto [r, id] : llvm::enumerate(plan.resultBuffers))
+    if (!elementOf[id])
+      elementOf[id] =
+          cast<RankedTensorType>(func.getResultTypes()[r]).getElementType();
   for (auto [id, buffer] : llvm::enumerate(plan.buffers)) {
     if (buffer.offset < 0 || fieldTypes.count(buffer.name))
       continue;
@@ -657,9 +672,15 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
     for (auto [r, argIndex] : plan.copiesBack) {
       Value arg = func.getArgument(argIndex);
       Value value = ret.getOperand(r);
-      if (plan.bufferOf.lookup(value) == plan.bufferOf.lookup(arg))
+      unsigned source = plan.resultBuffers[r];
+      if (source == plan.bufferOf.lookup(arg) ||
+          plan.buffers[source].offset < 0)
         continue;
-      copy(bufferRef(arg), bufferRef(value), value);
+      const Buffer &buffer = plan.buffers[source];
+      Value sourceRef = emitc::GetFieldOp::create(
+          builder, loc, fieldTypes.at(buffer.name),
+          FlatSymbolRefAttr::get(context, buffer.name));
+      copy(bufferRef(arg), sourceRef, value);
     }
   }
   // step(): the phases in order.

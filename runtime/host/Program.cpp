@@ -315,8 +315,8 @@ ExchangePlan::ExchangePlan(Ints memberList, Ints tableList)
     comm = &runtime.getGroup(ranks);
 }
 
-void ExchangePlan::run(void *outData, const void *inData, int64_t elementBytes,
-                       ElementType type) {
+void ExchangePlan::run(void *outData, int64_t outElements, const void *inData,
+                       int64_t elementBytes, ElementType type) {
   CommSpan span("exchange");
   Runtime &runtime = Runtime::get();
   int64_t me = runtime.getWorldRank();
@@ -335,10 +335,13 @@ void ExchangePlan::run(void *outData, const void *inData, int64_t elementBytes,
     runtime.fail("an exchange plan without this rank");
   char *out = static_cast<char *>(outData);
   const char *in = static_cast<const char *>(inData);
-  if (self->holdsTarget)
-    std::memset(
-        out, 0,
-        static_cast<size_t>(product(self->target.sizes) * elementBytes));
+  // A device that holds nothing of the target gets zeros (a 0-d result
+  // stands in for nothing), as in the simulator.
+  int64_t outBytes =
+      (self->holdsTarget ? product(self->target.sizes) : outElements) *
+      elementBytes;
+  if (out && outBytes > 0)
+    std::memset(out, 0, static_cast<size_t>(outBytes));
   if (!partial && self->holdsSource && self->holdsTarget)
     copyOverlap(in, self->source.offsets, self->source.sizes, out,
                 self->target.offsets, self->target.sizes, elementBytes);
@@ -479,7 +482,7 @@ void loom::host::allReduceBytes(void *out, const void *in, Shape shape,
   CommSpan span("all_reduce");
   rt::Reduction reduction = reductionOf("all_reduce", kind);
   int64_t count = shape.numElements();
-  if (out != in)
+  if (out != in && count > 0)
     std::memcpy(out, in, static_cast<size_t>(count * rt::getElementSize(type)));
   comm->allReduce(out, count, type, reduction);
 }
@@ -560,6 +563,8 @@ void loom::host::localSliceBytes(void *out, Shape outShape, const void *in,
                                  Shape inShape, int64_t elementBytes,
                                  Communicator *comm, int64_t dim) {
   Runtime::get().count("local_slice").calls += 1;
+  if (outShape.numElements() == 0)
+    return;
   packBlock(static_cast<char *>(out), static_cast<const char *>(in), inShape,
             dim, comm->getSize(), comm->getRank(), elementBytes);
 }
@@ -568,6 +573,8 @@ void loom::host::makePartialBytes(void *out, Shape outShape, const void *in,
                                   Shape inShape, int64_t elementBytes,
                                   Communicator *comm, int64_t dim) {
   Runtime::get().count("make_partial").calls += 1;
+  if (outShape.numElements() == 0)
+    return;
   std::memset(out, 0,
               static_cast<size_t>(outShape.numElements() * elementBytes));
   if (dim >= 0)
@@ -707,9 +714,10 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
     writeBytes(outDir + "/times.txt", times.data(),
                static_cast<int64_t>(times.size()), false);
     for (int64_t i = 0; i < view.numArgs; ++i)
-      writeBytes(outDir + "/arg" + std::to_string(i) + ".bin",
-                 view.arena + std::max<int64_t>(view.argOffsets[i], 0),
-                 view.argBytes[i], false);
+      if (view.argBytes[i] >= 0) // -1: the table of a function without any
+        writeBytes(outDir + "/arg" + std::to_string(i) + ".bin",
+                   view.arena + std::max<int64_t>(view.argOffsets[i], 0),
+                   view.argBytes[i], false);
     std::string comm;
     for (const auto &[kind, traffic] : runtime.getTraffic())
       comm += kind + " " + std::to_string(traffic.calls) + " " +

@@ -112,7 +112,7 @@ public:
 
   /// Carries out the plan for this rank: `in` is its block of the source
   /// (or nothing), `out` its block of the target.
-  void run(void *out, const void *in, int64_t elementBytes,
+  void run(void *out, int64_t outElements, const void *in, int64_t elementBytes,
            rt::ElementType type);
 
 private:
@@ -212,9 +212,9 @@ void axis_index(T *out, Shape /*outShape*/, rt::Communicator *comm,
   *out = static_cast<T>(comm->getRank() * stride + base);
 }
 template <typename T>
-void exchange(T *out, Shape /*outShape*/, const T *in, Shape /*inShape*/,
+void exchange(T *out, Shape outShape, const T *in, Shape /*inShape*/,
               ExchangePlan &plan) {
-  plan.run(out, in, sizeof(T), elementTypeOf<T>());
+  plan.run(out, outShape.numElements(), in, sizeof(T), elementTypeOf<T>());
 }
 
 /// The profiler: when the driver runs with --trace, every step phase

@@ -83,7 +83,10 @@ func::FuncOp findTrainStep(ModuleOp module, Interpreter &interpreter,
     return interpreter.lookupFunction(requested);
   llvm::SmallVector<func::FuncOp> found;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    if (func.isExternal())
+    // Specialisations and parts of a partitioned step are not steps of
+    // their own.
+    if (func.isExternal() || func->hasAttr("hspmd.specializes") ||
+        func->hasAttr("hspmd.part_of"))
       continue;
     for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
       if (func.getResultAttr(i, "nn.loss")) {

@@ -83,3 +83,19 @@ func.func @step_group1(%x: tensor<4xf32> {nn.data}) -> (tensor<f32> {nn.loss})
   %l = nn.reduce sum %x dims = [0] : tensor<4xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Collectives of element types the runtimes do not move.
+func.func @step(%x: tensor<4xf32> {nn.data}) -> (tensor<f32> {nn.loss}) {
+  %l = nn.reduce sum %x dims = [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+func.func @step_group0(%x: tensor<4xi32> {nn.data}) -> (tensor<f32> {nn.loss})
+    attributes {hspmd.group = #hspmd.group<[0, 1]>, hspmd.specializes = @step} {
+  // expected-error@+1 {{'hspmd.all_reduce' op moves 'i32' elements; the runtimes' collectives move f32, f64 and i64 (cast before and after)}}
+  %y = hspmd.all_reduce sum %x over [0] of [2] : tensor<4xi32> -> tensor<4xi32>
+  %z = nn.cast %y : tensor<4xi32> to tensor<4xf32>
+  %l = nn.reduce sum %z dims = [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}

@@ -151,7 +151,8 @@ int loom::interp::runFromConfig(const config::Config &config,
   train.entry = (forward.getSymName() + "_train_step").str();
   if (run.steps() > 0)
     train.steps = run.steps();
-  train.seed = run.seed();
+  if (run.seed() != 0) // (proto3: 0 is also "not set"; --seed then counts)
+    train.seed = run.seed();
   if (!run.data().empty() && run.data() != "synthetic")
     train.dataDir = run.data();
   if (run.ranks() > 0)

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -169,9 +170,13 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                      : ""));
   }
 
-  // The work folder.
+  // The work folder (a temporary one is removed however the run ends).
   std::string work = host.workDir;
   bool removeWork = false;
+  llvm::scope_exit cleanup([&] {
+    if (removeWork)
+      llvm::sys::fs::remove_directories(work);
+  });
   if (work.empty()) {
     llvm::SmallString<128> path;
     if (std::error_code ec =
@@ -266,18 +271,15 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   // Debian's OpenBLAS (0.3.21) does not recognise some newer or virtualised
   // CPUs and falls back to generic (Prescott) GEMM kernels, about half the
   // speed; unless told otherwise, name the kernel family the CPU supports.
-  if (!::getenv("OPENBLAS_CORETYPE")) {
+  // (Only on one node: other nodes' CPUs may differ.)
+  if (!::getenv("OPENBLAS_CORETYPE") && host.hostfile.empty()) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
       ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
     else if (__builtin_cpu_supports("avx2"))
       ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
   }
-  if (host.timeoutSeconds > 0)
-    ::setenv("LOOM_COLLECTIVE_TIMEOUT_S",
-             std::to_string(host.timeoutSeconds).c_str(), 1);
-  else
-    ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
+  ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
   // MPI keeps memory until the process ends: no leak checks in the ranks.
   std::string asan = ::getenv("ASAN_OPTIONS") ? ::getenv("ASAN_OPTIONS") : "";
   ::setenv("ASAN_OPTIONS",
@@ -305,11 +307,12 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   for (auto [device, index] : programOf) {
     std::string dir = out + "/rank" + std::to_string(device);
     std::string error;
+    // (A rank that holds no part of the loss may have written none.)
     FailureOr<std::string> lossBytes = readFile(dir + "/loss.bin", error);
     FailureOr<std::string> timeText = readFile(dir + "/times.txt", error);
-    if (failed(lossBytes) || failed(timeText))
+    if (failed(timeText))
       return fail(error);
-    losses[device] = *lossBytes;
+    losses[device] = succeeded(lossBytes) ? *lossBytes : std::string();
     SmallVector<llvm::StringRef> lines;
     llvm::StringRef(*timeText).split(lines, '\n', -1, false);
     for (llvm::StringRef line : lines) {
@@ -321,27 +324,39 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   unsigned lossIndex = *setup.lossIndex;
   auto lossType =
       cast<RankedTensorType>(global.getFunctionType().getResult(lossIndex));
-  size_t lossBytes = static_cast<size_t>(
-      getElementSize(*getElementKind(lossType.getElementType())));
+  // Where the loss lives: its layout (the same whole layout on every
+  // program), or, for one program without layouts, device 0.
+  hspmd::UnionAttr lossLayout;
+  for (const Program &program : programs)
+    if (!lossLayout)
+      lossLayout = resultLayout(program.func, lossIndex);
+  if (!lossLayout && programs.size() > 1)
+    return fail("the loss result of the programs of @" + name +
+                " has no layout (hspmd.global_layout) to put it back with");
+  std::vector<int64_t> lossDevices;
+  for (auto [device, index] : programOf)
+    if (!lossLayout || llvm::is_contained(lossLayout.getAllDevices(), device))
+      lossDevices.push_back(device);
   llvm::raw_ostream &os = llvm::outs();
   for (int64_t step = 1; step <= train.steps; ++step) {
-    hspmd::UnionAttr layout = resultLayout(programs.front().func, lossIndex);
     std::vector<Tensor> shards;
-    std::vector<int64_t> devices;
     std::string error;
-    for (auto [device, index] : programOf) {
-      if (layout && !llvm::is_contained(layout.getAllDevices(), device))
-        continue;
+    for (int64_t device : lossDevices) {
+      auto localType = cast<RankedTensorType>(
+          programs[programOf[device]].func.getResultTypes()[lossIndex]);
+      size_t bytes = static_cast<size_t>(
+          getElementSize(*getElementKind(localType.getElementType())) *
+          localType.getNumElements());
       FailureOr<Tensor> shard =
-          tensorFrom(lossType, losses[device], (step - 1) * lossBytes, error);
+          tensorFrom(localType, losses[device], (step - 1) * bytes, error);
       if (failed(shard))
         return fail("rank " + llvm::Twine(device) + ": " + error);
       shards.push_back(std::move(*shard));
-      devices.push_back(device);
     }
     FailureOr<Tensor> loss =
-        layout ? sim::assembleGlobal(devices, shards, layout, {}, error)
-               : FailureOr<Tensor>(shards.front());
+        lossLayout ? sim::assembleGlobal(lossDevices, shards, lossLayout,
+                                         lossType.getShape(), error)
+                   : FailureOr<Tensor>(shards.front());
     if (failed(loss))
       return fail("the loss of step " + llvm::Twine(step) + ": " + error);
     double seconds = 0;
@@ -457,7 +472,5 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         return fail(llvm::toString(std::move(err)));
     }
   }
-  if (removeWork)
-    llvm::sys::fs::remove_directories(work);
   return 0;
 }

@@ -22,7 +22,8 @@ struct HostLaunchOptions {
   /// Ranks to launch (must be one per device the programs use).
   int64_t ranks = 1;
   /// Where the C++, the binary, the shards and the ranks' outputs go
-  /// (default: a fresh temporary folder, removed afterwards).
+  /// (default: a fresh temporary folder, removed when the run ends; the
+  /// folder must be visible to every node of a multi-node run).
   std::string workDir;
   /// An MPI hostfile for multi-node runs.
   std::string hostfile;
@@ -34,8 +35,6 @@ struct HostLaunchOptions {
   bool commStats = false;
   /// Write a Chrome trace of every rank's phases and collectives here.
   std::string trace;
-  /// Extra seconds a collective may wait (LOOM_COLLECTIVE_TIMEOUT_S).
-  double timeoutSeconds = 0;
 };
 
 /// Runs the training; returns the exit code (0, or 1 after an error).
