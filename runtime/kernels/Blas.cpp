@@ -4,15 +4,26 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 using namespace loom::host;
 
 namespace {
 
+/// GEMM threads: LOOM_HOST_THREADS (default 1, one thread per rank, as
+/// ranks usually take a core each; loom-run gives a rank the cores the
+/// ranks leave free). Each element of a product is one thread's dot
+/// product either way.
 void pinThreads() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  std::call_once(once, [] {
+    int threads = 1;
+    if (const char *text = std::getenv("LOOM_HOST_THREADS"))
+      threads = std::max(1, std::atoi(text));
+    openblas_set_num_threads(threads);
+  });
 }
 
 template <typename T>

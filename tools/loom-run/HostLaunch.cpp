@@ -24,6 +24,7 @@
 
 #include <cstring>
 #include <map>
+#include <thread>
 #include <unistd.h>
 
 using namespace mlir;
@@ -280,6 +281,16 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
   }
   ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
+  // Threads where they pay: on one node with at least 4 cores per rank,
+  // those cores go to the rank's GEMMs (LOOM_HOST_THREADS,
+  // runtime/kernels/Blas.cpp); with fewer, ranks and threads would only
+  // contend (on 2 cores a 2-thread rank measured no faster).
+  if (!::getenv("LOOM_HOST_THREADS") && host.hostfile.empty()) {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    int64_t perRank = cores / std::max<int64_t>(1, host.ranks);
+    ::setenv("LOOM_HOST_THREADS",
+             std::to_string(perRank >= 4 ? perRank : 1).c_str(), 1);
+  }
   // MPI keeps memory until the process ends: no leak checks in the ranks.
   std::string asan = ::getenv("ASAN_OPTIONS") ? ::getenv("ASAN_OPTIONS") : "";
   ::setenv("ASAN_OPTIONS",
