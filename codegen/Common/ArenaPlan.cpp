@@ -34,6 +34,14 @@ StringRef loom::codegen::getCppElementType(Type type) {
   return {};
 }
 
+std::string loom::codegen::formatIntList(ArrayRef<int64_t> values) {
+  return "{" +
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
+                    ", ") +
+         "}";
+}
+
 namespace {
 
 int64_t alignUp(int64_t bytes) {

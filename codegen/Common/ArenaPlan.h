@@ -80,6 +80,9 @@ bool isView(mlir::Operation *op);
 /// The C++ element type of a tensor element type ("float", ...), or empty.
 llvm::StringRef getCppElementType(mlir::Type type);
 
+/// `{1, 2, 3}`: a braced list, as generated C++ writes shapes and tables.
+std::string formatIntList(llvm::ArrayRef<int64_t> values);
+
 } // namespace loom::codegen
 
 #endif // LOOM_CODEGEN_COMMON_ARENAPLAN_H

@@ -38,52 +38,6 @@ using namespace loom::codegen;
 
 namespace {
 
-std::string joinInts(ArrayRef<int64_t> values) {
-  return "{" +
-         llvm::join(llvm::map_range(
-                        values, [](int64_t v) { return std::to_string(v); }),
-                    ", ") +
-         "}";
-}
-
-SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> radices) {
-  SmallVector<int64_t> digits(radices.size());
-  for (int64_t i = static_cast<int64_t>(radices.size()) - 1; i >= 0; --i) {
-    digits[i] = index % radices[i];
-    index /= radices[i];
-  }
-  return digits;
-}
-
-int64_t fromDigits(ArrayRef<int64_t> digits, ArrayRef<int64_t> radices) {
-  int64_t index = 0;
-  for (auto [digit, radix] : llvm::zip_equal(digits, radices))
-    index = index * radix + digit;
-  return index;
-}
-
-/// The world ranks of the sub-group of the device at `index` of `devices`
-/// for a collective over `axes` of `mesh` (the simulator's rule).
-SmallVector<int64_t> getSubgroup(ArrayRef<int64_t> devices,
-                                 ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
-                                 int64_t index) {
-  SmallVector<int64_t> digits = toDigits(index, mesh);
-  SmallVector<int64_t> sizes;
-  for (int64_t axis : axes)
-    sizes.push_back(mesh[axis]);
-  int64_t k = 1;
-  for (int64_t size : sizes)
-    k *= size;
-  SmallVector<int64_t> members;
-  for (int64_t position = 0; position < k; ++position) {
-    SmallVector<int64_t> memberDigits = digits;
-    for (auto [axis, digit] : llvm::zip_equal(axes, toDigits(position, sizes)))
-      memberDigits[axis] = digit;
-    members.push_back(devices[fromDigits(memberDigits, mesh)]);
-  }
-  return members;
-}
-
 /// The number of ODS operands of the nn ops whose last operand is optional
 /// without segment sizes (so an absent one is simply missing).
 std::optional<unsigned> getOperandGroups(OperationName name) {
@@ -197,8 +151,8 @@ void ProgramLowering::addTensorArgs(Value value,
     args.push_back(
         opaque("static_cast<" + getCppElementType(element) + " *>(nullptr)"));
   }
-  args.push_back(
-      opaque(joinInts(cast<RankedTensorType>(value.getType()).getShape())));
+  args.push_back(opaque(
+      formatIntList(cast<RankedTensorType>(value.getType()).getShape())));
 }
 
 LogicalResult
@@ -219,13 +173,13 @@ ProgramLowering::addAttributeArg(Operation *op, StringRef name,
   } else if (auto number = dyn_cast<IntegerAttr>(attr)) {
     args.push_back(builder.getI64IntegerAttr(number.getInt()));
   } else if (auto list = dyn_cast<DenseI64ArrayAttr>(attr)) {
-    args.push_back(opaque(joinInts(list.asArrayRef())));
+    args.push_back(opaque(formatIntList(list.asArrayRef())));
   } else if (auto list = dyn_cast<ArrayAttr>(attr);
              list && llvm::all_of(list, llvm::IsaPred<IntegerAttr>)) {
     SmallVector<int64_t> values;
     for (Attribute element : list)
       values.push_back(cast<IntegerAttr>(element).getInt());
-    args.push_back(opaque(joinInts(values)));
+    args.push_back(opaque(formatIntList(values)));
   } else {
     // Enumerations: their keyword as printed.
     std::string text;
@@ -258,7 +212,8 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
   if (size != static_cast<int64_t>(group.size()))
     return op->emitOpError() << "runs over a mesh of " << size
                              << " devices but its group has " << group.size();
-  std::string key = joinInts(group) + joinInts(mesh) + joinInts(axes);
+  std::string key =
+      formatIntList(group) + formatIntList(mesh) + formatIntList(axes);
   auto it = commFields.find(key);
   if (it == commFields.end()) {
     std::string name = "comm_" + std::to_string(commFields.size());
@@ -269,9 +224,12 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
     attrs.append("loom.axes", builder.getDenseI64ArrayAttr(axes));
     addField(name, emitc::OpaqueType::get(context, "loom.comm"), attrs);
     it = commFields.emplace(key, name).first;
-    for (int64_t index = 0; index < size; ++index) {
-      SmallVector<int64_t> members = getSubgroup(group, mesh, axes, index);
-      allGroups.insert(std::vector<int64_t>(members.begin(), members.end()));
+    for (ArrayRef<int64_t> indices :
+         hspmd::getCollectiveSubgroups(mesh, axes)) {
+      std::vector<int64_t> members;
+      for (int64_t index : indices)
+        members.push_back(group[index]);
+      allGroups.insert(members);
     }
   }
   return emitc::GetFieldOp::create(builder, op->getLoc(),
@@ -373,7 +331,7 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
       const Buffer &buffer = plan.buffers[plan.bufferOf.lookup(value)];
       pointers.push_back(buffer.offset < 0 ? "nullptr" : buffer.name);
       shapes.push_back(
-          joinInts(cast<RankedTensorType>(value.getType()).getShape()));
+          formatIntList(cast<RankedTensorType>(value.getType()).getShape()));
     }
     args.push_back(opaque("{" + llvm::join(pointers, ", ") + "}"));
     args.push_back(opaque("{" + llvm::join(shapes, ", ") + "}"));
@@ -648,7 +606,7 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
       SmallVector<Value> operands;
       SmallVector<Attribute> args;
       std::string shape =
-          joinInts(cast<RankedTensorType>(shapeOf.getType()).getShape());
+          formatIntList(cast<RankedTensorType>(shapeOf.getType()).getShape());
       for (Value v : {dst, src}) {
         if (v) {
           args.push_back(operandIndex(operands.size()));

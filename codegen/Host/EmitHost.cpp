@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Common/ArenaPlan.h"
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -27,26 +28,11 @@ using namespace loom::codegen;
 
 namespace {
 
-std::string joinInts(ArrayRef<int64_t> values) {
-  return "{" +
-         llvm::join(llvm::map_range(
-                        values, [](int64_t v) { return std::to_string(v); }),
-                    ", ") +
-         "}";
-}
-
 std::string cppType(Type type) {
   if (auto opaque = dyn_cast<emitc::OpaqueType>(type))
     return opaque.getValue().str();
-  if (type.isF32())
-    return "float";
-  if (type.isF64())
-    return "double";
-  if (type.isInteger(64))
-    return "int64_t";
-  if (type.isInteger(32))
-    return "int32_t";
-  return "char";
+  StringRef element = getCppElementType(type);
+  return element.empty() ? "char" : element.str();
 }
 
 struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
@@ -72,7 +58,7 @@ struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
     for (emitc::ClassOp cls : module.getOps<emitc::ClassOp>()) {
       auto devices = cls->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
       classNames.push_back(cls.getSymName().str());
-      deviceLists.push_back(joinInts(devices.asArrayRef()));
+      deviceLists.push_back(formatIntList(devices.asArrayRef()));
       int64_t arenaBytes = 0;
       for (emitc::FieldOp field : cls.getOps<emitc::FieldOp>()) {
         Operation *op = field;
@@ -89,7 +75,7 @@ struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
                                            Twine(offset.getInt()) + ")"));
         } else if (op->hasAttr("loom.comm")) {
           auto get = [&](StringRef name) {
-            return joinInts(
+            return formatIntList(
                 op->getAttrOfType<DenseI64ArrayAttr>(name).asArrayRef());
           };
           field.setType(opaqueType("loom::rt::Communicator*"));
@@ -100,9 +86,10 @@ struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
                        op->getAttrOfType<DenseI64ArrayAttr>("loom.exchange")) {
           auto members = op->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
           field.setType(opaqueType("loom::host::ExchangePlan"));
-          field.setInitialValueAttr(opaque(
-              "loom::host::ExchangePlan(" + joinInts(members.asArrayRef()) +
-              ", " + joinInts(plan.asArrayRef()) + ")"));
+          field.setInitialValueAttr(
+              opaque("loom::host::ExchangePlan(" +
+                     formatIntList(members.asArrayRef()) + ", " +
+                     formatIntList(plan.asArrayRef()) + ")"));
         }
         for (StringRef name :
              {"loom.arena", "loom.bytes", "loom.offset", "loom.comm",
@@ -145,7 +132,7 @@ struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
       builder.setInsertionPoint(cls);
       std::string comment = "// @" + cls.getSymName().str() + " on device";
       comment += devices.size() > 1 ? "s " : " ";
-      comment += joinInts(devices.asArrayRef()) + "; arena of " +
+      comment += formatIntList(devices.asArrayRef()) + "; arena of " +
                  std::to_string(arenaBytes) + " bytes per device.";
       emitc::VerbatimOp::create(builder, cls.getLoc(), comment);
       for (StringRef name : {"loom.devices", "loom.specializes"})
@@ -173,7 +160,7 @@ struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
     std::vector<std::string> groupLists;
     for (Attribute group : groups)
       groupLists.push_back(
-          joinInts(cast<DenseI64ArrayAttr>(group).asArrayRef()));
+          formatIntList(cast<DenseI64ArrayAttr>(group).asArrayRef()));
     SmallVector<Attribute> args = {
         builder.getIndexAttr(0), builder.getIndexAttr(1),
         opaque("{" + llvm::join(deviceLists, ", ") + "}"),

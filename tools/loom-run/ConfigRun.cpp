@@ -23,10 +23,7 @@ using namespace loom::interp;
 
 namespace {
 
-int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "loom-run") << message << "\n";
-  return 1;
-}
+int fail(const llvm::Twine &message) { return reportError(message); }
 
 } // namespace
 

@@ -33,10 +33,7 @@ using namespace loom::interp;
 
 namespace {
 
-int fail(const llvm::Twine &message) {
-  llvm::WithColor::error(llvm::errs(), "loom-run") << message << "\n";
-  return 1;
-}
+int fail(const llvm::Twine &message) { return reportError(message); }
 
 /// One local program and the devices that run it.
 struct Program {
@@ -129,6 +126,11 @@ int run(llvm::ArrayRef<std::string> command, const std::string &what,
 }
 
 } // namespace
+
+int loom::interp::reportError(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "loom-run") << message << "\n";
+  return 1;
+}
 
 int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                                  const TrainOptions &train,

@@ -37,6 +37,9 @@ struct HostLaunchOptions {
   std::string trace;
 };
 
+/// Prints `loom-run: error: <message>`; returns 1, the exit code.
+int reportError(const llvm::Twine &message);
+
 /// Runs the training; returns the exit code (0, or 1 after an error).
 int runOnHostRanks(mlir::ModuleOp module, Interpreter &interpreter,
                    const TrainOptions &train, const HostLaunchOptions &host);
