@@ -81,4 +81,18 @@ def EmitHostPass : Pass<"loom-emit-host", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::emitc::EmitCDialect"];
 }
 
+def EmitCudaPass : Pass<"loom-emit-cuda", "mlir::ModuleOp"> {
+  let summary = "Final emission of the call layer for the CUDA target";
+  let description = [{
+    The CUDA target's spelling of the call layer (`--loom-lower-to-calls`):
+    kernels and collectives are `loom::cuda::<op>` (Loom's CUDA kernels,
+    cuBLAS for GEMM, NCCL for collectives), the arena is device memory,
+    communicators are NCCL communicators made once per group at start-up,
+    and `main` runs the programs under the CUDA driver
+    (`runtime/cuda/Program.h`). The same call layer as the host target; only
+    the names differ (codegen/Common/Emission.h).
+  }];
+  let dependentDialects = ["mlir::emitc::EmitCDialect"];
+}
+
 #endif // LOOM_CODEGEN_PASSES

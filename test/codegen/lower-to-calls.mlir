@@ -1,5 +1,6 @@
 // RUN: loom-opt %s --loom-lower-to-calls=entry=step | FileCheck %s
 // RUN: loom-translate --loom-to-host-cpp --loom-entry step %s | FileCheck %s --check-prefix=CPP
+// RUN: loom-translate --loom-to-cuda-cpp --loom-entry step %s | FileCheck %s --check-prefix=CUDA
 
 // A training step of two device groups: {0, 1} all-reduces a partial sum
 // inside, {2} computes alone, and their gradients meet in an exchange. Each
@@ -46,6 +47,17 @@
 // CPP: void step() {
 // CPP: int32_t main(int32_t [[ARGC:[a-z0-9]+]], char** [[ARGV:[a-z0-9]+]]) {
 // CPP-NEXT: int32_t {{.*}} = loom::host::runPrograms<step_group0, step_group1>([[ARGC]], [[ARGV]], {{[{][{]}}0, 1}, {2}}, {{[{][{]}}0, 1}, {0, 1, 2}});
+
+// The CUDA target spells the same call layer with its own runtime's names
+// (device arena, NCCL communicators, Loom's CUDA kernels).
+// CUDA: #include "runtime/cuda/Program.h"
+// CUDA: loom::cuda::Arena arena = loom::cuda::Arena(448);
+// CUDA: float* param_0 = loom::cuda::at<float>(arena, 0);
+// CUDA: loom::cuda::Communicator* comm_0 = loom::cuda::subgroup({0, 1}, {2}, {0});
+// CUDA: void forward() {
+// CUDA-NEXT: loom::cuda::matmul(matmul_0, {2, 2}, data_2, {2, 4}, param_0, {4, 2}, loom::kAbsent, loom::kAbsent);
+// CUDA-NEXT: loom::cuda::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
+// CUDA: loom::cuda::runPrograms<step_group0, step_group1>(
 
 module {
   func.func @step(%w: tensor<4x4xf32> {nn.param}, %m: tensor<4x4xf32> {nn.state = 0 : i64},

@@ -1,9 +1,9 @@
 //===- loom-translate.cpp - Loom programs to C++ --------------------------===//
 //
-// `--loom-to-host-cpp`: lowers the local programs of a training step
-// (after --hspmd-specialize, or a single-device step) to the call layer,
-// emits them for the host target and prints C++; `--loom-entry NAME` picks
-// the step when the module has several. `--mlir-to-cpp` prints a module
+// `--loom-to-host-cpp` / `--loom-to-cuda-cpp`: lowers the local programs
+// of a training step (after --hspmd-specialize, or a single-device step) to
+// the call layer, emits them for the target and prints C++; `--loom-entry NAME`
+// picks the step when the module has several. `--mlir-to-cpp` prints a module
 // that is already in the emitc dialect.
 //
 //===----------------------------------------------------------------------===//
@@ -35,25 +35,36 @@ static llvm::cl::opt<std::string>
 
 int main(int argc, char **argv) {
   registerToCppTranslation();
-  TranslateFromMLIRRegistration hostCpp(
+  // One translation per target: the call layer, then the target's emission.
+  auto registerTarget = [](llvm::StringRef name, llvm::StringRef description,
+                           auto createEmission) {
+    TranslateFromMLIRRegistration(
+        name, description,
+        [createEmission](Operation *op, raw_ostream &output) -> LogicalResult {
+          auto module = dyn_cast<ModuleOp>(op);
+          if (!module)
+            return op->emitError() << "expected a module";
+          PassManager pm(op->getContext());
+          loom::codegen::LowerToCallsPassOptions options;
+          options.entry = entryName;
+          pm.addPass(loom::codegen::createLowerToCallsPass(options));
+          pm.addPass(createEmission());
+          if (failed(pm.run(module)))
+            return failure();
+          return emitc::translateToCpp(module, output);
+        },
+        [](DialectRegistry &registry) {
+          loom::registerAllDialects(registry);
+          registry.insert<emitc::EmitCDialect>();
+        });
+  };
+  registerTarget(
       "loom-to-host-cpp",
       "Emit a training step's per-group programs as C++ for the host target",
-      [](Operation *op, raw_ostream &output) -> LogicalResult {
-        auto module = dyn_cast<ModuleOp>(op);
-        if (!module)
-          return op->emitError() << "expected a module";
-        PassManager pm(op->getContext());
-        loom::codegen::LowerToCallsPassOptions options;
-        options.entry = entryName;
-        pm.addPass(loom::codegen::createLowerToCallsPass(options));
-        pm.addPass(loom::codegen::createEmitHostPass());
-        if (failed(pm.run(module)))
-          return failure();
-        return emitc::translateToCpp(module, output);
-      },
-      [](DialectRegistry &registry) {
-        loom::registerAllDialects(registry);
-        registry.insert<emitc::EmitCDialect>();
-      });
+      [] { return loom::codegen::createEmitHostPass(); });
+  registerTarget(
+      "loom-to-cuda-cpp",
+      "Emit a training step's per-group programs as C++ for the CUDA target",
+      [] { return loom::codegen::createEmitCudaPass(); });
   return failed(mlirTranslateMain(argc, argv, "Loom translation driver\n"));
 }

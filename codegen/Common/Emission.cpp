@@ -1,0 +1,166 @@
+//===- Emission.cpp - Final emission of the call layer for a target -------===//
+
+#include "codegen/Common/Emission.h"
+#include "codegen/Common/ArenaPlan.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace loom::codegen;
+
+namespace {
+
+std::string cppType(Type type) {
+  if (auto opaque = dyn_cast<emitc::OpaqueType>(type))
+    return opaque.getValue().str();
+  StringRef element = getCppElementType(type);
+  return element.empty() ? "char" : element.str();
+}
+
+} // namespace
+
+LogicalResult loom::codegen::emitForTarget(ModuleOp module,
+                                           const TargetSpelling &target) {
+  MLIRContext *context = module.getContext();
+  OpBuilder builder(context);
+  auto programs = module->getAttrOfType<ArrayAttr>("loom.programs");
+  auto groups = module->getAttrOfType<ArrayAttr>("loom.groups");
+  if (!programs || !groups) {
+    return module.emitError()
+           << "--loom-emit-" << target.name
+           << " needs the call layer: run --loom-lower-to-calls first";
+  }
+  auto opaqueType = [&](StringRef text) {
+    return emitc::OpaqueType::get(context, text);
+  };
+  auto opaque = [&](const Twine &text) {
+    return emitc::OpaqueAttr::get(context, text.str());
+  };
+
+  SmallVector<std::string> classNames, deviceLists;
+  for (emitc::ClassOp cls : module.getOps<emitc::ClassOp>()) {
+    auto devices = cls->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+    classNames.push_back(cls.getSymName().str());
+    deviceLists.push_back(formatIntList(devices.asArrayRef()));
+    int64_t arenaBytes = 0;
+    for (emitc::FieldOp field : cls.getOps<emitc::FieldOp>()) {
+      Operation *op = field;
+      if (op->hasAttr("loom.arena")) {
+        arenaBytes = op->getAttrOfType<IntegerAttr>("loom.bytes").getInt();
+        field.setType(opaqueType(std::string(target.ns) + "::Arena"));
+        field.setInitialValueAttr(opaque(std::string(target.ns) + "::Arena(" +
+                                         Twine(arenaBytes) + ")"));
+      } else if (auto offset = op->getAttrOfType<IntegerAttr>("loom.offset")) {
+        Type pointee = cast<emitc::PointerType>(field.getType()).getPointee();
+        field.setInitialValueAttr(opaque(std::string(target.ns) + "::at<" +
+                                         cppType(pointee) + ">(arena, " +
+                                         Twine(offset.getInt()) + ")"));
+      } else if (op->hasAttr("loom.comm")) {
+        auto get = [&](StringRef name) {
+          return formatIntList(
+              op->getAttrOfType<DenseI64ArrayAttr>(name).asArrayRef());
+        };
+        field.setType(opaqueType(target.commType));
+        field.setInitialValueAttr(opaque(
+            std::string(target.ns) + "::subgroup(" + get("loom.devices") +
+            ", " + get("loom.mesh") + ", " + get("loom.axes") + ")"));
+      } else if (auto plan =
+                     op->getAttrOfType<DenseI64ArrayAttr>("loom.exchange")) {
+        auto members = op->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+        field.setType(opaqueType(std::string(target.ns) + "::ExchangePlan"));
+        field.setInitialValueAttr(
+            opaque(std::string(target.ns) + "::ExchangePlan(" +
+                   formatIntList(members.asArrayRef()) + ", " +
+                   formatIntList(plan.asArrayRef()) + ")"));
+      }
+      for (StringRef name :
+           {"loom.arena", "loom.bytes", "loom.offset", "loom.comm",
+            "loom.devices", "loom.mesh", "loom.axes", "loom.exchange",
+            "loom.persistent_bytes", "loom.transient_peak"})
+        op->removeAttr(name);
+    }
+    // Reads of fields whose type changed.
+    cls.walk([&](emitc::GetFieldOp get) {
+      auto field = SymbolTable::lookupSymbolIn(cls, get.getFieldNameAttr());
+      if (auto typed = dyn_cast_or_null<emitc::FieldOp>(field))
+        get.getResult().setType(typed.getType());
+    });
+    cls.walk([&](emitc::CallOpaqueOp call) {
+      StringRef callee = call.getCallee();
+      for (StringRef prefix : {"loom.kernel.", "loom.comm."})
+        if (callee.consume_front(prefix)) {
+          call.setCallee(std::string(target.ns) + "::" + callee.str());
+          break;
+        }
+    });
+    // Phases are spans of the profiler (nothing when it is off).
+    for (auto method : cls.getOps<emitc::FuncOp>()) {
+      if (method.getSymName() != "step")
+        continue;
+      for (auto phase : llvm::make_early_inc_range(
+               method.getBody().getOps<emitc::CallOp>())) {
+        OpBuilder at(phase);
+        emitc::CallOpaqueOp::create(
+            at, phase.getLoc(), TypeRange(),
+            std::string(target.ns) + "::tracePhaseBegin", ValueRange(),
+            at.getArrayAttr({opaque("\"" + phase.getCallee() + "\"")}));
+        at.setInsertionPointAfter(phase);
+        emitc::CallOpaqueOp::create(at, phase.getLoc(), TypeRange(),
+                                    std::string(target.ns) + "::tracePhaseEnd",
+                                    ValueRange());
+      }
+    }
+    // A comment naming what the class runs.
+    builder.setInsertionPoint(cls);
+    std::string comment = "// @" + cls.getSymName().str() + " on device";
+    comment += devices.size() > 1 ? "s " : " ";
+    comment += formatIntList(devices.asArrayRef()) + "; arena of " +
+               std::to_string(arenaBytes) + " bytes per device.";
+    emitc::VerbatimOp::create(builder, cls.getLoc(), comment);
+    for (StringRef name : {"loom.devices", "loom.specializes"})
+      cls->removeAttr(name);
+  }
+
+  // Header and main.
+  builder.setInsertionPointToStart(module.getBody());
+  emitc::VerbatimOp::create(
+      builder, module.getLoc(),
+      ("// Generated by Loom for the " + target.name +
+       " target (loom-translate --loom-to-" + target.name +
+       "-cpp): one class per device group's program, one method per step "
+       "phase; see " +
+       target.header + "."));
+  emitc::IncludeOp::create(builder, module.getLoc(), target.header,
+                           /*is_standard=*/false);
+  builder.setInsertionPointToEnd(module.getBody());
+  Type argvType =
+      emitc::PointerType::get(emitc::PointerType::get(opaqueType("char")));
+  auto mainType = FunctionType::get(context, {builder.getI32Type(), argvType},
+                                    {builder.getI32Type()});
+  auto main = emitc::FuncOp::create(builder, module.getLoc(), "main", mainType);
+  Block *entry = main.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  std::vector<std::string> groupLists;
+  for (Attribute group : groups)
+    groupLists.push_back(
+        formatIntList(cast<DenseI64ArrayAttr>(group).asArrayRef()));
+  SmallVector<Attribute> args = {
+      builder.getIndexAttr(0), builder.getIndexAttr(1),
+      opaque("{" + llvm::join(deviceLists, ", ") + "}"),
+      opaque("{" + llvm::join(groupLists, ", ") + "}")};
+  auto run = emitc::CallOpaqueOp::create(
+      builder, module.getLoc(), TypeRange{builder.getI32Type()},
+      std::string(target.ns) + "::runPrograms<" + llvm::join(classNames, ", ") +
+          ">",
+      ValueRange{entry->getArgument(0), entry->getArgument(1)},
+      builder.getArrayAttr(args));
+  emitc::ReturnOp::create(builder, module.getLoc(), run.getResult(0));
+  module->removeAttr("loom.programs");
+  module->removeAttr("loom.groups");
+  return success();
+}
