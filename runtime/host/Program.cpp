@@ -677,8 +677,16 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
   auto fill = [&](const std::string &dir) {
     for (int64_t i = 0; i < view.numArgs; ++i) {
       std::string path = dir + "/arg" + std::to_string(i) + ".bin";
-      if (view.argBytes[i] > 0 && fileExists(path))
-        readExactly(path, view.arena + view.argOffsets[i], view.argBytes[i]);
+      if (view.argBytes[i] > 0 && fileExists(path)) {
+        if (!view.toArena) {
+          readExactly(path, view.arena + view.argOffsets[i], view.argBytes[i]);
+          continue;
+        }
+        std::vector<char> staged(static_cast<size_t>(view.argBytes[i]));
+        readExactly(path, staged.data(), view.argBytes[i]);
+        view.toArena(view.arena + view.argOffsets[i], staged.data(),
+                     view.argBytes[i]);
+      }
     }
   };
   if (!inDir.empty())
@@ -691,6 +699,15 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
     if (std::sscanf(hang, "%ld:%ld", &hangRank, &hangStep) != 2)
       runtime.fail("LOOM_TEST_HANG must be RANK:STEP, got '" +
                    std::string(hang) + "'");
+  // The arena's bytes at `offset`, readable on the host.
+  std::vector<char> fetched;
+  auto fetch = [&](int64_t offset, int64_t bytes) -> const char * {
+    if (!view.fromArena)
+      return view.arena + offset;
+    fetched.resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    view.fromArena(fetched.data(), view.arena + offset, bytes);
+    return fetched.data();
+  };
   std::string times;
   for (int64_t step = 1; step <= steps; ++step) {
     runtime.setStep(step);
@@ -707,7 +724,8 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
     if (!outDir.empty() && view.lossResult >= 0 &&
         view.resultBytes[view.lossResult] > 0)
       writeBytes(outDir + "/loss.bin",
-                 view.arena + view.resultOffsets[view.lossResult],
+                 fetch(view.resultOffsets[view.lossResult],
+                       view.resultBytes[view.lossResult]),
                  view.resultBytes[view.lossResult], /*append=*/true);
   }
   if (!outDir.empty()) {
@@ -715,9 +733,10 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
                static_cast<int64_t>(times.size()), false);
     for (int64_t i = 0; i < view.numArgs; ++i)
       if (view.argBytes[i] >= 0) // -1: the table of a function without any
-        writeBytes(outDir + "/arg" + std::to_string(i) + ".bin",
-                   view.arena + std::max<int64_t>(view.argOffsets[i], 0),
-                   view.argBytes[i], false);
+        writeBytes(
+            outDir + "/arg" + std::to_string(i) + ".bin",
+            fetch(std::max<int64_t>(view.argOffsets[i], 0), view.argBytes[i]),
+            view.argBytes[i], false);
     std::string comm;
     for (const auto &[kind, traffic] : runtime.getTraffic())
       comm += kind + " " + std::to_string(traffic.calls) + " " +

@@ -232,6 +232,10 @@ struct ProgramView {
   int64_t numResults = 0;
   int64_t lossResult = -1;
   std::function<void()> step;
+  /// How bytes reach and leave the arena (device memory on other targets);
+  /// unset: the arena is host memory.
+  std::function<void(char *arena, const char *from, int64_t bytes)> toArena;
+  std::function<void(char *to, const char *arena, int64_t bytes)> fromArena;
 };
 
 /// The driver loop for the program `view` (see the file comment).
@@ -239,13 +243,12 @@ int drive(int argc, char **argv, ProgramView &view);
 
 template <typename T> struct Tag { using Type = T; };
 
-/// Starts the runtime, opens `groups`, and runs `Programs[i]` on the ranks
-/// in `devices[i]`.
-template <typename... Programs>
-int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
-                std::initializer_list<Ints> groups) {
-  rt::Runtime &runtime = rt::Runtime::init(&argc, &argv);
-  openGroups(groups);
+/// Runs `Programs[i]` on the ranks in `devices[i]` (the runtime started
+/// and the groups opened), `adjust` completing each program's view.
+template <typename... Programs, typename Adjust>
+int runChosenProgram(int argc, char **argv, std::initializer_list<Ints> devices,
+                     Adjust &&adjust) {
+  rt::Runtime &runtime = rt::Runtime::get();
   int rank = runtime.getWorldRank();
   int index = 0, chosen = -1;
   for (Ints group : devices) {
@@ -276,9 +279,22 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
     view.lossResult = program->loss_result;
     Program *raw = program.get();
     view.step = [raw] { raw->step(); };
+    adjust(view);
     status = drive(argc, argv, view);
   };
   (tryOne(Tag<Programs>{}), ...);
+  return status;
+}
+
+/// Starts the runtime, opens `groups`, and runs `Programs[i]` on the ranks
+/// in `devices[i]`.
+template <typename... Programs>
+int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
+                std::initializer_list<Ints> groups) {
+  rt::Runtime::init(&argc, &argv);
+  openGroups(groups);
+  int status =
+      runChosenProgram<Programs...>(argc, argv, devices, [](ProgramView &) {});
   rt::Runtime::finalize();
   return status;
 }

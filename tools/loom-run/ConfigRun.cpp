@@ -69,9 +69,11 @@ int loom::interp::runFromConfig(const config::Config &config,
                                 HostLaunchOptions host) {
   const config::Run &run = config.run();
   std::string target = run.target().empty() ? "host" : run.target();
-  if (target != "host")
+  if (target != "host" && target != "cuda")
     return fail("target '" + target +
-                "' is not built yet; this build runs the host target");
+                "' is not built yet; this build runs the host and CUDA "
+                "targets");
+  host.target = target;
 
   DialectRegistry registry;
   loom::registerAllDialects(registry);

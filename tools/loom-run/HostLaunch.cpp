@@ -199,7 +199,17 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     codegen::LowerToCallsPassOptions lowerOptions;
     lowerOptions.entry = name.str();
     pm.addPass(codegen::createLowerToCallsPass(lowerOptions));
-    pm.addPass(codegen::createEmitHostPass());
+    bool cuda = host.target == "cuda";
+#ifndef LOOM_CUDA_LIBS
+    if (cuda)
+      return fail(
+          "this build has no CUDA target (configure with "
+          "LOOM_ENABLE_CUDA where nvcc, cuBLAS and NCCL are installed)");
+#endif
+    if (cuda)
+      pm.addPass(codegen::createEmitCudaPass());
+    else
+      pm.addPass(codegen::createEmitHostPass());
     if (failed(pm.run(*copy)))
       return 1;
     std::string source = work + "/program.cpp";
@@ -213,12 +223,22 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     }
     binary = work + "/program";
     std::vector<std::string> command = {LOOM_HOST_CXX};
+#ifdef LOOM_CUDA_INCLUDES
+    if (cuda)
+      for (std::string &word : splitWords(LOOM_CUDA_INCLUDES))
+        command.push_back(word);
+#endif
     for (auto *list : {LOOM_HOST_FLAGS, LOOM_HOST_INCLUDES})
       for (std::string &word : splitWords(list))
         command.push_back(word);
     command.push_back(source);
     command.push_back("-o");
     command.push_back(binary);
+#ifdef LOOM_CUDA_LIBS
+    if (cuda)
+      for (std::string &word : splitWords(LOOM_CUDA_LIBS))
+        command.push_back(word);
+#endif
     for (std::string &word : splitWords(LOOM_HOST_LIBS))
       command.push_back(word);
     if (int code = run(command, "compiling the generated C++"))

@@ -19,6 +19,9 @@
 namespace loom::interp {
 
 struct HostLaunchOptions {
+  /// The target the programs are compiled for: "host" or "cuda" (where this
+  /// build has the CUDA runtime).
+  std::string target = "host";
   /// Ranks to launch (must be one per device the programs use).
   int64_t ranks = 1;
   /// Where the C++, the binary, the shards and the ranks' outputs go

@@ -335,9 +335,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   llvm::cl::opt<std::string> target(
       "target",
       llvm::cl::desc("--train: where the steps run: interpreter (default, one "
-                     "process) or host (the step's per-group programs "
+                     "process), host (the step's per-group programs "
                      "compiled to C++ and run on --ranks MPI ranks under "
-                     "mpirun)"),
+                     "mpirun) or cuda (the same on GPUs, one per rank)"),
       llvm::cl::init("interpreter"), llvm::cl::cat(category));
   llvm::cl::opt<int64_t> ranks(
       "ranks",
@@ -496,14 +496,16 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                   "it does not take --input, --random-inputs, --print, "
                   "--repeat or --simulate");
     TrainOptions options = commonTrainOptions();
-    if (target == "host") {
+    if (target == "host" || target == "cuda") {
       HostLaunchOptions host = hostOptions();
+      host.target = target;
       if (options.entry.empty())
         options.entry = globalEntry;
       return runOnHostRanks(*module, interpreter, options, host);
     }
     if (target != "interpreter")
-      return fail("--target must be interpreter or host, got '" + target + "'");
+      return fail("--target must be interpreter, host or cuda, got '" + target +
+                  "'");
     if (commStats)
       return fail("--comm-stats applies with --simulate or --target host");
     return runTraining(*module, interpreter, options);
