@@ -7,7 +7,8 @@
 //   keys (each a sequential dot product), a masked softmax with fixed-order
 //   block reductions, then one thread per output element summing p_j v_j
 //   over the keys in order. The score row lives in shared memory when it
-//   fits (48 KiB), else in stream-ordered scratch.
+//   fits in 32 KiB (the reductions' static shared memory stays under the
+//   48 KiB default), else in stream-ordered scratch.
 // * Backward, in two kernels. One block per (batch, head, query) recomputes
 //   the probabilities p_j and the coefficients c_j = scale * p_j (dp_j -
 //   sum_k p_k dp_k), stores both in scratch (batch * heads * seq_q * seq_k
@@ -118,7 +119,7 @@ Geometry getGeometry(const char *kernel, const Shape &queryShape,
 }
 
 /// The largest score row kept in shared memory.
-constexpr size_t kMaxSharedScores = 48 * 1024;
+constexpr size_t kMaxSharedScores = 32 * 1024;
 
 //===----------------------------------------------------------------------===//
 // Forward
