@@ -59,3 +59,11 @@ if config.loom_sanitized:
     config.available_features.add("sanitized")
 if config.loom_fuzzer:
     config.available_features.add("fuzzer")
+# The CUDA target is built (nvcc, cuBLAS, NCCL found); a GPU is present.
+if getattr(config, "loom_cuda", False):
+    config.available_features.add("cuda")
+    import shutil
+    import subprocess
+    smi = shutil.which("nvidia-smi")
+    if smi and subprocess.run([smi, "-L"], capture_output=True).returncode == 0:
+        config.available_features.add("cuda-device")

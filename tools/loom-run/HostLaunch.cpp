@@ -2,6 +2,9 @@
 
 #include "tools/loom-run/HostLaunch.h"
 #include "tools/loom-run/HostToolchain.h"
+#ifdef LOOM_HAVE_CUDA_TOOLCHAIN
+#include "tools/loom-run/CudaToolchain.h"
+#endif
 
 #include "codegen/Passes.h"
 #include "runtime/interpreter/Npy.h"

@@ -1,0 +1,374 @@
+//===- Program.cpp - Support of generated CUDA programs -------------------===//
+
+#include "runtime/cuda/Program.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+using namespace loom;
+using namespace loom::cuda;
+using loom::rt::ElementType;
+using loom::rt::Runtime;
+
+namespace {
+
+cudaStream_t stream = nullptr;
+
+void check(cudaError_t code, const char *what) {
+  if (code != cudaSuccess)
+    Runtime::get().fail(std::string("CUDA error in ") + what + ": " +
+                        cudaGetErrorString(code));
+}
+
+void check(ncclResult_t code, const char *what) {
+  if (code != ncclSuccess)
+    Runtime::get().fail(std::string("NCCL error in ") + what + ": " +
+                        ncclGetErrorString(code));
+}
+
+ncclDataType_t ncclType(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return ncclFloat32;
+  case ElementType::F64:
+    return ncclFloat64;
+  case ElementType::I64:
+    return ncclInt64;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t ncclOp(const char *op, const char *kind) {
+  if (!std::strcmp(kind, "sum"))
+    return ncclSum;
+  if (!std::strcmp(kind, "mean"))
+    return ncclAvg;
+  if (!std::strcmp(kind, "max"))
+    return ncclMax;
+  if (!std::strcmp(kind, "min"))
+    return ncclMin;
+  Runtime::get().fail(std::string(op) + ": unknown reduction '" + kind + "'");
+}
+
+/// Counts a collective as the simulator and the report do.
+void count(const char *kind, int64_t sent, int64_t received) {
+  rt::Traffic &traffic = Runtime::get().count(kind);
+  traffic.calls += 1;
+  traffic.bytesSent += sent;
+  traffic.bytesReceived += received;
+}
+
+int64_t chunk(int64_t count, int64_t k, int64_t j) {
+  return count / k + (j < count % k ? 1 : 0);
+}
+
+/// The tensor `shape` seen as [outer, extent of `dim`, inner].
+void splitAt(const Shape &shape, int64_t dim, int64_t &outer, int64_t &extent,
+             int64_t &inner) {
+  outer = extent = inner = 1;
+  for (int64_t d = 0; d < shape.rank; ++d)
+    (d < dim ? outer : d == dim ? extent : inner) *= shape[d];
+}
+
+/// Block `j` of `k` along `dim` of `in` (shape `shape`) to `out`,
+/// contiguous (`pack`), or back (`!pack`), on the stream.
+void moveBlock(char *out, const char *in, const Shape &shape, int64_t dim,
+               int64_t k, int64_t j, int64_t elementBytes, bool pack) {
+  int64_t outer, extent, inner;
+  splitAt(shape, dim, outer, extent, inner);
+  size_t row = static_cast<size_t>(extent / k * inner * elementBytes);
+  size_t wide = static_cast<size_t>(extent * inner * elementBytes);
+  size_t start = static_cast<size_t>(j * (extent / k) * inner * elementBytes);
+  if (row == 0 || outer == 0)
+    return;
+  if (pack)
+    check(cudaMemcpy2DAsync(out, row, in + start, wide, row, outer,
+                            cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpy2DAsync");
+  else
+    check(cudaMemcpy2DAsync(out + start, wide, in, row, row, outer,
+                            cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpy2DAsync");
+}
+
+/// Device scratch that grows as needed.
+char *scratch(int64_t bytes) {
+  static char *memory = nullptr;
+  static int64_t size = 0;
+  if (bytes > size) {
+    if (memory)
+      check(cudaFree(memory), "cudaFree");
+    check(cudaMalloc(reinterpret_cast<void **>(&memory),
+                     static_cast<size_t>(bytes)),
+          "cudaMalloc");
+    size = bytes;
+  }
+  return memory;
+}
+
+std::map<rt::Communicator *, std::unique_ptr<Communicator>> &ncclGroups() {
+  static std::map<rt::Communicator *, std::unique_ptr<Communicator>> groups;
+  return groups;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Device, arena, communicators
+//===----------------------------------------------------------------------===//
+
+void loom::cuda::startDevice() {
+  Runtime &runtime = Runtime::get();
+  int devices = 0;
+  cudaError_t code = cudaGetDeviceCount(&devices);
+  if (code != cudaSuccess || devices == 0)
+    runtime.fail("no CUDA device on this node (" +
+                 std::string(code != cudaSuccess ? cudaGetErrorString(code)
+                                                 : "0 devices") +
+                 "); run the host target instead");
+  int local = 0;
+  if (const char *text = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+    local = std::atoi(text);
+  check(cudaSetDevice(local % devices), "cudaSetDevice");
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  cublasHandle_t handle = nullptr;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
+    runtime.fail("cannot create a cuBLAS handle");
+  cublasSetStream(handle, stream);
+  setContext(stream, handle);
+}
+
+Arena::Arena(int64_t size) : bytes(size) {
+  size_t rounded =
+      static_cast<size_t>((std::max<int64_t>(size, 1) + 255) / 256 * 256);
+  check(cudaMalloc(reinterpret_cast<void **>(&storage), rounded), "cudaMalloc");
+  check(cudaMemset(storage, 0, rounded), "cudaMemset");
+}
+
+Arena::Arena(Arena &&other) noexcept
+    : storage(other.storage), bytes(other.bytes) {
+  other.storage = nullptr;
+}
+
+Arena::~Arena() {
+  if (storage)
+    cudaFree(storage);
+}
+
+Communicator::Communicator(rt::Communicator &mpi) : mpi(mpi) {
+  // Member 0 makes the unique id and sends it to the others over MPI.
+  ncclUniqueId id;
+  if (mpi.getRank() == 0)
+    check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  std::vector<rt::Communicator::Message> sends, receives;
+  if (mpi.getRank() == 0) {
+    for (int j = 1; j < mpi.getSize(); ++j)
+      sends.push_back({j, &id, static_cast<int64_t>(sizeof(id))});
+  } else {
+    receives.push_back({0, &id, static_cast<int64_t>(sizeof(id))});
+  }
+  if (mpi.getSize() > 1)
+    mpi.sendRecv("nccl_bootstrap", sends, receives);
+  ncclComm_t comm = nullptr;
+  check(ncclCommInitRank(&comm, mpi.getSize(), id, mpi.getRank()),
+        "ncclCommInitRank");
+  nccl = comm;
+}
+
+Communicator::~Communicator() {
+  if (nccl)
+    ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+}
+
+Communicator *loom::cuda::subgroup(Ints devices, Shape mesh, Shape axes) {
+  rt::Communicator *mpi = host::subgroup(devices, mesh, axes);
+  auto &groups = ncclGroups();
+  auto it = groups.find(mpi);
+  if (it == groups.end())
+    it = groups.emplace(mpi, std::make_unique<Communicator>(*mpi)).first;
+  return it->second.get();
+}
+
+void loom::cuda::openGroups(std::initializer_list<Ints> groups) {
+  host::openGroups(groups);
+  Runtime &runtime = Runtime::get();
+  for (Ints group : groups) {
+    std::vector<int> members(group.begin(), group.end());
+    if (std::find(members.begin(), members.end(), runtime.getWorldRank()) ==
+        members.end())
+      continue;
+    rt::Communicator *mpi = &runtime.getGroup(members);
+    auto &open = ncclGroups();
+    if (!open.count(mpi))
+      open.emplace(mpi, std::make_unique<Communicator>(*mpi));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+void loom::cuda::allReduceBytes(void *out, const void *in, Shape shape,
+                                ElementType type, Communicator *comm,
+                                const char *kind) {
+  int64_t n = shape.numElements(), size = rt::getElementSize(type);
+  int64_t k = comm->getSize(), own = chunk(n, k, comm->getRank()) * size;
+  count("all_reduce", n * size - own + (k - 1) * own,
+        n * size - own + (k - 1) * own);
+  check(ncclAllReduce(in, out, static_cast<size_t>(n), ncclType(type),
+                      ncclOp("all_reduce", kind),
+                      static_cast<ncclComm_t>(comm->getNccl()), stream),
+        "ncclAllReduce");
+}
+
+void loom::cuda::allGatherBytes(void *out, Shape outShape, const void *in,
+                                Shape inShape, ElementType type,
+                                Communicator *comm, int64_t dim) {
+  int64_t n = inShape.numElements(), size = rt::getElementSize(type);
+  int64_t k = comm->getSize();
+  count("all_gather", n * size * (k - 1), n * size * (k - 1));
+  int64_t outer, extent, inner;
+  splitAt(inShape, dim, outer, extent, inner);
+  bool direct = dim == 0 || outer == 1;
+  char *gathered = direct ? static_cast<char *>(out) : scratch(n * size * k);
+  check(ncclAllGather(in, gathered, static_cast<size_t>(n), ncclType(type),
+                      static_cast<ncclComm_t>(comm->getNccl()), stream),
+        "ncclAllGather");
+  if (!direct)
+    for (int64_t j = 0; j < k; ++j)
+      moveBlock(static_cast<char *>(out), gathered + j * n * size, outShape,
+                dim, k, j, size, /*pack=*/false);
+}
+
+void loom::cuda::reduceScatterBytes(void *out, Shape outShape, const void *in,
+                                    Shape inShape, ElementType type,
+                                    Communicator *comm, int64_t dim,
+                                    const char *kind) {
+  int64_t n = outShape.numElements(), size = rt::getElementSize(type);
+  int64_t k = comm->getSize();
+  count("reduce_scatter", n * size * (k - 1), n * size * (k - 1));
+  int64_t outer, extent, inner;
+  splitAt(inShape, dim, outer, extent, inner);
+  const char *source = static_cast<const char *>(in);
+  if (dim != 0 && outer != 1) {
+    char *packed = scratch(n * size * k);
+    for (int64_t j = 0; j < k; ++j)
+      moveBlock(packed + j * n * size, source, inShape, dim, k, j, size,
+                /*pack=*/true);
+    source = packed;
+  }
+  check(ncclReduceScatter(source, out, static_cast<size_t>(n), ncclType(type),
+                          ncclOp("reduce_scatter", kind),
+                          static_cast<ncclComm_t>(comm->getNccl()), stream),
+        "ncclReduceScatter");
+}
+
+void loom::cuda::allToAllBytes(void *out, Shape outShape, const void *in,
+                               Shape inShape, ElementType type,
+                               Communicator *comm, int64_t splitDim,
+                               int64_t concatDim) {
+  int64_t k = comm->getSize(), size = rt::getElementSize(type);
+  int64_t block = inShape.numElements() / k;
+  count("all_to_all", block * size * (k - 1), block * size * (k - 1));
+  char *sendBuffer = scratch(2 * block * k * size);
+  char *receiveBuffer = sendBuffer + block * k * size;
+  for (int64_t j = 0; j < k; ++j)
+    moveBlock(sendBuffer + j * block * size, static_cast<const char *>(in),
+              inShape, splitDim, k, j, size, /*pack=*/true);
+  auto nccl = static_cast<ncclComm_t>(comm->getNccl());
+  check(ncclGroupStart(), "ncclGroupStart");
+  for (int j = 0; j < k; ++j) {
+    check(ncclSend(sendBuffer + j * block * size, static_cast<size_t>(block),
+                   ncclType(type), j, nccl, stream),
+          "ncclSend");
+    check(ncclRecv(receiveBuffer + j * block * size, static_cast<size_t>(block),
+                   ncclType(type), j, nccl, stream),
+          "ncclRecv");
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+  for (int64_t j = 0; j < k; ++j)
+    moveBlock(static_cast<char *>(out), receiveBuffer + j * block * size,
+              outShape, concatDim, k, j, size, /*pack=*/false);
+}
+
+void loom::cuda::localSliceBytes(void *out, Shape outShape, const void *in,
+                                 Shape inShape, int64_t elementBytes,
+                                 Communicator *comm, int64_t dim) {
+  Runtime::get().count("local_slice").calls += 1;
+  if (outShape.numElements() == 0)
+    return;
+  moveBlock(static_cast<char *>(out), static_cast<const char *>(in), inShape,
+            dim, comm->getSize(), comm->getRank(), elementBytes,
+            /*pack=*/true);
+}
+
+void loom::cuda::makePartialBytes(void *out, Shape outShape, const void *in,
+                                  Shape inShape, int64_t elementBytes,
+                                  Communicator *comm, int64_t dim) {
+  Runtime::get().count("make_partial").calls += 1;
+  int64_t bytes = outShape.numElements() * elementBytes;
+  if (bytes == 0)
+    return;
+  check(cudaMemsetAsync(out, 0, static_cast<size_t>(bytes), stream),
+        "cudaMemsetAsync");
+  if (dim >= 0)
+    moveBlock(static_cast<char *>(out), static_cast<const char *>(in), outShape,
+              dim, comm->getSize(), comm->getRank(), elementBytes,
+              /*pack=*/false);
+  else if (comm->getRank() == 0)
+    check(cudaMemcpyAsync(
+              out, in,
+              static_cast<size_t>(inShape.numElements() * elementBytes),
+              cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyAsync");
+}
+
+void loom::cuda::axisIndex(void *out, int64_t elementBytes, bool isFloat,
+                           double value) {
+  char bytes[8] = {};
+  if (isFloat && elementBytes == 4) {
+    float v = static_cast<float>(value);
+    std::memcpy(bytes, &v, 4);
+  } else if (isFloat) {
+    std::memcpy(bytes, &value, 8);
+  } else if (elementBytes == 4) {
+    int32_t v = static_cast<int32_t>(value);
+    std::memcpy(bytes, &v, 4);
+  } else {
+    int64_t v = static_cast<int64_t>(value);
+    std::memcpy(bytes, &v, 8);
+  }
+  check(cudaMemcpyAsync(out, bytes, static_cast<size_t>(elementBytes),
+                        cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+void ExchangePlan::run(void *out, int64_t outElements, const void *in,
+                       int64_t inElements, int64_t elementBytes,
+                       ElementType type) {
+  // Staged through host memory: the host runtime's plan over MPI.
+  std::vector<char> source(static_cast<size_t>(inElements * elementBytes));
+  std::vector<char> target(static_cast<size_t>(outElements * elementBytes));
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  if (!source.empty())
+    copyToHost(source.data(), in, source.size());
+  plan.run(target.empty() ? nullptr : target.data(), outElements,
+           source.empty() ? nullptr : source.data(), elementBytes, type);
+  if (!target.empty())
+    copyToDevice(out, target.data(), target.size());
+}
+
+void loom::cuda::tracePhaseBegin(const char *name) {
+  host::tracePhaseBegin(name);
+}
+
+void loom::cuda::tracePhaseEnd() {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  host::tracePhaseEnd();
+}

@@ -1,0 +1,185 @@
+//===- Program.h - What generated CUDA programs include ---------*- C++ -*-===//
+//
+// The CUDA target's counterpart of runtime/host/Program.h, with the same
+// names in `loom::cuda` (codegen/Common/Emission.h): the arena is device
+// memory, kernels are Loom's CUDA kernels (CudaKernels.h; cuBLAS for GEMM)
+// on the rank's stream, collectives run on NCCL communicators made once
+// per group at start-up (the unique id broadcast over the group's MPI
+// communicator, as NCCL's own tests do), and an exchange across groups is
+// staged through host memory and runs the host runtime's plan over MPI
+// (the documented baseline; direct device-to-device paths are future
+// work). The driver is the host runtime's (`loom::host::drive`), reading
+// and writing the arena through copies.
+//
+// Each rank uses device (local rank mod device count); NCCL refuses two
+// ranks on one GPU, so several ranks need as many GPUs on their node. On a
+// machine without a CUDA device the program ends with a clear message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_CUDA_PROGRAM_H
+#define LOOM_RUNTIME_CUDA_PROGRAM_H
+
+#include "runtime/cuda/CudaKernels.h"
+#include "runtime/host/Program.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace loom::cuda {
+
+using Ints = std::initializer_list<int64_t>;
+
+/// Device memory holding every buffer of a program, zeroed.
+class Arena {
+public:
+  explicit Arena(int64_t bytes);
+  Arena(Arena &&other) noexcept;
+  ~Arena();
+  char *data() { return storage; }
+  int64_t size() const { return bytes; }
+
+private:
+  char *storage = nullptr;
+  int64_t bytes = 0;
+};
+
+template <typename T> T *at(Arena &arena, int64_t offset) {
+  return reinterpret_cast<T *>(arena.data() + offset);
+}
+
+/// An NCCL communicator over a device group (and the group's MPI
+/// communicator, for bootstrapping and counting).
+class Communicator {
+public:
+  Communicator(rt::Communicator &mpi);
+  ~Communicator();
+  int getRank() const { return mpi.getRank(); }
+  int getSize() const { return mpi.getSize(); }
+  void *getNccl() const { return nccl; }
+
+private:
+  rt::Communicator &mpi;
+  void *nccl = nullptr; // ncclComm_t
+};
+
+/// The NCCL communicator of this rank's sub-group (made on first use;
+/// every group is opened at start-up in one order, see runPrograms).
+Communicator *subgroup(Ints devices, Shape mesh, Shape axes);
+
+/// A cross-group exchange: the host runtime's plan, staged through host
+/// memory.
+class ExchangePlan {
+public:
+  ExchangePlan(Ints members, Ints table) : plan(members, table) {}
+  void run(void *out, int64_t outElements, const void *in, int64_t inElements,
+           int64_t elementBytes, rt::ElementType type);
+
+private:
+  host::ExchangePlan plan;
+};
+
+// Collectives on device buffers (byte level; the typed wrappers below).
+void allReduceBytes(void *out, const void *in, Shape shape,
+                    rt::ElementType type, Communicator *comm, const char *kind);
+void allGatherBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                    rt::ElementType type, Communicator *comm, int64_t dim);
+void reduceScatterBytes(void *out, Shape outShape, const void *in,
+                        Shape inShape, rt::ElementType type, Communicator *comm,
+                        int64_t dim, const char *kind);
+void allToAllBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                   rt::ElementType type, Communicator *comm, int64_t splitDim,
+                   int64_t concatDim);
+void localSliceBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                     int64_t elementBytes, Communicator *comm, int64_t dim);
+void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
+                      int64_t elementBytes, Communicator *comm, int64_t dim);
+void axisIndex(void *out, int64_t elementBytes, bool isFloat, double value);
+
+template <typename T>
+void all_reduce(T *out, Shape, const T *in, Shape inShape, Communicator *comm,
+                const char *kind) {
+  allReduceBytes(out, in, inShape, host::elementTypeOf<T>(), comm, kind);
+}
+template <typename T>
+void all_gather(T *out, Shape outShape, const T *in, Shape inShape,
+                Communicator *comm, int64_t dim) {
+  allGatherBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,
+                 dim);
+}
+template <typename T>
+void reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,
+                    Communicator *comm, int64_t dim, const char *kind) {
+  reduceScatterBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,
+                     dim, kind);
+}
+template <typename T>
+void all_to_all(T *out, Shape outShape, const T *in, Shape inShape,
+                Communicator *comm, int64_t splitDim, int64_t concatDim) {
+  allToAllBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,
+                splitDim, concatDim);
+}
+template <typename T>
+void local_slice(T *out, Shape outShape, const T *in, Shape inShape,
+                 Communicator *comm, int64_t dim) {
+  localSliceBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
+}
+template <typename T>
+void make_partial(T *out, Shape outShape, const T *in, Shape inShape,
+                  Communicator *comm, int64_t dim) {
+  makePartialBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
+}
+template <typename T>
+void axis_index(T *out, Shape, Communicator *comm, int64_t stride,
+                int64_t base) {
+  axisIndex(out, sizeof(T), !std::is_integral_v<T>,
+            static_cast<double>(comm->getRank() * stride + base));
+}
+template <typename T>
+void exchange(T *out, Shape outShape, const T *in, Shape inShape,
+              ExchangePlan &plan) {
+  plan.run(out, outShape.numElements(), in, inShape.numElements(), sizeof(T),
+           host::elementTypeOf<T>());
+}
+
+// The profiler's phase spans (the host runtime's, after the stream
+// drains so that a span covers its kernels).
+void tracePhaseBegin(const char *name);
+void tracePhaseEnd();
+
+/// Picks this rank's device (local rank mod device count), makes its
+/// stream and cuBLAS handle and hands them to the kernels; ends the rank
+/// with a clear error where there is no CUDA device.
+void startDevice();
+/// Opens the MPI and NCCL communicators of `groups` that hold this rank,
+/// in the given order (every rank walks the same list).
+void openGroups(std::initializer_list<Ints> groups);
+
+/// Starts MPI and the device, opens `groups`, and runs `Programs[i]` on the
+/// ranks in `devices[i]` under the host runtime's driver.
+template <typename... Programs>
+int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
+                std::initializer_list<Ints> groups) {
+  rt::Runtime::init(&argc, &argv);
+  startDevice();
+  openGroups(groups);
+  int status = host::runChosenProgram<Programs...>(
+      argc, argv, devices, [](host::ProgramView &view) {
+        view.toArena = [](char *arena, const char *from, int64_t bytes) {
+          copyToDevice(arena, from, static_cast<size_t>(bytes));
+        };
+        view.fromArena = [](char *to, const char *arena, int64_t bytes) {
+          copyToHost(to, arena, static_cast<size_t>(bytes));
+        };
+      });
+  rt::Runtime::finalize();
+  return status;
+}
+
+} // namespace loom::cuda
+
+#endif // LOOM_RUNTIME_CUDA_PROGRAM_H
