@@ -7,6 +7,10 @@
 #include <nccl.h>
 
 #include <cstdlib>
+
+// ncclAvg needs NCCL 2.10, ncclSend/ncclRecv 2.7.
+static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0),
+              "Loom's CUDA runtime needs NCCL 2.10 or later");
 #include <cstring>
 #include <map>
 
@@ -18,6 +22,7 @@ using loom::rt::Runtime;
 namespace {
 
 cudaStream_t stream = nullptr;
+cublasHandle_t blas = nullptr;
 
 void check(cudaError_t code, const char *what) {
   if (code != cudaSuccess)
@@ -43,7 +48,9 @@ ncclDataType_t ncclType(ElementType type) {
   return ncclFloat32;
 }
 
-ncclRedOp_t ncclOp(const char *op, const char *kind) {
+ncclRedOp_t ncclOp(const char *op, const char *kind, ElementType type) {
+  if (!std::strcmp(kind, "mean") && type == ElementType::I64)
+    Runtime::get().fail(std::string(op) + ": a mean of integers");
   if (!std::strcmp(kind, "sum"))
     return ncclSum;
   if (!std::strcmp(kind, "mean"))
@@ -101,8 +108,11 @@ char *scratch(int64_t bytes) {
   static char *memory = nullptr;
   static int64_t size = 0;
   if (bytes > size) {
-    if (memory)
+    if (memory) {
+      // Queued work may still read the old buffer.
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       check(cudaFree(memory), "cudaFree");
+    }
     check(cudaMalloc(reinterpret_cast<void **>(&memory),
                      static_cast<size_t>(bytes)),
           "cudaMalloc");
@@ -111,9 +121,24 @@ char *scratch(int64_t bytes) {
   return memory;
 }
 
-std::map<rt::Communicator *, std::unique_ptr<Communicator>> &ncclGroups() {
-  static std::map<rt::Communicator *, std::unique_ptr<Communicator>> groups;
+/// The NCCL communicators, by MPI group, and the order they were made in
+/// (the same on every rank), for the teardown.
+std::map<rt::Communicator *, Communicator *> &ncclGroups() {
+  static std::map<rt::Communicator *, Communicator *> groups;
   return groups;
+}
+std::vector<std::unique_ptr<Communicator>> &ncclOrder() {
+  static std::vector<std::unique_ptr<Communicator>> order;
+  return order;
+}
+
+Communicator *makeNccl(rt::Communicator *mpi) {
+  auto &groups = ncclGroups();
+  auto it = groups.find(mpi);
+  if (it != groups.end())
+    return it->second;
+  ncclOrder().push_back(std::make_unique<Communicator>(*mpi));
+  return groups[mpi] = ncclOrder().back().get();
 }
 
 } // namespace
@@ -131,16 +156,12 @@ void loom::cuda::startDevice() {
                  std::string(code != cudaSuccess ? cudaGetErrorString(code)
                                                  : "0 devices") +
                  "); run the host target instead");
-  int local = 0;
-  if (const char *text = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
-    local = std::atoi(text);
-  check(cudaSetDevice(local % devices), "cudaSetDevice");
+  check(cudaSetDevice(runtime.getLocalRank() % devices), "cudaSetDevice");
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
-  cublasHandle_t handle = nullptr;
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS)
-    runtime.fail("cannot create a cuBLAS handle");
-  cublasSetStream(handle, stream);
-  setContext(stream, handle);
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS)
+    runtime.fail("cannot create a cuBLAS handle on the rank's stream");
+  setContext(stream, blas);
 }
 
 Arena::Arena(int64_t size) : bytes(size) {
@@ -161,19 +182,13 @@ Arena::~Arena() {
 }
 
 Communicator::Communicator(rt::Communicator &mpi) : mpi(mpi) {
-  // Member 0 makes the unique id and sends it to the others over MPI.
+  // Member 0 makes the unique id and broadcasts it over MPI (not counted:
+  // bootstrapping is not the program's traffic).
   ncclUniqueId id;
   if (mpi.getRank() == 0)
     check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  std::vector<rt::Communicator::Message> sends, receives;
-  if (mpi.getRank() == 0) {
-    for (int j = 1; j < mpi.getSize(); ++j)
-      sends.push_back({j, &id, static_cast<int64_t>(sizeof(id))});
-  } else {
-    receives.push_back({0, &id, static_cast<int64_t>(sizeof(id))});
-  }
   if (mpi.getSize() > 1)
-    mpi.sendRecv("nccl_bootstrap", sends, receives);
+    mpi.broadcastUncounted(&id, sizeof(id), 0);
   ncclComm_t comm = nullptr;
   check(ncclCommInitRank(&comm, mpi.getSize(), id, mpi.getRank()),
         "ncclCommInitRank");
@@ -186,12 +201,7 @@ Communicator::~Communicator() {
 }
 
 Communicator *loom::cuda::subgroup(Ints devices, Shape mesh, Shape axes) {
-  rt::Communicator *mpi = host::subgroup(devices, mesh, axes);
-  auto &groups = ncclGroups();
-  auto it = groups.find(mpi);
-  if (it == groups.end())
-    it = groups.emplace(mpi, std::make_unique<Communicator>(*mpi)).first;
-  return it->second.get();
+  return makeNccl(host::subgroup(devices, mesh, axes));
 }
 
 void loom::cuda::openGroups(std::initializer_list<Ints> groups) {
@@ -202,10 +212,7 @@ void loom::cuda::openGroups(std::initializer_list<Ints> groups) {
     if (std::find(members.begin(), members.end(), runtime.getWorldRank()) ==
         members.end())
       continue;
-    rt::Communicator *mpi = &runtime.getGroup(members);
-    auto &open = ncclGroups();
-    if (!open.count(mpi))
-      open.emplace(mpi, std::make_unique<Communicator>(*mpi));
+    makeNccl(&runtime.getGroup(members));
   }
 }
 
@@ -221,7 +228,7 @@ void loom::cuda::allReduceBytes(void *out, const void *in, Shape shape,
   count("all_reduce", n * size - own + (k - 1) * own,
         n * size - own + (k - 1) * own);
   check(ncclAllReduce(in, out, static_cast<size_t>(n), ncclType(type),
-                      ncclOp("all_reduce", kind),
+                      ncclOp("all_reduce", kind, type),
                       static_cast<ncclComm_t>(comm->getNccl()), stream),
         "ncclAllReduce");
 }
@@ -263,7 +270,7 @@ void loom::cuda::reduceScatterBytes(void *out, Shape outShape, const void *in,
     source = packed;
   }
   check(ncclReduceScatter(source, out, static_cast<size_t>(n), ncclType(type),
-                          ncclOp("reduce_scatter", kind),
+                          ncclOp("reduce_scatter", kind, type),
                           static_cast<ncclComm_t>(comm->getNccl()), stream),
         "ncclReduceScatter");
 }
@@ -369,6 +376,25 @@ void loom::cuda::tracePhaseBegin(const char *name) {
 }
 
 void loom::cuda::tracePhaseEnd() {
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  // A phase's span covers its kernels (only when tracing).
+  if (host::tracing())
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   host::tracePhaseEnd();
+}
+
+void loom::cuda::finishDevice() {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  // Communicators in creation order (the same on every rank), before MPI
+  // ends; then the handle and the stream.
+  auto &order = ncclOrder();
+  for (std::unique_ptr<Communicator> &comm : order)
+    comm.reset();
+  order.clear();
+  ncclGroups().clear();
+  if (blas)
+    cublasDestroy(blas);
+  if (stream)
+    cudaStreamDestroy(stream);
+  blas = nullptr;
+  stream = nullptr;
 }

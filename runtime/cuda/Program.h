@@ -56,7 +56,7 @@ template <typename T> T *at(Arena &arena, int64_t offset) {
 /// communicator, for bootstrapping and counting).
 class Communicator {
 public:
-  Communicator(rt::Communicator &mpi);
+  explicit Communicator(rt::Communicator &mpi);
   ~Communicator();
   int getRank() const { return mpi.getRank(); }
   int getSize() const { return mpi.getSize(); }
@@ -155,6 +155,9 @@ void tracePhaseEnd();
 /// stream and cuBLAS handle and hands them to the kernels; ends the rank
 /// with a clear error where there is no CUDA device.
 void startDevice();
+/// Drains the stream and destroys the NCCL communicators (in creation
+/// order), the cuBLAS handle and the stream, before MPI ends.
+void finishDevice();
 /// Opens the MPI and NCCL communicators of `groups` that hold this rank,
 /// in the given order (every rank walks the same list).
 void openGroups(std::initializer_list<Ints> groups);
@@ -175,7 +178,13 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
         view.fromArena = [](char *to, const char *arena, int64_t bytes) {
           copyToHost(to, arena, static_cast<size_t>(bytes));
         };
+        // A step's time covers its kernels.
+        view.step = [step = view.step] {
+          step();
+          synchronize();
+        };
       });
+  finishDevice();
   rt::Runtime::finalize();
   return status;
 }

@@ -123,6 +123,15 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &instance->worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &instance->worldSize);
+  // The rank among those on its node (any MPI, not only Open MPI's
+  // environment variable).
+  MPI_Comm node;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                          instance->worldRank, MPI_INFO_NULL,
+                          &node) == MPI_SUCCESS) {
+    MPI_Comm_rank(node, &instance->localRank);
+    MPI_Comm_free(&node);
+  }
   if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
     instance->timeout = std::chrono::milliseconds(
         static_cast<int64_t>(std::atof(seconds) * 1000));
@@ -428,6 +437,13 @@ void Communicator::allGatherV(const void *input, void *output,
     receiveBytes[j] = counts[j] * size;
   }
   exchange("all_gather", sends, sendBytes, receives, receiveBytes);
+}
+
+void Communicator::broadcastUncounted(void *data, int64_t bytes, int root) {
+  int code =
+      MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, handle->comm);
+  if (code != MPI_SUCCESS)
+    Runtime::get().fail("broadcast (bootstrap) failed: " + mpiError(code));
 }
 
 void Communicator::sendRecv(const char *kind,

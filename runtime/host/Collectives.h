@@ -67,6 +67,8 @@ public:
 
   int getWorldRank() const { return worldRank; }
   int getWorldSize() const { return worldSize; }
+  /// The rank among the ranks on this node (picks a node's device).
+  int getLocalRank() const { return localRank; }
 
   /// The communicator of the device group `worldRanks` (in group order),
   /// made on first use by every rank of the world (collective over the
@@ -97,6 +99,7 @@ private:
 
   int worldRank = 0;
   int worldSize = 1;
+  int localRank = 0;
   bool startedMpi = false;
   std::chrono::milliseconds timeout{30000};
   int64_t step = 0;
@@ -144,6 +147,10 @@ public:
     void *data; // const for a send
     int64_t bytes;
   };
+  /// Sends `bytes` of `data` from member `root` to every member, neither
+  /// counted nor timed (bootstrapping, e.g. an NCCL unique id, not the
+  /// program's traffic).
+  void broadcastUncounted(void *data, int64_t bytes, int root);
   /// `countCall` false: the messages are part of a call counted already.
   void sendRecv(const char *kind, const std::vector<Message> &sends,
                 const std::vector<Message> &receives, bool countCall = true);

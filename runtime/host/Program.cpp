@@ -83,6 +83,8 @@ private:
 
 } // namespace
 
+bool loom::host::tracing() { return tracer().enabled; }
+
 void loom::host::tracePhaseBegin(const char *name) {
   if (!tracer().enabled)
     return;

@@ -222,6 +222,8 @@ void exchange(T *out, Shape outShape, const T *in, Shape /*inShape*/,
 /// as a span and written as a Chrome trace (JSON) for Perfetto.
 void tracePhaseBegin(const char *name);
 void tracePhaseEnd();
+/// Whether this run records a trace.
+bool tracing();
 
 /// What the driver needs of a program, whatever its class.
 struct ProgramView {
