@@ -87,10 +87,45 @@ def EmitCudaPass : Pass<"loom-emit-cuda", "mlir::ModuleOp"> {
     The CUDA target's spelling of the call layer (`--loom-lower-to-calls`):
     kernels and collectives are `loom::cuda::<op>` (Loom's CUDA kernels,
     cuBLAS for GEMM, NCCL for collectives), the arena is device memory,
-    communicators are NCCL communicators made once per group at start-up,
+    communicators are NCCL communicators made once per collective group,
     and `main` runs the programs under the CUDA driver
     (`runtime/cuda/Program.h`). The same call layer as the host target; only
     the names differ (codegen/Common/Emission.h).
+  }];
+  let dependentDialects = ["mlir::emitc::EmitCDialect"];
+}
+
+def EmitAscendPass : Pass<"loom-emit-ascend", "mlir::ModuleOp"> {
+  let summary = "Final emission of the call layer for the Ascend target";
+  let description = [{
+    The Ascend target's spelling of the call layer (`--loom-lower-to-calls`):
+    kernels are `loom::ascend::<op>`, each one aclnn operator called in two
+    phases (`aclnn<Op>GetWorkspaceSize`, a workspace from `aclrtMalloc`, the
+    launch on the rank's stream, the workspace freed after the stream is
+    synchronised); nn ops without an aclnn operator of the same semantics
+    are operators of Loom's own package (`aclnnLoom<Op>`). Collectives are
+    HCCL's, on communicators made once per group from a root info broadcast
+    over MPI; a mean is a sum and a scale. `main` runs the programs under the
+    Ascend driver (`runtime/ascend/Program.h`), which resolves every CANN
+    function at run time.
+
+    An op without an Ascend kernel is an error at the op.
+  }];
+  let dependentDialects = ["mlir::emitc::EmitCDialect"];
+}
+
+def EmitClusterPass : Pass<"loom-emit-cluster", "mlir::ModuleOp"> {
+  let summary = "Final emission with each program for its devices' target";
+  let description = [{
+    For a module with a cluster description (`hspmd.cluster`): each program
+    of the call layer (one per device group) is spelled for the target that
+    runs its devices' kind: `cpu` the host target, NVIDIA GPUs (`h100`,
+    `h200`, `a100`, ...) CUDA, Ascend NPUs (`910b`, ...) Ascend. A program
+    whose devices belong to two targets is an error, as is a kind no target
+    runs. When the programs have different targets, `main` runs them under
+    the shared device driver (`runtime/host/DeviceSupport.h`), each rank
+    starting its own program's device; exchanges between groups are staged
+    through host memory over MPI on every target (the baseline).
   }];
   let dependentDialects = ["mlir::emitc::EmitCDialect"];
 }

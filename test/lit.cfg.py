@@ -42,6 +42,10 @@ def python_with_numpy():
 
 
 config.substitutions.append(("%python", python_with_numpy()))
+# Where the CPU test double of the CANN libraries is (the Ascend target's
+# tests put it on the library path).
+config.substitutions.append(("%ascend_double_dir",
+                             getattr(config, "loom_ascend_double_dir", "")))
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -21,9 +21,7 @@ namespace {
 
 struct EmitCudaPass : loom::codegen::impl::EmitCudaPassBase<EmitCudaPass> {
   void runOnOperation() override {
-    TargetSpelling cuda{"cuda", "loom::cuda", "runtime/cuda/Program.h",
-                        "loom::cuda::Communicator*"};
-    if (failed(emitForTarget(getOperation(), cuda)))
+    if (failed(emitForTarget(getOperation(), cudaSpelling())))
       signalPassFailure();
   }
 };

@@ -14,14 +14,16 @@
 #ifndef LOOM_CODEGEN_COMMON_EMISSION_H
 #define LOOM_CODEGEN_COMMON_EMISSION_H
 
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <string>
 
 namespace loom::codegen {
 
 struct TargetSpelling {
-  /// The target's name in options and messages ("host", "cuda").
+  /// The target's name in options and messages ("host", "cuda", "ascend").
   std::string name;
   /// The namespace of its runtime and kernels ("loom::host").
   std::string ns;
@@ -35,6 +37,27 @@ struct TargetSpelling {
 /// `main`. Fails, after a diagnostic, when the module is not a call layer.
 mlir::LogicalResult emitForTarget(mlir::ModuleOp module,
                                   const TargetSpelling &target);
+
+/// The same with each program (class) spelled for its own target, as
+/// `targetOf` says (null: fail, it has reported why). Programs of different
+/// targets share the device driver (runtime/host/DeviceSupport.h), given
+/// each program's target; the headers of every target are included.
+mlir::LogicalResult emitForTargets(
+    mlir::ModuleOp module,
+    llvm::function_ref<const TargetSpelling *(mlir::emitc::ClassOp)> targetOf);
+
+/// Reports every kernel call in `scope` that the Ascend target has no
+/// kernel for (runtime/ascend/AscendKernels.h); fails if there is one.
+mlir::LogicalResult checkAscendKernels(mlir::Operation *scope);
+
+/// The target that runs devices of `kind` (a cluster description's device
+/// kind: "cpu", "h200", "910b", ...), or null.
+const TargetSpelling *targetOfKind(llvm::StringRef kind);
+
+/// The spellings of the targets.
+const TargetSpelling &hostSpelling();
+const TargetSpelling &cudaSpelling();
+const TargetSpelling &ascendSpelling();
 
 } // namespace loom::codegen
 

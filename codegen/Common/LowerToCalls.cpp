@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace loom::codegen {
@@ -74,8 +75,11 @@ private:
   FailureOr<Value> commRef(Operation *op, ArrayRef<int64_t> mesh,
                            ArrayRef<int64_t> axes);
   FailureOr<Value> exchangeRef(hspmd::ExchangeOp op);
+  /// A call at the location of the op being lowered (the function's
+  /// otherwise), so that a target's diagnostics point at the op.
   void call(StringRef callee, ArrayRef<Value> operands,
             ArrayRef<Attribute> args);
+  std::optional<Location> opLoc;
   Attribute opaque(const Twine &text) {
     return emitc::OpaqueAttr::get(context, text.str());
   }
@@ -303,8 +307,9 @@ FailureOr<Value> ProgramLowering::exchangeRef(hspmd::ExchangeOp op) {
 
 void ProgramLowering::call(StringRef callee, ArrayRef<Value> operands,
                            ArrayRef<Attribute> args) {
-  emitc::CallOpaqueOp::create(builder, func.getLoc(), TypeRange(), callee,
-                              operands, builder.getArrayAttr(args));
+  emitc::CallOpaqueOp::create(builder, opLoc ? *opLoc : func.getLoc(),
+                              TypeRange(), callee, operands,
+                              builder.getArrayAttr(args));
 }
 
 LogicalResult ProgramLowering::lowerOp(Operation *op) {
@@ -589,8 +594,10 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
       startMethod(phase);
     }
     builder.setInsertionPoint(method.getBody().front().getTerminator());
+    opLoc = op.getLoc();
     if (failed(lowerOp(&op)))
       return failure();
+    opLoc.reset();
   }
   // Results returned by copy, then updates copied back, at the end of the
   // step.

@@ -22,9 +22,7 @@ namespace {
 
 struct EmitHostPass : loom::codegen::impl::EmitHostPassBase<EmitHostPass> {
   void runOnOperation() override {
-    TargetSpelling host{"host", "loom::host", "runtime/host/Program.h",
-                        "loom::rt::Communicator*"};
-    if (failed(emitForTarget(getOperation(), host)))
+    if (failed(emitForTarget(getOperation(), hostSpelling())))
       signalPassFailure();
   }
 };

@@ -155,8 +155,9 @@ LogicalResult loom::config::checkConfig(const Config &config,
   }
   const Run &run = config.run();
   if (!run.target().empty() && run.target() != "host" &&
-      run.target() != "cuda" && run.target() != "ascend")
-    report("run: unknown target '" + run.target() + "' (host, cuda or ascend)");
+      run.target() != "cuda" && run.target() != "ascend" &&
+      run.target() != "cluster")
+    report("run: unknown target '" + run.target() + "' (host, cuda, ascend or cluster)");
   if (run.steps() < 0)
     report("run: steps must be positive, got " + std::to_string(run.steps()));
   if (!run.optimizer().empty() && run.optimizer() != "adamw" &&

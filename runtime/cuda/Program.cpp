@@ -62,43 +62,21 @@ ncclRedOp_t ncclOp(const char *op, const char *kind, ElementType type) {
   Runtime::get().fail(std::string(op) + ": unknown reduction '" + kind + "'");
 }
 
-/// Counts a collective as the simulator and the report do.
-void count(const char *kind, int64_t sent, int64_t received) {
-  rt::Traffic &traffic = Runtime::get().count(kind);
-  traffic.calls += 1;
-  traffic.bytesSent += sent;
-  traffic.bytesReceived += received;
-}
-
-int64_t chunk(int64_t count, int64_t k, int64_t j) {
-  return count / k + (j < count % k ? 1 : 0);
-}
-
-/// The tensor `shape` seen as [outer, extent of `dim`, inner].
-void splitAt(const Shape &shape, int64_t dim, int64_t &outer, int64_t &extent,
-             int64_t &inner) {
-  outer = extent = inner = 1;
-  for (int64_t d = 0; d < shape.rank; ++d)
-    (d < dim ? outer : d == dim ? extent : inner) *= shape[d];
-}
+using namespace loom::host::device;
 
 /// Block `j` of `k` along `dim` of `in` (shape `shape`) to `out`,
 /// contiguous (`pack`), or back (`!pack`), on the stream.
 void moveBlock(char *out, const char *in, const Shape &shape, int64_t dim,
                int64_t k, int64_t j, int64_t elementBytes, bool pack) {
-  int64_t outer, extent, inner;
-  splitAt(shape, dim, outer, extent, inner);
-  size_t row = static_cast<size_t>(extent / k * inner * elementBytes);
-  size_t wide = static_cast<size_t>(extent * inner * elementBytes);
-  size_t start = static_cast<size_t>(j * (extent / k) * inner * elementBytes);
-  if (row == 0 || outer == 0)
+  Block b = blockOf(shape, dim, k, j, elementBytes);
+  if (b.empty())
     return;
   if (pack)
-    check(cudaMemcpy2DAsync(out, row, in + start, wide, row, outer,
+    check(cudaMemcpy2DAsync(out, b.row, in + b.start, b.wide, b.row, b.outer,
                             cudaMemcpyDeviceToDevice, stream),
           "cudaMemcpy2DAsync");
   else
-    check(cudaMemcpy2DAsync(out + start, wide, in, row, row, outer,
+    check(cudaMemcpy2DAsync(out + b.start, b.wide, in, b.row, b.row, b.outer,
                             cudaMemcpyDeviceToDevice, stream),
           "cudaMemcpy2DAsync");
 }
@@ -204,16 +182,19 @@ Communicator *loom::cuda::subgroup(Ints devices, Shape mesh, Shape axes) {
   return makeNccl(host::subgroup(devices, mesh, axes));
 }
 
-void loom::cuda::openGroups(std::initializer_list<Ints> groups) {
-  host::openGroups(groups);
-  Runtime &runtime = Runtime::get();
-  for (Ints group : groups) {
-    std::vector<int> members(group.begin(), group.end());
-    if (std::find(members.begin(), members.end(), runtime.getWorldRank()) ==
-        members.end())
-      continue;
-    makeNccl(&runtime.getGroup(members));
-  }
+const host::device::Target &loom::cuda::target() {
+  static const host::device::Target cuda = {
+      "cuda",
+      startDevice,
+      finishDevice,
+      [](void *to, const void *from, size_t bytes) {
+        copyToDevice(to, from, bytes);
+      },
+      [](void *to, const void *from, size_t bytes) {
+        copyToHost(to, from, bytes);
+      },
+      [] { synchronize(); }};
+  return cuda;
 }
 
 //===----------------------------------------------------------------------===//
@@ -223,10 +204,8 @@ void loom::cuda::openGroups(std::initializer_list<Ints> groups) {
 void loom::cuda::allReduceBytes(void *out, const void *in, Shape shape,
                                 ElementType type, Communicator *comm,
                                 const char *kind) {
-  int64_t n = shape.numElements(), size = rt::getElementSize(type);
-  int64_t k = comm->getSize(), own = chunk(n, k, comm->getRank()) * size;
-  count("all_reduce", n * size - own + (k - 1) * own,
-        n * size - own + (k - 1) * own);
+  int64_t n = shape.numElements();
+  countAllReduce(n, rt::getElementSize(type), comm->getSize(), comm->getRank());
   check(ncclAllReduce(in, out, static_cast<size_t>(n), ncclType(type),
                       ncclOp("all_reduce", kind, type),
                       static_cast<ncclComm_t>(comm->getNccl()), stream),
@@ -239,9 +218,7 @@ void loom::cuda::allGatherBytes(void *out, Shape outShape, const void *in,
   int64_t n = inShape.numElements(), size = rt::getElementSize(type);
   int64_t k = comm->getSize();
   count("all_gather", n * size * (k - 1), n * size * (k - 1));
-  int64_t outer, extent, inner;
-  splitAt(inShape, dim, outer, extent, inner);
-  bool direct = dim == 0 || outer == 1;
+  bool direct = leadingDim(inShape, dim);
   char *gathered = direct ? static_cast<char *>(out) : scratch(n * size * k);
   check(ncclAllGather(in, gathered, static_cast<size_t>(n), ncclType(type),
                       static_cast<ncclComm_t>(comm->getNccl()), stream),
@@ -259,10 +236,8 @@ void loom::cuda::reduceScatterBytes(void *out, Shape outShape, const void *in,
   int64_t n = outShape.numElements(), size = rt::getElementSize(type);
   int64_t k = comm->getSize();
   count("reduce_scatter", n * size * (k - 1), n * size * (k - 1));
-  int64_t outer, extent, inner;
-  splitAt(inShape, dim, outer, extent, inner);
   const char *source = static_cast<const char *>(in);
-  if (dim != 0 && outer != 1) {
+  if (!leadingDim(inShape, dim)) {
     char *packed = scratch(n * size * k);
     for (int64_t j = 0; j < k; ++j)
       moveBlock(packed + j * n * size, source, inShape, dim, k, j, size,
@@ -337,19 +312,8 @@ void loom::cuda::makePartialBytes(void *out, Shape outShape, const void *in,
 
 void loom::cuda::axisIndex(void *out, int64_t elementBytes, bool isFloat,
                            double value) {
-  char bytes[8] = {};
-  if (isFloat && elementBytes == 4) {
-    float v = static_cast<float>(value);
-    std::memcpy(bytes, &v, 4);
-  } else if (isFloat) {
-    std::memcpy(bytes, &value, 8);
-  } else if (elementBytes == 4) {
-    int32_t v = static_cast<int32_t>(value);
-    std::memcpy(bytes, &v, 4);
-  } else {
-    int64_t v = static_cast<int64_t>(value);
-    std::memcpy(bytes, &v, 8);
-  }
+  char bytes[8];
+  encodeScalar(bytes, elementBytes, isFloat, value);
   check(cudaMemcpyAsync(out, bytes, static_cast<size_t>(elementBytes),
                         cudaMemcpyHostToDevice, stream),
         "cudaMemcpyAsync");
@@ -359,16 +323,15 @@ void loom::cuda::axisIndex(void *out, int64_t elementBytes, bool isFloat,
 void ExchangePlan::run(void *out, int64_t outElements, const void *in,
                        int64_t inElements, int64_t elementBytes,
                        ElementType type) {
-  // Staged through host memory: the host runtime's plan over MPI.
-  std::vector<char> source(static_cast<size_t>(inElements * elementBytes));
-  std::vector<char> target(static_cast<size_t>(outElements * elementBytes));
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  if (!source.empty())
-    copyToHost(source.data(), in, source.size());
-  plan.run(target.empty() ? nullptr : target.data(), outElements,
-           source.empty() ? nullptr : source.data(), elementBytes, type);
-  if (!target.empty())
-    copyToDevice(out, target.data(), target.size());
+  stagedExchange(
+      plan, out, outElements, in, inElements, elementBytes, type,
+      [] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); },
+      [](void *to, const void *from, size_t bytes) {
+        copyToHost(to, from, bytes);
+      },
+      [](void *to, const void *from, size_t bytes) {
+        copyToDevice(to, from, bytes);
+      });
 }
 
 void loom::cuda::tracePhaseBegin(const char *name) {

@@ -4,8 +4,9 @@
 // names in `loom::cuda` (codegen/Common/Emission.h): the arena is device
 // memory, kernels are Loom's CUDA kernels (CudaKernels.h; cuBLAS for GEMM)
 // on the rank's stream, collectives run on NCCL communicators made once
-// per group at start-up (the unique id broadcast over the group's MPI
-// communicator, as NCCL's own tests do), and an exchange across groups is
+// per collective group when the program first needs it (the unique id
+// broadcast over the group's MPI communicator, as NCCL's own tests do;
+// groups only exchanges use get none), and an exchange across groups is
 // staged through host memory and runs the host runtime's plan over MPI
 // (the documented baseline; direct device-to-device paths are future
 // work). The driver is the host runtime's (`loom::host::drive`), reading
@@ -21,6 +22,7 @@
 #define LOOM_RUNTIME_CUDA_PROGRAM_H
 
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/host/DeviceSupport.h"
 #include "runtime/host/Program.h"
 
 #include <cstdint>
@@ -67,8 +69,8 @@ private:
   void *nccl = nullptr; // ncclComm_t
 };
 
-/// The NCCL communicator of this rank's sub-group (made on first use;
-/// every group is opened at start-up in one order, see runPrograms).
+/// The NCCL communicator of this rank's sub-group, made on first use (a
+/// program's fields ask in one order on every member).
 Communicator *subgroup(Ints devices, Shape mesh, Shape axes);
 
 /// A cross-group exchange: the host runtime's plan, staged through host
@@ -100,51 +102,7 @@ void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
                       int64_t elementBytes, Communicator *comm, int64_t dim);
 void axisIndex(void *out, int64_t elementBytes, bool isFloat, double value);
 
-template <typename T>
-void all_reduce(T *out, Shape, const T *in, Shape inShape, Communicator *comm,
-                const char *kind) {
-  allReduceBytes(out, in, inShape, host::elementTypeOf<T>(), comm, kind);
-}
-template <typename T>
-void all_gather(T *out, Shape outShape, const T *in, Shape inShape,
-                Communicator *comm, int64_t dim) {
-  allGatherBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,
-                 dim);
-}
-template <typename T>
-void reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,
-                    Communicator *comm, int64_t dim, const char *kind) {
-  reduceScatterBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,
-                     dim, kind);
-}
-template <typename T>
-void all_to_all(T *out, Shape outShape, const T *in, Shape inShape,
-                Communicator *comm, int64_t splitDim, int64_t concatDim) {
-  allToAllBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,
-                splitDim, concatDim);
-}
-template <typename T>
-void local_slice(T *out, Shape outShape, const T *in, Shape inShape,
-                 Communicator *comm, int64_t dim) {
-  localSliceBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
-}
-template <typename T>
-void make_partial(T *out, Shape outShape, const T *in, Shape inShape,
-                  Communicator *comm, int64_t dim) {
-  makePartialBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
-}
-template <typename T>
-void axis_index(T *out, Shape, Communicator *comm, int64_t stride,
-                int64_t base) {
-  axisIndex(out, sizeof(T), !std::is_integral_v<T>,
-            static_cast<double>(comm->getRank() * stride + base));
-}
-template <typename T>
-void exchange(T *out, Shape outShape, const T *in, Shape inShape,
-              ExchangePlan &plan) {
-  plan.run(out, outShape.numElements(), in, inShape.numElements(), sizeof(T),
-           host::elementTypeOf<T>());
-}
+LOOM_DEVICE_TYPED_COLLECTIVES
 
 // The profiler's phase spans (the host runtime's, after the stream
 // drains so that a span covers its kernels).
@@ -158,35 +116,19 @@ void startDevice();
 /// Drains the stream and destroys the NCCL communicators (in creation
 /// order), the cuBLAS handle and the stream, before MPI ends.
 void finishDevice();
-/// Opens the MPI and NCCL communicators of `groups` that hold this rank,
-/// in the given order (every rank walks the same list).
-void openGroups(std::initializer_list<Ints> groups);
+
+/// The CUDA target, for the driver (and for mixed clusters).
+const host::device::Target &target();
 
 /// Starts MPI and the device, opens `groups`, and runs `Programs[i]` on the
-/// ranks in `devices[i]` under the host runtime's driver.
+/// ranks in `devices[i]` under the host runtime's driver. NCCL
+/// communicators are made when a program first asks for one (`subgroup`,
+/// in its fields' order, the same on every member).
 template <typename... Programs>
 int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
                 std::initializer_list<Ints> groups) {
-  rt::Runtime::init(&argc, &argv);
-  startDevice();
-  openGroups(groups);
-  int status = host::runChosenProgram<Programs...>(
-      argc, argv, devices, [](host::ProgramView &view) {
-        view.toArena = [](char *arena, const char *from, int64_t bytes) {
-          copyToDevice(arena, from, static_cast<size_t>(bytes));
-        };
-        view.fromArena = [](char *to, const char *arena, int64_t bytes) {
-          copyToHost(to, arena, static_cast<size_t>(bytes));
-        };
-        // A step's time covers its kernels.
-        view.step = [step = view.step] {
-          step();
-          synchronize();
-        };
-      });
-  finishDevice();
-  rt::Runtime::finalize();
-  return status;
+  return host::device::runPrograms<Programs...>(argc, argv, devices, groups,
+                                                {&target()});
 }
 
 } // namespace loom::cuda

@@ -1,6 +1,7 @@
 // RUN: loom-opt %s --loom-lower-to-calls=entry=step | FileCheck %s
 // RUN: loom-translate --loom-to-host-cpp --loom-entry step %s | FileCheck %s --check-prefix=CPP
 // RUN: loom-translate --loom-to-cuda-cpp --loom-entry step %s | FileCheck %s --check-prefix=CUDA
+// RUN: loom-translate --loom-to-ascend-cpp --loom-entry step %s | FileCheck %s --check-prefix=ASCEND
 
 // A training step of two device groups: {0, 1} all-reduces a partial sum
 // inside, {2} computes alone, and their gradients meet in an exchange. Each
@@ -35,7 +36,7 @@
 // CHECK-NOT: func.func
 
 // CPP: #include "runtime/host/Program.h"
-// CPP: // @step_group0 on devices {0, 1}; arena of 448 bytes per device.
+// CPP: // @step_group0 (host target) on devices {0, 1}; arena of 448 bytes per device.
 // CPP: class step_group0 {
 // CPP: loom::host::Arena arena = loom::host::Arena(448);
 // CPP: float* param_0 = loom::host::at<float>(arena, 0);
@@ -58,6 +59,19 @@
 // CUDA-NEXT: loom::cuda::matmul(matmul_0, {2, 2}, data_2, {2, 4}, param_0, {4, 2}, loom::kAbsent, loom::kAbsent);
 // CUDA-NEXT: loom::cuda::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
 // CUDA: loom::cuda::runPrograms<step_group0, step_group1>(
+
+// So does the Ascend target (device arena from aclrtMalloc, HCCL
+// communicators, each kernel an aclnn operator: runtime/ascend).
+// ASCEND: #include "runtime/ascend/Program.h"
+// ASCEND: loom::ascend::Arena arena = loom::ascend::Arena(448);
+// ASCEND: float* param_0 = loom::ascend::at<float>(arena, 0);
+// ASCEND: loom::ascend::Communicator* comm_0 = loom::ascend::subgroup({0, 1}, {2}, {0});
+// ASCEND: loom::ascend::ExchangePlan plan_0 = loom::ascend::ExchangePlan({0, 1, 2}, {
+// ASCEND: void forward() {
+// ASCEND-NEXT: loom::ascend::matmul(matmul_0, {2, 2}, data_2, {2, 4}, param_0, {4, 2}, loom::kAbsent, loom::kAbsent);
+// ASCEND-NEXT: loom::ascend::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
+// ASCEND: loom::ascend::sgd_update(
+// ASCEND: loom::ascend::runPrograms<step_group0, step_group1>(
 
 module {
   func.func @step(%w: tensor<4x4xf32> {nn.param}, %m: tensor<4x4xf32> {nn.state = 0 : i64},

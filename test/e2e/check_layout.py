@@ -33,7 +33,12 @@ communication report's, line by line.
         [--layout ARG=LAYOUT ...] [--annotate VALUE=TYPE@LAYOUT ...]
         [--decompose-ce]
         [--expect "all_reduce 1 357888" ...]
-        [--host-steps K [--host-tolerance 1e-9]]
+        [--host-steps K [--host-tolerance 1e-9] [--targets host,ascend]]
+
+--targets host,ascend also trains the same K steps through the Ascend
+target on Loom's CPU test double of the CANN libraries (loom-run
+--ascend-double), with the same checks, and compares the Ascend run with
+the host run (loss and parameters, the same bound).
 """
 
 import argparse
@@ -95,6 +100,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--host-steps", type=int, default=0)
     ap.add_argument("--host-tolerance", type=float, default=1e-9)
+    ap.add_argument("--targets", default="host",
+                    help="with --host-steps: the targets to train on, "
+                         "comma-separated (host, ascend: on the CPU test "
+                         "double of CANN)")
     args = ap.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
 
@@ -270,40 +279,53 @@ def relative(a, b):
     return np.linalg.norm(a - b) / (scale if scale else 1.0)
 
 
-def check_host(args, lowered, step, report):
-    """K steps on real ranks (host target) against K on the interpreter."""
-    steps = str(args.host_steps)
-    ref_dir = os.path.join(args.work_dir, "train-ref")
-    host_dir = os.path.join(args.work_dir, "train-host")
-    ref = run([args.run, "--interpret", lowered, "--train", "--entry", step,
-               "--steps", steps, "--seed", str(args.seed), "--vocab",
-               str(args.vocab), "--output-dir", ref_dir])
-    host = run([args.run, "--interpret", lowered, "--train", "--target",
-                "host", "--ranks", str(args.ranks), "--global-entry", step,
-                "--steps", steps, "--seed", str(args.seed), "--vocab",
-                str(args.vocab), "--work-dir", os.path.join(args.work_dir,
-                                                             "host"),
-                "--output-dir", host_dir, "--comm-stats"])
-    loss = lambda text: [float(v) for v in
-                         re.findall(r"^step \d+ loss (\S+)", text, re.M)]
-    ref_loss, host_loss = loss(ref), loss(host)
-    if len(ref_loss) != args.host_steps or len(host_loss) != args.host_steps:
-        sys.exit(f"FAIL: expected {steps} losses, got {len(ref_loss)} "
-                 f"(interpreter) and {len(host_loss)} (host)")
-    loss_error = max(abs(h - r) / abs(r) for h, r in zip(host_loss, ref_loss))
+def train_on(args, lowered, step, target):
+    """K steps of the partitioned step on real ranks for `target`: the
+    output of loom-run and its output folder."""
+    out_dir = os.path.join(args.work_dir, f"train-{target}")
+    cmd = [args.run, "--interpret", lowered, "--train", "--target", target,
+           "--ranks", str(args.ranks), "--global-entry", step, "--steps",
+           str(args.host_steps), "--seed", str(args.seed), "--vocab",
+           str(args.vocab), "--work-dir", os.path.join(args.work_dir, target),
+           "--output-dir", out_dir, "--comm-stats"]
+    if target == "ascend":
+        cmd.append("--ascend-double")
+    return run(cmd), out_dir
+
+
+def losses(text):
+    return [float(v) for v in re.findall(r"^step \d+ loss (\S+)", text, re.M)]
+
+
+def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
+    """Loss and parameter errors of a run against a reference run."""
+    loss, ref_loss = losses(text), losses(ref_text)
+    if len(ref_loss) != args.host_steps or len(loss) != args.host_steps:
+        sys.exit(f"FAIL: expected {args.host_steps} losses, got "
+                 f"{len(ref_loss)} and {len(loss)} ({what})")
+    loss_error = max(abs(h - r) / abs(r) for h, r in zip(loss, ref_loss))
     param_error = 0.0
     k = 0
     while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
         param_error = max(param_error, relative(
-            np.load(os.path.join(host_dir, f"param_{k}.npy")),
+            np.load(os.path.join(out_dir, f"param_{k}.npy")),
             np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
         k += 1
     if loss_error > args.host_tolerance or param_error > args.host_tolerance:
-        sys.exit(f"FAIL: host training differs from the interpreter: loss "
-                 f"{loss_error:.2e}, parameters {param_error:.2e} (bound "
-                 f"{args.host_tolerance:.0e})")
-    # The runtime's counters against K times the report.
-    counted = sorted(l for l in host.splitlines() if l.startswith("rank "))
+        sys.exit(f"FAIL: {what}: loss {loss_error:.2e}, parameters "
+                 f"{param_error:.2e} (bound {args.host_tolerance:.0e})")
+    return loss_error, param_error, k
+
+
+def check_host(args, lowered, step, report):
+    """K steps on real ranks (each of --targets) against K on the
+    interpreter; with host and ascend, also the two against each other."""
+    steps = str(args.host_steps)
+    ref_dir = os.path.join(args.work_dir, "train-ref")
+    ref = run([args.run, "--interpret", lowered, "--train", "--entry", step,
+               "--steps", steps, "--seed", str(args.seed), "--vocab",
+               str(args.vocab), "--output-dir", ref_dir])
+    # The runtime's counters must be K times the report.
     expected = []
     for line in report:
         m = re.match(r"(rank \d+ \w+): calls (\d+), bytes sent (\d+), "
@@ -315,13 +337,28 @@ def check_host(args, lowered, step, report):
                         f"sent {int(m.group(3)) * n}, received "
                         f"{int(m.group(4)) * n}")
     expected.sort()
-    if counted != expected:
-        sys.exit("FAIL: runtime bytes differ from the comm report x steps:\n"
-                 + "\n".join(counted) + "\n---\n" + "\n".join(expected))
-    print(f"host: {steps} steps on {args.ranks} ranks, {k} parameters: loss "
-          f"error {loss_error:.2e}, parameter error {param_error:.2e} (bound "
-          f"{args.host_tolerance:.0e}); runtime bytes equal the report x "
-          f"{steps}")
+    runs = {}
+    for target in args.targets.split(","):
+        text, out_dir = train_on(args, lowered, step, target)
+        runs[target] = (text, out_dir)
+        loss_error, param_error, k = compare_runs(
+            args, text, out_dir, ref, ref_dir,
+            f"{target} training differs from the interpreter")
+        counted = sorted(l for l in text.splitlines() if l.startswith("rank "))
+        if counted != expected:
+            sys.exit(f"FAIL: {target} runtime bytes differ from the comm "
+                     "report x steps:\n" + "\n".join(counted) + "\n---\n" +
+                     "\n".join(expected))
+        print(f"{target}: {steps} steps on {args.ranks} ranks, {k} "
+              f"parameters: loss error {loss_error:.2e}, parameter error "
+              f"{param_error:.2e} (bound {args.host_tolerance:.0e}); runtime "
+              f"bytes equal the report x {steps}")
+    if "host" in runs and "ascend" in runs:
+        loss_error, param_error, _ = compare_runs(
+            args, *runs["ascend"], *runs["host"],
+            "the ascend target differs from the host target")
+        print(f"ascend against host: loss error {loss_error:.2e}, parameter "
+              f"error {param_error:.2e} (bound {args.host_tolerance:.0e})")
 
 
 if __name__ == "__main__":

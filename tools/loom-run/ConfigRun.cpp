@@ -17,6 +17,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace loom;
 using namespace loom::interp;
@@ -69,10 +71,9 @@ int loom::interp::runFromConfig(const config::Config &config,
                                 HostLaunchOptions host) {
   const config::Run &run = config.run();
   std::string target = run.target().empty() ? "host" : run.target();
-  if (target != "host" && target != "cuda")
-    return fail("target '" + target +
-                "' is not built yet; this build runs the host and CUDA "
-                "targets");
+  if (host.ascendDouble && target != "ascend" && target != "cluster")
+    return fail("--ascend-double applies to the ascend target, not '" + target +
+                "'");
   host.target = target;
 
   DialectRegistry registry;
@@ -90,6 +91,18 @@ int loom::interp::runFromConfig(const config::Config &config,
   OwningOpRef<ModuleOp> module = parseWithArgumentNames(sourceMgr, &context);
   if (!module)
     return 1;
+  // The configuration's cluster, where the model has none: the cluster
+  // target picks each group's target from its devices' kinds.
+  if (!(*module)->hasAttr(hspmd::HSPMDDialect::getClusterAttrName()) &&
+      config.cluster().devices_size() > 0) {
+    SmallVector<hspmd::DeviceAttr> devices;
+    for (const config::Device &device : config.cluster().devices())
+      devices.push_back(hspmd::DeviceAttr::get(
+          &context, device.id(), device.kind(), llvm::APFloat(device.speed()),
+          static_cast<int64_t>(std::ceil(device.memory_gib())), device.node()));
+    (*module)->setAttr(hspmd::HSPMDDialect::getClusterAttrName(),
+                       hspmd::ClusterAttr::get(&context, devices));
+  }
 
   // The forward function: the one with parameters that is not a step.
   SmallVector<func::FuncOp> forwards;

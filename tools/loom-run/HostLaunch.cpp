@@ -203,27 +203,46 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     lowerOptions.entry = name.str();
     pm.addPass(codegen::createLowerToCallsPass(lowerOptions));
     bool cuda = host.target == "cuda";
+    bool ascend = host.target == "ascend";
 #ifndef LOOM_CUDA_LIBS
     if (cuda)
       return fail(
           "this build has no CUDA target (configure with "
           "LOOM_ENABLE_CUDA where nvcc, cuBLAS and NCCL are installed)");
 #endif
-    if (cuda)
+    if (host.target == "cluster")
+      pm.addPass(codegen::createEmitClusterPass());
+    else if (cuda)
       pm.addPass(codegen::createEmitCudaPass());
+    else if (ascend)
+      pm.addPass(codegen::createEmitAscendPass());
     else
       pm.addPass(codegen::createEmitHostPass());
     if (failed(pm.run(*copy)))
       return 1;
     std::string source = work + "/program.cpp";
+    std::string text;
     {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(source, ec, llvm::sys::fs::OF_Text);
-      if (ec)
-        return fail("cannot write '" + source + "': " + ec.message());
+      llvm::raw_string_ostream os(text);
       if (failed(emitc::translateToCpp(*copy, os)))
         return 1;
+      std::error_code ec;
+      llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
+      if (ec)
+        return fail("cannot write '" + source + "': " + ec.message());
+      file << text;
     }
+    // A cluster's programs may be of several targets: link what it uses.
+    cuda =
+        llvm::StringRef(text).contains("#include \"runtime/cuda/Program.h\"");
+    ascend =
+        llvm::StringRef(text).contains("#include \"runtime/ascend/Program.h\"");
+#ifndef LOOM_CUDA_LIBS
+    if (cuda)
+      return fail("the cluster has CUDA devices but this build has no CUDA "
+                  "target (configure with LOOM_ENABLE_CUDA where nvcc, "
+                  "cuBLAS and NCCL are installed)");
+#endif
     binary = work + "/program";
     std::vector<std::string> command = {LOOM_HOST_CXX};
 #ifdef LOOM_CUDA_INCLUDES
@@ -242,6 +261,9 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       for (std::string &word : splitWords(LOOM_CUDA_LIBS))
         command.push_back(word);
 #endif
+    if (ascend)
+      for (std::string &word : splitWords(LOOM_ASCEND_LIBS))
+        command.push_back(word);
     for (std::string &word : splitWords(LOOM_HOST_LIBS))
       command.push_back(word);
     if (int code = run(command, "compiling the generated C++"))
@@ -306,6 +328,23 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
   }
   ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
+  // The Ascend target finds CANN on the library path (its set_env.sh); the
+  // test double comes first on it when asked for.
+  std::vector<const char *> forwarded = {
+      "OPENBLAS_NUM_THREADS",  "OPENBLAS_CORETYPE", "LOOM_COLLECTIVE_TIMEOUT_S",
+      "ASAN_OPTIONS",          "UBSAN_OPTIONS",     "LOOM_TEST_HANG",
+      "LOOM_ASCEND_DOUBLE_LOG"};
+  if (host.target == "ascend" || host.target == "cluster") {
+    if (host.ascendDouble) {
+      std::string path = LOOM_ASCEND_DOUBLE_DIR;
+      if (const char *old = ::getenv("LD_LIBRARY_PATH"))
+        path += std::string(":") + old;
+      ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+      llvm::errs() << "loom-run: the Ascend target runs on Loom's CPU test "
+                      "double of ACL/aclnn/HCCL (no Ascend hardware)\n";
+    }
+    forwarded.push_back("LD_LIBRARY_PATH");
+  }
   // Threads where they pay: on one node with at least 4 cores per rank,
   // those cores go to the rank's GEMMs (LOOM_HOST_THREADS,
   // runtime/kernels/Blas.cpp); with fewer, ranks and threads would only
@@ -321,9 +360,7 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   ::setenv("ASAN_OPTIONS",
            (asan + (asan.empty() ? "" : ":") + "detect_leaks=0").c_str(), 1);
   // The ranks (on every node) get these variables where they are set.
-  for (const char *var : {"OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
-                          "LOOM_COLLECTIVE_TIMEOUT_S", "ASAN_OPTIONS",
-                          "UBSAN_OPTIONS", "LOOM_TEST_HANG"}) {
+  for (const char *var : forwarded) {
     if (!::getenv(var))
       continue;
     command.push_back("-x");

@@ -19,9 +19,12 @@
 namespace loom::interp {
 
 struct HostLaunchOptions {
-  /// The target the programs are compiled for: "host" or "cuda" (where this
-  /// build has the CUDA runtime).
+  /// The target the programs are compiled for: "host", "cuda" (where this
+  /// build has the CUDA runtime) or "ascend".
   std::string target = "host";
+  /// --target ascend: run on Loom's CPU test double of the CANN libraries
+  /// (runtime/ascend/double) instead of the installed CANN.
+  bool ascendDouble = false;
   /// Ranks to launch (must be one per device the programs use).
   int64_t ranks = 1;
   /// Where the C++, the binary, the shards and the ranks' outputs go

@@ -337,7 +337,11 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--train: where the steps run: interpreter (default, one "
                      "process), host (the step's per-group programs "
                      "compiled to C++ and run on --ranks MPI ranks under "
-                     "mpirun) or cuda (the same on GPUs, one per rank)"),
+                     "mpirun), cuda (the same on GPUs, one per rank) or "
+                     "ascend (the same on Ascend NPUs through CANN) or "
+                     "cluster (each device group for the target of its "
+                     "devices' kind in hspmd.cluster: cpu host, NVIDIA GPUs "
+                     "cuda, Ascend NPUs ascend)"),
       llvm::cl::init("interpreter"), llvm::cl::cat(category));
   llvm::cl::opt<int64_t> ranks(
       "ranks",
@@ -360,6 +364,14 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       "binary",
       llvm::cl::desc("--target host: run this binary, built before from the "
                      "same program (in --work-dir), instead of compiling"),
+      llvm::cl::cat(category));
+  llvm::cl::opt<bool> ascendDouble(
+      "ascend-double",
+      llvm::cl::desc("--target ascend or cluster: run Ascend programs on "
+                     "Loom's CPU test double of the "
+                     "CANN libraries (ACL, aclnn, HCCL; heap memory, host "
+                     "kernels, MPI) instead of Ascend hardware: for testing "
+                     "where there is none"),
       llvm::cl::cat(category));
   llvm::cl::opt<std::string> dataDir(
       "data",
@@ -429,6 +441,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     host.binary = binary;
     host.commStats = commStats;
     host.trace = traceFile;
+    host.ascendDouble = ascendDouble;
     return host;
   };
   if (!configFile.empty()) {
@@ -496,7 +509,10 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                   "it does not take --input, --random-inputs, --print, "
                   "--repeat or --simulate");
     TrainOptions options = commonTrainOptions();
-    if (target == "host" || target == "cuda") {
+    if (ascendDouble && target != "ascend" && target != "cluster")
+      return fail("--ascend-double applies with --target ascend or cluster");
+    if (target == "host" || target == "cuda" || target == "ascend" ||
+        target == "cluster") {
       HostLaunchOptions host = hostOptions();
       host.target = target;
       if (options.entry.empty())
@@ -504,8 +520,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       return runOnHostRanks(*module, interpreter, options, host);
     }
     if (target != "interpreter")
-      return fail("--target must be interpreter, host or cuda, got '" + target +
-                  "'");
+      return fail("--target must be interpreter, host, cuda, ascend or "
+                  "cluster, got '" +
+                  target + "'");
     if (commStats)
       return fail("--comm-stats applies with --simulate or --target host");
     return runTraining(*module, interpreter, options);

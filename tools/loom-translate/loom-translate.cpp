@@ -1,6 +1,7 @@
 //===- loom-translate.cpp - Loom programs to C++ --------------------------===//
 //
-// `--loom-to-host-cpp` / `--loom-to-cuda-cpp`: lowers the local programs
+// `--loom-to-host-cpp` / `--loom-to-cuda-cpp` / `--loom-to-ascend-cpp`:
+// lowers the local programs
 // of a training step (after --hspmd-specialize, or a single-device step) to
 // the call layer, emits them for the target and prints C++; `--loom-entry NAME`
 // picks the step when the module has several. `--mlir-to-cpp` prints a module
@@ -66,5 +67,14 @@ int main(int argc, char **argv) {
       "loom-to-cuda-cpp",
       "Emit a training step's per-group programs as C++ for the CUDA target",
       [] { return loom::codegen::createEmitCudaPass(); });
+  registerTarget(
+      "loom-to-ascend-cpp",
+      "Emit a training step's per-group programs as C++ for the Ascend target",
+      [] { return loom::codegen::createEmitAscendPass(); });
+  registerTarget(
+      "loom-to-cluster-cpp",
+      "Emit a training step's per-group programs as C++, each for the target "
+      "of its devices' kind (hspmd.cluster)",
+      [] { return loom::codegen::createEmitClusterPass(); });
   return failed(mlirTranslateMain(argc, argv, "Loom translation driver\n"));
 }

@@ -1,0 +1,53 @@
+//===- Internal.h - Shared by the Ascend runtime's sources ------*- C++ -*-===//
+
+#ifndef LOOM_RUNTIME_ASCEND_INTERNAL_H
+#define LOOM_RUNTIME_ASCEND_INTERNAL_H
+
+#include "runtime/ascend/AscendKernels.h"
+#include "runtime/ascend/Loader.h"
+
+namespace loom::ascend::internal {
+
+/// The rank's stream (made by startDevice).
+aclrtStream stream();
+
+void checkAcl(aclError code, const char *what);
+void checkNn(aclnnStatus code, const char *what);
+void checkHccl(HcclResult code, const char *what);
+
+/// Device memory of `bytes` for an operator's workspace; freed after the
+/// next synchronisation of the stream.
+void *workspace(uint64_t bytes);
+
+// Descriptors, destroyed after the next synchronisation of the stream.
+/// A contiguous tensor over `arg` (null for an absent operand).
+aclTensor *tensor(const detail::Arg &arg);
+/// A strided view: `shape` with `strides` (elements) from `offset`
+/// (elements) into `base`, which holds `storageElements` elements.
+aclTensor *view(const void *base, aclDataType type, const Shape &shape,
+                const int64_t *strides, int64_t offset,
+                int64_t storageElements);
+/// `value` as a scalar of `type`.
+aclScalar *scalar(double value, aclDataType type);
+aclIntArray *intArray(const int64_t *values, int64_t count);
+aclTensorList *tensorList(aclTensor *const *tensors, int64_t count);
+
+/// Calls an aclnn operator: `get(args..., &size, &executor)`, a workspace
+/// of that size, then `run(workspace, size, executor, stream)`.
+template <typename Get, typename Run, typename... Args>
+void launch(const char *name, Get get, Run run, Args... args) {
+  uint64_t size = 0;
+  aclOpExecutor *executor = nullptr;
+  checkNn(get(args..., &size, &executor), name);
+  void *memory = size ? workspace(size) : nullptr;
+  checkNn(run(memory, size, executor, stream()), name);
+}
+
+} // namespace loom::ascend::internal
+
+/// Launches aclnn operator OP (an Api member pair) with ARGS.
+#define LOOM_ACLNN(OP, ...)                                                    \
+  ::loom::ascend::internal::launch(#OP, api().OP##GetWorkspaceSize, api().OP,  \
+                                   __VA_ARGS__)
+
+#endif // LOOM_RUNTIME_ASCEND_INTERNAL_H

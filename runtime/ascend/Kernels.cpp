@@ -1,0 +1,316 @@
+//===- Kernels.cpp - nn ops as aclnn operator calls -----------------------===//
+//
+// Each kernel of AscendKernels.h as one aclnn operator (Internal.h's
+// launch: GetWorkspaceSize, workspace, launch on the rank's stream). Data
+// movement (slices, broadcasts, transposes) is aclnnInplaceCopy from a
+// strided view of the input; matmul's transposes are strided views too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ascend/Internal.h"
+#include "runtime/host/Collectives.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+using namespace loom;
+using namespace loom::ascend;
+using namespace loom::ascend::internal;
+using detail::Arg;
+
+namespace {
+
+[[noreturn]] void fail(const std::string &message) {
+  rt::Runtime::get().fail("loom::ascend::" + message);
+}
+
+/// Row-major strides of `shape`.
+void contiguousStrides(const Shape &shape, int64_t (&strides)[host::kMaxRank]) {
+  int64_t stride = 1;
+  for (int64_t d = shape.rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+}
+
+bool empty(const Arg &arg) { return arg.shape.numElements() == 0; }
+
+/// A view of `in`'s elements as `shape` with `strides` from `offset`.
+aclTensor *viewOf(const Arg &in, const Shape &shape, const int64_t *strides,
+                  int64_t offset) {
+  return view(in.data, in.type, shape, strides, offset, in.shape.numElements());
+}
+
+/// out = the view (strided copy).
+void copyFrom(const Arg &out, aclTensor *source) {
+  LOOM_ACLNN(aclnnInplaceCopy, tensor(out), source);
+}
+
+} // namespace
+
+void detail::copy(Arg out, Arg in) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnInplaceCopy, tensor(out), tensor(in));
+}
+
+void detail::fill(Arg out, double value) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnInplaceFillScalar, tensor(out), scalar(value, out.type));
+}
+
+void detail::matmul(Arg out, Arg lhs, Arg rhs, bool transposeLhs,
+                    bool transposeRhs) {
+  if (empty(out))
+    return;
+  // A transposed operand is a view of its storage with the last two
+  // dimensions (and strides) swapped.
+  auto operand = [](const Arg &arg, bool transposed) {
+    if (!transposed)
+      return tensor(arg);
+    if (arg.shape.rank < 2)
+      fail("matmul: a transposed operand of rank < 2");
+    int64_t strides[host::kMaxRank];
+    contiguousStrides(arg.shape, strides);
+    Shape shape = arg.shape;
+    int64_t r = shape.rank;
+    std::swap(shape.dims[r - 1], shape.dims[r - 2]);
+    std::swap(strides[r - 1], strides[r - 2]);
+    return viewOf(arg, shape, strides, 0);
+  };
+  LOOM_ACLNN(aclnnMatmul, operand(lhs, transposeLhs),
+             operand(rhs, transposeRhs), tensor(out),
+             static_cast<int8_t>(0) /* KEEP_DTYPE */);
+}
+
+void detail::binary(const char *op, Arg out, Arg lhs, Arg rhs) {
+  if (empty(out))
+    return;
+  aclTensor *a = tensor(lhs), *b = tensor(rhs), *result = tensor(out);
+  if (!std::strcmp(op, "add"))
+    LOOM_ACLNN(aclnnAdd, a, b, scalar(1.0, out.type), result);
+  else if (!std::strcmp(op, "sub"))
+    LOOM_ACLNN(aclnnSub, a, b, scalar(1.0, out.type), result);
+  else if (!std::strcmp(op, "mul"))
+    LOOM_ACLNN(aclnnMul, a, b, result);
+  else if (!std::strcmp(op, "div"))
+    LOOM_ACLNN(aclnnDiv, a, b, result);
+  else if (!std::strcmp(op, "maximum"))
+    LOOM_ACLNN(aclnnMaximum, a, b, result);
+  else if (!std::strcmp(op, "minimum"))
+    LOOM_ACLNN(aclnnMinimum, a, b, result);
+  else
+    fail(std::string(op) + ": no aclnn operator");
+}
+
+void detail::unary(const char *op, Arg out, Arg in) {
+  if (empty(out))
+    return;
+  aclTensor *a = tensor(in), *result = tensor(out);
+#define LOOM_UNARY_CASE(NAME, OP)                                              \
+  if (!std::strcmp(op, NAME))                                                  \
+    return LOOM_ACLNN(OP, a, result);
+  LOOM_UNARY_CASE("neg", aclnnNeg)
+  LOOM_UNARY_CASE("exp", aclnnExp)
+  LOOM_UNARY_CASE("log", aclnnLog)
+  LOOM_UNARY_CASE("sqrt", aclnnSqrt)
+  LOOM_UNARY_CASE("rsqrt", aclnnRsqrt)
+  LOOM_UNARY_CASE("tanh", aclnnTanh)
+  LOOM_UNARY_CASE("relu", aclnnRelu)
+  LOOM_UNARY_CASE("silu", aclnnSilu)
+  LOOM_UNARY_CASE("sin", aclnnSin)
+  LOOM_UNARY_CASE("cos", aclnnCos)
+#undef LOOM_UNARY_CASE
+  fail(std::string(op) + ": no aclnn operator");
+}
+
+void detail::reduce(Arg out, Arg in, Shape dims, bool keepDims,
+                    const char *kind) {
+  if (empty(out))
+    return;
+  aclIntArray *axes = intArray(dims.dims, dims.rank < 0 ? 0 : dims.rank);
+  if (!std::strcmp(kind, "sum"))
+    LOOM_ACLNN(aclnnReduceSum, tensor(in), axes, keepDims, out.type,
+               tensor(out));
+  else if (!std::strcmp(kind, "mean"))
+    LOOM_ACLNN(aclnnMean, tensor(in), axes, keepDims, out.type, tensor(out));
+  else if (!std::strcmp(kind, "max"))
+    LOOM_ACLNN(aclnnAmax, tensor(in), axes, keepDims, tensor(out));
+  else
+    fail(std::string("reduce: unknown kind '") + kind + "'");
+}
+
+void detail::broadcast(Arg out, Arg in, Shape broadcastDims) {
+  if (empty(out))
+    return;
+  // The input seen with the result's shape: stride 0 along broadcast
+  // dimensions.
+  int64_t inStrides[host::kMaxRank], strides[host::kMaxRank] = {};
+  contiguousStrides(in.shape, inStrides);
+  for (int64_t i = 0; i < in.shape.rank; ++i) {
+    int64_t d = broadcastDims.isAbsent() ? i + out.shape.rank - in.shape.rank
+                                         : broadcastDims[i];
+    if (d < 0 || d >= out.shape.rank)
+      fail("broadcast: dimension out of range");
+    if (in.shape[i] == out.shape[d])
+      strides[d] = inStrides[i];
+  }
+  copyFrom(out, viewOf(in, out.shape, strides, 0));
+}
+
+void detail::transpose(Arg out, Arg in, Shape permutation) {
+  if (empty(out))
+    return;
+  int64_t inStrides[host::kMaxRank], strides[host::kMaxRank];
+  contiguousStrides(in.shape, inStrides);
+  for (int64_t d = 0; d < out.shape.rank; ++d)
+    strides[d] = inStrides[permutation[d]];
+  copyFrom(out, viewOf(in, out.shape, strides, 0));
+}
+
+void detail::slice(Arg out, Arg in, Shape offsets, Shape steps) {
+  if (empty(out))
+    return;
+  int64_t inStrides[host::kMaxRank], strides[host::kMaxRank];
+  contiguousStrides(in.shape, inStrides);
+  int64_t offset = 0;
+  for (int64_t d = 0; d < in.shape.rank; ++d) {
+    int64_t step = steps.isAbsent() || steps.rank <= d ? 1 : steps[d];
+    offset += (offsets.isAbsent() ? 0 : offsets[d]) * inStrides[d];
+    strides[d] = inStrides[d] * step;
+  }
+  copyFrom(out, viewOf(in, out.shape, strides, offset));
+}
+
+void detail::concat(Arg out, int64_t count, const Arg *inputs, int64_t dim) {
+  if (empty(out))
+    return;
+  aclTensor *tensors[64];
+  int64_t used = 0;
+  for (int64_t i = 0; i < count; ++i)
+    if (!empty(inputs[i]))
+      tensors[used++] = tensor(inputs[i]);
+  LOOM_ACLNN(aclnnCat, tensorList(tensors, used), dim, tensor(out));
+}
+
+void detail::softmax(Arg out, Arg in, int64_t dim) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnSoftmax, tensor(in), dim, tensor(out));
+}
+
+//===----------------------------------------------------------------------===//
+// Loom's operators (LoomOps.h)
+//===----------------------------------------------------------------------===//
+
+void detail::logSoftmax(Arg out, Arg in, int64_t dim) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomLogSoftmax, tensor(in), dim, tensor(out));
+}
+
+void detail::gelu(Arg out, Arg in, const char *approximate) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomGelu, tensor(in), approximate, tensor(out));
+}
+
+void detail::geluGrad(Arg out, Arg grad, Arg in, const char *approximate) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomGeluBackward, tensor(grad), tensor(in), approximate,
+             tensor(out));
+}
+
+void detail::layerNorm(Arg out, Arg in, Arg scale, Arg bias, double epsilon,
+                       int64_t normalizedDims) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomLayerNorm, tensor(in), tensor(scale), tensor(bias),
+             epsilon, normalizedDims, tensor(out));
+}
+
+void detail::layerNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
+                           int64_t normalizedDims) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomLayerNormBackward, tensor(grad), tensor(in),
+             tensor(scale), epsilon, normalizedDims, tensor(out));
+}
+
+void detail::attention(Arg out, Arg query, Arg key, Arg value, Arg subtreeEnd,
+                       Arg positions, const char *mask, double scale) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomAttention, tensor(query), tensor(key), tensor(value),
+             tensor(subtreeEnd), tensor(positions), mask, scale, tensor(out));
+}
+
+void detail::attentionGrad(Arg dquery, Arg dkey, Arg dvalue, Arg grad,
+                           Arg query, Arg key, Arg value, Arg subtreeEnd,
+                           Arg positions, const char *mask, double scale) {
+  if (empty(dquery) && empty(dkey))
+    return;
+  LOOM_ACLNN(aclnnLoomAttentionBackward, tensor(grad), tensor(query),
+             tensor(key), tensor(value), tensor(subtreeEnd), tensor(positions),
+             mask, scale, tensor(dquery), tensor(dkey), tensor(dvalue));
+}
+
+void detail::crossEntropy(Arg out, Arg logits, Arg labels, Arg weights,
+                          Arg normalizerValue, double normalizer) {
+  LOOM_ACLNN(aclnnLoomCrossEntropy, tensor(logits), tensor(labels),
+             tensor(weights), tensor(normalizerValue), normalizer, tensor(out));
+}
+
+void detail::crossEntropyGrad(Arg out, Arg grad, Arg logits, Arg labels,
+                              Arg weights, Arg normalizerValue,
+                              double normalizer) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomCrossEntropyBackward, tensor(grad), tensor(logits),
+             tensor(labels), tensor(weights), tensor(normalizerValue),
+             normalizer, tensor(out));
+}
+
+void detail::embedding(Arg out, Arg table, Arg ids, Arg offset) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomEmbedding, tensor(table), tensor(ids), tensor(offset),
+             tensor(out));
+}
+
+void detail::gatherGrad(Arg out, Arg grad, Arg indices, Arg offset,
+                        int64_t dim) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomGatherBackward, tensor(grad), tensor(indices),
+             tensor(offset), dim, tensor(out));
+}
+
+void detail::iota(Arg out, Arg offset, int64_t dim) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomIota, tensor(offset), dim, tensor(out));
+}
+
+void detail::adamw(Arg newParam, Arg newM, Arg newV, Arg param, Arg grad, Arg m,
+                   Arg v, Arg step, double beta1, double beta2, double epsilon,
+                   double lr, double weightDecay) {
+  if (empty(newParam))
+    return;
+  LOOM_ACLNN(aclnnLoomAdamW, tensor(param), tensor(grad), tensor(m), tensor(v),
+             tensor(step), beta1, beta2, epsilon, lr, weightDecay,
+             tensor(newParam), tensor(newM), tensor(newV));
+}
+
+void detail::sgd(Arg newParam, Arg newMomentumBuffer, Arg param, Arg grad,
+                 Arg momentumBuffer, double lr, double momentum, bool nesterov,
+                 double weightDecay) {
+  if (empty(newParam))
+    return;
+  LOOM_ACLNN(aclnnLoomSgd, tensor(param), tensor(grad), tensor(momentumBuffer),
+             lr, momentum, nesterov, weightDecay, tensor(newParam),
+             tensor(newMomentumBuffer));
+}
