@@ -12,7 +12,6 @@
 using namespace loom;
 using namespace loom::ascend;
 using namespace loom::ascend::internal;
-using namespace loom::host::device;
 using loom::rt::ElementType;
 using loom::rt::Runtime;
 
@@ -81,92 +80,48 @@ aclDataType aclType(ElementType type) {
   return ACL_FLOAT;
 }
 
-/// HCCL's reduction for `kind`; a mean is a sum scaled afterwards.
-HcclReduceOp hcclOp(const char *op, const char *kind, ElementType type,
-                    bool &mean) {
-  mean = !std::strcmp(kind, "mean");
-  if (mean && type == ElementType::I64)
-    Runtime::get().fail(std::string(op) + ": a mean of integers");
-  if (mean || !std::strcmp(kind, "sum"))
+using host::device::Reduction;
+
+/// HCCL's reduction: a mean is a sum, scaled afterwards.
+HcclReduceOp hcclOp(Reduction reduction) {
+  switch (reduction) {
+  case Reduction::Sum:
+  case Reduction::Mean:
     return HCCL_REDUCE_SUM;
-  if (!std::strcmp(kind, "max"))
+  case Reduction::Max:
     return HCCL_REDUCE_MAX;
-  if (!std::strcmp(kind, "min"))
+  case Reduction::Min:
     return HCCL_REDUCE_MIN;
-  Runtime::get().fail(std::string(op) + ": unknown reduction '" + kind + "'");
+  }
+  return HCCL_REDUCE_SUM;
 }
 
 /// HCCL has no average: out *= 1 / members, on the stream.
 void scaleByMembers(void *out, int64_t elements, ElementType type,
-                    Communicator *comm) {
+                    int members) {
   if (elements == 0)
     return;
   aclDataType acl = aclType(type);
   detail::Arg arg{out, Shape{elements}, acl};
-  LOOM_ACLNN(aclnnInplaceMuls, tensor(arg), scalar(1.0 / comm->getSize(), acl));
-}
-
-/// Block `j` of `k` along `dim` of `in` (shape `shape`) to `out`,
-/// contiguous (`pack`), or back (`!pack`), on the stream.
-void moveBlock(char *out, const char *in, const Shape &shape, int64_t dim,
-               int64_t k, int64_t j, int64_t elementBytes, bool pack) {
-  Block b = blockOf(shape, dim, k, j, elementBytes);
-  if (b.empty())
-    return;
-  if (pack)
-    checkAcl(api().aclrtMemcpy2dAsync(out, b.row, in + b.start, b.wide, b.row,
-                                      b.outer, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                                      rankStream),
-             "aclrtMemcpy2dAsync");
-  else
-    checkAcl(api().aclrtMemcpy2dAsync(out + b.start, b.wide, in, b.row, b.row,
-                                      b.outer, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                                      rankStream),
-             "aclrtMemcpy2dAsync");
+  LOOM_ACLNN(aclnnInplaceMuls, tensor(arg), scalar(1.0 / members, acl));
 }
 
 /// Device scratch that grows as needed.
 void *scratchMemory = nullptr;
 int64_t scratchSize = 0;
 char *scratch(int64_t bytes) {
-  void *&memory = scratchMemory;
-  int64_t &size = scratchSize;
-  if (bytes > size) {
-    if (memory) {
+  if (bytes > scratchSize) {
+    if (scratchMemory) {
       // Queued work may still read the old buffer.
       synchronize();
-      checkAcl(api().aclrtFree(memory), "aclrtFree");
+      checkAcl(api().aclrtFree(scratchMemory), "aclrtFree");
     }
-    checkAcl(api().aclrtMalloc(&memory, static_cast<size_t>(bytes),
+    checkAcl(api().aclrtMalloc(&scratchMemory, static_cast<size_t>(bytes),
                                ACL_MEM_MALLOC_HUGE_FIRST),
              "aclrtMalloc");
-    size = bytes;
+    scratchSize = bytes;
   }
-  return static_cast<char *>(memory);
-}
-
-/// The HCCL communicators, by MPI group, and the order they were made in
-/// (the same on every rank), for the teardown.
-std::map<rt::Communicator *, Communicator *> &hcclGroups() {
-  static std::map<rt::Communicator *, Communicator *> groups;
-  return groups;
-}
-std::vector<std::unique_ptr<Communicator>> &hcclOrder() {
-  static std::vector<std::unique_ptr<Communicator>> order;
-  return order;
-}
-
-Communicator *makeHccl(rt::Communicator *mpi) {
-  auto &groups = hcclGroups();
-  auto it = groups.find(mpi);
-  if (it != groups.end())
-    return it->second;
-  hcclOrder().push_back(std::make_unique<Communicator>(*mpi));
-  return groups[mpi] = hcclOrder().back().get();
-}
-
-HcclComm hcclOf(Communicator *comm) {
-  return static_cast<HcclComm>(comm->getHccl());
+  return static_cast<char *>(scratchMemory);
 }
 
 } // namespace
@@ -347,31 +302,11 @@ void loom::ascend::copyToHost(void *to, const void *from, size_t bytes) {
            "aclrtMemcpy");
 }
 
-Arena::Arena(int64_t size) : bytes(size) {
-  size_t rounded =
-      static_cast<size_t>((std::max<int64_t>(size, 1) + 255) / 256 * 256);
-  void *memory = nullptr;
-  checkAcl(api().aclrtMalloc(&memory, rounded, ACL_MEM_MALLOC_HUGE_FIRST),
-           "aclrtMalloc (arena)");
-  storage = static_cast<char *>(memory);
-  checkAcl(api().aclrtMemsetAsync(storage, rounded, 0, rounded, rankStream),
-           "aclrtMemsetAsync");
-  synchronize();
-}
+namespace {
 
-Arena::Arena(Arena &&other) noexcept
-    : storage(other.storage), bytes(other.bytes) {
-  other.storage = nullptr;
-}
-
-Arena::~Arena() {
-  if (storage)
-    api().aclrtFree(storage);
-}
-
-Communicator::Communicator(rt::Communicator &mpi) : mpi(mpi) {
-  // Member 0 makes the root info and broadcasts it over MPI (not counted:
-  // bootstrapping is not the program's traffic).
+/// Member 0 makes the root info and broadcasts it over MPI (not counted:
+/// bootstrapping is not the program's traffic); then every member joins.
+void *makeHccl(rt::Communicator &mpi) {
   HcclRootInfo root;
   std::memset(&root, 0, sizeof(root));
   if (mpi.getRank() == 0)
@@ -383,175 +318,98 @@ Communicator::Communicator(rt::Communicator &mpi) : mpi(mpi) {
       api().HcclCommInitRootInfo(static_cast<uint32_t>(mpi.getSize()), &root,
                                  static_cast<uint32_t>(mpi.getRank()), &comm),
       "HcclCommInitRootInfo");
-  hccl = comm;
+  return comm;
 }
 
-Communicator::~Communicator() {
-  if (hccl)
-    api().HcclCommDestroy(static_cast<HcclComm>(hccl));
-}
+} // namespace
 
 Communicator *loom::ascend::subgroup(Ints devices, Shape mesh, Shape axes) {
-  return makeHccl(host::subgroup(devices, mesh, axes));
+  return host::device::subgroup(devices, mesh, axes, makeHccl);
 }
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
 
 const host::device::Target &loom::ascend::target() {
-  static const host::device::Target ascend = {"ascend",     startDevice,
-                                              finishDevice, copyToDevice,
-                                              copyToHost,   synchronize};
+  static const host::device::Target ascend = {
+      "ascend",
+      startDevice,
+      finishDevice,
+      synchronize,
+      copyToDevice,
+      copyToHost,
+      [](size_t bytes) {
+        void *memory = nullptr;
+        checkAcl(api().aclrtMalloc(&memory, bytes, ACL_MEM_MALLOC_HUGE_FIRST),
+                 "aclrtMalloc (arena)");
+        checkAcl(api().aclrtMemsetAsync(memory, bytes, 0, bytes, rankStream),
+                 "aclrtMemsetAsync");
+        synchronize();
+        return memory;
+      },
+      [](void *memory) { api().aclrtFree(memory); },
+      [](void *to, size_t toPitch, const void *from, size_t fromPitch,
+         size_t width, size_t height) {
+        checkAcl(api().aclrtMemcpy2dAsync(to, toPitch, from, fromPitch, width,
+                                          height, ACL_MEMCPY_DEVICE_TO_DEVICE,
+                                          rankStream),
+                 "aclrtMemcpy2dAsync");
+      },
+      [](void *to, const void *from, size_t bytes) {
+        checkAcl(api().aclrtMemcpyAsync(to, bytes, from, bytes,
+                                        ACL_MEMCPY_DEVICE_TO_DEVICE,
+                                        rankStream),
+                 "aclrtMemcpyAsync");
+      },
+      [](void *to, size_t bytes) {
+        checkAcl(api().aclrtMemsetAsync(to, bytes, 0, bytes, rankStream),
+                 "aclrtMemsetAsync");
+      },
+      scratch,
+      [](void *comm, void *out, const void *in, int64_t count, ElementType type,
+         Reduction reduction, int members) {
+        checkHccl(api().HcclAllReduce(const_cast<void *>(in), out,
+                                      static_cast<uint64_t>(count),
+                                      hcclType(type), hcclOp(reduction),
+                                      static_cast<HcclComm>(comm), rankStream),
+                  "HcclAllReduce");
+        if (reduction == Reduction::Mean)
+          scaleByMembers(out, count, type, members);
+      },
+      [](void *comm, void *out, const void *in, int64_t count,
+         ElementType type) {
+        checkHccl(api().HcclAllGather(
+                      const_cast<void *>(in), out, static_cast<uint64_t>(count),
+                      hcclType(type), static_cast<HcclComm>(comm), rankStream),
+                  "HcclAllGather");
+      },
+      [](void *comm, void *out, const void *in, int64_t count, ElementType type,
+         Reduction reduction, int members) {
+        checkHccl(api().HcclReduceScatter(
+                      const_cast<void *>(in), out, static_cast<uint64_t>(count),
+                      hcclType(type), hcclOp(reduction),
+                      static_cast<HcclComm>(comm), rankStream),
+                  "HcclReduceScatter");
+        if (reduction == Reduction::Mean)
+          scaleByMembers(out, count, type, members);
+      },
+      [](void *comm, void *out, const void *in, int64_t count, ElementType type,
+         int members) {
+        // One block of `count` elements to and from each member.
+        std::vector<uint64_t> counts(static_cast<size_t>(members),
+                                     static_cast<uint64_t>(count));
+        std::vector<uint64_t> displacements(static_cast<size_t>(members));
+        for (int j = 0; j < members; ++j)
+          displacements[static_cast<size_t>(j)] =
+              static_cast<uint64_t>(j * count);
+        checkHccl(api().HcclAlltoAllV(in, counts.data(), displacements.data(),
+                                      hcclType(type), out, counts.data(),
+                                      displacements.data(), hcclType(type),
+                                      static_cast<HcclComm>(comm), rankStream),
+                  "HcclAlltoAllV");
+      }};
   return ascend;
-}
-
-//===----------------------------------------------------------------------===//
-// Collectives
-//===----------------------------------------------------------------------===//
-
-void loom::ascend::allReduceBytes(void *out, const void *in, Shape shape,
-                                  ElementType type, Communicator *comm,
-                                  const char *kind) {
-  int64_t n = shape.numElements();
-  countAllReduce(n, rt::getElementSize(type), comm->getSize(), comm->getRank());
-  bool mean = false;
-  HcclReduceOp op = hcclOp("all_reduce", kind, type, mean);
-  checkHccl(api().HcclAllReduce(const_cast<void *>(in), out,
-                                static_cast<uint64_t>(n), hcclType(type), op,
-                                hcclOf(comm), rankStream),
-            "HcclAllReduce");
-  if (mean)
-    scaleByMembers(out, n, type, comm);
-}
-
-void loom::ascend::allGatherBytes(void *out, Shape outShape, const void *in,
-                                  Shape inShape, ElementType type,
-                                  Communicator *comm, int64_t dim) {
-  int64_t n = inShape.numElements(), size = rt::getElementSize(type);
-  int64_t k = comm->getSize();
-  count("all_gather", n * size * (k - 1), n * size * (k - 1));
-  bool direct = leadingDim(inShape, dim);
-  char *gathered = direct ? static_cast<char *>(out) : scratch(n * size * k);
-  checkHccl(api().HcclAllGather(const_cast<void *>(in), gathered,
-                                static_cast<uint64_t>(n), hcclType(type),
-                                hcclOf(comm), rankStream),
-            "HcclAllGather");
-  if (!direct)
-    for (int64_t j = 0; j < k; ++j)
-      moveBlock(static_cast<char *>(out), gathered + j * n * size, outShape,
-                dim, k, j, size, /*pack=*/false);
-}
-
-void loom::ascend::reduceScatterBytes(void *out, Shape outShape, const void *in,
-                                      Shape inShape, ElementType type,
-                                      Communicator *comm, int64_t dim,
-                                      const char *kind) {
-  int64_t n = outShape.numElements(), size = rt::getElementSize(type);
-  int64_t k = comm->getSize();
-  count("reduce_scatter", n * size * (k - 1), n * size * (k - 1));
-  const char *source = static_cast<const char *>(in);
-  if (!leadingDim(inShape, dim)) {
-    char *packed = scratch(n * size * k);
-    for (int64_t j = 0; j < k; ++j)
-      moveBlock(packed + j * n * size, source, inShape, dim, k, j, size,
-                /*pack=*/true);
-    source = packed;
-  }
-  bool mean = false;
-  HcclReduceOp op = hcclOp("reduce_scatter", kind, type, mean);
-  checkHccl(api().HcclReduceScatter(const_cast<char *>(source), out,
-                                    static_cast<uint64_t>(n), hcclType(type),
-                                    op, hcclOf(comm), rankStream),
-            "HcclReduceScatter");
-  if (mean)
-    scaleByMembers(out, n, type, comm);
-}
-
-void loom::ascend::allToAllBytes(void *out, Shape outShape, const void *in,
-                                 Shape inShape, ElementType type,
-                                 Communicator *comm, int64_t splitDim,
-                                 int64_t concatDim) {
-  int64_t k = comm->getSize(), size = rt::getElementSize(type);
-  int64_t block = inShape.numElements() / k;
-  count("all_to_all", block * size * (k - 1), block * size * (k - 1));
-  char *sendBuffer = scratch(2 * block * k * size);
-  char *receiveBuffer = sendBuffer + block * k * size;
-  for (int64_t j = 0; j < k; ++j)
-    moveBlock(sendBuffer + j * block * size, static_cast<const char *>(in),
-              inShape, splitDim, k, j, size, /*pack=*/true);
-  std::vector<uint64_t> counts(static_cast<size_t>(k),
-                               static_cast<uint64_t>(block));
-  std::vector<uint64_t> displacements(static_cast<size_t>(k));
-  for (int64_t j = 0; j < k; ++j)
-    displacements[static_cast<size_t>(j)] = static_cast<uint64_t>(j * block);
-  checkHccl(api().HcclAlltoAllV(sendBuffer, counts.data(), displacements.data(),
-                                hcclType(type), receiveBuffer, counts.data(),
-                                displacements.data(), hcclType(type),
-                                hcclOf(comm), rankStream),
-            "HcclAlltoAllV");
-  for (int64_t j = 0; j < k; ++j)
-    moveBlock(static_cast<char *>(out), receiveBuffer + j * block * size,
-              outShape, concatDim, k, j, size, /*pack=*/false);
-}
-
-void loom::ascend::localSliceBytes(void *out, Shape outShape, const void *in,
-                                   Shape inShape, int64_t elementBytes,
-                                   Communicator *comm, int64_t dim) {
-  Runtime::get().count("local_slice").calls += 1;
-  if (outShape.numElements() == 0)
-    return;
-  moveBlock(static_cast<char *>(out), static_cast<const char *>(in), inShape,
-            dim, comm->getSize(), comm->getRank(), elementBytes,
-            /*pack=*/true);
-}
-
-void loom::ascend::makePartialBytes(void *out, Shape outShape, const void *in,
-                                    Shape inShape, int64_t elementBytes,
-                                    Communicator *comm, int64_t dim) {
-  Runtime::get().count("make_partial").calls += 1;
-  size_t bytes = static_cast<size_t>(outShape.numElements() * elementBytes);
-  if (bytes == 0)
-    return;
-  checkAcl(api().aclrtMemsetAsync(out, bytes, 0, bytes, rankStream),
-           "aclrtMemsetAsync");
-  if (dim >= 0) {
-    moveBlock(static_cast<char *>(out), static_cast<const char *>(in), outShape,
-              dim, comm->getSize(), comm->getRank(), elementBytes,
-              /*pack=*/false);
-  } else if (comm->getRank() == 0) {
-    size_t inBytes = static_cast<size_t>(inShape.numElements() * elementBytes);
-    checkAcl(api().aclrtMemcpyAsync(out, bytes, in, inBytes,
-                                    ACL_MEMCPY_DEVICE_TO_DEVICE, rankStream),
-             "aclrtMemcpyAsync");
-  }
-}
-
-void loom::ascend::axisIndex(void *out, int64_t elementBytes, bool isFloat,
-                             double value) {
-  char bytes[8];
-  encodeScalar(bytes, elementBytes, isFloat, value);
-  // The host bytes are on the stack: the copy completes before returning.
-  synchronize();
-  checkAcl(api().aclrtMemcpy(out, static_cast<size_t>(elementBytes), bytes,
-                             static_cast<size_t>(elementBytes),
-                             ACL_MEMCPY_HOST_TO_DEVICE),
-           "aclrtMemcpy");
-}
-
-void ExchangePlan::run(void *out, int64_t outElements, const void *in,
-                       int64_t inElements, int64_t elementBytes,
-                       ElementType type) {
-  stagedExchange(
-      plan, out, outElements, in, inElements, elementBytes, type,
-      [] { synchronize(); }, copyToHost, copyToDevice);
-}
-
-void loom::ascend::tracePhaseBegin(const char *name) {
-  host::tracePhaseBegin(name);
-}
-
-void loom::ascend::tracePhaseEnd() {
-  // A phase's span covers its operators (only when tracing).
-  if (host::tracing())
-    synchronize();
-  host::tracePhaseEnd();
 }
 
 void loom::ascend::finishDevice() {
@@ -560,11 +418,8 @@ void loom::ascend::finishDevice() {
   synchronize();
   // Communicators in creation order (the same on every rank), before MPI
   // ends; then the stream and the device.
-  auto &order = hcclOrder();
-  for (std::unique_ptr<Communicator> &comm : order)
-    comm.reset();
-  order.clear();
-  hcclGroups().clear();
+  host::device::destroyCommunicators(
+      [](void *comm) { api().HcclCommDestroy(static_cast<HcclComm>(comm)); });
   if (scratchMemory)
     api().aclrtFree(scratchMemory);
   scratchMemory = nullptr;

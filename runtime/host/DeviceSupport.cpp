@@ -3,75 +3,209 @@
 #include "runtime/host/DeviceSupport.h"
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <vector>
 
 using namespace loom;
 using namespace loom::host;
+using namespace loom::host::device;
+using loom::rt::ElementType;
+using loom::rt::Runtime;
 
-int64_t device::chunk(int64_t count, int64_t k, int64_t j) {
-  return count / k + (j < count % k ? 1 : 0);
-}
+namespace {
 
-void device::count(const char *kind, int64_t sent, int64_t received) {
-  rt::Traffic &traffic = rt::Runtime::get().count(kind);
+/// Counts one call of collective `kind` with these bytes.
+void count(const char *kind, int64_t sent, int64_t received) {
+  rt::Traffic &traffic = Runtime::get().count(kind);
   traffic.calls += 1;
   traffic.bytesSent += sent;
   traffic.bytesReceived += received;
 }
 
-void device::countAllReduce(int64_t elements, int64_t elementBytes, int64_t k,
-                            int64_t rank) {
-  int64_t bytes = elements * elementBytes;
-  int64_t own = chunk(elements, k, rank) * elementBytes;
-  count("all_reduce", bytes - own + (k - 1) * own, bytes - own + (k - 1) * own);
-}
-
-static void splitAt(const Shape &shape, int64_t dim, int64_t &outer,
-                    int64_t &extent, int64_t &inner) {
+/// The tensor `shape` seen as [outer, extent of `dim`, inner].
+void splitAt(const Shape &shape, int64_t dim, int64_t &outer, int64_t &extent,
+             int64_t &inner) {
   outer = extent = inner = 1;
   for (int64_t d = 0; d < shape.rank; ++d)
     (d < dim ? outer : d == dim ? extent : inner) *= shape[d];
 }
 
-device::Block device::blockOf(const Shape &shape, int64_t dim, int64_t k,
-                              int64_t j, int64_t elementBytes) {
-  int64_t outer, extent, inner;
-  splitAt(shape, dim, outer, extent, inner);
-  Block block;
-  block.row = static_cast<size_t>(extent / k * inner * elementBytes);
-  block.wide = static_cast<size_t>(extent * inner * elementBytes);
-  block.start = static_cast<size_t>(j * (extent / k) * inner * elementBytes);
-  block.outer = static_cast<size_t>(outer);
-  return block;
-}
-
-bool device::leadingDim(const Shape &shape, int64_t dim) {
+/// Whether the blocks along `dim` are contiguous (nothing outside `dim`).
+bool leadingDim(const Shape &shape, int64_t dim) {
   int64_t outer, extent, inner;
   splitAt(shape, dim, outer, extent, inner);
   return dim == 0 || outer == 1;
 }
 
-void device::stagedExchange(
-    ExchangePlan &plan, void *out, int64_t outElements, const void *in,
-    int64_t inElements, int64_t elementBytes, rt::ElementType type,
-    const std::function<void()> &drain,
-    const std::function<void(void *, const void *, size_t)> &toHost,
-    const std::function<void(void *, const void *, size_t)> &toDevice) {
-  // The host runtime's plan over MPI, on host copies of the buffers.
-  std::vector<char> source(static_cast<size_t>(inElements * elementBytes));
-  std::vector<char> target(static_cast<size_t>(outElements * elementBytes));
-  drain();
-  if (!source.empty())
-    toHost(source.data(), in, source.size());
-  plan.run(target.empty() ? nullptr : target.data(), outElements,
-           source.empty() ? nullptr : source.data(), elementBytes, type);
-  if (!target.empty())
-    toDevice(out, target.data(), target.size());
+/// Block `j` of `k` along `dim` of a tensor of `shape` (in) to `out`,
+/// contiguous (`pack`), or back (`!pack`).
+void moveBlock(const Target &target, char *out, const char *in,
+               const Shape &shape, int64_t dim, int64_t k, int64_t j,
+               int64_t elementBytes, bool pack) {
+  int64_t outer, extent, inner;
+  splitAt(shape, dim, outer, extent, inner);
+  size_t row = static_cast<size_t>(extent / k * inner * elementBytes);
+  size_t wide = static_cast<size_t>(extent * inner * elementBytes);
+  size_t start = static_cast<size_t>(j * (extent / k) * inner * elementBytes);
+  if (row == 0 || outer == 0)
+    return;
+  if (pack)
+    target.copy2d(out, row, in + start, wide, row, static_cast<size_t>(outer));
+  else
+    target.copy2d(out + start, wide, in, row, row, static_cast<size_t>(outer));
 }
 
-void device::encodeScalar(char (&bytes)[8], int64_t elementBytes, bool isFloat,
-                          double value) {
-  std::memset(bytes, 0, sizeof(bytes));
+} // namespace
+
+namespace {
+/// The device communicators, by MPI group, in creation order.
+std::map<rt::Communicator *, Communicator *> &byGroup() {
+  static std::map<rt::Communicator *, Communicator *> groups;
+  return groups;
+}
+std::vector<std::unique_ptr<Communicator>> &inOrder() {
+  static std::vector<std::unique_ptr<Communicator>> order;
+  return order;
+}
+} // namespace
+
+Communicator *device::subgroup(Ints devices, Shape mesh, Shape axes,
+                               void *(*make)(rt::Communicator &mpi)) {
+  rt::Communicator *mpi = host::subgroup(devices, mesh, axes);
+  auto it = byGroup().find(mpi);
+  if (it != byGroup().end())
+    return it->second;
+  inOrder().push_back(std::make_unique<Communicator>(*mpi, make(*mpi)));
+  return byGroup()[mpi] = inOrder().back().get();
+}
+
+void device::destroyCommunicators(void (*destroy)(void *handle)) {
+  for (std::unique_ptr<Communicator> &comm : inOrder())
+    if (comm->getHandle())
+      destroy(comm->getHandle());
+  inOrder().clear();
+  byGroup().clear();
+}
+
+int64_t device::chunk(int64_t count, int64_t k, int64_t j) {
+  return count / k + (j < count % k ? 1 : 0);
+}
+
+Reduction device::reductionOf(const char *op, const char *kind,
+                              ElementType type) {
+  if (!std::strcmp(kind, "mean") && type == ElementType::I64)
+    Runtime::get().fail(std::string(op) + ": a mean of integers");
+  if (!std::strcmp(kind, "sum"))
+    return Reduction::Sum;
+  if (!std::strcmp(kind, "mean"))
+    return Reduction::Mean;
+  if (!std::strcmp(kind, "max"))
+    return Reduction::Max;
+  if (!std::strcmp(kind, "min"))
+    return Reduction::Min;
+  Runtime::get().fail(std::string(op) + ": unknown reduction '" + kind + "'");
+}
+
+void device::allReduce(const Target &target, Group group, void *out,
+                       const void *in, const Shape &shape, ElementType type,
+                       const char *kind) {
+  int64_t n = shape.numElements(), size = rt::getElementSize(type);
+  int64_t k = group.size, own = chunk(n, k, group.rank) * size;
+  count("all_reduce", n * size - own + (k - 1) * own,
+        n * size - own + (k - 1) * own);
+  target.allReduce(group.comm, out, in, n, type,
+                   reductionOf("all_reduce", kind, type), group.size);
+}
+
+void device::allGather(const Target &target, Group group, void *out,
+                       const Shape &outShape, const void *in,
+                       const Shape &inShape, ElementType type, int64_t dim) {
+  int64_t n = inShape.numElements(), size = rt::getElementSize(type);
+  int64_t k = group.size;
+  count("all_gather", n * size * (k - 1), n * size * (k - 1));
+  bool direct = leadingDim(inShape, dim);
+  char *gathered =
+      direct ? static_cast<char *>(out) : target.scratch(n * size * k);
+  target.allGather(group.comm, gathered, in, n, type);
+  if (!direct)
+    for (int64_t j = 0; j < k; ++j)
+      moveBlock(target, static_cast<char *>(out), gathered + j * n * size,
+                outShape, dim, k, j, size, /*pack=*/false);
+}
+
+void device::reduceScatter(const Target &target, Group group, void *out,
+                           const Shape &outShape, const void *in,
+                           const Shape &inShape, ElementType type, int64_t dim,
+                           const char *kind) {
+  int64_t n = outShape.numElements(), size = rt::getElementSize(type);
+  int64_t k = group.size;
+  count("reduce_scatter", n * size * (k - 1), n * size * (k - 1));
+  const char *source = static_cast<const char *>(in);
+  if (!leadingDim(inShape, dim)) {
+    char *packed = target.scratch(n * size * k);
+    for (int64_t j = 0; j < k; ++j)
+      moveBlock(target, packed + j * n * size, source, inShape, dim, k, j, size,
+                /*pack=*/true);
+    source = packed;
+  }
+  target.reduceScatter(group.comm, out, source, n, type,
+                       reductionOf("reduce_scatter", kind, type), group.size);
+}
+
+void device::allToAll(const Target &target, Group group, void *out,
+                      const Shape &outShape, const void *in,
+                      const Shape &inShape, ElementType type, int64_t splitDim,
+                      int64_t concatDim) {
+  int64_t k = group.size, size = rt::getElementSize(type);
+  int64_t block = inShape.numElements() / k;
+  count("all_to_all", block * size * (k - 1), block * size * (k - 1));
+  char *sendBuffer = target.scratch(2 * block * k * size);
+  char *receiveBuffer = sendBuffer + block * k * size;
+  for (int64_t j = 0; j < k; ++j)
+    moveBlock(target, sendBuffer + j * block * size,
+              static_cast<const char *>(in), inShape, splitDim, k, j, size,
+              /*pack=*/true);
+  target.allToAll(group.comm, receiveBuffer, sendBuffer, block, type,
+                  group.size);
+  for (int64_t j = 0; j < k; ++j)
+    moveBlock(target, static_cast<char *>(out),
+              receiveBuffer + j * block * size, outShape, concatDim, k, j, size,
+              /*pack=*/false);
+}
+
+void device::localSlice(const Target &target, Group group, void *out,
+                        const Shape &outShape, const void *in,
+                        const Shape &inShape, int64_t elementBytes,
+                        int64_t dim) {
+  Runtime::get().count("local_slice").calls += 1;
+  if (outShape.numElements() == 0)
+    return;
+  moveBlock(target, static_cast<char *>(out), static_cast<const char *>(in),
+            inShape, dim, group.size, group.rank, elementBytes, /*pack=*/true);
+}
+
+void device::makePartial(const Target &target, Group group, void *out,
+                         const Shape &outShape, const void *in,
+                         const Shape &inShape, int64_t elementBytes,
+                         int64_t dim) {
+  Runtime::get().count("make_partial").calls += 1;
+  size_t bytes = static_cast<size_t>(outShape.numElements() * elementBytes);
+  if (bytes == 0)
+    return;
+  target.zero(out, bytes);
+  if (dim >= 0)
+    moveBlock(target, static_cast<char *>(out), static_cast<const char *>(in),
+              outShape, dim, group.size, group.rank, elementBytes,
+              /*pack=*/false);
+  else if (group.rank == 0)
+    target.copy(out, in,
+                static_cast<size_t>(inShape.numElements() * elementBytes));
+}
+
+void device::axisIndex(const Target &target, void *out, int64_t elementBytes,
+                       bool isFloat, double value) {
+  char bytes[8] = {};
   if (isFloat && elementBytes == 4) {
     float v = static_cast<float>(value);
     std::memcpy(bytes, &v, 4);
@@ -84,4 +218,29 @@ void device::encodeScalar(char (&bytes)[8], int64_t elementBytes, bool isFloat,
     int64_t v = static_cast<int64_t>(value);
     std::memcpy(bytes, &v, 8);
   }
+  // After the queued work (which may read the buffer); complete on return.
+  target.synchronize();
+  target.toDevice(out, bytes, static_cast<size_t>(elementBytes));
+}
+
+void device::stagedExchange(const Target &target, host::ExchangePlan &plan,
+                            void *out, int64_t outElements, const void *in,
+                            int64_t inElements, int64_t elementBytes,
+                            ElementType type) {
+  // The host runtime's plan over MPI, on host copies of the buffers.
+  std::vector<char> source(static_cast<size_t>(inElements * elementBytes));
+  std::vector<char> result(static_cast<size_t>(outElements * elementBytes));
+  target.synchronize();
+  if (!source.empty())
+    target.toHost(source.data(), in, source.size());
+  plan.run(result.empty() ? nullptr : result.data(), outElements,
+           source.empty() ? nullptr : source.data(), elementBytes, type);
+  if (!result.empty())
+    target.toDevice(out, result.data(), result.size());
+}
+
+void device::tracePhaseEnd(const Target &target) {
+  if (tracing())
+    target.synchronize();
+  host::tracePhaseEnd();
 }

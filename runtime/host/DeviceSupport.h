@@ -16,64 +16,166 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <initializer_list>
+#include <type_traits>
 
 namespace loom::host::device {
 
-/// Elements of part `j` of `count` split `k` ways (the first count % k
-/// parts one larger), as the simulator's ring chunks.
-int64_t chunk(int64_t count, int64_t k, int64_t j);
+/// How a collective combines. HCCL has no mean: a backend without one
+/// composes it (a sum, then a scale).
+enum class Reduction { Sum, Mean, Max, Min };
 
-/// Counts one call of collective `kind` with these bytes.
-void count(const char *kind, int64_t sent, int64_t received);
-/// Counts a ring all-reduce of `bytes` (element size `elementBytes`) by
-/// member `rank` of `k`, as the simulator does.
-void countAllReduce(int64_t elements, int64_t elementBytes, int64_t k,
-                    int64_t rank);
-
-/// Block `j` of `k` along `dim` of a tensor of `shape`: `outer` rows of
-/// `row` bytes, starting `start` bytes into rows `wide` bytes apart.
-struct Block {
-  size_t row = 0, wide = 0, start = 0, outer = 0;
-  bool empty() const { return row == 0 || outer == 0; }
-};
-Block blockOf(const Shape &shape, int64_t dim, int64_t k, int64_t j,
-              int64_t elementBytes);
-/// Whether blocks along `dim` are contiguous (nothing outside `dim`).
-bool leadingDim(const Shape &shape, int64_t dim);
-
-/// Runs `plan` on device buffers through host copies: `drain` waits for
-/// queued device work, `toHost` / `toDevice` copy bytes.
-void stagedExchange(
-    ExchangePlan &plan, void *out, int64_t outElements, const void *in,
-    int64_t inElements, int64_t elementBytes, rt::ElementType type,
-    const std::function<void()> &drain,
-    const std::function<void(void *, const void *, size_t)> &toHost,
-    const std::function<void(void *, const void *, size_t)> &toDevice);
-
-/// The value of `axis_index` as `elementBytes` bytes of a float or integer.
-void encodeScalar(char (&bytes)[8], int64_t elementBytes, bool isFloat,
-                  double value);
-
-/// What the driver needs of a device target (null: the host target).
+/// A device target: what the driver, the arena, the collectives and the
+/// staged exchanges need of it. Every operation is on the rank's stream
+/// unless it says otherwise; `comm` is the target's communicator handle
+/// (an ncclComm_t, an HcclComm).
 struct Target {
   const char *name;
   /// Picks and starts the rank's device (after MPI starts).
   void (*start)();
   /// Drains the device and tears its communicators down (before MPI ends).
   void (*finish)();
+  /// Waits for the device's queued work (and frees what it used).
+  void (*synchronize)();
+  /// Host <-> device copies, complete when they return.
   void (*toDevice)(void *to, const void *from, size_t bytes);
   void (*toHost)(void *to, const void *from, size_t bytes);
-  /// Waits for the device's queued work.
-  void (*synchronize)();
+  /// Device memory (zeroed), and its release.
+  void *(*allocate)(size_t bytes);
+  void (*release)(void *memory);
+  /// Device-to-device copies: `height` rows of `width` bytes, and a
+  /// contiguous one; zeroing.
+  void (*copy2d)(void *to, size_t toPitch, const void *from, size_t fromPitch,
+                 size_t width, size_t height);
+  void (*copy)(void *to, const void *from, size_t bytes);
+  void (*zero)(void *to, size_t bytes);
+  /// Device scratch of `bytes`, valid until the next call.
+  char *(*scratch)(int64_t bytes);
+  /// The library's collectives on contiguous buffers of `count` elements
+  /// (all-gather and reduce-scatter: `count` per member; all-to-all:
+  /// `count` to and from each member, blocks in member order).
+  void (*allReduce)(void *comm, void *out, const void *in, int64_t count,
+                    rt::ElementType type, Reduction reduction, int members);
+  void (*allGather)(void *comm, void *out, const void *in, int64_t count,
+                    rt::ElementType type);
+  void (*reduceScatter)(void *comm, void *out, const void *in, int64_t count,
+                        rt::ElementType type, Reduction reduction, int members);
+  void (*allToAll)(void *comm, void *out, const void *in, int64_t count,
+                   rt::ElementType type, int members);
+};
+
+/// A member's view of a device communicator.
+struct Group {
+  void *comm;
+  int rank, size;
+};
+
+/// A device library's communicator (an ncclComm_t, an HcclComm) over an
+/// MPI group, made from it.
+class Communicator {
+public:
+  Communicator(rt::Communicator &mpi, void *handle)
+      : mpi(mpi), handle(handle) {}
+  int getRank() const { return mpi.getRank(); }
+  int getSize() const { return mpi.getSize(); }
+  void *getHandle() const { return handle; }
+  Group group() const { return {handle, mpi.getRank(), mpi.getSize()}; }
+
+private:
+  rt::Communicator &mpi;
+  void *handle;
+};
+
+/// The device communicator of this rank's sub-group, made by `make` over
+/// its MPI communicator on first use (a program's fields ask in one order
+/// on every member; MPI-only groups, such as an exchange's, get none).
+Communicator *subgroup(Ints devices, Shape mesh, Shape axes,
+                       void *(*make)(rt::Communicator &mpi));
+/// Destroys every device communicator with `destroy`, in creation order
+/// (the same on every rank), before MPI ends.
+void destroyCommunicators(void (*destroy)(void *handle));
+
+/// `kind` ("sum", "mean", "max", "min") of collective `op`; a mean of
+/// integers or an unknown kind ends the rank.
+Reduction reductionOf(const char *op, const char *kind, rt::ElementType type);
+
+/// Elements of part `j` of `count` split `k` ways (the first count % k
+/// parts one larger), as the simulator's ring chunks.
+int64_t chunk(int64_t count, int64_t k, int64_t j);
+
+// The collectives of generated code on a device target: blocks along inner
+// dimensions packed with 2-D copies, traffic counted as the simulator
+// counts it.
+void allReduce(const Target &target, Group group, void *out, const void *in,
+               const Shape &shape, rt::ElementType type, const char *kind);
+void allGather(const Target &target, Group group, void *out,
+               const Shape &outShape, const void *in, const Shape &inShape,
+               rt::ElementType type, int64_t dim);
+void reduceScatter(const Target &target, Group group, void *out,
+                   const Shape &outShape, const void *in, const Shape &inShape,
+                   rt::ElementType type, int64_t dim, const char *kind);
+void allToAll(const Target &target, Group group, void *out,
+              const Shape &outShape, const void *in, const Shape &inShape,
+              rt::ElementType type, int64_t splitDim, int64_t concatDim);
+void localSlice(const Target &target, Group group, void *out,
+                const Shape &outShape, const void *in, const Shape &inShape,
+                int64_t elementBytes, int64_t dim);
+void makePartial(const Target &target, Group group, void *out,
+                 const Shape &outShape, const void *in, const Shape &inShape,
+                 int64_t elementBytes, int64_t dim);
+void axisIndex(const Target &target, void *out, int64_t elementBytes,
+               bool isFloat, double value);
+/// Runs `plan` through host copies of the device buffers.
+void stagedExchange(const Target &target, host::ExchangePlan &plan, void *out,
+                    int64_t outElements, const void *in, int64_t inElements,
+                    int64_t elementBytes, rt::ElementType type);
+/// A phase's span ends after its device work (only when tracing).
+void tracePhaseEnd(const Target &target);
+
+/// Device memory holding every buffer of a program, zeroed.
+template <const Target &(*Of)()> class Arena {
+public:
+  explicit Arena(int64_t bytes) : bytes(bytes) {
+    storage = static_cast<char *>(Of().allocate(
+        static_cast<size_t>((bytes > 0 ? bytes : 1) + 255) / 256 * 256));
+  }
+  Arena(Arena &&other) noexcept : storage(other.storage), bytes(other.bytes) {
+    other.storage = nullptr;
+  }
+  ~Arena() {
+    if (storage)
+      Of().release(storage);
+  }
+  char *data() { return storage; }
+  int64_t size() const { return bytes; }
+
+private:
+  char *storage = nullptr;
+  int64_t bytes = 0;
+};
+
+/// A cross-group exchange: the host runtime's plan, staged through host
+/// memory (the baseline; direct device-to-device paths are future work).
+template <const Target &(*Of)()> class ExchangePlan {
+public:
+  ExchangePlan(Ints members, Ints table) : plan(members, table) {}
+  void run(void *out, int64_t outElements, const void *in, int64_t inElements,
+           int64_t elementBytes, rt::ElementType type) {
+    stagedExchange(Of(), plan, out, outElements, in, inElements, elementBytes,
+                   type);
+  }
+
+private:
+  host::ExchangePlan plan;
 };
 
 /// Starts MPI, starts the device of the target that runs this rank's
-/// program (`targets` holds one target for every program, or one for all),
-/// opens the MPI communicators of `groups` (every rank walks the same list;
-/// device communicators are made from them where a program's collectives
-/// first need them), and runs `Programs[i]` on the ranks in `devices[i]`
-/// under the host runtime's driver, its arena on the device.
+/// program (`targets` holds one target for every program, or one for all;
+/// null: the host target), opens the MPI communicators of `groups` (every
+/// rank walks the same list; device communicators are made from them where
+/// a program's collectives first need them), and runs `Programs[i]` on
+/// the ranks in `devices[i]` under the host runtime's driver, its arena on
+/// the device.
 template <typename... Programs>
 int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
                 std::initializer_list<Ints> groups,
@@ -114,53 +216,79 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
 
 } // namespace loom::host::device
 
-/// The typed collectives generated code calls, over a target's byte-level
-/// functions (allReduceBytes, ...), declared in the target's namespace.
-#define LOOM_DEVICE_TYPED_COLLECTIVES                                          \
+/// What a device target's namespace gives generated code besides its
+/// communicators: the arena, exchange plans, the typed collectives, the
+/// profiler's spans and the driver, over `target()` and a `Communicator`
+/// with `group()`.
+#define LOOM_DEVICE_RUNTIME                                                    \
+  using Arena = ::loom::host::device::Arena<target>;                           \
+  using ExchangePlan = ::loom::host::device::ExchangePlan<target>;             \
+  template <typename T> T *at(Arena &arena, int64_t offset) {                  \
+    return reinterpret_cast<T *>(arena.data() + offset);                       \
+  }                                                                            \
   template <typename T>                                                        \
   void all_reduce(T *out, Shape, const T *in, Shape inShape,                   \
                   Communicator *comm, const char *kind) {                      \
-    allReduceBytes(out, in, inShape, host::elementTypeOf<T>(), comm, kind);    \
+    ::loom::host::device::allReduce(target(), comm->group(), out, in, inShape, \
+                                    host::elementTypeOf<T>(), kind);           \
   }                                                                            \
   template <typename T>                                                        \
   void all_gather(T *out, Shape outShape, const T *in, Shape inShape,          \
                   Communicator *comm, int64_t dim) {                           \
-    allGatherBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm, \
-                   dim);                                                       \
+    ::loom::host::device::allGather(target(), comm->group(), out, outShape,    \
+                                    in, inShape, host::elementTypeOf<T>(),     \
+                                    dim);                                      \
   }                                                                            \
   template <typename T>                                                        \
   void reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,      \
                       Communicator *comm, int64_t dim, const char *kind) {     \
-    reduceScatterBytes(out, outShape, in, inShape, host::elementTypeOf<T>(),   \
-                       comm, dim, kind);                                       \
+    ::loom::host::device::reduceScatter(target(), comm->group(), out,          \
+                                        outShape, in, inShape,                 \
+                                        host::elementTypeOf<T>(), dim, kind);  \
   }                                                                            \
   template <typename T>                                                        \
   void all_to_all(T *out, Shape outShape, const T *in, Shape inShape,          \
                   Communicator *comm, int64_t splitDim, int64_t concatDim) {   \
-    allToAllBytes(out, outShape, in, inShape, host::elementTypeOf<T>(), comm,  \
-                  splitDim, concatDim);                                        \
+    ::loom::host::device::allToAll(target(), comm->group(), out, outShape, in, \
+                                   inShape, host::elementTypeOf<T>(),          \
+                                   splitDim, concatDim);                       \
   }                                                                            \
   template <typename T>                                                        \
   void local_slice(T *out, Shape outShape, const T *in, Shape inShape,         \
                    Communicator *comm, int64_t dim) {                          \
-    localSliceBytes(out, outShape, in, inShape, sizeof(T), comm, dim);         \
+    ::loom::host::device::localSlice(target(), comm->group(), out, outShape,   \
+                                     in, inShape, sizeof(T), dim);             \
   }                                                                            \
   template <typename T>                                                        \
   void make_partial(T *out, Shape outShape, const T *in, Shape inShape,        \
                     Communicator *comm, int64_t dim) {                         \
-    makePartialBytes(out, outShape, in, inShape, sizeof(T), comm, dim);        \
+    ::loom::host::device::makePartial(target(), comm->group(), out, outShape,  \
+                                      in, inShape, sizeof(T), dim);            \
   }                                                                            \
   template <typename T>                                                        \
   void axis_index(T *out, Shape, Communicator *comm, int64_t stride,           \
                   int64_t base) {                                              \
-    axisIndex(out, sizeof(T), !std::is_integral_v<T>,                          \
-              static_cast<double>(comm->getRank() * stride + base));           \
+    ::loom::host::device::axisIndex(                                           \
+        target(), out, sizeof(T), !std::is_integral_v<T>,                      \
+        static_cast<double>(comm->getRank() * stride + base));                 \
   }                                                                            \
   template <typename T>                                                        \
   void exchange(T *out, Shape outShape, const T *in, Shape inShape,            \
                 ExchangePlan &plan) {                                          \
     plan.run(out, outShape.numElements(), in, inShape.numElements(),           \
              sizeof(T), host::elementTypeOf<T>());                             \
+  }                                                                            \
+  inline void tracePhaseBegin(const char *name) {                              \
+    host::tracePhaseBegin(name);                                               \
+  }                                                                            \
+  inline void tracePhaseEnd() {                                                \
+    ::loom::host::device::tracePhaseEnd(target());                             \
+  }                                                                            \
+  template <typename... Programs>                                              \
+  int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,  \
+                  std::initializer_list<Ints> groups) {                        \
+    return ::loom::host::device::runPrograms<Programs...>(                     \
+        argc, argv, devices, groups, {&target()});                             \
   }
 
 #endif // LOOM_RUNTIME_HOST_DEVICESUPPORT_H

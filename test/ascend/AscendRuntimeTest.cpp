@@ -139,6 +139,71 @@ int main(int argc, char **argv) {
     expectEqual("concat", read(dcat, 9),
                 {a[0], a[1], a[2], a[3], a[4], a[5], 7, 8, 9});
 
+    // Element-wise ops (the rhs broadcast along rows), each its aclnn
+    // operator.
+    std::vector<double> pos = {0.5, 1.25, 2, 3.5, 0.75, 2.5};
+    double *dpos = b.make(pos);
+    using Binary =
+        void (*)(double *, Shape, const double *, Shape, const double *, Shape);
+    struct {
+      const char *name;
+      Binary device, reference;
+    } binaries[] = {
+        {"add", ascend::add<double>, host::add},
+        {"sub", ascend::sub<double>, host::sub},
+        {"mul", ascend::mul<double>, host::mul},
+        {"div", ascend::div<double>, host::div},
+        {"maximum", ascend::maximum<double>, host::maximum},
+        {"minimum", ascend::minimum<double>, host::minimum},
+    };
+    for (auto &op : binaries) {
+      double *out = b.make(6);
+      op.device(out, {2, 3}, da, {2, 3}, drow, {3});
+      std::vector<double> want(6), row = {7, 8, 9};
+      op.reference(want.data(), {2, 3}, a.data(), {2, 3}, row.data(), {3});
+      expectEqual(op.name, read(out, 6), want);
+    }
+    using Unary = void (*)(double *, Shape, const double *, Shape);
+    struct {
+      const char *name;
+      Unary device, reference;
+    } unaries[] = {
+        {"neg", ascend::neg<double>, host::neg},
+        {"exp", ascend::exp<double>, host::exp},
+        {"log", ascend::log<double>, host::log},
+        {"sqrt", ascend::sqrt<double>, host::sqrt},
+        {"rsqrt", ascend::rsqrt<double>, host::rsqrt},
+        {"tanh", ascend::tanh<double>, host::tanh},
+        {"relu", ascend::relu<double>, host::relu},
+        {"silu", ascend::silu<double>, host::silu},
+        {"sin", ascend::sin<double>, host::sin},
+        {"cos", ascend::cos<double>, host::cos},
+    };
+    for (auto &op : unaries) {
+      double *out = b.make(6);
+      op.device(out, {2, 3}, dpos, {2, 3});
+      std::vector<double> want(6);
+      op.reference(want.data(), {2, 3}, pos.data(), {2, 3});
+      expectEqual(op.name, read(out, 6), want);
+    }
+    for (const char *kind : {"mean", "max"}) {
+      double *out = b.make(3);
+      ascend::reduce(out, {1, 3}, da, {2, 3}, Shape{0}, true, kind);
+      std::vector<double> want(3);
+      host::reduce(want.data(), {1, 3}, a.data(), {2, 3}, Shape{0}, true, kind);
+      expectEqual(kind, read(out, 3), want);
+    }
+    double *dsoft = b.make(6), *dlogsoft = b.make(6), *dfill = b.make(6);
+    ascend::softmax(dsoft, {2, 3}, da, {2, 3}, 1);
+    ascend::log_softmax(dlogsoft, {2, 3}, da, {2, 3}, 1);
+    ascend::fill(dfill, {2, 3}, 0.25);
+    std::vector<double> hsoft(6), hlogsoft(6);
+    host::softmax(hsoft.data(), {2, 3}, a.data(), {2, 3}, 1);
+    host::log_softmax(hlogsoft.data(), {2, 3}, a.data(), {2, 3}, 1);
+    expectEqual("softmax", read(dsoft, 6), hsoft);
+    expectEqual("log_softmax", read(dlogsoft, 6), hlogsoft);
+    expectEqual("fill", read(dfill, 6), std::vector<double>(6, 0.25));
+
     double *dgelu = b.make(6);
     ascend::gelu(dgelu, {2, 3}, da, {2, 3}, "tanh");
     std::vector<double> hgelu(6);
