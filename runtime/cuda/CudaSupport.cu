@@ -93,7 +93,8 @@ void loom::cuda::copyToHost(void *host, const void *device, size_t bytes) {
 //===----------------------------------------------------------------------===//
 
 void detail::fatal(const char *kernel, const char *format, ...) {
-  std::fprintf(stderr, "loom::cuda::%s: ", kernel);
+  std::fprintf(stderr, "%sloom::cuda::%s: ", loom::host::failurePrefix(),
+               kernel);
   va_list args;
   va_start(args, format);
   std::vfprintf(stderr, format, args);

@@ -1,6 +1,7 @@
 //===- Collectives.cpp - Collectives over MPI for generated code ----------===//
 
 #include "runtime/host/Collectives.h"
+#include "runtime/kernels/HostKernels.h"
 
 #include <mpi.h>
 
@@ -123,6 +124,10 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &instance->worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &instance->worldSize);
+  // A kernel that fails names the rank as the runtime does.
+  std::string prefix =
+      "loom runtime: rank " + std::to_string(instance->worldRank) + ": ";
+  loom::host::setFailurePrefix(prefix.c_str());
   // The rank among those on its node (any MPI, not only Open MPI's
   // environment variable).
   MPI_Comm node;

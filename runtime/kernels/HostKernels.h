@@ -53,6 +53,12 @@
 
 namespace loom::host {
 
+/// A prefix for the kernels' failure messages, such as "loom runtime: rank
+/// 3: " (the runtime sets it once it knows its rank); empty by default.
+/// The CUDA kernels use it too.
+void setFailurePrefix(const char *prefix);
+const char *failurePrefix();
+
 /// The most dimensions a Shape holds.
 constexpr int kMaxRank = 8;
 

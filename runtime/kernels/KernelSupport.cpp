@@ -10,8 +10,18 @@
 using namespace loom::host;
 using namespace loom::host::detail;
 
+namespace {
+char prefixStorage[128] = "";
+} // namespace
+
+void loom::host::setFailurePrefix(const char *prefix) {
+  std::snprintf(prefixStorage, sizeof(prefixStorage), "%s", prefix);
+}
+
+const char *loom::host::failurePrefix() { return prefixStorage; }
+
 void detail::fatal(const char *kernel, const char *format, ...) {
-  std::fprintf(stderr, "loom::host::%s: ", kernel);
+  std::fprintf(stderr, "%sloom::host::%s: ", failurePrefix(), kernel);
   va_list args;
   va_start(args, format);
   std::vfprintf(stderr, format, args);

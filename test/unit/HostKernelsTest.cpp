@@ -1715,4 +1715,16 @@ TEST(HostKernels, Dropout) {
       }
 }
 
+// A kernel given shapes that do not fit ends the process with a message
+// naming the kernel, after the prefix the runtime sets (its rank).
+TEST(HostKernelsDeathTest, FailureNamesTheRankAndTheKernel) {
+  float out[4], lhs[6], rhs[6];
+  EXPECT_DEATH(
+      {
+        host::setFailurePrefix("loom runtime: rank 7: ");
+        host::matmul(out, {2, 2}, lhs, {2, 3}, rhs, {2, 3}, false, false);
+      },
+      "loom runtime: rank 7: loom::host::matmul: ");
+}
+
 } // namespace
