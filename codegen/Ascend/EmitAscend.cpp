@@ -82,10 +82,24 @@ struct EmitAscendPass
 } // namespace
 
 LogicalResult loom::codegen::checkAscendKernels(Operation *scope) {
-  bool unsupported = false;
+  bool unsupported = false, reportedF64 = false;
   scope->walk([&](emitc::CallOpaqueOp call) {
     StringRef op = call.getCallee();
-    if (!op.consume_front("loom.kernel.") || ascendKernels().contains(op))
+    bool kernel = op.consume_front("loom.kernel.");
+    // No f64 on Ascend hardware: aclnnMatmul and HCCL's reductions take
+    // f32, f16 and bf16 (Atlas A2/A3). Reported once, at the first op.
+    if ((kernel || op.starts_with("loom.comm.")) && !reportedF64 &&
+        llvm::any_of(call.getOperandTypes(), [](Type type) {
+          auto pointer = dyn_cast<emitc::PointerType>(type);
+          return pointer && pointer.getPointee().isF64();
+        })) {
+      call.emitError() << "the Ascend target has no f64 (aclnnMatmul and "
+                          "HCCL's reductions take f32, f16 and bf16 on Atlas "
+                          "A2/A3); build the model in f32";
+      unsupported = reportedF64 = true;
+      return;
+    }
+    if (!kernel || ascendKernels().contains(op))
       return;
     call.emitError() << "the Ascend target has no kernel for nn." << op
                      << " yet (supported: matmul, element-wise ops, "

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 namespace loom::ascend {
 
@@ -204,12 +205,10 @@ template <typename T>
 void concat(T *result, Shape resultShape, int64_t count,
             const Same<T> *const *inputs, const Shape *inputShapes,
             int64_t dim) {
-  detail::Arg args[64];
-  if (count > 64)
-    __builtin_trap();
+  std::vector<detail::Arg> args(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)
-    args[i] = detail::arg(inputs[i], inputShapes[i]);
-  detail::concat(detail::arg(result, resultShape), count, args, dim);
+    args[static_cast<size_t>(i)] = detail::arg(inputs[i], inputShapes[i]);
+  detail::concat(detail::arg(result, resultShape), count, args.data(), dim);
 }
 template <typename T>
 void concat(T *result, Shape resultShape,

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 using namespace loom;
 using namespace loom::ascend;
@@ -187,12 +188,13 @@ void detail::slice(Arg out, Arg in, Shape offsets, Shape steps) {
 void detail::concat(Arg out, int64_t count, const Arg *inputs, int64_t dim) {
   if (empty(out))
     return;
-  aclTensor *tensors[64];
-  int64_t used = 0;
+  std::vector<aclTensor *> tensors;
   for (int64_t i = 0; i < count; ++i)
     if (!empty(inputs[i]))
-      tensors[used++] = tensor(inputs[i]);
-  LOOM_ACLNN(aclnnCat, tensorList(tensors, used), dim, tensor(out));
+      tensors.push_back(tensor(inputs[i]));
+  LOOM_ACLNN(aclnnCat,
+             tensorList(tensors.data(), static_cast<int64_t>(tensors.size())),
+             dim, tensor(out));
 }
 
 void detail::softmax(Arg out, Arg in, int64_t dim) {

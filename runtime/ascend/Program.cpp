@@ -4,6 +4,7 @@
 #include "runtime/ascend/Internal.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -35,7 +36,18 @@ Pending &pending() {
   return instance;
 }
 
+/// Frees the workspaces (the stream has drained).
+void releaseWorkspaces() {
+  Pending &p = pending();
+  for (void *memory : p.workspaces)
+    checkAcl(api().aclrtFree(memory), "aclrtFree");
+  p.workspaces.clear();
+  p.workspaceBytes = 0;
+}
+
+/// Frees everything pending (the stream has drained).
 void release() {
+  releaseWorkspaces();
   Pending &p = pending();
   const Api &a = api();
   for (aclTensorList *list : p.lists)
@@ -46,8 +58,6 @@ void release() {
     a.aclDestroyScalar(scalar);
   for (aclIntArray *array : p.arrays)
     a.aclDestroyIntArray(array);
-  for (void *memory : p.workspaces)
-    checkAcl(a.aclrtFree(memory), "aclrtFree");
   p = Pending();
 }
 
@@ -155,10 +165,19 @@ void internal::checkHccl(HcclResult code, const char *what) {
 }
 
 void *internal::workspace(uint64_t bytes) {
+  // Bound the workspaces that wait for the next synchronisation: drain
+  // the stream and free them, but not the descriptors (this launch's own
+  // are among them, its executor not yet run).
+  static const uint64_t budget = [] {
+    const char *bytes = std::getenv("LOOM_ASCEND_WORKSPACE_BUDGET");
+    return bytes ? std::strtoull(bytes, nullptr, 10) : uint64_t(256) << 20;
+  }();
   Pending &p = pending();
-  // Bound what waits for the next synchronisation.
-  if (p.workspaceBytes + bytes > (uint64_t(256) << 20))
-    synchronize();
+  if (!p.workspaces.empty() && p.workspaceBytes + bytes > budget) {
+    checkAcl(api().aclrtSynchronizeStream(rankStream),
+             "aclrtSynchronizeStream");
+    releaseWorkspaces();
+  }
   void *memory = nullptr;
   checkAcl(api().aclrtMalloc(&memory, static_cast<size_t>(bytes),
                              ACL_MEM_MALLOC_HUGE_FIRST),
@@ -264,7 +283,7 @@ aclTensorList *internal::tensorList(aclTensor *const *tensors, int64_t count) {
 // Device, arena, communicators
 //===----------------------------------------------------------------------===//
 
-void loom::ascend::startDevice() {
+void loom::ascend::startDevice(int index) {
   Runtime &runtime = Runtime::get();
   const Api &a = api();
   checkAcl(a.aclInit(nullptr), "aclInit");
@@ -276,7 +295,7 @@ void loom::ascend::startDevice() {
                                             std::to_string(code) + recentError()
                                       : std::string("0 devices")) +
                  "); run the host target instead");
-  rankDevice = static_cast<int32_t>(runtime.getLocalRank() % devices);
+  rankDevice = static_cast<int32_t>(index % static_cast<int>(devices));
   checkAcl(a.aclrtSetDevice(rankDevice), "aclrtSetDevice");
   checkAcl(a.aclrtCreateStream(&rankStream), "aclrtCreateStream");
 }
@@ -351,10 +370,19 @@ const host::device::Target &loom::ascend::target() {
       [](void *memory) { api().aclrtFree(memory); },
       [](void *to, size_t toPitch, const void *from, size_t fromPitch,
          size_t width, size_t height) {
-        checkAcl(api().aclrtMemcpy2dAsync(to, toPitch, from, fromPitch, width,
-                                          height, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                                          rankStream),
-                 "aclrtMemcpy2dAsync");
+        // CANN 8.x's aclrtMemcpy2dAsync copies only between host and
+        // device: rows of bytes move as aclnnInplaceCopy between two
+        // strided uint8 views.
+        Shape shape{static_cast<int64_t>(height), static_cast<int64_t>(width)};
+        int64_t toStrides[2] = {static_cast<int64_t>(toPitch), 1};
+        int64_t fromStrides[2] = {static_cast<int64_t>(fromPitch), 1};
+        auto span = [&](size_t pitch) {
+          return static_cast<int64_t>((height - 1) * pitch + width);
+        };
+        LOOM_ACLNN(
+            aclnnInplaceCopy,
+            view(to, ACL_UINT8, shape, toStrides, 0, span(toPitch)),
+            view(from, ACL_UINT8, shape, fromStrides, 0, span(fromPitch)));
       },
       [](void *to, const void *from, size_t bytes) {
         checkAcl(api().aclrtMemcpyAsync(to, bytes, from, bytes,

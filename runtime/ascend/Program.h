@@ -51,10 +51,11 @@ void synchronize();
 void copyToDevice(void *to, const void *from, size_t bytes);
 void copyToHost(void *to, const void *from, size_t bytes);
 
-/// Loads CANN, starts ACL, picks this rank's device (local rank mod device
-/// count) and makes its stream; ends the rank with a clear error where the
-/// libraries or a device are missing.
-void startDevice();
+/// Loads CANN, starts ACL, picks device `index` mod the device count
+/// (`index`: the rank's place among its node's ranks of this target) and makes
+/// its stream; ends the rank with a clear error where the libraries or a device
+/// are missing.
+void startDevice(int index);
 /// Drains the stream and destroys the HCCL communicators (in creation
 /// order) and the stream, before MPI ends.
 void finishDevice();

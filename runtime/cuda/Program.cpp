@@ -84,7 +84,7 @@ char *scratch(int64_t bytes) {
 // Device, arena, communicators
 //===----------------------------------------------------------------------===//
 
-void loom::cuda::startDevice() {
+void loom::cuda::startDevice(int index) {
   Runtime &runtime = Runtime::get();
   int devices = 0;
   cudaError_t code = cudaGetDeviceCount(&devices);
@@ -93,7 +93,7 @@ void loom::cuda::startDevice() {
                  std::string(code != cudaSuccess ? cudaGetErrorString(code)
                                                  : "0 devices") +
                  "); run the host target instead");
-  check(cudaSetDevice(runtime.getLocalRank() % devices), "cudaSetDevice");
+  check(cudaSetDevice(index % devices), "cudaSetDevice");
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS ||
       cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS)

@@ -12,9 +12,10 @@
 // work). The driver is the host runtime's (`loom::host::drive`), reading
 // and writing the arena through copies.
 //
-// Each rank uses device (local rank mod device count); NCCL refuses two
-// ranks on one GPU, so several ranks need as many GPUs on their node. On a
-// machine without a CUDA device the program ends with a clear message.
+// Each rank uses device (its place among the node's CUDA ranks mod device
+// count); NCCL refuses two ranks on one GPU, so several ranks need as many
+// GPUs on their node. On a machine without a CUDA device the program ends
+// with a clear message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,10 +41,11 @@ using Communicator = host::device::Communicator;
 /// program's fields ask in one order on every member).
 Communicator *subgroup(Ints devices, Shape mesh, Shape axes);
 
-/// Picks this rank's device (local rank mod device count), makes its
+/// Picks device `index` mod the device count (`index`: the rank's place
+/// among its node's ranks of this target), makes its
 /// stream and cuBLAS handle and hands them to the kernels; ends the rank
 /// with a clear error where there is no CUDA device.
-void startDevice();
+void startDevice(int index);
 /// Drains the stream and destroys the NCCL communicators (in creation
 /// order), the cuBLAS handle and the stream, before MPI ends.
 void finishDevice();

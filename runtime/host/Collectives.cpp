@@ -162,6 +162,20 @@ void Runtime::finalize() {
     MPI_Finalize();
 }
 
+int Runtime::getNodeRankAmong(int color) const {
+  MPI_Comm node, same;
+  int rank = localRank;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return rank;
+  if (MPI_Comm_split(node, color, worldRank, &same) == MPI_SUCCESS) {
+    MPI_Comm_rank(same, &rank);
+    MPI_Comm_free(&same);
+  }
+  MPI_Comm_free(&node);
+  return rank;
+}
+
 void Runtime::fail(const std::string &message) const {
   std::fprintf(stderr, "loom runtime: rank %d: %s\n", worldRank,
                message.c_str());

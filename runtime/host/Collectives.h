@@ -69,6 +69,10 @@ public:
   int getWorldSize() const { return worldSize; }
   /// The rank among the ranks on this node (picks a node's device).
   int getLocalRank() const { return localRank; }
+  /// This rank's position among the ranks of its node that pass the same
+  /// `color` (a device kind: ranks of a mixed cluster share a node's
+  /// devices by kind). Collective: every rank calls it.
+  int getNodeRankAmong(int color) const;
 
   /// The communicator of the device group `worldRanks` (in group order),
   /// made on first use by every rank of the world (collective over the

@@ -31,8 +31,9 @@ enum class Reduction { Sum, Mean, Max, Min };
 /// (an ncclComm_t, an HcclComm).
 struct Target {
   const char *name;
-  /// Picks and starts the rank's device (after MPI starts).
-  void (*start)();
+  /// Starts device `index` mod the node's device count (`index`: the
+  /// rank's position among its node's ranks of this target).
+  void (*start)(int index);
   /// Drains the device and tears its communicators down (before MPI ends).
   void (*finish)();
   /// Waits for the device's queued work (and frees what it used).
@@ -189,8 +190,15 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
         target = targets.begin()[targets.size() == 1 ? 0 : index];
     ++index;
   }
+  // Each target's ranks on a node take its devices in rank order (host
+  // ranks of a mixed cluster take none).
+  int color = 0;
   if (target)
-    target->start();
+    for (const char *c = target->name; *c; ++c)
+      color = (color * 31 + *c) & 0xffff;
+  int onNode = rt::Runtime::get().getNodeRankAmong(color);
+  if (target)
+    target->start(onNode);
   openGroups(groups);
   int status = runChosenProgram<Programs...>(
       argc, argv, devices, [target](ProgramView &view) {

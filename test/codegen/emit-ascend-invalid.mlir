@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --loom-lower-to-calls=entry=step --loom-emit-ascend -verify-diagnostics
+// RUN: loom-opt %s --loom-lower-to-calls=entry=step --loom-emit-ascend -split-input-file -verify-diagnostics
 
 // The Ascend target has kernels for a subset of the nn ops (those of
 // runtime/ascend/AscendKernels.h); any other op is an error at the op, not
@@ -8,4 +8,15 @@ func.func @step(%x: tensor<4xf32> {nn.data}) -> (tensor<f32> {nn.loss}) {
   %y = nn.clamp %x {max = 6.0 : f64, min = 0.0 : f64} : tensor<4xf32>
   %l = nn.reduce sum %y dims = [0] : tensor<4xf32>
   return %l : tensor<f32>
+}
+
+// -----
+
+// Ascend hardware has no f64 matmul or f64 reductions in HCCL: reported once,
+// at the first op on f64.
+func.func @step(%x: tensor<4xf64> {nn.data}) -> (tensor<f64> {nn.loss}) {
+  // expected-error@+1 {{the Ascend target has no f64 (aclnnMatmul and HCCL's reductions take f32, f16 and bf16 on Atlas A2/A3); build the model in f32}}
+  %y = nn.exp %x : tensor<4xf64>
+  %l = nn.reduce sum %y dims = [0] : tensor<4xf64>
+  return %l : tensor<f64>
 }

@@ -421,21 +421,26 @@ TEST_F(AscendDouble, CopiesAreChecked) {
   ASSERT_EQ(aclrtSynchronizeStream(stream), 0);
   EXPECT_EQ(download<float>(d, 8), values);
 
-  // 2-D: two rows of 8 bytes out of rows of 16.
-  void *e = alloc(16);
-  ASSERT_EQ(aclrtMemcpy2dAsync(e, 8, d, 16, 8, 2, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                               stream),
+  // 2-D: two rows of 8 bytes out of rows of 16, to the host.
+  std::vector<float> rows(4);
+  ASSERT_EQ(aclrtMemcpy2dAsync(rows.data(), 8, d, 16, 8, 2,
+                               ACL_MEMCPY_DEVICE_TO_HOST, stream),
             0);
-  EXPECT_EQ(aclrtMemcpy2dAsync(e, 4, d, 16, 8, 2, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                               stream),
+  EXPECT_EQ(aclrtMemcpy2dAsync(rows.data(), 4, d, 16, 8, 2,
+                               ACL_MEMCPY_DEVICE_TO_HOST, stream),
             kInvalidParam)
       << "pitch below the width";
-  EXPECT_EQ(aclrtMemcpy2dAsync(e, 8, d, 16, 8, 3, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                               stream),
+  EXPECT_EQ(aclrtMemcpy2dAsync(rows.data(), 8, d, 16, 8, 3,
+                               ACL_MEMCPY_DEVICE_TO_HOST, stream),
             kInvalidParam)
       << "rows beyond the allocation";
+  void *e = alloc(16);
+  EXPECT_EQ(aclrtMemcpy2dAsync(e, 8, d, 16, 8, 2, ACL_MEMCPY_DEVICE_TO_DEVICE,
+                               stream),
+            kInvalidParam)
+      << "device to device (CANN 8.x copies 2-D between host and device only)";
   ASSERT_EQ(aclrtSynchronizeStream(stream), 0);
-  EXPECT_EQ(download<float>(e, 4), (std::vector<float>{1, 2, 5, 6}));
+  EXPECT_EQ(rows, (std::vector<float>{1, 2, 5, 6}));
 
   ASSERT_EQ(aclrtMemsetAsync(e, 16, 0, 16, stream), 0);
   EXPECT_EQ(aclrtMemsetAsync(e, 8, 0, 16, stream), kInvalidParam);
@@ -603,12 +608,15 @@ TEST_F(AscendDouble, ElementwiseOperatorsAreTheHostKernels) {
 TEST_F(AscendDouble, MatmulPassesTransposedViewsToTheKernel) {
   // self: the transpose of a contiguous [3, 5, 4] buffer, a [3, 4, 5] view;
   // mat2: a [5, 6] matrix broadcast over the batch.
-  std::vector<double> lhs = randomValues(60, 8), rhs = randomValues(30, 9);
+  // f32: aclnnMatmul takes no f64 (refused below).
+  std::vector<double> lhs64 = randomValues(60, 8), rhs64 = randomValues(30, 9);
+  std::vector<float> lhs(lhs64.begin(), lhs64.end()),
+      rhs(rhs64.begin(), rhs64.end());
   void *lhsData = upload(lhs);
-  aclTensor *self = view(lhsData, {3, 4, 5}, ACL_DOUBLE, {20, 1, 4}, 0, {60});
+  aclTensor *self = view(lhsData, {3, 4, 5}, ACL_FLOAT, {20, 1, 4}, 0, {60});
   aclTensor *mat2 = make(rhs, {5, 6});
   void *out = nullptr;
-  aclTensor *result = empty<double>({3, 4, 6}, &out);
+  aclTensor *result = empty<float>({3, 4, 6}, &out);
   uint64_t asked = 1;
   ASSERT_EQ(
       run(PLAN(aclnnMatmulGetWorkspaceSize(self, mat2, result, 0, ws, ex)),
@@ -616,13 +624,13 @@ TEST_F(AscendDouble, MatmulPassesTransposedViewsToTheKernel) {
       0)
       << recentError();
   EXPECT_EQ(asked, 0u) << "a transposed view is not copied";
-  std::vector<double> expected(72);
+  std::vector<float> expected(72);
   host::matmul(expected.data(), {3, 4, 6}, lhs.data(), {3, 5, 4}, rhs.data(),
                {5, 6}, /*transposeLhs=*/true, /*transposeRhs=*/false);
-  expectBitwise(download<double>(out, 72), expected, "matmul");
+  expectBitwise(download<float>(out, 72), expected, "matmul");
 
   // mat2 transposed as well: a [6, 5] buffer read as [5, 6].
-  aclTensor *mat2T = view(upload(rhs), {5, 6}, ACL_DOUBLE, {1, 5}, 0, {30});
+  aclTensor *mat2T = view(upload(rhs), {5, 6}, ACL_FLOAT, {1, 5}, 0, {30});
   ASSERT_EQ(
       run(PLAN(aclnnMatmulGetWorkspaceSize(self, mat2T, result, 1, ws, ex)),
           aclnnMatmul, &asked),
@@ -631,31 +639,42 @@ TEST_F(AscendDouble, MatmulPassesTransposedViewsToTheKernel) {
   EXPECT_EQ(asked, 0u);
   host::matmul(expected.data(), {3, 4, 6}, lhs.data(), {3, 5, 4}, rhs.data(),
                {6, 5}, true, true);
-  expectBitwise(download<double>(out, 72), expected, "matmul (both)");
+  expectBitwise(download<float>(out, 72), expected, "matmul (both)");
+
+  // f64 is refused, as aclnnMatmul refuses it.
+  std::vector<double> one = {1.0, 2.0, 3.0, 4.0};
+  aclTensor *d64 = make(one, {2, 2});
+  void *out64 = nullptr;
+  aclTensor *r64 = empty<double>({2, 2}, &out64);
+  uint64_t size = 0;
+  aclOpExecutor *executor = nullptr;
+  EXPECT_EQ(aclnnMatmulGetWorkspaceSize(d64, d64, r64, 0, &size, &executor),
+            kParamInvalid);
+  EXPECT_NE(recentError().find("takes FLOAT, FLOAT16 and BF16"),
+            std::string::npos);
 
   // Any other strided view is gathered into the workspace: every other row
   // of a [8, 5] buffer.
-  std::vector<double> tall = randomValues(40, 10);
-  aclTensor *rows = view(upload(tall), {4, 5}, ACL_DOUBLE, {10, 1}, 0, {40});
+  std::vector<double> tall64 = randomValues(40, 10);
+  std::vector<float> tall(tall64.begin(), tall64.end());
+  aclTensor *rows = view(upload(tall), {4, 5}, ACL_FLOAT, {10, 1}, 0, {40});
   void *out2 = nullptr;
-  aclTensor *result2 = empty<double>({4, 6}, &out2);
+  aclTensor *result2 = empty<float>({4, 6}, &out2);
   ASSERT_EQ(
       run(PLAN(aclnnMatmulGetWorkspaceSize(rows, mat2, result2, 0, ws, ex)),
           aclnnMatmul, &asked),
       0)
       << recentError();
-  EXPECT_GE(asked, 20 * sizeof(double));
-  std::vector<double> gathered, expected2(24);
+  EXPECT_GE(asked, 20 * sizeof(float));
+  std::vector<float> gathered, expected2(24);
   for (int i = 0; i < 4; ++i)
     gathered.insert(gathered.end(), tall.begin() + 10 * i,
                     tall.begin() + 10 * i + 5);
   host::matmul(expected2.data(), {4, 6}, gathered.data(), {4, 5}, rhs.data(),
                {5, 6}, false, false);
-  expectBitwise(download<double>(out2, 24), expected2, "matmul (gathered)");
+  expectBitwise(download<float>(out2, 24), expected2, "matmul (gathered)");
 
   // What the double does not implement, it refuses.
-  uint64_t size = 0;
-  aclOpExecutor *executor = nullptr;
   EXPECT_EQ(
       aclnnMatmulGetWorkspaceSize(self, mat2, result, 2, &size, &executor),
       kParamInvalid);
@@ -1091,9 +1110,16 @@ TEST_F(AscendDouble, HcclOnOneRank) {
   EXPECT_EQ(download<float>(b, 8), values);
   ASSERT_EQ(HcclAllGather(a, b, 8, HCCL_DATA_TYPE_INT32, comm, stream),
             HCCL_SUCCESS);
-  ASSERT_EQ(HcclReduceScatter(a, b, 4, HCCL_DATA_TYPE_FP64, HCCL_REDUCE_PROD,
+  ASSERT_EQ(HcclReduceScatter(a, b, 4, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_PROD,
                               comm, stream),
             HCCL_SUCCESS);
+  // As on Atlas A2/A3, fp64 is moved but not reduced.
+  EXPECT_EQ(HcclReduceScatter(a, b, 2, HCCL_DATA_TYPE_FP64, HCCL_REDUCE_SUM,
+                              comm, stream),
+            HCCL_E_NOT_SUPPORT);
+  EXPECT_EQ(HcclAllReduce(a, b, 4, HCCL_DATA_TYPE_FP64, HCCL_REDUCE_SUM, comm,
+                          stream),
+            HCCL_E_NOT_SUPPORT);
   ASSERT_EQ(HcclBroadcast(a, 8, HCCL_DATA_TYPE_INT8, 0, comm, stream),
             HCCL_SUCCESS);
   uint64_t counts[] = {6}, displs[] = {1}, rdispls[] = {2};

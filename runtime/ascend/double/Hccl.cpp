@@ -335,6 +335,13 @@ void typeAndOp(Collective &call, const char *function, int type, int op,
                function, typeName(type), type);
   if (mpi && !mpiOp(op, *mpi))
     call.check(HCCL_E_PARA, "%s: %d is not an HcclReduceOp", function, op);
+  // As on Atlas A2/A3: the reducing collectives take no fp64 (all-gather
+  // and all-to-all move it).
+  if (mpi && type == HCCL_DATA_TYPE_FP64)
+    call.check(HCCL_E_NOT_SUPPORT,
+               "%s: fp64 is not reduced on Atlas A2/A3 (int8/16/32/64, fp16, "
+               "fp32, bf16)",
+               function);
 }
 
 /// Call kinds in the agreement signature.

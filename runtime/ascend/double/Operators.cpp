@@ -568,6 +568,11 @@ aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self,
   LOOM_DOUBLE_TRY(planMatmulOperand(plan, mat2, "mat2", rhs));
   const TensorArg &a = lhs.in.arg, &b = rhs.in.arg;
   LOOM_DOUBLE_TRY(plan.requireSameType(b, a));
+  // aclnnMatmul takes float, float16 and bfloat16.
+  if (a.dtype == ACL_DOUBLE)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "aclnnMatmul: self is DOUBLE; aclnnMatmul takes FLOAT, "
+                     "FLOAT16 and BF16");
   int64_t lr = a.shape.rank, rr = b.shape.rank;
   int64_t m = a.shape[lr - 2], k = a.shape[lr - 1];
   int64_t k2 = b.shape[rr - 2], n = b.shape[rr - 1];

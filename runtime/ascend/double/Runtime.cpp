@@ -554,6 +554,21 @@ aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src,
     Stream *resolved = nullptr;
     if (aclError error = resolveStream("aclrtMemcpy2dAsync", stream, resolved))
       return call.status(error);
+    // CANN 8.x documents host-to-device and device-to-host 2-D copies only
+    // (device-to-device arrives in CANN 9 on some chips), and at most
+    // 5242880 rows.
+    if (kindValue == ACL_MEMCPY_DEVICE_TO_DEVICE ||
+        kindValue == ACL_MEMCPY_HOST_TO_HOST)
+      return call.status(fail(ACL_ERROR_INVALID_PARAM,
+                              "aclrtMemcpy2dAsync: kind %s is not supported "
+                              "(CANN 8.x copies host-to-device and "
+                              "device-to-host only)",
+                              kindName(kindValue)));
+    if (height > 5242880)
+      return call.status(fail(ACL_ERROR_INVALID_PARAM,
+                              "aclrtMemcpy2dAsync: %zu rows (at most "
+                              "5242880)",
+                              height));
     if (dpitch < width || spitch < width)
       return call.status(fail(ACL_ERROR_INVALID_PARAM,
                               "aclrtMemcpy2dAsync: the pitches (dpitch %zu, "
