@@ -56,6 +56,31 @@ void moveBlock(const Target &target, char *out, const char *in,
     target.copy2d(out + start, wide, in, row, row, static_cast<size_t>(outer));
 }
 
+/// A device collective's span in the trace: when tracing, the stream
+/// drains before and after it, so that the span covers the collective's
+/// own device work (device work is asynchronous otherwise).
+class DeviceSpan {
+public:
+  DeviceSpan(const Target &target, const char *name)
+      : target(target), drained(drain(target)), span(name) {}
+  ~DeviceSpan() {
+    if (drained)
+      target.synchronize();
+  }
+
+private:
+  static bool drain(const Target &target) {
+    if (!tracing())
+      return false;
+    target.synchronize();
+    return true;
+  }
+
+  const Target &target;
+  bool drained;
+  CommSpan span;
+};
+
 } // namespace
 
 namespace {
@@ -110,6 +135,7 @@ Reduction device::reductionOf(const char *op, const char *kind,
 void device::allReduce(const Target &target, Group group, void *out,
                        const void *in, const Shape &shape, ElementType type,
                        const char *kind) {
+  DeviceSpan span(target, "all_reduce");
   int64_t n = shape.numElements(), size = rt::getElementSize(type);
   int64_t k = group.size, own = chunk(n, k, group.rank) * size;
   count("all_reduce", n * size - own + (k - 1) * own,
@@ -121,6 +147,7 @@ void device::allReduce(const Target &target, Group group, void *out,
 void device::allGather(const Target &target, Group group, void *out,
                        const Shape &outShape, const void *in,
                        const Shape &inShape, ElementType type, int64_t dim) {
+  DeviceSpan span(target, "all_gather");
   int64_t n = inShape.numElements(), size = rt::getElementSize(type);
   int64_t k = group.size;
   count("all_gather", n * size * (k - 1), n * size * (k - 1));
@@ -138,6 +165,7 @@ void device::reduceScatter(const Target &target, Group group, void *out,
                            const Shape &outShape, const void *in,
                            const Shape &inShape, ElementType type, int64_t dim,
                            const char *kind) {
+  DeviceSpan span(target, "reduce_scatter");
   int64_t n = outShape.numElements(), size = rt::getElementSize(type);
   int64_t k = group.size;
   count("reduce_scatter", n * size * (k - 1), n * size * (k - 1));
@@ -157,6 +185,7 @@ void device::allToAll(const Target &target, Group group, void *out,
                       const Shape &outShape, const void *in,
                       const Shape &inShape, ElementType type, int64_t splitDim,
                       int64_t concatDim) {
+  DeviceSpan span(target, "all_to_all");
   int64_t k = group.size, size = rt::getElementSize(type);
   int64_t block = inShape.numElements() / k;
   count("all_to_all", block * size * (k - 1), block * size * (k - 1));

@@ -66,22 +66,15 @@ double nowMicros() {
       .count();
 }
 
-/// A collective's span, from construction to destruction.
-class CommSpan {
-public:
-  explicit CommSpan(const char *name)
-      : name(name), start(tracer().enabled ? nowMicros() : 0) {}
-  ~CommSpan() {
-    if (tracer().enabled)
-      tracer().events.push_back({name, true, start, nowMicros() - start});
-  }
-
-private:
-  const char *name;
-  double start;
-};
-
 } // namespace
+
+CommSpan::CommSpan(const char *name)
+    : name(name), start(tracer().enabled ? nowMicros() : 0) {}
+
+CommSpan::~CommSpan() {
+  if (tracer().enabled)
+    tracer().events.push_back({name, true, start, nowMicros() - start});
+}
 
 bool loom::host::tracing() { return tracer().enabled; }
 

@@ -222,6 +222,19 @@ void exchange(T *out, Shape outShape, const T *in, Shape /*inShape*/,
 /// as a span and written as a Chrome trace (JSON) for Perfetto.
 void tracePhaseBegin(const char *name);
 void tracePhaseEnd();
+/// A collective's span on the communication thread of the trace, from
+/// construction to destruction (nothing when not tracing).
+class CommSpan {
+public:
+  explicit CommSpan(const char *name);
+  ~CommSpan();
+  CommSpan(const CommSpan &) = delete;
+  CommSpan &operator=(const CommSpan &) = delete;
+
+private:
+  const char *name;
+  double start;
+};
 /// Whether this run records a trace.
 bool tracing();
 
