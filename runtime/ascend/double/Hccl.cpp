@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <unordered_map>
 
@@ -423,6 +424,15 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
              nRanks);
   else
     localOk = requireDevice(fn, device) == ACL_SUCCESS;
+  // Where this member runs: its node (a hash of the processor name) and
+  // device. HCCL takes one rank per NPU.
+  char processor[MPI_MAX_PROCESSOR_NAME] = {};
+  int processorLength = 0;
+  MPI_Get_processor_name(processor, &processorLength);
+  int64_t node = 0;
+  for (int i = 0; i < processorLength; ++i)
+    node = (node * 131 + static_cast<unsigned char>(processor[i])) %
+           (int64_t(1) << 40);
   int n = static_cast<int>(nRanks);
   int tag =
       kTagBase + static_cast<int>((layout.sequence * 131 +
@@ -437,41 +447,68 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo,
     bool ok = localOk;
     if (localOk)
       members[rank] = worldRank;
+    // (node, device) -> the HCCL rank that uses it.
+    std::map<std::pair<int64_t, int64_t>, int64_t> devices;
+    int64_t sharedDevice = -1, sharedBy[2] = {-1, -1};
+    auto place = [&](int64_t memberNode, int64_t memberDevice,
+                     int64_t memberRank) {
+      auto [it, fresh] =
+          devices.emplace(std::make_pair(memberNode, memberDevice), memberRank);
+      if (!fresh && sharedDevice < 0) {
+        sharedDevice = memberDevice;
+        sharedBy[0] = it->second;
+        sharedBy[1] = memberRank;
+      }
+    };
+    if (localOk)
+      place(node, device, rank);
     std::vector<int> sources;
     for (int i = 0; i + 1 < n; ++i) {
-      int64_t message[4];
+      int64_t message[6];
       MPI_Status status;
-      MPI_Recv(message, 4, MPI_INT64_T, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD,
+      MPI_Recv(message, 6, MPI_INT64_T, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD,
                &status);
       sources.push_back(status.MPI_SOURCE);
       int64_t memberRank = message[1];
       bool fits = message[3] && message[2] == n && memberRank >= 0 &&
                   memberRank < n && members[memberRank] < 0 &&
                   message[0] == status.MPI_SOURCE;
-      if (fits)
+      if (fits) {
         members[memberRank] = message[0];
+        place(message[4], message[5], memberRank);
+      }
       ok &= fits;
+    }
+    if (sharedDevice >= 0) {
+      ok = false;
+      failHccl(HCCL_E_PARA,
+               "%s: HCCL ranks %lld and %lld both use device %lld of one node "
+               "(HCCL takes one rank per NPU)",
+               fn, static_cast<long long>(sharedBy[0]),
+               static_cast<long long>(sharedBy[1]),
+               static_cast<long long>(sharedDevice));
     }
     reply[0] = ok ? 0 : 1;
     std::copy(members.begin(), members.end(), reply.begin() + 1);
     for (int source : sources)
       MPI_Send(reply.data(), n + 1, MPI_INT64_T, source, tag, MPI_COMM_WORLD);
-    if (localOk && !ok)
+    if (localOk && !ok && sharedDevice < 0)
       failHccl(HCCL_E_PARA,
                "%s: the members do not fit together (ranks repeated or out of "
                "range, sizes differ, or a member's own checks failed)",
                fn);
   } else {
-    int64_t message[4] = {worldRank, static_cast<int64_t>(rank), n,
-                          localOk ? 1 : 0};
-    MPI_Send(message, 4, MPI_INT64_T, layout.worldRank, tag, MPI_COMM_WORLD);
+    int64_t message[6] = {worldRank, static_cast<int64_t>(rank),
+                          n,         localOk ? 1 : 0,
+                          node,      device};
+    MPI_Send(message, 6, MPI_INT64_T, layout.worldRank, tag, MPI_COMM_WORLD);
     MPI_Recv(reply.data(), n + 1, MPI_INT64_T, layout.worldRank, tag,
              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (localOk && reply[0] != 0)
       failHccl(HCCL_E_PARA,
                "%s: the root found that the members do not fit together "
-               "(ranks repeated or out of range, sizes differ, or a member's "
-               "own checks failed)",
+               "(ranks repeated or out of range, sizes differ, two on one "
+               "device, or a member's own checks failed)",
                fn);
   }
   if (!localOk || reply[0] != 0)
