@@ -4,7 +4,11 @@ width 256) compiled to C++ for the host target and run on 1, 2 and 4 MPI
 ranks (data parallel), against the reference interpreter and against JAX
 on CPU running the same model and batch under jax.jit (1 device, and 4
 host devices with the batch sharded the same way), on this machine in the
-same run. Also the time to compile the generated C++.
+same run. Also the time to compile the generated C++, and the Ascend
+target on Loom's CPU test double of CANN (1 and 2 ranks): the same host
+kernels under the Ascend runtime's calls, so its ratio is the overhead of
+that layer (descriptors, two-phase launches, HCCL over MPI), not Ascend's
+speed.
 
 Every side runs the same AdamW step (lr 1e-2) on the same shapes; figures
 are tokens per second, the median over steps 2..K of each run (the first
@@ -101,6 +105,18 @@ def loom_side(args, cfg, name, work):
                      "--vocab", str(cfg.vocab),
                      "--work-dir", os.path.join(work, f"{name}_{ranks}_host")])
         results[f"host{ranks}"] = median_rate(out)
+        if ranks <= 2:
+            # The Ascend target on the CPU test double: the same host
+            # kernels under the Ascend runtime's calls (descriptors,
+            # two-phase launches, HCCL over MPI): its overhead, not
+            # Ascend's speed.
+            out = check([run, "--interpret", step, "--train", "--target",
+                         "ascend", "--ascend-double", "--ranks", str(ranks),
+                         "--global-entry", "gpt_mini_train_step", "--steps",
+                         str(args.steps), "--vocab", str(cfg.vocab),
+                         "--work-dir",
+                         os.path.join(work, f"{name}_{ranks}_ascend")])
+            results[f"ascend{ranks}"] = median_rate(out)
     return results
 
 
@@ -232,6 +248,8 @@ def main():
             for key, label in (("host1", "generated C++, 1 rank"),
                                ("host2", "generated C++, 2 ranks (DP)"),
                                ("host4", "generated C++, 4 ranks (DP)"),
+                               ("ascend1", "Ascend on the CPU double, 1"),
+                               ("ascend2", "Ascend on the CPU double, 2"),
                                ("interpreter", "reference interpreter"),
                                ("jax1", "JAX jit, 1 CPU device"),
                                ("jax4", "JAX jit, 4 CPU devices (DP)")):
