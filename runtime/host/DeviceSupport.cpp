@@ -2,9 +2,15 @@
 
 #include "runtime/host/DeviceSupport.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 using namespace loom;
@@ -266,6 +272,70 @@ void device::stagedExchange(const Target &target, host::ExchangePlan &plan,
            source.empty() ? nullptr : source.data(), elementBytes, type);
   if (!result.empty())
     target.toDevice(out, result.data(), result.size());
+}
+
+namespace {
+
+/// The watchdog's thread and what it watches: one deadline at a time.
+struct Watch {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool armed = false;
+  std::chrono::steady_clock::time_point deadline;
+  double seconds = 600;
+  std::thread thread;
+
+  Watch() {
+    if (const char *text = std::getenv("LOOM_DEVICE_STEP_TIMEOUT_S"))
+      seconds = std::atof(text);
+    thread = std::thread([this] { run(); });
+    thread.detach();
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      if (!armed) {
+        changed.wait(lock);
+        continue;
+      }
+      if (changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+          armed && std::chrono::steady_clock::now() >= deadline) {
+        Runtime &runtime = Runtime::get();
+        char limit[32];
+        std::snprintf(limit, sizeof(limit), "%.1f", seconds);
+        runtime.fail("step " + std::to_string(runtime.getStep()) +
+                     " did not complete on the device within " + limit +
+                     " s (LOOM_DEVICE_STEP_TIMEOUT_S): a device collective "
+                     "waiting for a rank that hung, is gone, or waits "
+                     "itself?");
+      }
+    }
+  }
+};
+
+Watch &watch() {
+  static Watch *instance = new Watch(); // never destroyed: its thread runs
+  return *instance;
+}
+
+} // namespace
+
+device::StepWatchdog::StepWatchdog() {
+  Watch &w = watch();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  w.armed = true;
+  w.deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(w.seconds));
+  w.changed.notify_all();
+}
+
+device::StepWatchdog::~StepWatchdog() {
+  Watch &w = watch();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  w.armed = false;
+  w.changed.notify_all();
 }
 
 void device::tracePhaseEnd(const Target &target) {

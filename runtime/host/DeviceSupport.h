@@ -133,6 +133,19 @@ void stagedExchange(const Target &target, host::ExchangePlan &plan, void *out,
 /// A phase's span ends after its device work (only when tracing).
 void tracePhaseEnd(const Target &target);
 
+/// A step on a device target must finish, its device work included,
+/// within LOOM_DEVICE_STEP_TIMEOUT_S seconds (default 600): device
+/// collectives run asynchronously, so a rank waiting on a peer that hung
+/// would otherwise wait for ever inside the library. Past the deadline the
+/// rank ends with a message naming the step.
+class StepWatchdog {
+public:
+  StepWatchdog();
+  ~StepWatchdog();
+  StepWatchdog(const StepWatchdog &) = delete;
+  StepWatchdog &operator=(const StepWatchdog &) = delete;
+};
+
 /// Device memory holding every buffer of a program, zeroed.
 template <const Target &(*Of)()> class Arena {
 public:
@@ -210,8 +223,9 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
         view.fromArena = [target](char *to, const char *arena, int64_t bytes) {
           target->toHost(to, arena, static_cast<size_t>(bytes));
         };
-        // A step's time covers its device work.
+        // A step's time covers its device work, which must end in time.
         view.step = [target, step = view.step] {
+          StepWatchdog watchdog;
           step();
           target->synchronize();
         };

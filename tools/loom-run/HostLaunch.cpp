@@ -330,10 +330,14 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   ::setenv("LOOM_COLLECTIVE_TIMEOUT_S", "30", /*overwrite=*/0);
   // The Ascend target finds CANN on the library path (its set_env.sh); the
   // test double comes first on it when asked for.
-  std::vector<const char *> forwarded = {
-      "OPENBLAS_NUM_THREADS",  "OPENBLAS_CORETYPE", "LOOM_COLLECTIVE_TIMEOUT_S",
-      "ASAN_OPTIONS",          "UBSAN_OPTIONS",     "LOOM_TEST_HANG",
-      "LOOM_ASCEND_DOUBLE_LOG"};
+  std::vector<const char *> forwarded = {"OPENBLAS_NUM_THREADS",
+                                         "OPENBLAS_CORETYPE",
+                                         "LOOM_COLLECTIVE_TIMEOUT_S",
+                                         "ASAN_OPTIONS",
+                                         "UBSAN_OPTIONS",
+                                         "LOOM_TEST_HANG",
+                                         "LOOM_ASCEND_DOUBLE_LOG",
+                                         "LOOM_DEVICE_STEP_TIMEOUT_S"};
   if (host.target == "ascend" || host.target == "cluster") {
     if (host.ascendDouble) {
       std::string path = LOOM_ASCEND_DOUBLE_DIR;
