@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -91,8 +92,9 @@ private:
 
 namespace {
 /// The device communicators, by MPI group, in creation order.
-std::map<rt::Communicator *, Communicator *> &byGroup() {
-  static std::map<rt::Communicator *, Communicator *> groups;
+using Maker = void *(*)(rt::Communicator &);
+std::map<std::pair<rt::Communicator *, Maker>, Communicator *> &byGroup() {
+  static std::map<std::pair<rt::Communicator *, Maker>, Communicator *> groups;
   return groups;
 }
 std::vector<std::unique_ptr<Communicator>> &inOrder() {
@@ -104,11 +106,18 @@ std::vector<std::unique_ptr<Communicator>> &inOrder() {
 Communicator *device::subgroup(Ints devices, Shape mesh, Shape axes,
                                void *(*make)(rt::Communicator &mpi)) {
   rt::Communicator *mpi = host::subgroup(devices, mesh, axes);
-  auto it = byGroup().find(mpi);
+  auto it = byGroup().find({mpi, make});
   if (it != byGroup().end())
     return it->second;
-  inOrder().push_back(std::make_unique<Communicator>(*mpi, make(*mpi)));
-  return byGroup()[mpi] = inOrder().back().get();
+  void *handle = nullptr;
+  {
+    // The members meet inside the library: one that never comes would
+    // leave the others waiting there.
+    StepWatchdog watchdog("making a device communicator");
+    handle = make(*mpi);
+  }
+  inOrder().push_back(std::make_unique<Communicator>(*mpi, handle));
+  return byGroup()[{mpi, make}] = inOrder().back().get();
 }
 
 void device::destroyCommunicators(void (*destroy)(void *handle)) {
@@ -282,12 +291,22 @@ struct Watch {
   std::condition_variable changed;
   bool armed = false;
   std::chrono::steady_clock::time_point deadline;
+  std::string what;
+  /// The limit; 0 turns the watchdog off.
   double seconds = 600;
   std::thread thread;
 
   Watch() {
-    if (const char *text = std::getenv("LOOM_DEVICE_STEP_TIMEOUT_S"))
-      seconds = std::atof(text);
+    if (const char *text = std::getenv("LOOM_DEVICE_STEP_TIMEOUT_S")) {
+      char *end = nullptr;
+      seconds = std::strtod(text, &end);
+      if (end == text || *end || !(seconds >= 0) || seconds > 1e9)
+        Runtime::get().fail("LOOM_DEVICE_STEP_TIMEOUT_S must be a number of "
+                            "seconds in [0, 1e9] (0: no limit), got '" +
+                            std::string(text) + "'");
+    }
+    if (seconds == 0)
+      return;
     thread = std::thread([this] { run(); });
     thread.detach();
   }
@@ -304,8 +323,7 @@ struct Watch {
         Runtime &runtime = Runtime::get();
         char limit[32];
         std::snprintf(limit, sizeof(limit), "%.1f", seconds);
-        runtime.fail("step " + std::to_string(runtime.getStep()) +
-                     " did not complete on the device within " + limit +
+        runtime.fail(what + " did not complete on the device within " + limit +
                      " s (LOOM_DEVICE_STEP_TIMEOUT_S): a device collective "
                      "waiting for a rank that hung, is gone, or waits "
                      "itself?");
@@ -321,10 +339,13 @@ Watch &watch() {
 
 } // namespace
 
-device::StepWatchdog::StepWatchdog() {
+device::StepWatchdog::StepWatchdog(const std::string &what) {
   Watch &w = watch();
+  if (w.seconds == 0)
+    return;
   std::lock_guard<std::mutex> lock(w.mutex);
   w.armed = true;
+  w.what = what;
   w.deadline = std::chrono::steady_clock::now() +
                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                    std::chrono::duration<double>(w.seconds));
@@ -333,6 +354,8 @@ device::StepWatchdog::StepWatchdog() {
 
 device::StepWatchdog::~StepWatchdog() {
   Watch &w = watch();
+  if (w.seconds == 0)
+    return;
   std::lock_guard<std::mutex> lock(w.mutex);
   w.armed = false;
   w.changed.notify_all();

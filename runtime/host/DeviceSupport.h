@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 
 namespace loom::host::device {
@@ -134,13 +135,14 @@ void stagedExchange(const Target &target, host::ExchangePlan &plan, void *out,
 void tracePhaseEnd(const Target &target);
 
 /// A step on a device target must finish, its device work included,
-/// within LOOM_DEVICE_STEP_TIMEOUT_S seconds (default 600): device
-/// collectives run asynchronously, so a rank waiting on a peer that hung
-/// would otherwise wait for ever inside the library. Past the deadline the
-/// rank ends with a message naming the step.
+/// within LOOM_DEVICE_STEP_TIMEOUT_S seconds (default 600; 0: no limit):
+/// device collectives run asynchronously, so a rank waiting on a peer that
+/// hung would otherwise wait for ever inside the library. So must the
+/// making of a device communicator. Past the deadline the rank ends with a
+/// message naming `what` ("step 3").
 class StepWatchdog {
 public:
-  StepWatchdog();
+  explicit StepWatchdog(const std::string &what);
   ~StepWatchdog();
   StepWatchdog(const StepWatchdog &) = delete;
   StepWatchdog &operator=(const StepWatchdog &) = delete;
@@ -196,6 +198,10 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
                 std::initializer_list<const Target *> targets) {
   rt::Runtime::init(&argc, &argv);
   int rank = rt::Runtime::get().getWorldRank(), index = 0;
+  if (targets.size() != 1 && targets.size() != devices.size())
+    rt::Runtime::get().fail("the driver has " + std::to_string(targets.size()) +
+                            " targets for " + std::to_string(devices.size()) +
+                            " programs");
   const Target *target = nullptr;
   for (Ints group : devices) {
     for (int64_t device : group)
@@ -225,7 +231,8 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
         };
         // A step's time covers its device work, which must end in time.
         view.step = [target, step = view.step] {
-          StepWatchdog watchdog;
+          StepWatchdog watchdog("step " +
+                                std::to_string(rt::Runtime::get().getStep()));
           step();
           target->synchronize();
         };
