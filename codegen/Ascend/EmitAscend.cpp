@@ -66,7 +66,17 @@ const llvm::StringSet<> &ascendKernels() {
                                             "gather_grad",
                                             "iota",
                                             "adamw_update",
-                                            "sgd_update"};
+                                            "sgd_update",
+                                            "compare",
+                                            "cast",
+                                            "clamp",
+                                            "select",
+                                            "slice_grad",
+                                            "gather",
+                                            "dropout",
+                                            "rms_norm",
+                                            "rms_norm_grad",
+                                            "rope"};
   return kernels;
 }
 

@@ -269,6 +269,39 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim,
                                          aclOpExecutor **executor);
 LOOM_ACLNN_LAUNCH(aclnnSoftmax)
 
+// MATH math/{eq,ne,lt,le,gt,ge}_tensor: element-wise comparisons
+// (broadcasting) into a BOOL `out`.
+LOOM_ACLNN_BINARY(aclnnEqTensor)
+LOOM_ACLNN_BINARY(aclnnNeTensor)
+LOOM_ACLNN_BINARY(aclnnLtTensor)
+LOOM_ACLNN_BINARY(aclnnLeTensor)
+LOOM_ACLNN_BINARY(aclnnGtTensor)
+LOOM_ACLNN_BINARY(aclnnGeTensor)
+
+// MATH conversion/cast (aclnn_cast.h): out = self converted to `dtype`.
+aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self,
+                                      const aclDataType dtype, aclTensor *out,
+                                      uint64_t *workspaceSize,
+                                      aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnCast)
+
+// MATH math/clamp (aclnn_clamp.h): out = min(max(self, clipValueMin),
+// clipValueMax); a null bound is no bound (not both).
+aclnnStatus aclnnClampGetWorkspaceSize(const aclTensor *self,
+                                       const aclScalar *clipValueMin,
+                                       const aclScalar *clipValueMax,
+                                       aclTensor *out, uint64_t *workspaceSize,
+                                       aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnClamp)
+
+// MATH (aclnn_s_where.h): out = condition ? self : other (broadcasting).
+aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition,
+                                        const aclTensor *self,
+                                        const aclTensor *other, aclTensor *out,
+                                        uint64_t *workspaceSize,
+                                        aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnSWhere)
+
 #undef LOOM_ACLNN_BINARY
 #undef LOOM_ACLNN_UNARY
 

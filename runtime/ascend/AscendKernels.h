@@ -17,12 +17,17 @@
 //   fill                       aclnnInplaceFillScalar
 //   concat                     aclnnCat
 //   softmax                    aclnnSoftmax
+//   compare                    aclnnEqTensor, aclnnNeTensor, ... (by predicate)
+//   cast, clamp, select        aclnnCast, aclnnClamp, aclnnSWhere
+//   slice_grad                 aclnnInplaceFillScalar (0), then
+//                              aclnnInplaceCopy into a strided view
 //   gelu gelu_grad layer_norm layer_norm_grad attention attention_grad
 //   cross_entropy cross_entropy_grad embedding gather_grad iota log_softmax
-//   adamw_update sgd_update    Loom's own operators (LoomOps.h)
+//   gather dropout rms_norm rms_norm_grad rope adamw_update sgd_update
+//                              Loom's own operators (LoomOps.h)
 //
-// codegen/Ascend/EmitAscend.cpp refuses, with a diagnostic, programs that
-// use any other op.
+// Every nn op with a host kernel is here; codegen/Ascend/EmitAscend.cpp
+// refuses, with a diagnostic, any other (a guard for ops added later).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +105,18 @@ void iota(Arg out, Arg offset, int64_t dim);
 void adamw(Arg newParam, Arg newM, Arg newV, Arg param, Arg grad, Arg m, Arg v,
            Arg step, double beta1, double beta2, double epsilon, double lr,
            double weightDecay);
+void compare(Arg out, Arg lhs, Arg rhs, const char *predicate);
+void cast(Arg out, Arg in);
+void clamp(Arg out, Arg in, double max, double min);
+void select(Arg out, Arg condition, Arg whenTrue, Arg whenFalse);
+void sliceGrad(Arg out, Arg grad, Shape offsets, Shape strides);
+void gather(Arg out, Arg in, Arg indices, int64_t dim);
+void dropout(Arg out, Arg in, Arg offset, double rate, int64_t seed);
+void rmsNorm(Arg out, Arg in, Arg scale, double epsilon,
+             int64_t normalizedDims);
+void rmsNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
+                 int64_t normalizedDims);
+void rope(Arg out, Arg in, Arg positions, bool inverse, double theta);
 void sgd(Arg newParam, Arg newMomentumBuffer, Arg param, Arg grad,
          Arg momentumBuffer, double lr, double momentum, bool nesterov,
          double weightDecay);
@@ -352,6 +369,79 @@ void sgd_update(T *newParam, Shape newParamShape, T *newMomentumBuffer,
               detail::arg(param, paramShape), detail::arg(grad, gradShape),
               detail::arg(momentumBuffer, momentumBufferShape), lr, momentum,
               nesterov, weightDecay);
+}
+
+template <typename T>
+void compare(bool *result, Shape resultShape, const T *lhs, Shape lhsShape,
+             const Same<T> *rhs, Shape rhsShape, const char *predicate) {
+  detail::compare(detail::arg(result, resultShape), detail::arg(lhs, lhsShape),
+                  detail::arg(rhs, rhsShape), predicate);
+}
+template <typename To, typename From>
+void cast(To *result, Shape resultShape, const From *input, Shape inputShape) {
+  detail::cast(detail::arg(result, resultShape),
+               detail::arg(input, inputShape));
+}
+template <typename T>
+void clamp(T *result, Shape resultShape, const Same<T> *input, Shape inputShape,
+           double max, double min) {
+  detail::clamp(detail::arg(result, resultShape),
+                detail::arg(input, inputShape), max, min);
+}
+template <typename T>
+void select(T *result, Shape resultShape, const bool *condition,
+            Shape conditionShape, const Same<T> *trueValue, Shape trueShape,
+            const Same<T> *falseValue, Shape falseShape) {
+  detail::select(
+      detail::arg(result, resultShape), detail::arg(condition, conditionShape),
+      detail::arg(trueValue, trueShape), detail::arg(falseValue, falseShape));
+}
+template <typename T>
+void slice_grad(T *result, Shape resultShape, const Same<T> *grad,
+                Shape gradShape, Shape offsets, Shape strides) {
+  detail::sliceGrad(detail::arg(result, resultShape),
+                    detail::arg(grad, gradShape), offsets, strides);
+}
+template <typename T>
+void gather(T *result, Shape resultShape, const Same<T> *input,
+            Shape inputShape, IndexPtr indices, Shape indicesShape,
+            int64_t dim) {
+  detail::gather(detail::arg(result, resultShape),
+                 detail::arg(input, inputShape),
+                 detail::indexArg(indices, indicesShape), dim);
+}
+template <typename T>
+void dropout(T *result, Shape resultShape, const Same<T> *input,
+             Shape inputShape, const int64_t *offset, Shape offsetShape,
+             double rate, int64_t seed) {
+  detail::dropout(detail::arg(result, resultShape),
+                  detail::arg(input, inputShape),
+                  detail::arg(offset, offsetShape), rate, seed);
+}
+template <typename T>
+void rms_norm(T *result, Shape resultShape, const Same<T> *input,
+              Shape inputShape, const Same<T> *scale, Shape scaleShape,
+              double epsilon, int64_t normalizedDims) {
+  detail::rmsNorm(detail::arg(result, resultShape),
+                  detail::arg(input, inputShape),
+                  detail::arg(scale, scaleShape), epsilon, normalizedDims);
+}
+template <typename T>
+void rms_norm_grad(T *result, Shape resultShape, const Same<T> *grad,
+                   Shape gradShape, const Same<T> *input, Shape inputShape,
+                   const Same<T> *scale, Shape scaleShape, double epsilon,
+                   int64_t normalizedDims) {
+  detail::rmsNormGrad(detail::arg(result, resultShape),
+                      detail::arg(grad, gradShape),
+                      detail::arg(input, inputShape),
+                      detail::arg(scale, scaleShape), epsilon, normalizedDims);
+}
+template <typename T>
+void rope(T *result, Shape resultShape, const Same<T> *input, Shape inputShape,
+          IndexPtr positions, Shape positionsShape, bool inverse,
+          double theta) {
+  detail::rope(detail::arg(result, resultShape), detail::arg(input, inputShape),
+               detail::indexArg(positions, positionsShape), inverse, theta);
 }
 
 } // namespace loom::ascend

@@ -10,6 +10,7 @@
 #include "runtime/ascend/Internal.h"
 #include "runtime/host/Collectives.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -203,6 +204,70 @@ void detail::softmax(Arg out, Arg in, int64_t dim) {
   LOOM_ACLNN(aclnnSoftmax, tensor(in), dim, tensor(out));
 }
 
+void detail::compare(Arg out, Arg lhs, Arg rhs, const char *predicate) {
+  if (empty(out))
+    return;
+  aclTensor *a = tensor(lhs), *b = tensor(rhs), *result = tensor(out);
+  std::string p = predicate ? predicate : "";
+  if (p == "eq")
+    LOOM_ACLNN(aclnnEqTensor, a, b, result);
+  else if (p == "ne")
+    LOOM_ACLNN(aclnnNeTensor, a, b, result);
+  else if (p == "lt")
+    LOOM_ACLNN(aclnnLtTensor, a, b, result);
+  else if (p == "le")
+    LOOM_ACLNN(aclnnLeTensor, a, b, result);
+  else if (p == "gt")
+    LOOM_ACLNN(aclnnGtTensor, a, b, result);
+  else if (p == "ge")
+    LOOM_ACLNN(aclnnGeTensor, a, b, result);
+  else
+    fail("compare: unknown predicate '" + p + "'");
+}
+
+void detail::cast(Arg out, Arg in) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnCast, tensor(in), out.type, tensor(out));
+}
+
+void detail::clamp(Arg out, Arg in, double max, double min) {
+  if (empty(out))
+    return;
+  // An absent bound (NaN) is no bound: a null scalar.
+  aclScalar *low = std::isnan(min) ? nullptr : scalar(min, out.type);
+  aclScalar *high = std::isnan(max) ? nullptr : scalar(max, out.type);
+  if (!low && !high)
+    return copy(out, in);
+  LOOM_ACLNN(aclnnClamp, tensor(in), low, high, tensor(out));
+}
+
+void detail::select(Arg out, Arg condition, Arg whenTrue, Arg whenFalse) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnSWhere, tensor(condition), tensor(whenTrue),
+             tensor(whenFalse), tensor(out));
+}
+
+void detail::sliceGrad(Arg out, Arg grad, Shape offsets, Shape steps) {
+  if (empty(out))
+    return;
+  // Zeros, then the gradient into the slice's strided view of the result.
+  fill(out, 0.0);
+  if (empty(grad))
+    return;
+  int64_t outStrides[host::kMaxRank], strides[host::kMaxRank];
+  contiguousStrides(out.shape, outStrides);
+  int64_t offset = 0;
+  for (int64_t d = 0; d < out.shape.rank; ++d) {
+    int64_t step = steps.isAbsent() || steps.rank <= d ? 1 : steps[d];
+    offset += (offsets.isAbsent() ? 0 : offsets[d]) * outStrides[d];
+    strides[d] = outStrides[d] * step;
+  }
+  LOOM_ACLNN(aclnnInplaceCopy, viewOf(out, grad.shape, strides, offset),
+             tensor(grad));
+}
+
 //===----------------------------------------------------------------------===//
 // Loom's operators (LoomOps.h)
 //===----------------------------------------------------------------------===//
@@ -305,6 +370,42 @@ void detail::adamw(Arg newParam, Arg newM, Arg newV, Arg param, Arg grad, Arg m,
   LOOM_ACLNN(aclnnLoomAdamW, tensor(param), tensor(grad), tensor(m), tensor(v),
              tensor(step), beta1, beta2, epsilon, lr, weightDecay,
              tensor(newParam), tensor(newM), tensor(newV));
+}
+
+void detail::gather(Arg out, Arg in, Arg indices, int64_t dim) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomGather, tensor(in), tensor(indices), dim, tensor(out));
+}
+
+void detail::dropout(Arg out, Arg in, Arg offset, double rate, int64_t seed) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomDropout, tensor(in), tensor(offset), rate, seed,
+             tensor(out));
+}
+
+void detail::rmsNorm(Arg out, Arg in, Arg scale, double epsilon,
+                     int64_t normalizedDims) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomRmsNorm, tensor(in), tensor(scale), epsilon,
+             normalizedDims, tensor(out));
+}
+
+void detail::rmsNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
+                         int64_t normalizedDims) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomRmsNormBackward, tensor(grad), tensor(in), tensor(scale),
+             epsilon, normalizedDims, tensor(out));
+}
+
+void detail::rope(Arg out, Arg in, Arg positions, bool inverse, double theta) {
+  if (empty(out))
+    return;
+  LOOM_ACLNN(aclnnLoomRope, tensor(in), tensor(positions), inverse, theta,
+             tensor(out));
 }
 
 void detail::sgd(Arg newParam, Arg newMomentumBuffer, Arg param, Arg grad,

@@ -5,7 +5,8 @@
 // GELU and layer-norm gradients that recompute instead of saving
 // statistics, attention with causal and tree masks, cross-entropy with
 // weights and a normaliser, embeddings offset into a vocabulary shard,
-// AdamW with the step as a tensor, ...) are operators of Loom's own
+// AdamW with the step as a tensor, Loom's counter-based dropout, RMS norm
+// and rotary embeddings as Loom defines them, ...) are operators of Loom's own
 // operator package, `libloom_opapi.so`, with the interface CANN generates
 // for custom operators: `aclnnLoom<Op>GetWorkspaceSize(operands...,
 // attributes..., results..., workspaceSize, executor)` and
@@ -79,6 +80,18 @@ LOOM_OP(aclnnLoomSgd, const aclTensor *param, const aclTensor *grad,
         bool nesterov, double weightDecay, aclTensor *newParam,
         aclTensor *newMomentumBuffer)
 
+LOOM_OP(aclnnLoomGather, const aclTensor *input, const aclTensor *indices,
+        int64_t dim, aclTensor *out)
+LOOM_OP(aclnnLoomDropout, const aclTensor *input, const aclTensor *offset,
+        double rate, int64_t seed, aclTensor *out)
+LOOM_OP(aclnnLoomRmsNorm, const aclTensor *input, const aclTensor *scale,
+        double epsilon, int64_t normalizedDims, aclTensor *out)
+LOOM_OP(aclnnLoomRmsNormBackward, const aclTensor *grad, const aclTensor *input,
+        const aclTensor *scale, double epsilon, int64_t normalizedDims,
+        aclTensor *out)
+LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
+        bool inverse, double theta, aclTensor *out)
+
 #undef LOOM_OP
 
 } // extern "C"
@@ -141,7 +154,16 @@ LOOM_OP(aclnnLoomSgd, const aclTensor *param, const aclTensor *grad,
   X2(aclnnMean)                                                                \
   X2(aclnnAmax)                                                                \
   X2(aclnnCat)                                                                 \
-  X2(aclnnSoftmax)
+  X2(aclnnSoftmax)                                                             \
+  X2(aclnnEqTensor)                                                            \
+  X2(aclnnNeTensor)                                                            \
+  X2(aclnnLtTensor)                                                            \
+  X2(aclnnLeTensor)                                                            \
+  X2(aclnnGtTensor)                                                            \
+  X2(aclnnGeTensor)                                                            \
+  X2(aclnnCast)                                                                \
+  X2(aclnnClamp)                                                               \
+  X2(aclnnSWhere)
 
 #define LOOM_ASCEND_HCCL_FUNCTIONS(X)                                          \
   X(HcclGetRootInfo)                                                           \
@@ -167,6 +189,11 @@ LOOM_OP(aclnnLoomSgd, const aclTensor *param, const aclTensor *grad,
   X2(aclnnLoomIota)                                                            \
   X2(aclnnLoomLogSoftmax)                                                      \
   X2(aclnnLoomAdamW)                                                           \
-  X2(aclnnLoomSgd)
+  X2(aclnnLoomSgd)                                                             \
+  X2(aclnnLoomGather)                                                          \
+  X2(aclnnLoomDropout)                                                         \
+  X2(aclnnLoomRmsNorm)                                                         \
+  X2(aclnnLoomRmsNormBackward)                                                 \
+  X2(aclnnLoomRope)
 
 #endif // LOOM_RUNTIME_ASCEND_LOOMOPS_H

@@ -58,7 +58,31 @@ struct Buffers {
     return p;
   }
   Real *make(size_t count) { return make(std::vector<Real>(count, 0.0)); }
+  /// Any element type (bool as char: std::vector<bool> is packed).
+  template <typename T> T *makeOf(const std::vector<T> &values) {
+    T *p = ascend::at<T>(arena, used);
+    used += static_cast<int64_t>((values.size() * sizeof(T) + 63) / 64 * 64);
+    ascend::copyToDevice(p, values.data(), values.size() * sizeof(T));
+    return p;
+  }
 };
+
+template <typename T> std::vector<T> readOf(const T *p, size_t count) {
+  std::vector<T> out(count);
+  ascend::copyToHost(out.data(), p, count * sizeof(T));
+  return out;
+}
+
+/// Bit-equal element arrays of any type.
+template <typename T>
+void expectSame(const char *what, const std::vector<T> &got,
+                const std::vector<T> &want) {
+  if (got.size() == want.size() &&
+      std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) == 0)
+    return;
+  std::printf("check failed: %s\n", what);
+  ++failures;
+}
 
 std::vector<Real> read(const Real *p, size_t count) {
   std::vector<Real> out(count);
@@ -253,6 +277,92 @@ int main(int argc, char **argv) {
     expectEqual("softmax", read(dsoft, 6), hsoft);
     expectEqual("log_softmax", read(dlogsoft, 6), hlogsoft);
     expectEqual("fill", read(dfill, 6), std::vector<Real>(6, 0.25));
+
+    // Comparisons (each its aclnn operator), casts, clamp, select.
+    for (const char *predicate : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+      bool *out = reinterpret_cast<bool *>(b.makeOf(std::vector<char>(6, 0)));
+      ascend::compare(out, {2, 3}, da, {2, 3}, dpos, {2, 3}, predicate);
+      bool want[6];
+      host::compare(want, {2, 3}, a.data(), {2, 3}, pos.data(), {2, 3},
+                    predicate);
+      std::vector<char> got(6);
+      ascend::copyToHost(got.data(), out, 6);
+      expectSame(predicate, got, std::vector<char>(want, want + 6));
+    }
+    int32_t *asInt = b.makeOf(std::vector<int32_t>(6));
+    ascend::cast(asInt, {2, 3}, da, {2, 3});
+    std::vector<int32_t> wantInt(6);
+    host::cast(wantInt.data(), {2, 3}, a.data(), {2, 3});
+    expectSame("cast f32 -> i32", readOf(asInt, 6), wantInt);
+    Real *backToReal = b.make(6);
+    ascend::cast(backToReal, {2, 3}, asInt, {2, 3});
+    std::vector<Real> wantBack(6);
+    host::cast(wantBack.data(), {2, 3}, wantInt.data(), {2, 3});
+    expectEqual("cast i32 -> f32", read(backToReal, 6), wantBack);
+    for (double low : {host::kAbsent, -1.0}) {
+      Real *out = b.make(6);
+      ascend::clamp(out, {2, 3}, da, {2, 3}, 1.0, low);
+      std::vector<Real> want(6);
+      host::clamp(want.data(), {2, 3}, a.data(), {2, 3}, 1.0, low);
+      expectEqual("clamp", read(out, 6), want);
+    }
+    std::vector<char> pick = {1, 0, 1, 0, 0, 1};
+    bool *dpick = reinterpret_cast<bool *>(b.makeOf(pick));
+    Real *selected = b.make(6);
+    ascend::select(selected, {2, 3}, dpick, {2, 3}, da, {2, 3}, dpos, {2, 3});
+    std::vector<Real> wantSelected(6);
+    host::select(wantSelected.data(), {2, 3},
+                 reinterpret_cast<const bool *>(pick.data()), {2, 3}, a.data(),
+                 {2, 3}, pos.data(), {2, 3});
+    expectEqual("select", read(selected, 6), wantSelected);
+
+    // slice_grad: zeros, then the gradient into a strided view.
+    Real *sg = b.make(6), *g2 = b.make({5, 6});
+    ascend::slice_grad(sg, {2, 3}, g2, {2, 1}, Shape{0, 1}, Shape{1, 2});
+    std::vector<Real> wantSg(6), g2h = {5, 6};
+    host::slice_grad(wantSg.data(), {2, 3}, g2h.data(), {2, 1}, Shape{0, 1},
+                     Shape{1, 2});
+    expectEqual("slice_grad", read(sg, 6), wantSg);
+
+    // Loom's gather, dropout, RMS norm (and gradient), rotary embedding.
+    std::vector<int64_t> idx = {2, 0, 1, 1, 2, 0};
+    int64_t *didx = b.makeOf(idx);
+    Real *gathered2 = b.make(6);
+    ascend::gather(gathered2, {2, 3}, da, {2, 3}, didx, {2, 3}, 1);
+    std::vector<Real> wantGather(6);
+    host::gather(wantGather.data(), {2, 3}, a.data(), {2, 3}, idx.data(),
+                 {2, 3}, 1);
+    expectEqual("gather", read(gathered2, 6), wantGather);
+    Real *dropped = b.make(6);
+    ascend::dropout(dropped, {2, 3}, da, {2, 3}, nullptr, {}, 0.5, 7);
+    std::vector<Real> wantDropped(6);
+    host::dropout(wantDropped.data(), {2, 3}, a.data(), {2, 3}, nullptr, {},
+                  0.5, 7);
+    expectEqual("dropout", read(dropped, 6), wantDropped);
+    std::vector<Real> gamma = {1.5, 0.5, -1};
+    Real *dgamma = b.make(gamma), *rms = b.make(6), *rmsGrad = b.make(6);
+    ascend::rms_norm(rms, {2, 3}, da, {2, 3}, dgamma, {3}, 1e-5, 1);
+    ascend::rms_norm_grad(rmsGrad, {2, 3}, dpos, {2, 3}, da, {2, 3}, dgamma,
+                          {3}, 1e-5, 1);
+    std::vector<Real> wantRms(6), wantRmsGrad(6);
+    host::rms_norm(wantRms.data(), {2, 3}, a.data(), {2, 3}, gamma.data(), {3},
+                   1e-5, 1);
+    host::rms_norm_grad(wantRmsGrad.data(), {2, 3}, pos.data(), {2, 3},
+                        a.data(), {2, 3}, gamma.data(), {3}, 1e-5, 1);
+    expectEqual("rms_norm", read(rms, 6), wantRms);
+    expectEqual("rms_norm_grad", read(rmsGrad, 6), wantRmsGrad);
+    std::vector<Real> heads(16);
+    for (int i = 0; i < 16; ++i)
+      heads[i] = Real(0.25 * i - 1);
+    Real *dheads = b.make(heads), *rotated = b.make(16);
+    std::vector<int64_t> positions = {3, 5};
+    int64_t *dpositions = b.makeOf(positions);
+    ascend::rope(rotated, {1, 2, 2, 4}, dheads, {1, 2, 2, 4}, dpositions,
+                 {1, 2}, false, 10000.0);
+    std::vector<Real> wantRot(16);
+    host::rope(wantRot.data(), {1, 2, 2, 4}, heads.data(), {1, 2, 2, 4},
+               positions.data(), {1, 2}, false, 10000.0);
+    expectEqual("rope", read(rotated, 16), wantRot);
 
     Real *dgelu = b.make(6);
     ascend::gelu(dgelu, {2, 3}, da, {2, 3}, "tanh");

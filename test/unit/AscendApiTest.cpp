@@ -110,6 +110,21 @@ PIN(aclnnCatGetWorkspaceSize,
 PIN(aclnnSoftmaxGetWorkspaceSize,
     aclnnStatus (*)(const aclTensor *, int64_t, aclTensor *, uint64_t *,
                     aclOpExecutor **));
+PIN(aclnnEqTensorGetWorkspaceSize, Binary);
+PIN(aclnnNeTensorGetWorkspaceSize, Binary);
+PIN(aclnnLtTensorGetWorkspaceSize, Binary);
+PIN(aclnnLeTensorGetWorkspaceSize, Binary);
+PIN(aclnnGtTensorGetWorkspaceSize, Binary);
+PIN(aclnnGeTensorGetWorkspaceSize, Binary);
+PIN(aclnnCastGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, aclDataType, aclTensor *, uint64_t *,
+                    aclOpExecutor **));
+PIN(aclnnClampGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, const aclScalar *, const aclScalar *,
+                    aclTensor *, uint64_t *, aclOpExecutor **));
+PIN(aclnnSWhereGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *,
+                    aclTensor *, uint64_t *, aclOpExecutor **));
 #define PIN_LAUNCH(OP) PIN(OP, Launch);
 LOOM_ASCEND_OPAPI_OPERATORS(PIN_LAUNCH)
 LOOM_ASCEND_LOOM_OPERATORS(PIN_LAUNCH)

@@ -207,6 +207,8 @@ uint64_t serialOf(const aclTensor *tensor);
 uint64_t elementSize(int dtype);
 /// `f32`, `f64`, `i32`, ... (`unknown`).
 const char *dtypeName(int dtype);
+/// A shape as `[2, 3]`, for messages.
+std::string formatShape(const host::Shape &shape);
 
 /// The value of an enumeration argument, read as its bits: a caller may
 /// pass any value (the double checks it), and loading a value that is not
@@ -394,6 +396,30 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize,
                    aclOpExecutor *executor, aclrtStream stream);
 
 /// Calls `fn(T{})` with T = float or double for ACL_FLOAT / ACL_DOUBLE.
+/// Calls `fn(T{})` for the element types the host kernels move: f32, f64,
+/// i32, i64 and bool. Returns false for any other type.
+template <typename Fn> bool dispatchData(aclDataType dtype, Fn &&fn) {
+  switch (dtype) {
+  case ACL_FLOAT:
+    fn(float{});
+    return true;
+  case ACL_DOUBLE:
+    fn(double{});
+    return true;
+  case ACL_INT32:
+    fn(int32_t{});
+    return true;
+  case ACL_INT64:
+    fn(int64_t{});
+    return true;
+  case ACL_BOOL:
+    fn(bool{});
+    return true;
+  default:
+    return false;
+  }
+}
+
 template <typename Fn> void dispatchFloat(aclDataType dtype, Fn &&fn) {
   if (dtype == ACL_FLOAT)
     fn(float{});

@@ -44,13 +44,6 @@ bool isFloat(aclDataType dtype) {
   return dtype == ACL_FLOAT || dtype == ACL_DOUBLE;
 }
 
-std::string formatShape(const host::Shape &shape) {
-  std::string text = "[";
-  for (int64_t d = 0; d < shape.rank; ++d)
-    text += format(d ? ", %lld" : "%lld", static_cast<long long>(shape[d]));
-  return text + "]";
-}
-
 bool sameShape(const host::Shape &a, const host::Shape &b) {
   if (a.rank != b.rank)
     return false;
@@ -460,4 +453,11 @@ aclnnStatus testdouble::launch(const char *op, void *workspace,
   }
   work(static_cast<char *>(workspace));
   return ACLNN_SUCCESS;
+}
+
+std::string testdouble::formatShape(const host::Shape &shape) {
+  std::string text = "[";
+  for (int64_t d = 0; d < shape.rank; ++d)
+    text += format(d ? ", %lld" : "%lld", static_cast<long long>(shape[d]));
+  return text + "]";
 }

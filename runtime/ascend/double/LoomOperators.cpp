@@ -674,6 +674,155 @@ aclnnStatus aclnnLoomSgdGetWorkspaceSize(
 }
 
 //===----------------------------------------------------------------------===//
+// Gather, dropout, RMS norm, rotary embedding
+//===----------------------------------------------------------------------===//
+
+aclnnStatus aclnnLoomGatherGetWorkspaceSize(const aclTensor *input,
+                                            const aclTensor *indices,
+                                            int64_t dim, aclTensor *out,
+                                            uint64_t *workspaceSize,
+                                            aclOpExecutor **executor) {
+  Plan plan("aclnnLoomGather");
+  TensorArg x, i;
+  Output o;
+  LOOM_DOUBLE_TRY(plan.contiguous(input, "input", x));
+  LOOM_DOUBLE_TRY(indexOperand(plan, indices, "indices", i));
+  // As torch.gather: indices of the input's rank, equal to it outside
+  // `dim`; the result has the indices' shape.
+  int64_t rank = x.shape.rank;
+  bool fits = i.shape.rank == rank && dim >= 0 && dim < rank;
+  for (int64_t d = 0; fits && d < rank; ++d)
+    fits = d == dim || i.shape[d] == x.shape[d];
+  if (!fits)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "indices of shape %s and dim %lld do not fit the input "
+                     "of shape %s",
+                     formatShape(i.shape).c_str(), static_cast<long long>(dim),
+                     formatShape(x.shape).c_str());
+  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x, &i}, x, i.shape));
+  return plan.finish(
+      [x, i, o, dim](char *workspace) {
+        dispatchData(x.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::gather(o.as<T>(workspace), o.arg.shape, x.as<T>(), x.shape,
+                       indexPtr(i), i.shape, dim);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus aclnnLoomDropoutGetWorkspaceSize(
+    const aclTensor *input, const aclTensor *offset, double rate, int64_t seed,
+    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  Plan plan("aclnnLoomDropout");
+  TensorArg x, off;
+  Output o;
+  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x));
+  LOOM_DOUBLE_TRY(scalarIndexOperand(plan, offset, "offset", off));
+  if (!(rate >= 0 && rate < 1))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID, "rate %g is not in [0, 1)", rate);
+  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x, &off}, x, x.shape));
+  return plan.finish(
+      [x, off, o, rate, seed](char *workspace) {
+        dispatchFloat(x.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::dropout(o.as<T>(workspace), o.arg.shape, x.as<T>(), x.shape,
+                        scalarIndexPtr(off), off.shape, rate, seed);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus
+aclnnLoomRmsNormGetWorkspaceSize(const aclTensor *input, const aclTensor *scale,
+                                 double epsilon, int64_t normalizedDims,
+                                 aclTensor *out, uint64_t *workspaceSize,
+                                 aclOpExecutor **executor) {
+  Plan plan("aclnnLoomRmsNorm");
+  TensorArg x, s;
+  Output o;
+  host::Shape trailing;
+  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x));
+  LOOM_DOUBLE_TRY(floatOperand(plan, scale, "scale", s, &x, true));
+  LOOM_DOUBLE_TRY(normShape(plan, x, normalizedDims, trailing));
+  LOOM_DOUBLE_TRY(plan.requireShape(s, trailing));
+  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x, &s}, x, x.shape));
+  return plan.finish(
+      [x, s, o, epsilon, normalizedDims](char *workspace) {
+        dispatchFloat(x.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::rms_norm(o.as<T>(workspace), o.arg.shape, x.as<T>(), x.shape,
+                         maybe<T>(s), s.shape, epsilon, normalizedDims);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus aclnnLoomRmsNormBackwardGetWorkspaceSize(
+    const aclTensor *grad, const aclTensor *input, const aclTensor *scale,
+    double epsilon, int64_t normalizedDims, aclTensor *out,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  Plan plan("aclnnLoomRmsNormBackward");
+  TensorArg g, x, s;
+  Output o;
+  host::Shape trailing;
+  LOOM_DOUBLE_TRY(floatOperand(plan, grad, "grad", g));
+  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x, &g));
+  LOOM_DOUBLE_TRY(floatOperand(plan, scale, "scale", s, &g, true));
+  LOOM_DOUBLE_TRY(plan.requireShape(g, x.shape));
+  LOOM_DOUBLE_TRY(normShape(plan, x, normalizedDims, trailing));
+  LOOM_DOUBLE_TRY(plan.requireShape(s, trailing));
+  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&g, &x, &s}, x, x.shape));
+  return plan.finish(
+      [g, x, s, o, epsilon, normalizedDims](char *workspace) {
+        dispatchFloat(x.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::rms_norm_grad(o.as<T>(workspace), o.arg.shape, g.as<T>(),
+                              g.shape, x.as<T>(), x.shape, maybe<T>(s), s.shape,
+                              epsilon, normalizedDims);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus aclnnLoomRopeGetWorkspaceSize(const aclTensor *input,
+                                          const aclTensor *positions,
+                                          bool inverse, double theta,
+                                          aclTensor *out,
+                                          uint64_t *workspaceSize,
+                                          aclOpExecutor **executor) {
+  Plan plan("aclnnLoomRope");
+  TensorArg x, p;
+  Output o;
+  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x));
+  LOOM_DOUBLE_TRY(indexOperand(plan, positions, "positions", p));
+  if (x.shape.rank < 3 || x.shape[x.shape.rank - 1] % 2 != 0)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "input of shape %s: rotary embedding needs rank >= 3 "
+                     "and an even last dimension",
+                     formatShape(x.shape).c_str());
+  // One position per token: the input's shape without (heads, head_dim).
+  host::Shape tokens = x.shape;
+  tokens.rank -= 2;
+  LOOM_DOUBLE_TRY(plan.requireShape(p, tokens));
+  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x, &p}, x, x.shape));
+  return plan.finish(
+      [x, p, o, inverse, theta](char *workspace) {
+        dispatchFloat(x.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::rope(o.as<T>(workspace), o.arg.shape, x.as<T>(), x.shape,
+                     indexPtr(p), p.shape, inverse, theta);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+//===----------------------------------------------------------------------===//
 // Launches
 //===----------------------------------------------------------------------===//
 

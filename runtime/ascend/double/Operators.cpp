@@ -23,13 +23,6 @@ namespace host = loom::host;
 
 namespace {
 
-std::string formatShape(const host::Shape &shape) {
-  std::string text = "[";
-  for (int64_t d = 0; d < shape.rank; ++d)
-    text += format(d ? ", %lld" : "%lld", static_cast<long long>(shape[d]));
-  return text + "]";
-}
-
 /// numpy broadcasting of two shapes (aligned at the last dimension).
 bool broadcastShapes(const host::Shape &a, const host::Shape &b,
                      host::Shape &result) {
@@ -44,30 +37,6 @@ bool broadcastShapes(const host::Shape &a, const host::Shape &b,
     result.dims[d] = x == 1 ? y : x;
   }
   return true;
-}
-
-/// Calls `fn(T{})` for the element types the host kernels move: f32, f64,
-/// i32, i64 and bool. Returns false for any other type.
-template <typename Fn> bool dispatchData(aclDataType dtype, Fn &&fn) {
-  switch (dtype) {
-  case ACL_FLOAT:
-    fn(float{});
-    return true;
-  case ACL_DOUBLE:
-    fn(double{});
-    return true;
-  case ACL_INT32:
-    fn(int32_t{});
-    return true;
-  case ACL_INT64:
-    fn(int64_t{});
-    return true;
-  case ACL_BOOL:
-    fn(bool{});
-    return true;
-  default:
-    return false;
-  }
 }
 
 template <typename T>
@@ -732,6 +701,201 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim,
                                          uint64_t *workspaceSize,
                                          aclOpExecutor **executor) {
   return planSoftmax("aclnnSoftmax", self, dim, out, workspaceSize, executor);
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons, casts, clamp, select
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Calls `fn(T{})` for the element types host::compare and host::select
+/// take besides bool: f32, f64, i32, i64. False for any other.
+template <typename Fn> bool dispatchNumber(aclDataType dtype, Fn &&fn) {
+  switch (dtype) {
+  case ACL_FLOAT:
+    fn(float{});
+    return true;
+  case ACL_DOUBLE:
+    fn(double{});
+    return true;
+  case ACL_INT32:
+    fn(int32_t{});
+    return true;
+  case ACL_INT64:
+    fn(int64_t{});
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// EqTensor, NeTensor, ...: contiguous operands of one numeric type,
+/// broadcast, into a BOOL result.
+aclnnStatus planCompare(const char *op, const char *predicate,
+                        const aclTensor *self, const aclTensor *other,
+                        aclTensor *out, uint64_t *workspaceSize,
+                        aclOpExecutor **executor) {
+  Plan plan(op);
+  TensorArg a, b;
+  Output o;
+  LOOM_DOUBLE_TRY(plan.contiguous(self, "self", a));
+  LOOM_DOUBLE_TRY(plan.contiguous(other, "other", b));
+  LOOM_DOUBLE_TRY(plan.requireSameType(b, a));
+  if (!dispatchNumber(a.dtype, [](auto) {}))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "self has element type %s (the double compares f32, "
+                     "f64, i32 and i64)",
+                     dtypeName(a.dtype));
+  LOOM_DOUBLE_TRY(plan.output(out, "out", o, {&a, &b}));
+  if (o.arg.dtype != ACL_BOOL)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID, "out must be BOOL, not %s",
+                     dtypeName(o.arg.dtype));
+  host::Shape shape;
+  if (!broadcastShapes(a.shape, b.shape, shape))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "self of shape %s and other of shape %s do not "
+                     "broadcast",
+                     formatShape(a.shape).c_str(),
+                     formatShape(b.shape).c_str());
+  LOOM_DOUBLE_TRY(plan.requireShape(o.arg, shape));
+  std::string keyword = predicate;
+  return plan.finish(
+      [a, b, o, keyword](char *workspace) {
+        dispatchNumber(a.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::compare(o.as<bool>(workspace), o.arg.shape, a.as<T>(), a.shape,
+                        b.as<T>(), b.shape, keyword.c_str());
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+} // namespace
+
+#define LOOM_DOUBLE_COMPARE(OP, PREDICATE)                                     \
+  aclnnStatus OP##GetWorkspaceSize(                                            \
+      const aclTensor *self, const aclTensor *other, aclTensor *out,           \
+      uint64_t *workspaceSize, aclOpExecutor **executor) {                     \
+    return planCompare(#OP, PREDICATE, self, other, out, workspaceSize,        \
+                       executor);                                              \
+  }
+LOOM_DOUBLE_COMPARE(aclnnEqTensor, "eq")
+LOOM_DOUBLE_COMPARE(aclnnNeTensor, "ne")
+LOOM_DOUBLE_COMPARE(aclnnLtTensor, "lt")
+LOOM_DOUBLE_COMPARE(aclnnLeTensor, "le")
+LOOM_DOUBLE_COMPARE(aclnnGtTensor, "gt")
+LOOM_DOUBLE_COMPARE(aclnnGeTensor, "ge")
+#undef LOOM_DOUBLE_COMPARE
+
+aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self,
+                                      const aclDataType dtype, aclTensor *out,
+                                      uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+  Plan plan("aclnnCast");
+  TensorArg a;
+  Output o;
+  LOOM_DOUBLE_TRY(plan.contiguous(self, "self", a));
+  LOOM_DOUBLE_TRY(plan.output(out, "out", o, {&a}));
+  LOOM_DOUBLE_TRY(plan.requireShape(o.arg, a.shape));
+  int to = enumValue(dtype);
+  if (to != static_cast<int>(o.arg.dtype))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "dtype %d differs from out's element type %s", to,
+                     dtypeName(o.arg.dtype));
+  if (!dispatchData(a.dtype, [](auto) {}) ||
+      !dispatchData(o.arg.dtype, [](auto) {}))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "casts from %s to %s are not implemented by the test "
+                     "double (f32, f64, i32, i64, bool)",
+                     dtypeName(a.dtype), dtypeName(o.arg.dtype));
+  return plan.finish(
+      [a, o](char *workspace) {
+        dispatchData(o.arg.dtype, [&](auto toZero) {
+          using To = decltype(toZero);
+          dispatchData(a.dtype, [&](auto fromZero) {
+            using From = decltype(fromZero);
+            host::cast(o.as<To>(workspace), o.arg.shape, a.as<From>(), a.shape);
+          });
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus aclnnClampGetWorkspaceSize(const aclTensor *self,
+                                       const aclScalar *clipValueMin,
+                                       const aclScalar *clipValueMax,
+                                       aclTensor *out, uint64_t *workspaceSize,
+                                       aclOpExecutor **executor) {
+  Plan plan("aclnnClamp");
+  TensorArg a;
+  Output o;
+  LOOM_DOUBLE_TRY(plan.contiguous(self, "self", a));
+  LOOM_DOUBLE_TRY(plan.requireFloat(a));
+  if (!clipValueMin && !clipValueMax)
+    return plan.fail(ACLNN_ERR_PARAM_NULLPTR,
+                     "clipValueMin and clipValueMax are both null");
+  if (clipValueMin)
+    LOOM_DOUBLE_TRY(plan.scalar(clipValueMin, "clipValueMin"));
+  if (clipValueMax)
+    LOOM_DOUBLE_TRY(plan.scalar(clipValueMax, "clipValueMax"));
+  LOOM_DOUBLE_TRY(plan.output(out, "out", o, {&a}));
+  LOOM_DOUBLE_TRY(plan.requireSameType(o.arg, a));
+  LOOM_DOUBLE_TRY(plan.requireShape(o.arg, a.shape));
+  double low = clipValueMin ? scalarValue(clipValueMin) : host::kAbsent;
+  double high = clipValueMax ? scalarValue(clipValueMax) : host::kAbsent;
+  return plan.finish(
+      [a, o, low, high](char *workspace) {
+        dispatchFloat(a.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::clamp(o.as<T>(workspace), o.arg.shape, a.as<T>(), a.shape, high,
+                      low);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition,
+                                        const aclTensor *self,
+                                        const aclTensor *other, aclTensor *out,
+                                        uint64_t *workspaceSize,
+                                        aclOpExecutor **executor) {
+  Plan plan("aclnnSWhere");
+  TensorArg c, a, b;
+  Output o;
+  LOOM_DOUBLE_TRY(plan.contiguous(condition, "condition", c));
+  if (c.dtype != ACL_BOOL)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID, "condition must be BOOL, not %s",
+                     dtypeName(c.dtype));
+  LOOM_DOUBLE_TRY(plan.contiguous(self, "self", a));
+  LOOM_DOUBLE_TRY(plan.contiguous(other, "other", b));
+  LOOM_DOUBLE_TRY(plan.requireSameType(b, a));
+  if (!dispatchNumber(a.dtype, [](auto) {}))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "self has element type %s (the double selects f32, f64, "
+                     "i32 and i64)",
+                     dtypeName(a.dtype));
+  LOOM_DOUBLE_TRY(plan.output(out, "out", o, {&c, &a, &b}));
+  LOOM_DOUBLE_TRY(plan.requireSameType(o.arg, a));
+  host::Shape ab, shape;
+  if (!broadcastShapes(a.shape, b.shape, ab) ||
+      !broadcastShapes(c.shape, ab, shape))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "condition, self and other do not broadcast");
+  LOOM_DOUBLE_TRY(plan.requireShape(o.arg, shape));
+  return plan.finish(
+      [c, a, b, o](char *workspace) {
+        dispatchNumber(a.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::select(o.as<T>(workspace), o.arg.shape, c.as<bool>(), c.shape,
+                       a.as<T>(), a.shape, b.as<T>(), b.shape);
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
 }
 
 //===----------------------------------------------------------------------===//
