@@ -269,8 +269,8 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim,
                                          aclOpExecutor **executor);
 LOOM_ACLNN_LAUNCH(aclnnSoftmax)
 
-// MATH math/{eq,ne,lt,le,gt,ge}_tensor: element-wise comparisons
-// (broadcasting) into a BOOL `out`.
+// 8.1 level2/aclnn_{eq,ne,lt}_tensor.h, aclnn_{le,gt,ge}_tensor.h:
+// element-wise comparisons (broadcasting) into a BOOL `out`.
 LOOM_ACLNN_BINARY(aclnnEqTensor)
 LOOM_ACLNN_BINARY(aclnnNeTensor)
 LOOM_ACLNN_BINARY(aclnnLtTensor)
@@ -278,15 +278,16 @@ LOOM_ACLNN_BINARY(aclnnLeTensor)
 LOOM_ACLNN_BINARY(aclnnGtTensor)
 LOOM_ACLNN_BINARY(aclnnGeTensor)
 
-// MATH conversion/cast (aclnn_cast.h): out = self converted to `dtype`.
+// 8.1 level2/aclnn_cast.h: out = self converted to `dtype` (out's type).
 aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self,
                                       const aclDataType dtype, aclTensor *out,
                                       uint64_t *workspaceSize,
                                       aclOpExecutor **executor);
 LOOM_ACLNN_LAUNCH(aclnnCast)
 
-// MATH math/clamp (aclnn_clamp.h): out = min(max(self, clipValueMin),
-// clipValueMax); a null bound is no bound (not both).
+// 8.1 aclnn_clamp.h (hicann/ops-math clip_by_value_v2 docs): out =
+// min(max(self, clipValueMin), clipValueMax); a null bound is no bound
+// (not both).
 aclnnStatus aclnnClampGetWorkspaceSize(const aclTensor *self,
                                        const aclScalar *clipValueMin,
                                        const aclScalar *clipValueMax,
@@ -294,7 +295,8 @@ aclnnStatus aclnnClampGetWorkspaceSize(const aclTensor *self,
                                        aclOpExecutor **executor);
 LOOM_ACLNN_LAUNCH(aclnnClamp)
 
-// MATH (aclnn_s_where.h): out = condition ? self : other (broadcasting).
+// 8.1 level2/aclnn_s_where.h (hicann/ops-math select docs): out =
+// condition ? self : other (broadcasting).
 aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition,
                                         const aclTensor *self,
                                         const aclTensor *other, aclTensor *out,
