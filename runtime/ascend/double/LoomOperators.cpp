@@ -278,11 +278,16 @@ aclnnStatus aclnnLoomLayerNormGetWorkspaceSize(
       workspaceSize, executor);
 }
 
-aclnnStatus aclnnLoomLayerNormBackwardGetWorkspaceSize(
-    const aclTensor *grad, const aclTensor *input, const aclTensor *scale,
-    double epsilon, int64_t normalizedDims, aclTensor *out,
-    uint64_t *workspaceSize, aclOpExecutor **executor) {
-  Plan plan("aclnnLoomLayerNormBackward");
+/// The gradient of a normalisation over the last `normalizedDims`
+/// dimensions (layer norm, RMS norm): `kernel(T{}, result, grad, input,
+/// scale)` with Loom's host kernel.
+template <typename Kernel>
+aclnnStatus planNormBackward(const char *op, const aclTensor *grad,
+                             const aclTensor *input, const aclTensor *scale,
+                             int64_t normalizedDims, aclTensor *out,
+                             uint64_t *workspaceSize, aclOpExecutor **executor,
+                             Kernel kernel) {
+  Plan plan(op);
   TensorArg g, x, s;
   Output o;
   host::Shape trailing;
@@ -294,16 +299,31 @@ aclnnStatus aclnnLoomLayerNormBackwardGetWorkspaceSize(
   LOOM_DOUBLE_TRY(plan.requireShape(s, trailing));
   LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&g, &x, &s}, x, x.shape));
   return plan.finish(
-      [g, x, s, o, epsilon, normalizedDims](char *workspace) {
+      [g, x, s, o, kernel](char *workspace) {
         dispatchFloat(x.dtype, [&](auto zero) {
           using T = decltype(zero);
-          host::layer_norm_grad(o.as<T>(workspace), o.arg.shape, g.as<T>(),
-                                g.shape, x.as<T>(), x.shape, maybe<T>(s),
-                                s.shape, epsilon, normalizedDims);
+          kernel(zero, o.as<T>(workspace), o.arg.shape, g, x, s);
         });
         o.commit(workspace);
       },
       workspaceSize, executor);
+}
+
+aclnnStatus aclnnLoomLayerNormBackwardGetWorkspaceSize(
+    const aclTensor *grad, const aclTensor *input, const aclTensor *scale,
+    double epsilon, int64_t normalizedDims, aclTensor *out,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return planNormBackward(
+      "aclnnLoomLayerNormBackward", grad, input, scale, normalizedDims, out,
+      workspaceSize, executor,
+      [epsilon, normalizedDims](auto zero, auto *result,
+                                const host::Shape &shape, const TensorArg &g,
+                                const TensorArg &x, const TensorArg &s) {
+        using T = decltype(zero);
+        host::layer_norm_grad(result, shape, g.as<T>(), g.shape, x.as<T>(),
+                              x.shape, maybe<T>(s), s.shape, epsilon,
+                              normalizedDims);
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -765,28 +785,17 @@ aclnnStatus aclnnLoomRmsNormBackwardGetWorkspaceSize(
     const aclTensor *grad, const aclTensor *input, const aclTensor *scale,
     double epsilon, int64_t normalizedDims, aclTensor *out,
     uint64_t *workspaceSize, aclOpExecutor **executor) {
-  Plan plan("aclnnLoomRmsNormBackward");
-  TensorArg g, x, s;
-  Output o;
-  host::Shape trailing;
-  LOOM_DOUBLE_TRY(floatOperand(plan, grad, "grad", g));
-  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x, &g));
-  LOOM_DOUBLE_TRY(floatOperand(plan, scale, "scale", s, &g, true));
-  LOOM_DOUBLE_TRY(plan.requireShape(g, x.shape));
-  LOOM_DOUBLE_TRY(normShape(plan, x, normalizedDims, trailing));
-  LOOM_DOUBLE_TRY(plan.requireShape(s, trailing));
-  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&g, &x, &s}, x, x.shape));
-  return plan.finish(
-      [g, x, s, o, epsilon, normalizedDims](char *workspace) {
-        dispatchFloat(x.dtype, [&](auto zero) {
-          using T = decltype(zero);
-          host::rms_norm_grad(o.as<T>(workspace), o.arg.shape, g.as<T>(),
-                              g.shape, x.as<T>(), x.shape, maybe<T>(s), s.shape,
-                              epsilon, normalizedDims);
-        });
-        o.commit(workspace);
-      },
-      workspaceSize, executor);
+  return planNormBackward(
+      "aclnnLoomRmsNormBackward", grad, input, scale, normalizedDims, out,
+      workspaceSize, executor,
+      [epsilon, normalizedDims](auto zero, auto *result,
+                                const host::Shape &shape, const TensorArg &g,
+                                const TensorArg &x, const TensorArg &s) {
+        using T = decltype(zero);
+        host::rms_norm_grad(result, shape, g.as<T>(), g.shape, x.as<T>(),
+                            x.shape, maybe<T>(s), s.shape, epsilon,
+                            normalizedDims);
+      });
 }
 
 aclnnStatus aclnnLoomRopeGetWorkspaceSize(const aclTensor *input,

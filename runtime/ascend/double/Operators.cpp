@@ -88,6 +88,19 @@ bool wrapDim(int64_t dim, int64_t rank, int64_t &wrapped) {
 // Element-wise
 //===----------------------------------------------------------------------===//
 
+/// `out` has the shape `self` and `other` broadcast to (numpy rules).
+aclnnStatus requireBroadcast(Plan &plan, const TensorArg &a, const TensorArg &b,
+                             const Output &o) {
+  host::Shape shape;
+  if (!broadcastShapes(a.shape, b.shape, shape))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "self of shape %s and other of shape %s do not "
+                     "broadcast",
+                     formatShape(a.shape).c_str(),
+                     formatShape(b.shape).c_str());
+  return plan.requireShape(o.arg, shape);
+}
+
 /// Add, Sub (with alpha), Mul, Div, Maximum, Minimum: contiguous f32/f64
 /// operands of one type, broadcast as numpy does.
 template <typename Kernel>
@@ -110,14 +123,7 @@ aclnnStatus planBinary(const char *op, const aclTensor *self,
   }
   LOOM_DOUBLE_TRY(plan.output(out, "out", o, {&a, &b}));
   LOOM_DOUBLE_TRY(plan.requireSameType(o.arg, a));
-  host::Shape shape;
-  if (!broadcastShapes(a.shape, b.shape, shape))
-    return plan.fail(ACLNN_ERR_PARAM_INVALID,
-                     "self of shape %s and other of shape %s do not "
-                     "broadcast",
-                     formatShape(a.shape).c_str(),
-                     formatShape(b.shape).c_str());
-  LOOM_DOUBLE_TRY(plan.requireShape(o.arg, shape));
+  LOOM_DOUBLE_TRY(requireBroadcast(plan, a, b, o));
   return plan.finish(
       [a, b, o, kernel](char *workspace) {
         dispatchFloat(a.dtype, [&](auto zero) {
@@ -712,22 +718,12 @@ namespace {
 /// Calls `fn(T{})` for the element types host::compare and host::select
 /// take besides bool: f32, f64, i32, i64. False for any other.
 template <typename Fn> bool dispatchNumber(aclDataType dtype, Fn &&fn) {
-  switch (dtype) {
-  case ACL_FLOAT:
-    fn(float{});
-    return true;
-  case ACL_DOUBLE:
-    fn(double{});
-    return true;
-  case ACL_INT32:
-    fn(int32_t{});
-    return true;
-  case ACL_INT64:
-    fn(int64_t{});
-    return true;
-  default:
+  if (dtype == ACL_BOOL)
     return false;
-  }
+  return dispatchData(dtype, [&](auto zero) {
+    if constexpr (!std::is_same_v<decltype(zero), bool>)
+      fn(zero);
+  });
 }
 
 /// EqTensor, NeTensor, ...: contiguous operands of one numeric type,
@@ -751,14 +747,7 @@ aclnnStatus planCompare(const char *op, const char *predicate,
   if (o.arg.dtype != ACL_BOOL)
     return plan.fail(ACLNN_ERR_PARAM_INVALID, "out must be BOOL, not %s",
                      dtypeName(o.arg.dtype));
-  host::Shape shape;
-  if (!broadcastShapes(a.shape, b.shape, shape))
-    return plan.fail(ACLNN_ERR_PARAM_INVALID,
-                     "self of shape %s and other of shape %s do not "
-                     "broadcast",
-                     formatShape(a.shape).c_str(),
-                     formatShape(b.shape).c_str());
-  LOOM_DOUBLE_TRY(plan.requireShape(o.arg, shape));
+  LOOM_DOUBLE_TRY(requireBroadcast(plan, a, b, o));
   std::string keyword = predicate;
   return plan.finish(
       [a, b, o, keyword](char *workspace) {
