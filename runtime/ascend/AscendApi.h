@@ -304,6 +304,49 @@ aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition,
                                         aclOpExecutor **executor);
 LOOM_ACLNN_LAUNCH(aclnnSWhere)
 
+// 8.1 level2/aclnn_gelu_v2.h (NN activation/gelu_v2): y = GELU(x), the
+// tanh approximation when approximate is 1, erf when 0.
+aclnnStatus aclnnGeluV2GetWorkspaceSize(const aclTensor *x, int64_t approximate,
+                                        aclTensor *y, uint64_t *workspaceSize,
+                                        aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnGeluV2)
+
+// 8.1 aclnn_logsoftmax.h (NN activation/log_softmax_v2): out =
+// log(softmax(self)) along dim.
+aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim,
+                                            aclTensor *out,
+                                            uint64_t *workspaceSize,
+                                            aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnLogSoftmax)
+
+// 8.1 level2/aclnn_gather.h: torch.gather (out[i][j] = self[i][index[i][j]]
+// along dim).
+aclnnStatus aclnnGatherGetWorkspaceSize(const aclTensor *self,
+                                        const int64_t dim,
+                                        const aclTensor *index, aclTensor *out,
+                                        uint64_t *workspaceSize,
+                                        aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnGather)
+
+// 8.1 level2/aclnn_layer_norm.h: out = layer norm of input over its
+// trailing normalizedShape, times weight plus bias (each optional); mean
+// and rstd outputs optional.
+aclnnStatus aclnnLayerNormGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape,
+    const aclTensor *weightOptional, const aclTensor *biasOptional, double eps,
+    aclTensor *out, aclTensor *meanOutOptional, aclTensor *rstdOutOptional,
+    uint64_t *workspaceSize, aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnLayerNorm)
+
+// 8.1 level2/aclnn_embedding.h: out = weight's rows at indices (its `out`
+// declared const).
+aclnnStatus aclnnEmbeddingGetWorkspaceSize(const aclTensor *weight,
+                                           const aclTensor *indices,
+                                           const aclTensor *out,
+                                           uint64_t *workspaceSize,
+                                           aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnEmbedding)
+
 #undef LOOM_ACLNN_BINARY
 #undef LOOM_ACLNN_UNARY
 

@@ -16,15 +16,18 @@
 //                              aclnnInplaceCopy from a strided view
 //   fill                       aclnnInplaceFillScalar
 //   concat                     aclnnCat
-//   softmax                    aclnnSoftmax
+//   softmax log_softmax        aclnnSoftmax, aclnnLogSoftmax
+//   gelu                       aclnnGeluV2
+//   layer_norm                 aclnnLayerNorm
+//   gather                     aclnnGather
+//   embedding                  aclnnEmbedding (Loom's with an offset)
 //   compare                    aclnnEqTensor, aclnnNeTensor, ... (by predicate)
 //   cast, clamp, select        aclnnCast, aclnnClamp, aclnnSWhere
 //   slice_grad                 aclnnInplaceFillScalar (0), then
 //                              aclnnInplaceCopy into a strided view
-//   gelu gelu_grad layer_norm layer_norm_grad attention attention_grad
-//   cross_entropy cross_entropy_grad embedding gather_grad iota log_softmax
-//   gather dropout rms_norm rms_norm_grad rope adamw_update sgd_update
-//                              Loom's own operators (LoomOps.h)
+//   gelu_grad layer_norm_grad attention attention_grad cross_entropy
+//   cross_entropy_grad gather_grad iota dropout rms_norm rms_norm_grad rope
+//   adamw_update sgd_update    Loom's own operators (LoomOps.h)
 //
 // Every nn op with a host kernel is here; codegen/Ascend/EmitAscend.cpp
 // refuses, with a diagnostic, any other (a guard for ops added later).

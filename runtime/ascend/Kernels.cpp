@@ -11,6 +11,7 @@
 #include "runtime/host/Collectives.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -275,13 +276,18 @@ void detail::sliceGrad(Arg out, Arg grad, Shape offsets, Shape steps) {
 void detail::logSoftmax(Arg out, Arg in, int64_t dim) {
   if (empty(out))
     return;
-  LOOM_ACLNN(aclnnLoomLogSoftmax, tensor(in), dim, tensor(out));
+  LOOM_ACLNN(aclnnLogSoftmax, tensor(in), dim, tensor(out));
 }
 
 void detail::gelu(Arg out, Arg in, const char *approximate) {
   if (empty(out))
     return;
-  LOOM_ACLNN(aclnnLoomGelu, tensor(in), approximate, tensor(out));
+  // GeluV2's approximate: 0 erf ("none", the default), 1 tanh.
+  std::string kind = approximate ? approximate : "none";
+  if (kind != "none" && kind != "tanh")
+    fail("gelu: unknown approximation '" + kind + "'");
+  LOOM_ACLNN(aclnnGeluV2, tensor(in), static_cast<int64_t>(kind == "tanh"),
+             tensor(out));
 }
 
 void detail::geluGrad(Arg out, Arg grad, Arg in, const char *approximate) {
@@ -295,8 +301,16 @@ void detail::layerNorm(Arg out, Arg in, Arg scale, Arg bias, double epsilon,
                        int64_t normalizedDims) {
   if (empty(out))
     return;
-  LOOM_ACLNN(aclnnLoomLayerNorm, tensor(in), tensor(scale), tensor(bias),
-             epsilon, normalizedDims, tensor(out));
+  // Over the trailing `normalizedDims` dimensions (default 1); no mean or
+  // rstd outputs (Loom's gradient recomputes them).
+  int64_t dims = normalizedDims == INT64_MIN ? 1 : normalizedDims;
+  if (dims < 1 || dims > in.shape.rank)
+    fail("layer_norm: normalized_dims " + std::to_string(dims) +
+         " does not fit an input of rank " + std::to_string(in.shape.rank));
+  aclIntArray *normalized =
+      intArray(in.shape.dims + (in.shape.rank - dims), dims);
+  LOOM_ACLNN(aclnnLayerNorm, tensor(in), normalized, tensor(scale),
+             tensor(bias), epsilon, tensor(out), nullptr, nullptr);
 }
 
 void detail::layerNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
@@ -344,8 +358,13 @@ void detail::crossEntropyGrad(Arg out, Arg grad, Arg logits, Arg labels,
 void detail::embedding(Arg out, Arg table, Arg ids, Arg offset) {
   if (empty(out))
     return;
-  LOOM_ACLNN(aclnnLoomEmbedding, tensor(table), tensor(ids), tensor(offset),
-             tensor(out));
+  // Without a vocabulary offset, aclnn's; a shard of the vocabulary
+  // (ids offset, out-of-shard rows zero) is Loom's operator.
+  if (!offset.data)
+    LOOM_ACLNN(aclnnEmbedding, tensor(table), tensor(ids), tensor(out));
+  else
+    LOOM_ACLNN(aclnnLoomEmbedding, tensor(table), tensor(ids), tensor(offset),
+               tensor(out));
 }
 
 void detail::gatherGrad(Arg out, Arg grad, Arg indices, Arg offset,
@@ -375,7 +394,7 @@ void detail::adamw(Arg newParam, Arg newM, Arg newV, Arg param, Arg grad, Arg m,
 void detail::gather(Arg out, Arg in, Arg indices, int64_t dim) {
   if (empty(out))
     return;
-  LOOM_ACLNN(aclnnLoomGather, tensor(in), tensor(indices), dim, tensor(out));
+  LOOM_ACLNN(aclnnGather, tensor(in), dim, tensor(indices), tensor(out));
 }
 
 void detail::dropout(Arg out, Arg in, Arg offset, double rate, int64_t seed) {

@@ -4,9 +4,10 @@
 // The nn ops that have no aclnn operator with the same semantics (Loom's
 // GELU and layer-norm gradients that recompute instead of saving
 // statistics, attention with causal and tree masks, cross-entropy with
-// weights and a normaliser, embeddings offset into a vocabulary shard,
-// AdamW with the step as a tensor, Loom's counter-based dropout, RMS norm
-// and rotary embeddings as Loom defines them, ...) are operators of Loom's own
+// weights and a normaliser, embeddings offset into a vocabulary shard and
+// their gradient, AdamW and SGD with Loom's state, Loom's counter-based
+// dropout, RMS norm and rotary embeddings as Loom defines them, iota from
+// an offset tensor) are operators of Loom's own
 // operator package, `libloom_opapi.so`, with the interface CANN generates
 // for custom operators: `aclnnLoom<Op>GetWorkspaceSize(operands...,
 // attributes..., results..., workspaceSize, executor)` and
@@ -36,13 +37,8 @@ extern "C" {
   aclnnStatus OP(void *workspace, uint64_t workspaceSize,                      \
                  aclOpExecutor *executor, aclrtStream stream);
 
-LOOM_OP(aclnnLoomGelu, const aclTensor *input, const char *approximate,
-        aclTensor *out)
 LOOM_OP(aclnnLoomGeluBackward, const aclTensor *grad, const aclTensor *input,
         const char *approximate, aclTensor *out)
-LOOM_OP(aclnnLoomLayerNorm, const aclTensor *input, const aclTensor *scale,
-        const aclTensor *bias, double epsilon, int64_t normalizedDims,
-        aclTensor *out)
 LOOM_OP(aclnnLoomLayerNormBackward, const aclTensor *grad,
         const aclTensor *input, const aclTensor *scale, double epsilon,
         int64_t normalizedDims, aclTensor *out)
@@ -68,8 +64,6 @@ LOOM_OP(aclnnLoomGatherBackward, const aclTensor *grad,
         const aclTensor *indices, const aclTensor *offset, int64_t dim,
         aclTensor *out)
 LOOM_OP(aclnnLoomIota, const aclTensor *offset, int64_t dim, aclTensor *out)
-LOOM_OP(aclnnLoomLogSoftmax, const aclTensor *input, int64_t dim,
-        aclTensor *out)
 LOOM_OP(aclnnLoomAdamW, const aclTensor *param, const aclTensor *grad,
         const aclTensor *m, const aclTensor *v, const aclTensor *step,
         double beta1, double beta2, double epsilon, double lr,
@@ -80,8 +74,6 @@ LOOM_OP(aclnnLoomSgd, const aclTensor *param, const aclTensor *grad,
         bool nesterov, double weightDecay, aclTensor *newParam,
         aclTensor *newMomentumBuffer)
 
-LOOM_OP(aclnnLoomGather, const aclTensor *input, const aclTensor *indices,
-        int64_t dim, aclTensor *out)
 LOOM_OP(aclnnLoomDropout, const aclTensor *input, const aclTensor *offset,
         double rate, int64_t seed, aclTensor *out)
 LOOM_OP(aclnnLoomRmsNorm, const aclTensor *input, const aclTensor *scale,
@@ -163,7 +155,12 @@ LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
   X2(aclnnGeTensor)                                                            \
   X2(aclnnCast)                                                                \
   X2(aclnnClamp)                                                               \
-  X2(aclnnSWhere)
+  X2(aclnnSWhere)                                                              \
+  X2(aclnnGeluV2)                                                              \
+  X2(aclnnLogSoftmax)                                                          \
+  X2(aclnnGather)                                                              \
+  X2(aclnnLayerNorm)                                                           \
+  X2(aclnnEmbedding)
 
 #define LOOM_ASCEND_HCCL_FUNCTIONS(X)                                          \
   X(HcclGetRootInfo)                                                           \
@@ -176,9 +173,7 @@ LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
   X(HcclAlltoAllV)
 
 #define LOOM_ASCEND_LOOM_OPERATORS(X2)                                         \
-  X2(aclnnLoomGelu)                                                            \
   X2(aclnnLoomGeluBackward)                                                    \
-  X2(aclnnLoomLayerNorm)                                                       \
   X2(aclnnLoomLayerNormBackward)                                               \
   X2(aclnnLoomAttention)                                                       \
   X2(aclnnLoomAttentionBackward)                                               \
@@ -187,10 +182,8 @@ LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
   X2(aclnnLoomEmbedding)                                                       \
   X2(aclnnLoomGatherBackward)                                                  \
   X2(aclnnLoomIota)                                                            \
-  X2(aclnnLoomLogSoftmax)                                                      \
   X2(aclnnLoomAdamW)                                                           \
   X2(aclnnLoomSgd)                                                             \
-  X2(aclnnLoomGather)                                                          \
   X2(aclnnLoomDropout)                                                         \
   X2(aclnnLoomRmsNorm)                                                         \
   X2(aclnnLoomRmsNormBackward)                                                 \

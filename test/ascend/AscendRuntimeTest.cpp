@@ -2,12 +2,14 @@
 //
 // Loom's Ascend runtime (runtime/ascend) driven directly on 2 MPI ranks,
 // over the CPU test double of CANN (found on the library path): HCCL
-// collectives including the means HCCL lacks (a sum, then a scale) and
-// all-gathers along an inner dimension (2-D copies), and each kind of aclnn
-// call the kernels make (matmul through transposed views, reductions,
-// strided copies for slices, broadcasts and transposes, concatenation, a
-// Loom operator), every result against the host kernel of the same op in
-// f32, bit for bit (the double computes with the host kernels; what is
+// collectives (means as a sum then a scale, blocks along inner dimensions
+// moved by strided copies, all-to-all, slices, partial sums, axis index)
+// and the kernels (matmul through transposed views, element-wise ops,
+// reductions, strided copies for slices, broadcasts and transposes,
+// concatenation, comparisons, casts, clamp, select, slice gradients, and
+// gather, dropout, RMS norm and rotary embeddings), every result against
+// the host kernel of the same op (or hand-computed values) in f32, bit for
+// bit (the double computes with the host kernels; what is
 // checked is the runtime's use of the operators: views, strides, argument
 // order). Prints `rank R: ascend runtime ok`; test/ascend/runtime-calls.test
 // also checks the call sequence the double logs.
@@ -368,7 +370,7 @@ int main(int argc, char **argv) {
     ascend::gelu(dgelu, {2, 3}, da, {2, 3}, "tanh");
     std::vector<Real> hgelu(6);
     host::gelu(hgelu.data(), {2, 3}, a.data(), {2, 3}, "tanh");
-    expectEqual("gelu (Loom operator)", read(dgelu, 6), hgelu);
+    expectEqual("gelu (aclnnGeluV2)", read(dgelu, 6), hgelu);
   }
   if (failures == 0)
     std::printf("rank %d: ascend runtime ok\n", rank);

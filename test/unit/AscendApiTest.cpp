@@ -125,6 +125,22 @@ PIN(aclnnClampGetWorkspaceSize,
 PIN(aclnnSWhereGetWorkspaceSize,
     aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *,
                     aclTensor *, uint64_t *, aclOpExecutor **));
+PIN(aclnnGeluV2GetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, int64_t, aclTensor *, uint64_t *,
+                    aclOpExecutor **));
+PIN(aclnnLogSoftmaxGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, int64_t, aclTensor *, uint64_t *,
+                    aclOpExecutor **));
+PIN(aclnnGatherGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, int64_t, const aclTensor *, aclTensor *,
+                    uint64_t *, aclOpExecutor **));
+PIN(aclnnLayerNormGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, const aclIntArray *, const aclTensor *,
+                    const aclTensor *, double, aclTensor *, aclTensor *,
+                    aclTensor *, uint64_t *, aclOpExecutor **));
+PIN(aclnnEmbeddingGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *,
+                    uint64_t *, aclOpExecutor **));
 #define PIN_LAUNCH(OP) PIN(OP, Launch);
 LOOM_ASCEND_OPAPI_OPERATORS(PIN_LAUNCH)
 LOOM_ASCEND_LOOM_OPERATORS(PIN_LAUNCH)

@@ -805,9 +805,9 @@ TEST_F(AscendDouble, LoomElementwiseAndNormOperators) {
   aclTensor *to = empty<double>({4, 6}, &out);
   std::vector<double> expected(24);
 
-  ASSERT_EQ(run(PLAN(aclnnLoomGeluGetWorkspaceSize(tx, "tanh", to, ws, ex)),
-                aclnnLoomGelu),
-            0)
+  // aclnnGeluV2: approximate 1 is tanh.
+  ASSERT_EQ(
+      run(PLAN(aclnnGeluV2GetWorkspaceSize(tx, 1, to, ws, ex)), aclnnGeluV2), 0)
       << recentError();
   host::gelu(expected.data(), {4, 6}, x.data(), {4, 6}, "tanh");
   expectBitwise(download<double>(out, 24), expected, "gelu");
@@ -821,10 +821,13 @@ TEST_F(AscendDouble, LoomElementwiseAndNormOperators) {
                   "none");
   expectBitwise(download<double>(out, 24), expected, "gelu_grad");
 
-  ASSERT_EQ(run(PLAN(aclnnLoomLayerNormGetWorkspaceSize(tx, ts, tb, 1e-5, 1, to,
-                                                        ws, ex)),
-                aclnnLoomLayerNorm),
-            0)
+  int64_t trailing[] = {6};
+  aclIntArray *normalized = aclCreateIntArray(trailing, 1);
+  ASSERT_EQ(
+      run(PLAN(aclnnLayerNormGetWorkspaceSize(tx, normalized, ts, tb, 1e-5, to,
+                                              nullptr, nullptr, ws, ex)),
+          aclnnLayerNorm),
+      0)
       << recentError();
   host::layer_norm(expected.data(), {4, 6}, x.data(), {4, 6}, scale.data(), {6},
                    bias.data(), {6}, 1e-5, 1);
@@ -839,8 +842,8 @@ TEST_F(AscendDouble, LoomElementwiseAndNormOperators) {
                         {4, 6}, scale.data(), {6}, 1e-5, 1);
   expectBitwise(download<double>(out, 24), expected, "layer_norm_grad");
 
-  ASSERT_EQ(run(PLAN(aclnnLoomLogSoftmaxGetWorkspaceSize(tx, 1, to, ws, ex)),
-                aclnnLoomLogSoftmax),
+  ASSERT_EQ(run(PLAN(aclnnLogSoftmaxGetWorkspaceSize(tx, 1, to, ws, ex)),
+                aclnnLogSoftmax),
             0)
       << recentError();
   host::log_softmax(expected.data(), {4, 6}, x.data(), {4, 6}, 1);
@@ -849,16 +852,20 @@ TEST_F(AscendDouble, LoomElementwiseAndNormOperators) {
   // Checks the host kernels would end the process for are refused.
   uint64_t size = 0;
   aclOpExecutor *executor = nullptr;
-  EXPECT_EQ(aclnnLoomGeluGetWorkspaceSize(tx, "erf", to, &size, &executor),
+  EXPECT_EQ(aclnnGeluV2GetWorkspaceSize(tx, 2, to, &size, &executor),
             kParamInvalid);
-  EXPECT_EQ(aclnnLoomLayerNormGetWorkspaceSize(tx, ts, tb, 1e-5, 3, to, &size,
-                                               &executor),
+  int64_t wrong[] = {4};
+  aclIntArray *notTrailing = aclCreateIntArray(wrong, 1);
+  EXPECT_EQ(aclnnLayerNormGetWorkspaceSize(tx, notTrailing, ts, tb, 1e-5, to,
+                                           nullptr, nullptr, &size, &executor),
             kParamInvalid);
-  EXPECT_EQ(aclnnLoomLayerNormGetWorkspaceSize(tx, tx, tb, 1e-5, 1, to, &size,
-                                               &executor),
+  EXPECT_EQ(aclnnLayerNormGetWorkspaceSize(tx, normalized, tx, tb, 1e-5, to,
+                                           nullptr, nullptr, &size, &executor),
             kParamInvalid);
-  EXPECT_EQ(aclnnLoomLogSoftmaxGetWorkspaceSize(tx, 2, to, &size, &executor),
+  EXPECT_EQ(aclnnLogSoftmaxGetWorkspaceSize(tx, 2, to, &size, &executor),
             kParamInvalid);
+  EXPECT_EQ(aclDestroyIntArray(normalized), 0);
+  EXPECT_EQ(aclDestroyIntArray(notTrailing), 0);
 }
 
 TEST_F(AscendDouble, LoomAttentionOperators) {

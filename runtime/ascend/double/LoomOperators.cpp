@@ -200,19 +200,21 @@ template <typename T> const T *maybe(const TensorArg &arg) {
 // GELU, layer norm
 //===----------------------------------------------------------------------===//
 
-aclnnStatus aclnnLoomGeluGetWorkspaceSize(const aclTensor *input,
-                                          const char *approximate,
-                                          aclTensor *out,
-                                          uint64_t *workspaceSize,
-                                          aclOpExecutor **executor) {
-  Plan plan("aclnnLoomGelu");
+aclnnStatus aclnnGeluV2GetWorkspaceSize(const aclTensor *input,
+                                        int64_t approximate, aclTensor *out,
+                                        uint64_t *workspaceSize,
+                                        aclOpExecutor **executor) {
+  Plan plan("aclnnGeluV2");
   TensorArg x;
   Output o;
-  std::string approx;
-  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x));
-  LOOM_DOUBLE_TRY(keyword(plan, approximate, "approximate", {"none", "tanh"},
-                          "none", approx));
-  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x}, x, x.shape));
+  // 0: the erf form ("none"), 1: the tanh approximation.
+  if (approximate != 0 && approximate != 1)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "approximate %lld is neither 0 (none) nor 1 (tanh)",
+                     static_cast<long long>(approximate));
+  std::string approx = approximate ? "tanh" : "none";
+  LOOM_DOUBLE_TRY(floatOperand(plan, input, "x", x));
+  LOOM_DOUBLE_TRY(result(plan, out, "y", o, {&x}, x, x.shape));
   return plan.finish(
       [x, o, approx](char *workspace) {
         dispatchFloat(x.dtype, [&](auto zero) {
@@ -250,21 +252,46 @@ aclnnStatus aclnnLoomGeluBackwardGetWorkspaceSize(
       workspaceSize, executor);
 }
 
-aclnnStatus aclnnLoomLayerNormGetWorkspaceSize(
-    const aclTensor *input, const aclTensor *scale, const aclTensor *bias,
-    double epsilon, int64_t normalizedDims, aclTensor *out,
+aclnnStatus aclnnLayerNormGetWorkspaceSize(
+    const aclTensor *input, const aclIntArray *normalizedShape,
+    const aclTensor *weightOptional, const aclTensor *biasOptional, double eps,
+    aclTensor *out, aclTensor *meanOutOptional, aclTensor *rstdOutOptional,
     uint64_t *workspaceSize, aclOpExecutor **executor) {
-  Plan plan("aclnnLoomLayerNorm");
+  Plan plan("aclnnLayerNorm");
   TensorArg x, s, b;
   Output o;
-  host::Shape trailing;
   LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x));
-  LOOM_DOUBLE_TRY(floatOperand(plan, scale, "scale", s, &x, true));
-  LOOM_DOUBLE_TRY(floatOperand(plan, bias, "bias", b, &x, true));
-  LOOM_DOUBLE_TRY(normShape(plan, x, normalizedDims, trailing));
+  LOOM_DOUBLE_TRY(
+      floatOperand(plan, weightOptional, "weightOptional", s, &x, true));
+  LOOM_DOUBLE_TRY(
+      floatOperand(plan, biasOptional, "biasOptional", b, &x, true));
+  if (!normalizedShape)
+    return plan.fail(ACLNN_ERR_PARAM_NULLPTR, "normalizedShape is null");
+  if (!isLive(normalizedShape))
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "normalizedShape is not a live int array");
+  // normalizedShape: the input's trailing dimensions.
+  int64_t dims = static_cast<int64_t>(normalizedShape->values.size());
+  bool trails = dims >= 1 && dims <= x.shape.rank;
+  host::Shape trailing;
+  for (int64_t d = 0; trails && d < dims; ++d) {
+    int64_t size = normalizedShape->values[static_cast<size_t>(d)];
+    trails = size == x.shape[x.shape.rank - dims + d];
+    trailing.dims[trailing.rank++] = size;
+  }
+  if (!trails)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "normalizedShape is not the trailing shape of input %s",
+                     formatShape(x.shape).c_str());
+  if (meanOutOptional || rstdOutOptional)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "meanOutOptional and rstdOutOptional are not implemented "
+                     "by the test double (pass null)");
   LOOM_DOUBLE_TRY(plan.requireShape(s, trailing));
   LOOM_DOUBLE_TRY(plan.requireShape(b, trailing));
   LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x, &s, &b}, x, x.shape));
+  double epsilon = eps;
+  int64_t normalizedDims = dims;
   return plan.finish(
       [x, s, b, o, epsilon, normalizedDims](char *workspace) {
         dispatchFloat(x.dtype, [&](auto zero) {
@@ -500,6 +527,36 @@ aclnnStatus aclnnLoomEmbeddingGetWorkspaceSize(
       workspaceSize, executor);
 }
 
+aclnnStatus aclnnEmbeddingGetWorkspaceSize(const aclTensor *weight,
+                                           const aclTensor *indices,
+                                           const aclTensor *out,
+                                           uint64_t *workspaceSize,
+                                           aclOpExecutor **executor) {
+  Plan plan("aclnnEmbedding");
+  TensorArg t, i;
+  Output o;
+  LOOM_DOUBLE_TRY(floatOperand(plan, weight, "weight", t));
+  LOOM_DOUBLE_TRY(requireRank(plan, t, 2));
+  LOOM_DOUBLE_TRY(indexOperand(plan, indices, "indices", i));
+  if (i.shape.rank >= host::kMaxRank)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID, "indices must have rank below %d",
+                     host::kMaxRank);
+  host::Shape shape = i.shape;
+  shape.dims[shape.rank++] = t.shape[1];
+  LOOM_DOUBLE_TRY(
+      result(plan, const_cast<aclTensor *>(out), "out", o, {&t, &i}, t, shape));
+  return plan.finish(
+      [t, i, o](char *workspace) {
+        dispatchFloat(t.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          host::embedding(o.as<T>(workspace), o.arg.shape, t.as<T>(), t.shape,
+                          indexPtr(i), i.shape, nullptr, {});
+        });
+        o.commit(workspace);
+      },
+      workspaceSize, executor);
+}
+
 aclnnStatus aclnnLoomGatherBackwardGetWorkspaceSize(const aclTensor *grad,
                                                     const aclTensor *indices,
                                                     const aclTensor *offset,
@@ -580,31 +637,6 @@ aclnnStatus aclnnLoomIotaGetWorkspaceSize(const aclTensor *offset, int64_t dim,
           run(int64_t{});
           break;
         }
-        o.commit(workspace);
-      },
-      workspaceSize, executor);
-}
-
-aclnnStatus aclnnLoomLogSoftmaxGetWorkspaceSize(const aclTensor *input,
-                                                int64_t dim, aclTensor *out,
-                                                uint64_t *workspaceSize,
-                                                aclOpExecutor **executor) {
-  Plan plan("aclnnLoomLogSoftmax");
-  TensorArg x;
-  Output o;
-  LOOM_DOUBLE_TRY(floatOperand(plan, input, "input", x));
-  int64_t rank = x.shape.rank;
-  if (dim < 0 || dim >= rank)
-    return plan.fail(ACLNN_ERR_PARAM_INVALID, "dim %lld is not in [0, %lld)",
-                     static_cast<long long>(dim), static_cast<long long>(rank));
-  LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x}, x, x.shape));
-  return plan.finish(
-      [x, o, dim](char *workspace) {
-        dispatchFloat(x.dtype, [&](auto zero) {
-          using T = decltype(zero);
-          host::log_softmax(o.as<T>(workspace), o.arg.shape, x.as<T>(), x.shape,
-                            dim);
-        });
         o.commit(workspace);
       },
       workspaceSize, executor);
@@ -697,16 +729,16 @@ aclnnStatus aclnnLoomSgdGetWorkspaceSize(
 // Gather, dropout, RMS norm, rotary embedding
 //===----------------------------------------------------------------------===//
 
-aclnnStatus aclnnLoomGatherGetWorkspaceSize(const aclTensor *input,
-                                            const aclTensor *indices,
-                                            int64_t dim, aclTensor *out,
-                                            uint64_t *workspaceSize,
-                                            aclOpExecutor **executor) {
-  Plan plan("aclnnLoomGather");
+aclnnStatus aclnnGatherGetWorkspaceSize(const aclTensor *self,
+                                        const int64_t dim,
+                                        const aclTensor *index, aclTensor *out,
+                                        uint64_t *workspaceSize,
+                                        aclOpExecutor **executor) {
+  Plan plan("aclnnGather");
   TensorArg x, i;
   Output o;
-  LOOM_DOUBLE_TRY(plan.contiguous(input, "input", x));
-  LOOM_DOUBLE_TRY(indexOperand(plan, indices, "indices", i));
+  LOOM_DOUBLE_TRY(plan.contiguous(self, "self", x));
+  LOOM_DOUBLE_TRY(indexOperand(plan, index, "index", i));
   // As torch.gather: indices of the input's rank, equal to it outside
   // `dim`; the result has the indices' shape.
   int64_t rank = x.shape.rank;

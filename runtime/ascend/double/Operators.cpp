@@ -294,7 +294,7 @@ aclnnStatus planReduce(const char *op, const aclTensor *self,
 /// softmax along a wrapped dim of a contiguous f32/f64 tensor.
 aclnnStatus planSoftmax(const char *op, const aclTensor *self, int64_t dim,
                         aclTensor *out, uint64_t *workspaceSize,
-                        aclOpExecutor **executor) {
+                        aclOpExecutor **executor, bool log) {
   Plan plan(op);
   TensorArg a;
   Output o;
@@ -310,11 +310,15 @@ aclnnStatus planSoftmax(const char *op, const aclTensor *self, int64_t dim,
   LOOM_DOUBLE_TRY(plan.requireSameType(o.arg, a));
   LOOM_DOUBLE_TRY(plan.requireShape(o.arg, a.shape));
   return plan.finish(
-      [a, o, axis](char *workspace) {
+      [a, o, axis, log](char *workspace) {
         dispatchFloat(a.dtype, [&](auto zero) {
           using T = decltype(zero);
-          host::softmax(o.as<T>(workspace), o.arg.shape, a.as<T>(), a.shape,
-                        axis);
+          if (log)
+            host::log_softmax(o.as<T>(workspace), o.arg.shape, a.as<T>(),
+                              a.shape, axis);
+          else
+            host::softmax(o.as<T>(workspace), o.arg.shape, a.as<T>(), a.shape,
+                          axis);
         });
         o.commit(workspace);
       },
@@ -706,7 +710,16 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim,
                                          aclTensor *out,
                                          uint64_t *workspaceSize,
                                          aclOpExecutor **executor) {
-  return planSoftmax("aclnnSoftmax", self, dim, out, workspaceSize, executor);
+  return planSoftmax("aclnnSoftmax", self, dim, out, workspaceSize, executor,
+                     /*log=*/false);
+}
+
+aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim,
+                                            aclTensor *out,
+                                            uint64_t *workspaceSize,
+                                            aclOpExecutor **executor) {
+  return planSoftmax("aclnnLogSoftmax", self, dim, out, workspaceSize, executor,
+                     /*log=*/true);
 }
 
 //===----------------------------------------------------------------------===//
