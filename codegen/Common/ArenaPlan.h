@@ -1,8 +1,8 @@
 //===- ArenaPlan.h - Static memory plan of a local program -----*- C++ -*-===//
 //
 // Code generation places every tensor of a per-device program at a fixed
-// byte offset of one arena, decided at compile time (../shared/DESIGN.md
-// item 7). The arena has two parts:
+// byte offset of one arena, decided at compile time (docs/architecture.md,
+// "The static arena"). The arena has two parts:
 //
 //   persistent  the function's arguments (parameters, optimizer state, data,
 //               the step counter) and the results that are not updates of

@@ -1,12 +1,12 @@
 //===- Collectives.h - Collectives over MPI for generated code --*- C++ -*-===//
 //
 // The part of the host runtime that moves data between ranks, for the code
-// Loom generates (see ../shared/DESIGN.md item 7; codegen arrives with the
-// host code-generation issue). Every device group gets one communicator,
-// created once and cached. Collectives move exactly what the simulator and
-// the communication report count (runtime/simulator/Simulator.h), by
-// point-to-point messages, and sum in the simulator's order, so a program
-// run here gives the simulator's bits and bytes:
+// Loom generates (see docs/architecture.md, "Targets"). Every device group
+// gets one communicator, created once and cached. Collectives move exactly
+// what the simulator and the communication report count
+// (runtime/simulator/Simulator.h), by point-to-point messages, and sum in
+// the simulator's order, so a program run here gives the simulator's bits
+// and bytes:
 //
 //   all_reduce      reduce-scatter of the flat buffer cut into k near-equal
 //                   chunks (chunk j summed at member j, contributions in

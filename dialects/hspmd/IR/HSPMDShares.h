@@ -2,10 +2,11 @@
 //-*-===//
 //
 // How much of a split dimension each device group takes when groups differ
-// in speed and memory (asymmetric sharding, ../shared/DESIGN.md item 1): as
-// close as possible to proportional to speed, so that all groups finish a
-// step together, within what each group's memory holds, in multiples of the
-// dimension's alignment (a block size, a micro-batch, a tile).
+// in speed and memory (asymmetric sharding; docs/architecture.md, "Unions
+// and shares" and "Share selection"): as close as possible to proportional
+// to speed, so that all groups finish a step together, within what each
+// group's memory holds, in multiples of the dimension's alignment (a block
+// size, a micro-batch, a tile).
 //
 // The continuous answer is water-filling: shares proportional to speed;
 // a group whose share exceeds its capacity is held at its capacity and the

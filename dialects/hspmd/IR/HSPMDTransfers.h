@@ -1,15 +1,16 @@
 //===- HSPMDTransfers.h - Send/recv plans between layouts -------*- C++ -*-===//
 //
-// The general reshard (../shared/DESIGN.md item 2): where no chain of
-// collectives applies, because the layouts live on different device groups
-// or split with unequal shares, every destination device receives the
-// pieces of its block it does not hold already. Pieces are the cells of
-// the common refinement of every source and destination block's cut points
-// (per dimension); a cell a destination device holds itself in the source
-// stays put, any other goes from one of the source devices that hold it,
-// chosen to balance the bytes each source sends (the least loaded first,
-// then the lowest device id). Adjacent cells with the same sender and
-// receiver are merged into larger boxes, so a message is one box.
+// The general reshard (docs/architecture.md, "Exchanges and send/recv
+// plans"): where no chain of collectives applies, because the layouts live
+// on different device groups or split with unequal shares, every
+// destination device receives the pieces of its block it does not hold
+// already. Pieces are the cells of the common refinement of every source
+// and destination block's cut points (per dimension); a cell a destination
+// device holds itself in the source stays put, any other goes from one of
+// the source devices that hold it, chosen to balance the bytes each source
+// sends (the least loaded first, then the lowest device id). Adjacent cells
+// with the same sender and receiver are merged into larger boxes, so a
+// message is one box.
 //
 // The plan moves exactly the bytes each destination lacks: nothing is sent
 // twice, nothing a device holds is sent to it. Both layouts must hold
