@@ -1,4 +1,4 @@
-// GPT-mini, the reference model of ../shared/DESIGN.md: vocabulary 64,
+// GPT-mini, the reference model of docs/architecture.md: vocabulary 64,
 // sequence 16, learned position embeddings, width 32, 4 heads, 2 pre-norm
 // blocks (causal attention, GELU MLP of width 128, layer norm), cross-entropy
 // over next tokens, batch 8. One device's forward pass returning the loss;

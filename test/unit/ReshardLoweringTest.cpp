@@ -307,7 +307,7 @@ TEST_F(ReshardLoweringTest, ZeroShardedOptimizer) {
 }
 
 TEST_F(ReshardLoweringTest, PartialAndSplitToFourWaySplit) {
-  // DESIGN.md item 2: a reduce-scatter then an all-to-all.
+  // docs/architecture.md's example: a reduce-scatter then an all-to-all.
   Outcome outcome = check(4, "[P(sum):2, S1:2]", "[S0:4]", {8, 8});
   EXPECT_EQ(outcome.kinds, (Kinds{"reduce_scatter", "all_to_all"}));
   // 8x8 f64 = 512 bytes; the source block is 256, scattered over 2: 128;

@@ -41,7 +41,7 @@ func.func @local(%a: tensor<8x16xf32>, %b: tensor<2x16xf32>, %c: tensor<4x16xf32
 
 // [P(sum):2, S1:2] -> [S0:4] on 4 devices: a reduce-scatter of dimension 0
 // over mesh axis 0, then an all-to-all moving the split of dimension 1 to
-// dimension 0 over mesh axis 1 (../shared/DESIGN.md item 2).
+// dimension 0 over mesh axis 1 (docs/architecture.md, "Reshard lowering").
 // CHECK-LABEL: func.func @global
 // CHECK: hspmd.reduce_scatter sum %{{.*}} dim 0 over [0] of [2, 2] : tensor<8x8xf32> -> tensor<8x8xf32> from <{[0, 1, 2, 3]: [P(sum):2, S1:2]}> to <{[0, 1, 2, 3]: [S0:2, S1:2]}>
 // CHECK: hspmd.all_to_all %{{.*}} split 0 concat 1 over [1] of [2, 2] : tensor<8x8xf32> -> tensor<8x8xf32> from <{[0, 1, 2, 3]: [S0:2, S1:2]}> to <{[0, 1, 2, 3]: [S0:4]}>

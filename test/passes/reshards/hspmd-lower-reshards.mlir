@@ -64,7 +64,7 @@ func.func @permute(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 
 // -----
 
-// DESIGN.md item 2: [P(sum):2, S1:2] -> [S0:4] on the mesh [2, 2] is a
+// docs/architecture.md's example: [P(sum):2, S1:2] -> [S0:4] on [2, 2] is a
 // reduce-scatter of dimension 0 over mesh axis 0, then an all-to-all
 // moving axis 1's split from dimension 1 to dimension 0.
 // CHECK-LABEL: func.func @design_example
