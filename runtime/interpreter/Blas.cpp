@@ -2,6 +2,8 @@
 
 #include "runtime/interpreter/Blas.h"
 
+#include "runtime/kernels/GemmBlocks.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -47,11 +49,19 @@ void loom::interp::gemm(bool transA, bool transB, int64_t m, int64_t n,
   if (k == 0)
     return scaleOnly(m, n, beta, c, ldc);
   pinThreads();
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
+  // The host kernels' row blocks (GemmBlocks.h), so that both agree bit for
+  // bit on every machine.
+  for (int64_t block = 0; block < gemm_blocks::countRowBlocks(m); ++block)
+    gemm_blocks::forRowBlock(
+        block, transA, m, a, lda, c, ldc,
+        [&](int64_t, int64_t rows, const float *blockA, float *blockC) {
+          cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                      transB ? CblasTrans : CblasNoTrans,
+                      static_cast<int>(rows), static_cast<int>(n),
+                      static_cast<int>(k), alpha, blockA,
+                      static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+                      blockC, static_cast<int>(ldc));
+        });
 }
 
 void loom::interp::gemm(bool transA, bool transB, int64_t m, int64_t n,
@@ -63,9 +73,17 @@ void loom::interp::gemm(bool transA, bool transB, int64_t m, int64_t n,
   if (k == 0)
     return scaleOnly(m, n, beta, c, ldc);
   pinThreads();
-  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
+  // The host kernels' row blocks (GemmBlocks.h), so that both agree bit for
+  // bit on every machine.
+  for (int64_t block = 0; block < gemm_blocks::countRowBlocks(m); ++block)
+    gemm_blocks::forRowBlock(
+        block, transA, m, a, lda, c, ldc,
+        [&](int64_t, int64_t rows, const double *blockA, double *blockC) {
+          cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                      transB ? CblasTrans : CblasNoTrans,
+                      static_cast<int>(rows), static_cast<int>(n),
+                      static_cast<int>(k), alpha, blockA,
+                      static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+                      blockC, static_cast<int>(ldc));
+        });
 }

@@ -4,7 +4,9 @@
 // pinned to one thread on first use: the result then does not depend on how
 // many threads OpenBLAS would pick, so the interpreter is bitwise
 // reproducible on a machine, and simulated ranks (one thread each) do not
-// oversubscribe the cores.
+// oversubscribe the cores. Products are issued in the fixed row blocks of
+// runtime/kernels/GemmBlocks.h, as the host kernels issue theirs, so that
+// both give the same bits on every machine.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,9 +1,12 @@
 //===- Blas.h - GEMM of the host kernels -----------------------*- C++ -*-===//
 //
 // Row-major GEMM through OpenBLAS's cblas, pinned to one thread on first use
-// (as the interpreter's runtime/interpreter/Blas.h, which this copies so that
-// neither library depends on the other): results do not depend on how many
-// threads OpenBLAS would pick, and ranks do not oversubscribe the cores.
+// and issued in the fixed row blocks of GemmBlocks.h (as the interpreter's
+// runtime/interpreter/Blas.h, which cuts the same blocks so that both give
+// the same bits without either library depending on the other): results do
+// not depend on LOOM_HOST_THREADS, whose threads take whole blocks, nor on
+// how many threads OpenBLAS would pick, and ranks do not oversubscribe the
+// cores.
 //
 //===----------------------------------------------------------------------===//
 

@@ -495,6 +495,11 @@ TEST(HostKernels, Matmul) {
       {{2, 1, 5, 7}, {3, 7, 4}, false, false},
       {{3, 7, 5}, {2, 1, 4, 7}, true, true},
       {{4, 6, 8}, {4, 6, 8}, false, true},
+      // More rows than one GEMM block (GemmBlocks.h): several blocks and a
+      // short last one, which LOOM_HOST_THREADS threads share.
+      {{150, 40}, {40, 70}, false, false},
+      {{40, 150}, {70, 40}, true, true},
+      {{3, 129, 17}, {17, 9}, false, false},
   };
   for (ElementKind kind : kFloats)
     for (const Case &c : cases) {
