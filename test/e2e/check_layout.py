@@ -10,7 +10,10 @@ moment N(0, 1e-4), the second moment |N(0, 1e-4)| (AdamW), step 3; integer
 nn.data: tokens in [0, vocab) and targets (7 * token + 3) mod vocab; float
 nn.data: N(0, 1)). Checks:
   * every result (loss, updated parameters, optimizer state) against the
-    single-device interpreter, norm-wise relative error below --tolerance;
+    single-device interpreter, norm-wise relative error below --tolerance:
+    both against the global function as it stands after the passes (loom-run
+    --global-entry) and against the training step before any partitioning
+    pass (so a pass that changed the global function is seen);
   * the bytes each rank sends and receives, as the simulator counts them,
     equal --hspmd-comm-report's, line by line;
   * --expect "[RANK] KIND CALLS BYTES" (repeatable): rank RANK (default 0)
@@ -34,6 +37,14 @@ communication report's, line by line.
         [--decompose-ce]
         [--expect "all_reduce 1 357888" ...]
         [--host-steps K [--host-tolerance 1e-9] [--targets host,ascend]]
+
+Every comparison fails on NaN or Inf on either side.
+
+--plant-fault FAULT (for the tests that prove these checks bite) plants one
+fault: alter-global changes the global function's learning rate by 1e-3
+(relative) after the reference is taken, as a faulty pass would; nan-param,
+loss-1e-6 and miscount make loom-run report a NaN in the first parameter,
+every loss 1e-6 too high, or one byte more on rank 0 (LOOM_TEST_FAULT).
 
 --targets host,ascend also trains the same K steps through the Ascend
 target on Loom's CPU test double of the CANN libraries (loom-run
@@ -100,6 +111,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--host-steps", type=int, default=0)
     ap.add_argument("--host-tolerance", type=float, default=1e-9)
+    ap.add_argument("--plant-fault", default="",
+                    choices=["", "alter-global", "nan-param", "loss-1e-6",
+                             "miscount"])
     ap.add_argument("--targets", default="host",
                     help="with --host-steps: the targets to train on, "
                          "comma-separated (host, ascend: on the CPU test "
@@ -144,6 +158,23 @@ def main():
     run([args.opt, forward,
          f"--loom-training-pipeline=optimizer={args.optimizer} lr=1e-2",
          "-o", stepped])
+    # The reference: the training step before any partitioning pass.
+    reference = os.path.join(args.work_dir, "reference.mlir")
+    with open(stepped) as f:
+        reference_text = f.read()
+    with open(reference, "w") as f:
+        f.write(reference_text)
+    if args.plant_fault == "alter-global":
+        altered, n = re.subn(
+            r"\blr = ([-+0-9.eE]+) : f64",
+            lambda m: f"lr = {float(m.group(1)) * (1 + 1e-3):.17e} : f64",
+            reference_text)
+        if not n:
+            sys.exit("error: --plant-fault alter-global found no learning rate")
+        with open(stepped, "w") as f:
+            f.write(altered)
+    elif args.plant_fault:
+        os.environ["LOOM_TEST_FAULT"] = args.plant_fault
     if args.decompose_ce:
         decomposed = os.path.join(args.work_dir, "step-decomposed.mlir")
         run([args.opt, stepped, "--nn-decompose-cross-entropy", "-cse",
@@ -174,6 +205,9 @@ def main():
     with open(lowered) as f:
         ir = f.read()
     step = re.search(r"func\.func @(\w+_train_step)\(", ir).group(1)
+    if ([t for t, _ in parse_args_of(reference_text, step)] !=
+            [t for t, _ in parse_args_of(ir, step)]):
+        sys.exit(f"FAIL: the passes changed the arguments of @{step}")
 
     rng = np.random.default_rng(args.seed)
     inputs, ints = [], []
@@ -214,12 +248,32 @@ def main():
     locals_ = re.findall(r"func\.func @(" + re.escape(step) +
                          r"_(?:group|cell)\d+)\(", ir)
     entry = ["--entry", locals_[0]] if len(locals_) == 1 else []
+    sim_dir = os.path.join(args.work_dir, "sim-results")
     out = run([args.run, "--interpret", lowered, "--simulate",
                str(args.ranks)] + entry + [
                "--global-entry", step, "--tolerance", str(args.tolerance),
-               "--comm-stats"] + inputs)
+               "--comm-stats", "--output-dir", sim_dir] + inputs)
     errors = [float(e) for e in
               re.findall(r"norm-wise relative error (\S+)", out)]
+    # The same inputs through the step before partitioning.
+    ref_dir = os.path.join(args.work_dir, "reference-results")
+    run([args.run, "--interpret", reference, "--entry", step, "--output-dir",
+         ref_dir] + inputs)
+    count = 0
+    while os.path.exists(os.path.join(ref_dir, f"result_{count}.npy")):
+        count += 1
+    if not count or count != len(errors):
+        sys.exit(f"FAIL: @{step} before the passes has {count} results, the "
+                 f"simulated run {len(errors)}")
+    ref_errors = [relative(np.load(os.path.join(sim_dir, f"result_{i}.npy")),
+                           np.load(os.path.join(ref_dir, f"result_{i}.npy")))
+                  for i in range(count)]
+    worst_ref = max(ref_errors)
+    if not worst_ref <= args.tolerance:
+        sys.exit(f"FAIL: the simulated ranks differ from @{step} before "
+                 f"partitioning: worst norm-wise relative error "
+                 f"{worst_ref:.2e} (bound {args.tolerance:.0e}), result "
+                 f"#{ref_errors.index(worst_ref)}")
     sim = [line for line in out.splitlines() if line.startswith("rank ")]
     report = run([args.opt, lowered, "--hspmd-comm-report", "-o",
                   os.devnull])
@@ -269,14 +323,22 @@ def main():
     for line in sim:
         if line.startswith("rank 0 "):
             print("  " + line)
+    print(f"against @{step} before partitioning: {count} results, worst "
+          f"norm-wise relative error {worst_ref:.2e} (bound "
+          f"{args.tolerance:.0e})")
     if args.host_steps:
-        check_host(args, lowered, step, rep)
+        check_host(args, lowered, reference, step, rep)
 
 
 def relative(a, b):
+    """||a - b|| / ||b|| (||a - b|| when b is 0); infinite when a NaN or an
+    Inf is anywhere on either side, or the shapes differ."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape or not (np.isfinite(a).all() and
+                                  np.isfinite(b).all()):
+        return float("inf")
     scale = np.linalg.norm(b)
-    return np.linalg.norm(a - b) / (scale if scale else 1.0)
+    return float(np.linalg.norm(a - b) / (scale if scale else 1.0))
 
 
 def train_on(args, lowered, step, target):
@@ -303,7 +365,7 @@ def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
     if len(ref_loss) != args.host_steps or len(loss) != args.host_steps:
         sys.exit(f"FAIL: expected {args.host_steps} losses, got "
                  f"{len(ref_loss)} and {len(loss)} ({what})")
-    loss_error = max(abs(h - r) / abs(r) for h, r in zip(loss, ref_loss))
+    loss_error = max(relative([h], [r]) for h, r in zip(loss, ref_loss))
     param_error = 0.0
     k = 0
     while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
@@ -311,18 +373,23 @@ def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
             np.load(os.path.join(out_dir, f"param_{k}.npy")),
             np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
         k += 1
-    if loss_error > args.host_tolerance or param_error > args.host_tolerance:
+    if not k:
+        sys.exit(f"FAIL: no parameters were written ({what})")
+    # `not x <= bound` so that a NaN fails as well.
+    if (not loss_error <= args.host_tolerance or
+            not param_error <= args.host_tolerance):
         sys.exit(f"FAIL: {what}: loss {loss_error:.2e}, parameters "
                  f"{param_error:.2e} (bound {args.host_tolerance:.0e})")
     return loss_error, param_error, k
 
 
-def check_host(args, lowered, step, report):
-    """K steps on real ranks (each of --targets) against K on the
-    interpreter; with host and ascend, also the two against each other."""
+def check_host(args, lowered, reference, step, report):
+    """K steps on real ranks (each of --targets) against K of the step
+    before partitioning on the interpreter; with host and ascend, also the
+    two against each other."""
     steps = str(args.host_steps)
     ref_dir = os.path.join(args.work_dir, "train-ref")
-    ref = run([args.run, "--interpret", lowered, "--train", "--entry", step,
+    ref = run([args.run, "--interpret", reference, "--train", "--entry", step,
                "--steps", steps, "--seed", str(args.seed), "--vocab",
                str(args.vocab), "--output-dir", ref_dir])
     # The runtime's counters must be K times the report.

@@ -25,7 +25,9 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <thread>
 #include <unistd.h>
@@ -35,6 +37,17 @@ using namespace loom;
 using namespace loom::interp;
 
 namespace {
+
+/// Planted faults, for the tests that prove the end-to-end checks bite:
+/// LOOM_TEST_FAULT names one fault loom-run plants in what it reports of a
+/// run on ranks (never set outside those tests):
+///   nan-param    element 0 of the first parameter written is NaN;
+///   loss-1e-6    every step's loss is reported 1e-6 (relative) too high;
+///   miscount     rank 0's first counted collective sent one byte more.
+bool plantedFault(llvm::StringRef fault) {
+  const char *value = std::getenv("LOOM_TEST_FAULT");
+  return value && fault == value;
+}
 
 int fail(const llvm::Twine &message) { return reportError(message); }
 
@@ -443,6 +456,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     double tokensPerSecond =
         seconds > 0 ? static_cast<double>(setup.tokensPerStep) / seconds : 0;
     double value = loss->getDouble(0);
+    if (plantedFault("loss-1e-6"))
+      value *= 1 + 1e-6;
     const char *format = loss->getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
     if (train.json)
       os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
@@ -463,13 +478,18 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         return fail(error);
       SmallVector<llvm::StringRef> lines;
       llvm::StringRef(*text).split(lines, '\n', -1, false);
-      for (llvm::StringRef line : lines) {
+      for (auto [n, line] : llvm::enumerate(lines)) {
         SmallVector<llvm::StringRef> words;
         line.split(words, ' ');
         if (words.size() != 4)
           continue;
+        std::string sent = words[2].str();
+        uint64_t bytes = 0;
+        if (device == 0 && n == 0 && plantedFault("miscount") &&
+            !words[2].getAsInteger(10, bytes))
+          sent = std::to_string(bytes + 1);
         os << "rank " << device << " " << words[0] << ": calls " << words[1]
-           << ", bytes sent " << words[2] << ", received " << words[3] << "\n";
+           << ", bytes sent " << sent << ", received " << words[3] << "\n";
       }
     }
 
@@ -543,6 +563,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       if (failed(whole))
         return fail("parameter " + llvm::Twine(k) + " (argument #" +
                     llvm::Twine(i) + "): " + error);
+      if (k == 0 && plantedFault("nan-param") && whole->getNumElements() > 0)
+        whole->setDouble(0, std::numeric_limits<double>::quiet_NaN());
       llvm::SmallString<128> path(train.outputDir);
       llvm::sys::path::append(path, "param_" + llvm::Twine(k) + ".npy");
       if (llvm::Error err = writeNpyFile(path, *whole))
