@@ -6,6 +6,8 @@
 // against the simulator's formulas (runtime/simulator/Simulator.h).
 // `--hang-rank R`: rank R sleeps before a collective instead of joining
 // it; the others must end with Loom's error (the fault test).
+// `--crash-after-success R`: rank R aborts after printing its success line
+// (the planted fault that proves the ctest entry judges exit status).
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,10 +137,13 @@ void checkGroup(Communicator &group, const char *name) {
 
 int main(int argc, char **argv) {
   Runtime &runtime = Runtime::init(&argc, &argv);
-  int hang = -1;
-  for (int i = 1; i + 1 < argc; ++i)
+  int hang = -1, crash = -1;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--hang-rank") == 0)
       hang = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--crash-after-success") == 0)
+      crash = std::atoi(argv[i + 1]);
+  }
   int world = runtime.getWorldSize(), me = runtime.getWorldRank();
 
   if (hang >= 0) {
@@ -171,6 +176,9 @@ int main(int argc, char **argv) {
   CHECK(&runtime.getGroup(everyone) == &runtime.getGroup(everyone),
         "the world's communicator is made once");
   std::printf("rank %d: %s\n", me, failures ? "FAILED" : "collectives ok");
+  std::fflush(stdout);
+  if (me == crash)
+    std::abort();
   Runtime::finalize();
   return failures ? 1 : 0;
 }
