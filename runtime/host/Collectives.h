@@ -17,7 +17,10 @@
 //                   member j, summed there in member order
 //
 // Each rank counts the calls and the bytes it sends and receives per
-// collective kind. A collective that cannot complete within the timeout
+// collective kind: the bytes its MPI messages carried. A message longer
+// than the message limit (2^30 bytes; MPI counts are `int`) goes as
+// several pieces in order, so any size is carried whole and counted once.
+// A collective that cannot complete within the timeout
 // (a rank that hangs or died) ends the process with an error naming the
 // rank, the collective and the step: nothing waits for ever. MPI errors are
 // reported with the rank, the collective and MPI's message.
@@ -93,6 +96,17 @@ public:
   const std::map<std::string, Traffic> &getTraffic() const { return traffic; }
   Traffic &count(const std::string &kind) { return traffic[kind]; }
 
+  /// The most bytes one MPI message carries: longer ones go as pieces of
+  /// at most this many, in order (default 2^30, below MPI's `int` counts;
+  /// LOOM_MPI_MESSAGE_LIMIT overrides; tests make it tiny). At least 1 and
+  /// at most INT_MAX.
+  void setMessageLimit(int64_t bytes);
+  int64_t getMessageLimit() const { return messageLimit; }
+  /// The MPI messages this rank has posted (sends, receives and
+  /// broadcasts, a piece counting as one).
+  int64_t getMessagesPosted() const { return messagesPosted; }
+  void countMessagePosted() { ++messagesPosted; }
+
   /// Reports `message` as this rank's error and ends the process with
   /// status 1 (every other rank then fails its next collective within the
   /// timeout).
@@ -108,6 +122,8 @@ private:
   std::chrono::milliseconds timeout{30000};
   int64_t step = 0;
   std::map<std::string, Traffic> traffic;
+  int64_t messageLimit = int64_t(1) << 30;
+  int64_t messagesPosted = 0;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
 };
 
