@@ -115,6 +115,7 @@ public:
   }
   ~DeviceSpan() {
     callState().collective = nullptr;
+    callState().shorten = false;
     if (drained)
       target.synchronize();
   }
