@@ -117,6 +117,123 @@ LogicalResult account(Operation *op,
   return success();
 }
 
+/// The name of an element type as the device runtimes record it.
+std::string dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF64())
+    return "f64";
+  if (type.isInteger(64))
+    return "i64";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+int64_t fromDigits(ArrayRef<int64_t> digits, ArrayRef<int64_t> sizes) {
+  int64_t index = 0;
+  for (auto [digit, size] : llvm::zip(digits, sizes))
+    index = index * size + digit;
+  return index;
+}
+
+/// Appends to `calls[i]` the device library calls collective `op` makes
+/// on device i of `group` (the function's), numbering them in `numbers[i]`:
+/// see the pass's description. The communicator of a device is its
+/// sub-group as the runtimes form it (runtime/host/Program.cpp,
+/// `subgroup`): the devices of the op's group that differ from it only in
+/// the digits of `axes`, in the mixed-radix order of those digits.
+void predictCalls(Operation *op, hspmd::DeviceGroupAttr group,
+                  std::vector<std::vector<std::string>> &calls,
+                  std::vector<int64_t> &numbers) {
+  if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
+           hspmd::AllToAllOp, hspmd::PermuteOp>(op))
+    return;
+  auto opGroup = op->getAttrOfType<hspmd::DeviceGroupAttr>(
+      hspmd::HSPMDDialect::getGroupAttrName());
+  ArrayRef<int64_t> devices =
+      opGroup ? opGroup.getDevices() : group.getDevices();
+  ArrayRef<int64_t> mesh =
+      op->getAttrOfType<DenseI64ArrayAttr>("mesh").asArrayRef();
+  ArrayRef<int64_t> axes =
+      op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+  SmallVector<int64_t> sizes;
+  int64_t k = 1;
+  for (int64_t axis : axes) {
+    sizes.push_back(mesh[axis]);
+    k *= mesh[axis];
+  }
+  int64_t meshDevices = 1;
+  for (int64_t size : mesh)
+    meshDevices *= size;
+  auto operand = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  // (account() reports both.)
+  if (meshDevices != static_cast<int64_t>(devices.size()) ||
+      !operand.hasStaticShape() || !result.hasStaticShape())
+    return;
+  int64_t elements = operand.getNumElements();
+  std::string dtype = dtypeName(operand.getElementType());
+  std::string kind = op->getName().stripDialect().str();
+  for (size_t slot = 0; slot < group.getDevices().size(); ++slot) {
+    int64_t device = group.getDevices()[slot];
+    auto it = llvm::find(devices, device);
+    if (it == devices.end())
+      continue;
+    SmallVector<int64_t> digits = toDigits(it - devices.begin(), mesh);
+    SmallVector<int64_t> members;
+    for (int64_t position = 0; position < k; ++position) {
+      SmallVector<int64_t> memberDigits = digits;
+      for (auto [i, digit] : llvm::enumerate(toDigits(position, sizes)))
+        memberDigits[axes[i]] = digit;
+      members.push_back(devices[fromDigits(memberDigits, mesh)]);
+    }
+    SmallVector<int64_t> own;
+    for (int64_t axis : axes)
+      own.push_back(digits[axis]);
+    int64_t me = fromDigits(own, sizes);
+    std::string head = "call rank " + std::to_string(device) + " #" +
+                       std::to_string(++numbers[slot]) + " " + kind + ": ";
+    std::string over = " over {";
+    for (auto [i, member] : llvm::enumerate(members))
+      over += (i ? ", " : "") + std::to_string(member);
+    over += "}";
+    auto part = [&](StringRef primitive, int64_t count,
+                    const std::string &peer) {
+      calls[slot].push_back(head + primitive.str() + " " + dtype + " x " +
+                            std::to_string(count) + over + peer);
+    };
+    if (isa<hspmd::AllReduceOp>(op)) {
+      part("all_reduce", elements, "");
+    } else if (isa<hspmd::AllGatherOp>(op)) {
+      part("all_gather", elements, "");
+    } else if (isa<hspmd::ReduceScatterOp>(op)) {
+      part("reduce_scatter", result.getNumElements(), "");
+    } else if (isa<hspmd::AllToAllOp>(op)) {
+      // One block to and from every member, itself included, in order.
+      for (int64_t member : members) {
+        part("send", elements / k, " to " + std::to_string(member));
+        part("recv", elements / k, " from " + std::to_string(member));
+      }
+    } else if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
+      // Position p takes the buffer of the position whose digit i is p's
+      // digit perm[i] (the simulator's rule).
+      auto sourceOf = [&](int64_t p) {
+        SmallVector<int64_t> to = toDigits(p, sizes), from(to.size());
+        for (auto [i, source] : llvm::enumerate(permute.getPerm()))
+          from[i] = to[source];
+        return fromDigits(from, sizes);
+      };
+      for (int64_t p = 0; p < k; ++p)
+        if (p != me && sourceOf(p) == me)
+          part("send", elements, " to " + std::to_string(members[p]));
+      if (int64_t source = sourceOf(me); source != me)
+        part("recv", elements, " from " + std::to_string(members[source]));
+    }
+  }
+}
+
 /// Adds to `traffic` what exchange `op` makes each device of `group` move,
 /// by the exchange's plan.
 LogicalResult
@@ -144,6 +261,7 @@ accountExchange(hspmd::ExchangeOp op, hspmd::DeviceGroupAttr group,
 }
 
 struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
+  using CommReportPassBase::CommReportPassBase;
   void runOnOperation() override {
     llvm::raw_ostream &os = llvm::outs();
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
@@ -152,6 +270,8 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
         continue;
       int64_t devices = group.getDevices().size();
       std::vector<std::map<std::string, Traffic>> traffic(devices);
+      std::vector<std::vector<std::string>> libraryCalls(devices);
+      std::vector<int64_t> numbers(devices, 0);
       WalkResult walk = func.walk([&](Operation *op) {
         if (auto exchange = dyn_cast<hspmd::ExchangeOp>(op))
           return failed(accountExchange(exchange, group, traffic))
@@ -166,6 +286,8 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
                         "functions (run --hspmd-specialize first)");
           return WalkResult::interrupt();
         }
+        if (calls)
+          predictCalls(op, group, libraryCalls, numbers);
         // In a program that merges several groups' ops, a collective runs
         // over its own group: count it there, keep this program's devices.
         auto opGroup = op->getAttrOfType<hspmd::DeviceGroupAttr>(
@@ -217,6 +339,9 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
           os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "
              << kind << ": calls " << entry.calls << ", bytes sent "
              << entry.sent << ", received " << entry.received << "\n";
+      for (const std::vector<std::string> &lines : libraryCalls)
+        for (const std::string &line : lines)
+          os << line << "\n";
     }
     os.flush();
     markAllAnalysesPreserved();

@@ -600,7 +600,31 @@ def CommReportPass : Pass<"hspmd-comm-report", "mlir::ModuleOp"> {
     rank 0 all_reduce: calls 2, bytes sent 6272, received 6272
     rank 1 all_reduce: calls 2, bytes sent 6272, received 6272
     ```
+
+    With `calls=1`, also the device library calls (NCCL, HCCL) each device
+    makes per step on a device target, in program order, as the CUDA and
+    Ascend runtimes record them at their call sites (`loom-run --train
+    --target ascend --comm-calls` prints the same lines with the step):
+    the collective's place among the device's collectives of the step, the
+    library call, the data type, the element count passed (all-reduce: the
+    operand's elements; all-gather: the operand's, per member;
+    reduce-scatter: the result's; all-to-all: a send and a receive of
+    1/k of the operand to and from each member in member order; permute:
+    a send to the device it moves to and a receive from the one it takes
+    from), the communicator's members (device ids) and the peer. Ranks are
+    device ids. Exchanges are staged through host memory over MPI and make
+    no library call; `local_slice` and `make_partial` move nothing.
+
+    ```
+    call rank 0 #1 all_reduce: all_reduce f32 x 29824 over {0, 1}
+    call rank 0 #2 all_to_all: send f32 x 64 over {0, 1} to 0
+    call rank 0 #2 all_to_all: recv f32 x 64 over {0, 1} from 0
+    ```
   }];
+  let options = [
+    Option<"calls", "calls", "bool", /*default=*/"false",
+           "Also print the device library calls each device makes per step">,
+  ];
 }
 
 #endif // LOOM_PASSES

@@ -90,6 +90,21 @@ aclDataType aclType(ElementType type) {
   return ACL_FLOAT;
 }
 
+/// The name of an HCCL data type for the records of library calls.
+const char *typeName(HcclDataType type) {
+  switch (type) {
+  case HCCL_DATA_TYPE_FP32:
+    return "f32";
+  case HCCL_DATA_TYPE_FP64:
+    return "f64";
+  case HCCL_DATA_TYPE_INT64:
+    return "i64";
+  default:
+    return "unknown";
+  }
+}
+
+using host::device::recordLibraryCall;
 using host::device::Reduction;
 
 /// HCCL's reduction: a mean is a sum, scaled afterwards.
@@ -395,11 +410,14 @@ const host::device::Target &loom::ascend::target() {
                  "aclrtMemsetAsync");
       },
       scratch,
+      // Each call records exactly what it passes to HCCL.
       [](void *comm, void *out, const void *in, int64_t count, ElementType type,
          Reduction reduction, int members) {
-        checkHccl(api().HcclAllReduce(const_cast<void *>(in), out,
-                                      static_cast<uint64_t>(count),
-                                      hcclType(type), hcclOp(reduction),
+        uint64_t n = static_cast<uint64_t>(count);
+        HcclDataType dtype = hcclType(type);
+        recordLibraryCall("all_reduce", comm, n, typeName(dtype));
+        checkHccl(api().HcclAllReduce(const_cast<void *>(in), out, n, dtype,
+                                      hcclOp(reduction),
                                       static_cast<HcclComm>(comm), rankStream),
                   "HcclAllReduce");
         if (reduction == Reduction::Mean)
@@ -407,17 +425,22 @@ const host::device::Target &loom::ascend::target() {
       },
       [](void *comm, void *out, const void *in, int64_t count,
          ElementType type) {
-        checkHccl(api().HcclAllGather(
-                      const_cast<void *>(in), out, static_cast<uint64_t>(count),
-                      hcclType(type), static_cast<HcclComm>(comm), rankStream),
+        uint64_t n = static_cast<uint64_t>(count);
+        HcclDataType dtype = hcclType(type);
+        recordLibraryCall("all_gather", comm, n, typeName(dtype));
+        checkHccl(api().HcclAllGather(const_cast<void *>(in), out, n, dtype,
+                                      static_cast<HcclComm>(comm), rankStream),
                   "HcclAllGather");
       },
       [](void *comm, void *out, const void *in, int64_t count, ElementType type,
          Reduction reduction, int members) {
-        checkHccl(api().HcclReduceScatter(
-                      const_cast<void *>(in), out, static_cast<uint64_t>(count),
-                      hcclType(type), hcclOp(reduction),
-                      static_cast<HcclComm>(comm), rankStream),
+        uint64_t n = static_cast<uint64_t>(count);
+        HcclDataType dtype = hcclType(type);
+        recordLibraryCall("reduce_scatter", comm, n, typeName(dtype));
+        checkHccl(api().HcclReduceScatter(const_cast<void *>(in), out, n, dtype,
+                                          hcclOp(reduction),
+                                          static_cast<HcclComm>(comm),
+                                          rankStream),
                   "HcclReduceScatter");
         if (reduction == Reduction::Mean)
           scaleByMembers(out, count, type, members);
@@ -431,9 +454,17 @@ const host::device::Target &loom::ascend::target() {
         for (int j = 0; j < members; ++j)
           displacements[static_cast<size_t>(j)] =
               static_cast<uint64_t>(j * count);
+        HcclDataType dtype = hcclType(type);
+        // One HCCL call; its records are the counts it passes per member.
+        for (int j = 0; j < members; ++j) {
+          recordLibraryCall("send", comm, counts[static_cast<size_t>(j)],
+                            typeName(dtype), j);
+          recordLibraryCall("recv", comm, counts[static_cast<size_t>(j)],
+                            typeName(dtype), j);
+        }
         checkHccl(api().HcclAlltoAllV(in, counts.data(), displacements.data(),
-                                      hcclType(type), out, counts.data(),
-                                      displacements.data(), hcclType(type),
+                                      dtype, out, counts.data(),
+                                      displacements.data(), dtype,
                                       static_cast<HcclComm>(comm), rankStream),
                   "HcclAlltoAllV");
       }};

@@ -46,6 +46,21 @@ ncclDataType_t ncclType(ElementType type) {
   return ncclFloat32;
 }
 
+/// The name of an NCCL data type for the records of library calls.
+const char *typeName(ncclDataType_t type) {
+  switch (type) {
+  case ncclFloat32:
+    return "f32";
+  case ncclFloat64:
+    return "f64";
+  case ncclInt64:
+    return "i64";
+  default:
+    return "unknown";
+  }
+}
+
+using host::device::recordLibraryCall;
 using host::device::Reduction;
 
 ncclRedOp_t ncclOp(Reduction reduction) {
@@ -161,40 +176,50 @@ const host::device::Target &loom::cuda::target() {
         check(cudaMemsetAsync(to, 0, bytes, stream), "cudaMemsetAsync");
       },
       scratch,
+      // Each call records exactly what it passes to NCCL.
       [](void *comm, void *out, const void *in, int64_t count, ElementType type,
          Reduction reduction, int) {
-        check(ncclAllReduce(in, out, static_cast<size_t>(count), ncclType(type),
-                            ncclOp(reduction), static_cast<ncclComm_t>(comm),
-                            stream),
+        size_t n = static_cast<size_t>(count);
+        ncclDataType_t dtype = ncclType(type);
+        recordLibraryCall("all_reduce", comm, n, typeName(dtype));
+        check(ncclAllReduce(in, out, n, dtype, ncclOp(reduction),
+                            static_cast<ncclComm_t>(comm), stream),
               "ncclAllReduce");
       },
       [](void *comm, void *out, const void *in, int64_t count,
          ElementType type) {
-        check(ncclAllGather(in, out, static_cast<size_t>(count), ncclType(type),
-                            static_cast<ncclComm_t>(comm), stream),
+        size_t n = static_cast<size_t>(count);
+        ncclDataType_t dtype = ncclType(type);
+        recordLibraryCall("all_gather", comm, n, typeName(dtype));
+        check(ncclAllGather(in, out, n, dtype, static_cast<ncclComm_t>(comm),
+                            stream),
               "ncclAllGather");
       },
       [](void *comm, void *out, const void *in, int64_t count, ElementType type,
          Reduction reduction, int) {
-        check(ncclReduceScatter(in, out, static_cast<size_t>(count),
-                                ncclType(type), ncclOp(reduction),
+        size_t n = static_cast<size_t>(count);
+        ncclDataType_t dtype = ncclType(type);
+        recordLibraryCall("reduce_scatter", comm, n, typeName(dtype));
+        check(ncclReduceScatter(in, out, n, dtype, ncclOp(reduction),
                                 static_cast<ncclComm_t>(comm), stream),
               "ncclReduceScatter");
       },
       [](void *comm, void *out, const void *in, int64_t count, ElementType type,
          int members) {
         // Grouped sends and receives, one block per member.
+        size_t n = static_cast<size_t>(count);
+        ncclDataType_t dtype = ncclType(type);
         size_t bytes = static_cast<size_t>(count * rt::getElementSize(type));
         auto nccl = static_cast<ncclComm_t>(comm);
         check(ncclGroupStart(), "ncclGroupStart");
         for (int j = 0; j < members; ++j) {
-          check(ncclSend(static_cast<const char *>(in) + j * bytes,
-                         static_cast<size_t>(count), ncclType(type), j, nccl,
-                         stream),
+          recordLibraryCall("send", comm, n, typeName(dtype), j);
+          check(ncclSend(static_cast<const char *>(in) + j * bytes, n, dtype, j,
+                         nccl, stream),
                 "ncclSend");
-          check(ncclRecv(static_cast<char *>(out) + j * bytes,
-                         static_cast<size_t>(count), ncclType(type), j, nccl,
-                         stream),
+          recordLibraryCall("recv", comm, n, typeName(dtype), j);
+          check(ncclRecv(static_cast<char *>(out) + j * bytes, n, dtype, j,
+                         nccl, stream),
                 "ncclRecv");
         }
         check(ncclGroupEnd(), "ncclGroupEnd");

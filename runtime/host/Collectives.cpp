@@ -6,8 +6,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -140,6 +142,16 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
     instance->timeout = std::chrono::milliseconds(
         static_cast<int64_t>(std::atof(seconds) * 1000));
+  if (const char *limit = std::getenv("LOOM_MPI_MESSAGE_LIMIT")) {
+    char *end = nullptr;
+    errno = 0;
+    long long bytes = std::strtoll(limit, &end, 10);
+    if (end == limit || *end || errno || bytes < 1 || bytes > INT_MAX)
+      instance->fail("LOOM_MPI_MESSAGE_LIMIT must be a number of bytes in "
+                     "[1, " +
+                     std::to_string(INT_MAX) + "], got '" + limit + "'");
+    instance->messageLimit = bytes;
+  }
   return *instance;
 }
 
@@ -174,6 +186,13 @@ int Runtime::getNodeRankAmong(int color) const {
   }
   MPI_Comm_free(&node);
   return rank;
+}
+
+void Runtime::setMessageLimit(int64_t bytes) {
+  if (bytes < 1 || bytes > INT_MAX)
+    fail("the MPI message limit must be in [1, " + std::to_string(INT_MAX) +
+         "] bytes, got " + std::to_string(bytes));
+  messageLimit = bytes;
 }
 
 void Runtime::fail(const std::string &message) const {
@@ -245,26 +264,42 @@ void Communicator::exchange(const char *kind,
                    std::to_string(runtime.getStep()) + ": cannot " + what +
                    ": " + mpiError(code));
   };
+  // A message longer than the limit goes as pieces, in order: MPI keeps
+  // the order of messages between two ranks on one communicator and tag,
+  // so the pieces arrive where they belong.
+  int64_t limit = runtime.getMessageLimit();
+  auto pieces = [&](int64_t bytes, auto &&postOne) {
+    for (int64_t offset = 0; offset < bytes; offset += limit) {
+      requests.emplace_back();
+      runtime.countMessagePosted();
+      postOne(offset, static_cast<int>(std::min(limit, bytes - offset)),
+              &requests.back());
+    }
+  };
   for (int member = 0; member < getSize(); ++member) {
     if (member == rank)
       continue;
-    if (receives[member] && receiveBytes[member] > 0) {
-      requests.emplace_back();
-      receivedFrom.push_back(member);
-      post(MPI_Irecv(receives[member], static_cast<int>(receiveBytes[member]),
-                     MPI_BYTE, member, 0, handle->comm, &requests.back()),
-           "post a receive");
-    }
+    char *into = static_cast<char *>(receives[member]);
+    if (into && receiveBytes[member] > 0)
+      pieces(receiveBytes[member],
+             [&](int64_t offset, int bytes, MPI_Request *request) {
+               receivedFrom.push_back(member);
+               post(MPI_Irecv(into + offset, bytes, MPI_BYTE, member, 0,
+                              handle->comm, request),
+                    "post a receive");
+             });
   }
   for (int member = 0; member < getSize(); ++member) {
     if (member == rank)
       continue;
-    if (sends[member] && sendBytes[member] > 0) {
-      requests.emplace_back();
-      post(MPI_Isend(sends[member], static_cast<int>(sendBytes[member]),
-                     MPI_BYTE, member, 0, handle->comm, &requests.back()),
-           "post a send");
-    }
+    const char *from = static_cast<const char *>(sends[member]);
+    if (from && sendBytes[member] > 0)
+      pieces(sendBytes[member],
+             [&](int64_t offset, int bytes, MPI_Request *request) {
+               post(MPI_Isend(from + offset, bytes, MPI_BYTE, member, 0,
+                              handle->comm, request),
+                    "post a send");
+             });
   }
   // Wait, but not for ever: a member that never arrives is an error that
   // names the collective and the step.
@@ -283,14 +318,18 @@ void Communicator::exchange(const char *kind,
       std::string group, missing;
       for (int member : worldRanks)
         group += (group.empty() ? "" : ", ") + std::to_string(member);
-      // Whoever this rank still waits to hear from.
+      // Whoever this rank still waits to hear from (any piece).
+      std::vector<bool> waiting(worldRanks.size(), false);
       for (size_t i = 0; i < receivedFrom.size(); ++i) {
         int arrived = 0;
         MPI_Test(&requests[i], &arrived, MPI_STATUS_IGNORE);
         if (!arrived)
-          missing += (missing.empty() ? "" : ", ") +
-                     std::to_string(worldRanks[receivedFrom[i]]);
+          waiting[receivedFrom[i]] = true;
       }
+      for (size_t member = 0; member < waiting.size(); ++member)
+        if (waiting[member])
+          missing += (missing.empty() ? "" : ", ") +
+                     std::to_string(worldRanks[member]);
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%.1f",
                     runtime.getTimeout().count() / 1000.0);
@@ -459,10 +498,17 @@ void Communicator::allGatherV(const void *input, void *output,
 }
 
 void Communicator::broadcastUncounted(void *data, int64_t bytes, int root) {
-  int code =
-      MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, handle->comm);
-  if (code != MPI_SUCCESS)
-    Runtime::get().fail("broadcast (bootstrap) failed: " + mpiError(code));
+  // In pieces of at most the message limit, as exchanges.
+  Runtime &runtime = Runtime::get();
+  int64_t limit = runtime.getMessageLimit();
+  for (int64_t offset = 0; offset < bytes; offset += limit) {
+    runtime.countMessagePosted();
+    int code = MPI_Bcast(static_cast<char *>(data) + offset,
+                         static_cast<int>(std::min<int64_t>(limit, bytes - offset)),
+                         MPI_BYTE, root, handle->comm);
+    if (code != MPI_SUCCESS)
+      runtime.fail("broadcast (bootstrap) failed: " + mpiError(code));
+  }
 }
 
 void Communicator::sendRecv(const char *kind,

@@ -17,7 +17,10 @@
 //                   member j, summed there in member order
 //
 // Each rank counts the calls and the bytes it sends and receives per
-// collective kind. A collective that cannot complete within the timeout
+// collective kind: the bytes its MPI messages carried. A message longer
+// than the message limit (2^30 bytes; MPI counts are `int`) goes as
+// several pieces in order, so any size is carried whole and counted once.
+// A collective that cannot complete within the timeout
 // (a rank that hangs or died) ends the process with an error naming the
 // rank, the collective and the step: nothing waits for ever. MPI errors are
 // reported with the rank, the collective and MPI's message.
@@ -50,6 +53,27 @@ struct Traffic {
   int64_t calls = 0;
   int64_t bytesSent = 0;
   int64_t bytesReceived = 0;
+};
+
+/// One call of a device library's collective (NCCL, HCCL) as a device
+/// target made it, recorded at the call site (runtime/host/DeviceSupport.h,
+/// `recordLibraryCall`): what the library was given.
+struct LibraryCall {
+  /// The training step (Runtime::getStep()) and which device collective
+  /// of the step it belongs to (1, 2, ... on this rank).
+  int64_t step = 0, call = 0;
+  /// The collective of generated code (`all_reduce`, `all_to_all`, ...)
+  /// and the library call it made (`all_reduce`, `all_gather`,
+  /// `reduce_scatter`, `send`, `recv`).
+  std::string collective, primitive;
+  /// The library's data type passed (`f32`, `f64`, `i64`) and the element
+  /// count passed (all-gather: per member; reduce-scatter: the result's).
+  std::string dtype;
+  int64_t count = 0;
+  /// The communicator passed: its members (world ranks, in its rank
+  /// order); for send and recv the peer (a world rank), else -1.
+  std::vector<int> group;
+  int peer = -1;
 };
 
 class Communicator;
@@ -93,6 +117,29 @@ public:
   const std::map<std::string, Traffic> &getTraffic() const { return traffic; }
   Traffic &count(const std::string &kind) { return traffic[kind]; }
 
+  /// Whether the device library calls are kept (the driver's --calls;
+  /// they are always counted, kept only when asked for).
+  void setKeepLibraryCalls(bool keep) { keepCalls = keep; }
+  bool keepsLibraryCalls() const { return keepCalls; }
+  void addLibraryCall(LibraryCall call) {
+    if (keepCalls)
+      libraryCalls.push_back(std::move(call));
+  }
+  const std::vector<LibraryCall> &getLibraryCalls() const {
+    return libraryCalls;
+  }
+
+  /// The most bytes one MPI message carries: longer ones go as pieces of
+  /// at most this many, in order (default 2^30, below MPI's `int` counts;
+  /// LOOM_MPI_MESSAGE_LIMIT overrides; tests make it tiny). At least 1 and
+  /// at most INT_MAX.
+  void setMessageLimit(int64_t bytes);
+  int64_t getMessageLimit() const { return messageLimit; }
+  /// The MPI messages this rank has posted (sends, receives and
+  /// broadcasts, a piece counting as one).
+  int64_t getMessagesPosted() const { return messagesPosted; }
+  void countMessagePosted() { ++messagesPosted; }
+
   /// Reports `message` as this rank's error and ends the process with
   /// status 1 (every other rank then fails its next collective within the
   /// timeout).
@@ -108,6 +155,10 @@ private:
   std::chrono::milliseconds timeout{30000};
   int64_t step = 0;
   std::map<std::string, Traffic> traffic;
+  bool keepCalls = false;
+  std::vector<LibraryCall> libraryCalls;
+  int64_t messageLimit = int64_t(1) << 30;
+  int64_t messagesPosted = 0;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/host/DeviceSupport.h"
 
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -22,12 +23,51 @@ using loom::rt::Runtime;
 
 namespace {
 
-/// Counts one call of collective `kind` with these bytes.
-void count(const char *kind, int64_t sent, int64_t received) {
-  rt::Traffic &traffic = Runtime::get().count(kind);
-  traffic.calls += 1;
-  traffic.bytesSent += sent;
-  traffic.bytesReceived += received;
+/// The device collective under way and its place among the step's.
+struct CallState {
+  const char *collective = nullptr;
+  int64_t step = -1, index = 0;
+  /// Whether the collective's call has been counted (at its first record).
+  bool counted = false;
+  /// The test hook names this collective: its count passes one short.
+  bool shorten = false;
+};
+CallState &callState() {
+  static CallState state;
+  return state;
+}
+
+/// LOOM_TEST_SHORT_COUNT=STEP:CALL, parsed once ({-1, -1}: unset).
+std::pair<int64_t, int64_t> shortCountHook() {
+  static const std::pair<int64_t, int64_t> hook = [] {
+    const char *text = std::getenv("LOOM_TEST_SHORT_COUNT");
+    if (!text)
+      return std::pair<int64_t, int64_t>{-1, -1};
+    long long step = 0, call = 0;
+    char rest = 0;
+    if (std::sscanf(text, "%lld:%lld%c", &step, &call, &rest) != 2 ||
+        step < 0 || call < 1)
+      Runtime::get().fail("LOOM_TEST_SHORT_COUNT must be STEP:CALL (CALL "
+                          "from 1), got '" +
+                          std::string(text) + "'");
+    return std::pair<int64_t, int64_t>{step, call};
+  }();
+  return hook;
+}
+
+/// Opens the device collective `name`: its records count under `name`.
+void beginCollective(const char *name) {
+  CallState &state = callState();
+  int64_t step = Runtime::get().getStep();
+  if (step != state.step) {
+    state.step = step;
+    state.index = 0;
+  }
+  state.collective = name;
+  state.counted = false;
+  ++state.index;
+  state.shorten = shortCountHook() == std::pair<int64_t, int64_t>{
+                                          step, state.index};
 }
 
 /// The tensor `shape` seen as [outer, extent of `dim`, inner].
@@ -63,14 +103,19 @@ void moveBlock(const Target &target, char *out, const char *in,
     target.copy2d(out + start, wide, in, row, row, static_cast<size_t>(outer));
 }
 
-/// A device collective's span in the trace: when tracing, the stream
-/// drains before and after it, so that the span covers the collective's
-/// own device work (device work is asynchronous otherwise).
+/// A device collective: the library calls recorded while it lasts are
+/// its own (recordLibraryCall), and its span in the trace: when tracing,
+/// the stream drains before and after it, so that the span covers the
+/// collective's own device work (device work is asynchronous otherwise).
 class DeviceSpan {
 public:
   DeviceSpan(const Target &target, const char *name)
-      : target(target), drained(drain(target)), span(name) {}
+      : target(target), drained(drain(target)), span(name) {
+    beginCollective(name);
+  }
   ~DeviceSpan() {
+    callState().collective = nullptr;
+    callState().shorten = false;
     if (drained)
       target.synchronize();
   }
@@ -101,6 +146,11 @@ std::vector<std::unique_ptr<Communicator>> &inOrder() {
   static std::vector<std::unique_ptr<Communicator>> order;
   return order;
 }
+/// The device communicators by library handle.
+std::map<void *, Communicator *> &byHandle() {
+  static std::map<void *, Communicator *> handles;
+  return handles;
+}
 } // namespace
 
 Communicator *device::subgroup(Ints devices, Shape mesh, Shape axes,
@@ -117,6 +167,7 @@ Communicator *device::subgroup(Ints devices, Shape mesh, Shape axes,
     handle = make(*mpi);
   }
   inOrder().push_back(std::make_unique<Communicator>(*mpi, handle));
+  byHandle()[handle] = inOrder().back().get();
   return byGroup()[{mpi, make}] = inOrder().back().get();
 }
 
@@ -126,6 +177,69 @@ void device::destroyCommunicators(void (*destroy)(void *handle)) {
       destroy(comm->getHandle());
   inOrder().clear();
   byGroup().clear();
+  byHandle().clear();
+}
+
+void device::recordLibraryCall(const char *primitive, void *comm,
+                               uint64_t count, const char *dtype, int peer) {
+  Runtime &runtime = Runtime::get();
+  CallState &state = callState();
+  std::string what = std::string("a device library call (") + primitive +
+                     ", " + std::to_string(count) + " " + dtype + ")";
+  if (!state.collective)
+    runtime.fail(what + " outside a device collective");
+  auto it = byHandle().find(comm);
+  if (it == byHandle().end())
+    runtime.fail(what + " of " + state.collective +
+                 " on a communicator Loom did not make");
+  const Communicator &device = *it->second;
+  int64_t size = !std::strcmp(dtype, "f32")   ? 4
+                 : !std::strcmp(dtype, "f64") ? 8
+                 : !std::strcmp(dtype, "i64") ? 8
+                                              : 0;
+  if (!size)
+    runtime.fail(what + " of " + state.collective +
+                 " passes a data type the runtime does not know");
+  if (count > static_cast<uint64_t>(INT64_MAX / 8))
+    runtime.fail(what + " of " + state.collective +
+                 " passes an impossible count");
+  int64_t n = static_cast<int64_t>(count);
+  int64_t k = device.getSize(), me = device.getRank();
+  bool pointToPoint =
+      !std::strcmp(primitive, "send") || !std::strcmp(primitive, "recv");
+  if (pointToPoint != (peer >= 0) || peer >= k)
+    runtime.fail(what + " of " + state.collective + " names peer " +
+                 std::to_string(peer) + " in a communicator of " +
+                 std::to_string(k));
+  int64_t sent = 0, received = 0;
+  if (!std::strcmp(primitive, "all_reduce")) {
+    int64_t own = chunk(n, k, me);
+    sent = received = (n - own + (k - 1) * own) * size;
+  } else if (!std::strcmp(primitive, "all_gather") ||
+             !std::strcmp(primitive, "reduce_scatter")) {
+    sent = received = (k - 1) * n * size;
+  } else if (!std::strcmp(primitive, "send")) {
+    sent = peer == me ? 0 : n * size;
+  } else if (!std::strcmp(primitive, "recv")) {
+    received = peer == me ? 0 : n * size;
+  } else {
+    runtime.fail(what + " of " + state.collective +
+                 ": a primitive the runtime does not know");
+  }
+  rt::Traffic &traffic = runtime.count(state.collective);
+  if (!state.counted) {
+    traffic.calls += 1;
+    state.counted = true;
+  }
+  traffic.bytesSent += sent;
+  traffic.bytesReceived += received;
+  const std::vector<int> &members = device.getWorldRanks();
+  runtime.addLibraryCall({state.step, state.index, state.collective, primitive,
+                          dtype, n, members, peer >= 0 ? members[peer] : -1});
+}
+
+int64_t device::libraryCount(int64_t count) {
+  return callState().shorten && count > 0 ? count - 1 : count;
 }
 
 int64_t device::chunk(int64_t count, int64_t k, int64_t j) {
@@ -151,11 +265,8 @@ void device::allReduce(const Target &target, Group group, void *out,
                        const void *in, const Shape &shape, ElementType type,
                        const char *kind) {
   DeviceSpan span(target, "all_reduce");
-  int64_t n = shape.numElements(), size = rt::getElementSize(type);
-  int64_t k = group.size, own = chunk(n, k, group.rank) * size;
-  count("all_reduce", n * size - own + (k - 1) * own,
-        n * size - own + (k - 1) * own);
-  target.allReduce(group.comm, out, in, n, type,
+  int64_t n = shape.numElements();
+  target.allReduce(group.comm, out, in, libraryCount(n), type,
                    reductionOf("all_reduce", kind, type), group.size);
 }
 
@@ -165,11 +276,10 @@ void device::allGather(const Target &target, Group group, void *out,
   DeviceSpan span(target, "all_gather");
   int64_t n = inShape.numElements(), size = rt::getElementSize(type);
   int64_t k = group.size;
-  count("all_gather", n * size * (k - 1), n * size * (k - 1));
   bool direct = leadingDim(inShape, dim);
   char *gathered =
       direct ? static_cast<char *>(out) : target.scratch(n * size * k);
-  target.allGather(group.comm, gathered, in, n, type);
+  target.allGather(group.comm, gathered, in, libraryCount(n), type);
   if (!direct)
     for (int64_t j = 0; j < k; ++j)
       moveBlock(target, static_cast<char *>(out), gathered + j * n * size,
@@ -183,7 +293,6 @@ void device::reduceScatter(const Target &target, Group group, void *out,
   DeviceSpan span(target, "reduce_scatter");
   int64_t n = outShape.numElements(), size = rt::getElementSize(type);
   int64_t k = group.size;
-  count("reduce_scatter", n * size * (k - 1), n * size * (k - 1));
   const char *source = static_cast<const char *>(in);
   if (!leadingDim(inShape, dim)) {
     char *packed = target.scratch(n * size * k);
@@ -192,7 +301,7 @@ void device::reduceScatter(const Target &target, Group group, void *out,
                 /*pack=*/true);
     source = packed;
   }
-  target.reduceScatter(group.comm, out, source, n, type,
+  target.reduceScatter(group.comm, out, source, libraryCount(n), type,
                        reductionOf("reduce_scatter", kind, type), group.size);
 }
 
@@ -203,15 +312,14 @@ void device::allToAll(const Target &target, Group group, void *out,
   DeviceSpan span(target, "all_to_all");
   int64_t k = group.size, size = rt::getElementSize(type);
   int64_t block = inShape.numElements() / k;
-  count("all_to_all", block * size * (k - 1), block * size * (k - 1));
   char *sendBuffer = target.scratch(2 * block * k * size);
   char *receiveBuffer = sendBuffer + block * k * size;
   for (int64_t j = 0; j < k; ++j)
     moveBlock(target, sendBuffer + j * block * size,
               static_cast<const char *>(in), inShape, splitDim, k, j, size,
               /*pack=*/true);
-  target.allToAll(group.comm, receiveBuffer, sendBuffer, block, type,
-                  group.size);
+  target.allToAll(group.comm, receiveBuffer, sendBuffer, libraryCount(block),
+                  type, group.size);
   for (int64_t j = 0; j < k; ++j)
     moveBlock(target, static_cast<char *>(out),
               receiveBuffer + j * block * size, outShape, concatDim, k, j, size,

@@ -1,8 +1,10 @@
 //===- DeviceSupport.h - What device targets' runtimes share ----*- C++ -*-===//
 //
 // The CUDA and Ascend runtimes (runtime/cuda, runtime/ascend) run the same
-// collectives with different libraries: both count traffic as the
-// simulator does, pack blocks along a dimension with 2-D copies, stage
+// collectives with different libraries: both record every library
+// collective call at its call site (what was passed: the call, the element
+// count, the data type, the communicator, the peer) and count traffic from
+// those records as the simulator counts it, pack blocks along a dimension with 2-D copies, stage
 // cross-group exchanges through host memory and give generated code the
 // same typed collective functions. Those shared parts live here, on the
 // host runtime.
@@ -55,7 +57,9 @@ struct Target {
   char *(*scratch)(int64_t bytes);
   /// The library's collectives on contiguous buffers of `count` elements
   /// (all-gather and reduce-scatter: `count` per member; all-to-all:
-  /// `count` to and from each member, blocks in member order).
+  /// `count` to and from each member, blocks in member order). Each
+  /// records every library call it makes, with what it passes
+  /// (recordLibraryCall); the counters come from those records.
   void (*allReduce)(void *comm, void *out, const void *in, int64_t count,
                     rt::ElementType type, Reduction reduction, int members);
   void (*allGather)(void *comm, void *out, const void *in, int64_t count,
@@ -81,6 +85,8 @@ public:
   int getRank() const { return mpi.getRank(); }
   int getSize() const { return mpi.getSize(); }
   void *getHandle() const { return handle; }
+  /// The members' world ranks, in the communicator's rank order.
+  const std::vector<int> &getWorldRanks() const { return mpi.getWorldRanks(); }
   Group group() const { return {handle, mpi.getRank(), mpi.getSize()}; }
 
 private:
@@ -101,13 +107,38 @@ void destroyCommunicators(void (*destroy)(void *handle));
 /// integers or an unknown kind ends the rank.
 Reduction reductionOf(const char *op, const char *kind, rt::ElementType type);
 
+/// Records one call of the device library's collectives, made by the
+/// target at its call site with exactly what it passes to the library:
+/// `primitive` (`all_reduce`, `all_gather`, `reduce_scatter`, `send`,
+/// `recv`), the communicator handle, the element count, the library's data
+/// type by name (`f32`, `f64`, `i64`) and, for send and recv, the peer (its
+/// rank in the communicator). It belongs to the collective of generated
+/// code under way (each opens one: `all_reduce`, `all_to_all`, ...), whose
+/// counters are derived from the records, not from the operands: one call
+/// per collective, and per record the bytes the simulator counts for it
+/// (all-reduce of n elements: a reduce-scatter of k near-equal chunks, then
+/// an all-gather of them; all-gather and reduce-scatter: n elements to and
+/// from each other member; send and recv: n elements to or from another
+/// member). With the driver's --calls the records are kept
+/// (rt::LibraryCall, DIR/rank<r>/calls.txt). A record outside a
+/// collective, on a communicator Loom did not make, of another data type
+/// or primitive ends the rank.
+void recordLibraryCall(const char *primitive, void *comm, uint64_t count,
+                       const char *dtype, int peer = -1);
+
+/// The element count the collective under way passes to the library:
+/// `count`, or one fewer in the device collective the test hook
+/// LOOM_TEST_SHORT_COUNT=STEP:CALL names (on every rank, the CALL-th of
+/// step STEP), to check that a wrong count is caught.
+int64_t libraryCount(int64_t count);
+
 /// Elements of part `j` of `count` split `k` ways (the first count % k
 /// parts one larger), as the simulator's ring chunks.
 int64_t chunk(int64_t count, int64_t k, int64_t j);
 
 // The collectives of generated code on a device target: blocks along inner
-// dimensions packed with 2-D copies, traffic counted as the simulator
-// counts it.
+// dimensions packed with 2-D copies, traffic counted from the library
+// calls the target records.
 void allReduce(const Target &target, Group group, void *out, const void *in,
                const Shape &shape, rt::ElementType type, const char *kind);
 void allGather(const Target &target, Group group, void *out,

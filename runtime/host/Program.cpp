@@ -657,9 +657,12 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
       out = value();
     } else if (arg == "--trace") {
       tracer().enabled = true;
+    } else if (arg == "--calls") {
+      runtime.setKeepLibraryCalls(true);
     } else {
       runtime.fail("unknown option '" + arg +
-                   "' (expected --steps K, --in DIR, --out DIR, --trace)");
+                   "' (expected --steps K, --in DIR, --out DIR, --trace, "
+                   "--calls)");
     }
   }
   std::string me = "rank" + std::to_string(runtime.getWorldRank());
@@ -739,6 +742,23 @@ int loom::host::drive(int argc, char **argv, ProgramView &view) {
               std::to_string(traffic.bytesReceived) + "\n";
     writeBytes(outDir + "/comm.txt", comm.data(),
                static_cast<int64_t>(comm.size()), false);
+    if (runtime.keepsLibraryCalls()) {
+      // One device library call a line: step, collective of the step,
+      // collective, library call, data type, count, peer (-1: none), the
+      // communicator's members.
+      std::string calls;
+      for (const rt::LibraryCall &call : runtime.getLibraryCalls()) {
+        calls += std::to_string(call.step) + " " + std::to_string(call.call) +
+                 " " + call.collective + " " + call.primitive + " " +
+                 call.dtype + " " + std::to_string(call.count) + " " +
+                 std::to_string(call.peer) + " ";
+        for (size_t i = 0; i < call.group.size(); ++i)
+          calls += (i ? "," : "") + std::to_string(call.group[i]);
+        calls += "\n";
+      }
+      writeBytes(outDir + "/calls.txt", calls.data(),
+                 static_cast<int64_t>(calls.size()), false);
+    }
     if (tracer().enabled) {
       // One process per rank; compute on thread 0, communication on 1.
       int rank = runtime.getWorldRank();

@@ -38,6 +38,12 @@
 //   --trace         also write DIR/rank<r>/trace.json (with --out): a
 //                   Chrome trace of this rank's step phases (thread 0) and
 //                   collectives (thread 1), microseconds of wall time
+//   --calls         also write DIR/rank<r>/calls.txt (with --out): every
+//                   device library call (NCCL, HCCL) as recorded at its
+//                   call site, one a line: step, the collective's place in
+//                   the step, collective, library call, data type, count,
+//                   peer (-1: none), members (world ranks, comma-separated);
+//                   empty on the host target, which calls no library
 //
 //===----------------------------------------------------------------------===//
 

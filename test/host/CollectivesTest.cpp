@@ -9,16 +9,27 @@
 // `--crash-after-success R`: rank R aborts after printing its success line
 // (the planted fault that proves the ctest entry judges exit status).
 //
+// Messages above the MPI message limit go as pieces: every collective and
+// exchange runs once whole and once with a 7-byte limit (element counts
+// and messages that 7 does not divide), and must give the same bits and
+// count the same bytes. `--large`: one real message of 2^31 + 13 bytes (2
+// ranks, about 4.3 GB in all), past MPI's int counts.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/host/Collectives.h"
+#include "runtime/host/Program.h"
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace loom::rt;
@@ -133,6 +144,240 @@ void checkGroup(Communicator &group, const char *name) {
         static_cast<long>(scatter.bytesSent));
 }
 
+/// Deterministic, rank-dependent values with many significant bits (so
+/// that a sum taken in another order or a misplaced piece shows).
+struct Values {
+  uint64_t state;
+  explicit Values(uint64_t seed) : state(seed * 0x9e3779b97f4a7c15ull + 1) {}
+  uint64_t next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+  double real() { return static_cast<double>(next() >> 11) / 9007199254740992.0 - 0.5; }
+  template <typename T> std::vector<T> of(int64_t n) {
+    std::vector<T> values(static_cast<size_t>(n));
+    for (T &value : values)
+      value = std::is_integral_v<T> ? static_cast<T>(next() % 2001) - 1000
+                                    : static_cast<T>(real() * 1000);
+    return values;
+  }
+};
+
+template <typename T> std::vector<char> bytesOf(const std::vector<T> &values) {
+  const char *data = reinterpret_cast<const char *>(values.data());
+  return std::vector<char>(data, data + values.size() * sizeof(T));
+}
+
+/// Every collective and exchange whole (the largest message limit) and
+/// with a 7-byte limit: the same bits, the same bytes counted, more messages.
+void checkChunked(Communicator &group, const char *name) {
+  Runtime &runtime = Runtime::get();
+  int k = group.getSize(), me = group.getRank();
+  int64_t defaultLimit = runtime.getMessageLimit();
+  // Runs `body` (which returns its results' bytes) under both limits.
+  auto both = [&](const char *what, auto &&body) {
+    std::vector<char> results[2];
+    std::map<std::string, Traffic> counted[2];
+    int64_t messages[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      runtime.setMessageLimit(pass == 0 ? INT_MAX : 7);
+      std::map<std::string, Traffic> before = runtime.getTraffic();
+      int64_t posted = runtime.getMessagesPosted();
+      results[pass] = body();
+      messages[pass] = runtime.getMessagesPosted() - posted;
+      for (const auto &[kind, traffic] : runtime.getTraffic()) {
+        Traffic was = before.count(kind) ? before.at(kind) : Traffic();
+        counted[pass][kind] = {traffic.calls - was.calls,
+                               traffic.bytesSent - was.bytesSent,
+                               traffic.bytesReceived - was.bytesReceived};
+      }
+    }
+    runtime.setMessageLimit(defaultLimit);
+    CHECK(!results[0].empty() && results[0] == results[1],
+          "%s %s: the chunked result differs from the whole one (%zu and %zu "
+          "bytes)",
+          name, what, results[0].size(), results[1].size());
+    for (const auto &[kind, traffic] : counted[0]) {
+      const Traffic &chunked = counted[1][kind];
+      CHECK(traffic.calls == chunked.calls &&
+                traffic.bytesSent == chunked.bytesSent &&
+                traffic.bytesReceived == chunked.bytesReceived,
+            "%s %s: %s counted %ld/%ld/%ld whole, %ld/%ld/%ld chunked", name,
+            what, kind.c_str(), static_cast<long>(traffic.calls),
+            static_cast<long>(traffic.bytesSent),
+            static_cast<long>(traffic.bytesReceived),
+            static_cast<long>(chunked.calls),
+            static_cast<long>(chunked.bytesSent),
+            static_cast<long>(chunked.bytesReceived));
+    }
+    CHECK(k == 1 || messages[1] > messages[0],
+          "%s %s: %ld messages whole, %ld chunked (no pieces?)", name, what,
+          static_cast<long>(messages[0]), static_cast<long>(messages[1]));
+  };
+  // Fresh inputs for each call, the same in both passes.
+  auto values = [&](uint64_t salt) { return Values(salt * 131 + me); };
+
+  using Kind = Reduction;
+  struct {
+    const char *what;
+    ElementType type;
+    Kind kind;
+    int64_t count;
+  } reductions[] = {{"all_reduce f32 sum", ElementType::F32, Kind::Sum, 37},
+                    {"all_reduce f64 mean", ElementType::F64, Kind::Mean, 53},
+                    {"all_reduce f64 max", ElementType::F64, Kind::Max, 41},
+                    {"all_reduce i64 min", ElementType::I64, Kind::Min, 29}};
+  for (auto &r : reductions)
+    both(r.what, [&] {
+      Values v = values(1);
+      if (r.type == ElementType::F32) {
+        std::vector<float> x = v.of<float>(r.count);
+        group.allReduce(x.data(), r.count, r.type, r.kind);
+        return bytesOf(x);
+      }
+      if (r.type == ElementType::F64) {
+        std::vector<double> x = v.of<double>(r.count);
+        group.allReduce(x.data(), r.count, r.type, r.kind);
+        return bytesOf(x);
+      }
+      std::vector<int64_t> x = v.of<int64_t>(r.count);
+      group.allReduce(x.data(), r.count, r.type, r.kind);
+      return bytesOf(x);
+    });
+  both("all_gather f32", [&] {
+    std::vector<float> x = values(2).of<float>(37), all(37 * k);
+    group.allGather(x.data(), all.data(), 37, ElementType::F32);
+    return bytesOf(all);
+  });
+  both("reduce_scatter f64 sum", [&] {
+    std::vector<double> x = values(3).of<double>(11 * k), out(11);
+    group.reduceScatterSum(x.data(), out.data(), 11, ElementType::F64);
+    return bytesOf(out);
+  });
+  both("reduce_scatter f32 mean", [&] {
+    std::vector<float> x = values(4).of<float>(19 * k), out(19);
+    group.reduceScatter(x.data(), out.data(), 19, ElementType::F32, Kind::Mean);
+    return bytesOf(out);
+  });
+  both("all_gather_v f64", [&] {
+    std::vector<int64_t> counts;
+    int64_t total = 0;
+    for (int m = 0; m < k; ++m) {
+      counts.push_back(5 * m + 3);
+      total += 5 * m + 3;
+    }
+    std::vector<double> x = values(5).of<double>(counts[me]), all(total);
+    group.allGatherV(x.data(), all.data(), counts, ElementType::F64);
+    return bytesOf(all);
+  });
+  both("all_reduce among (reversed order)", [&] {
+    std::vector<int> members;
+    for (int m = k - 1; m >= 0; --m)
+      members.push_back(m);
+    std::vector<double> x = values(6).of<double>(23);
+    group.allReduceSumAmong(x.data(), 23, ElementType::F64, members,
+                            "exchange");
+    return bytesOf(x);
+  });
+  if (k > 1)
+    both("send/recv", [&] {
+      // Member m sends 13 m + 5 doubles to m + 1 and receives from m - 1.
+      int from = (me + k - 1) % k, to = (me + 1) % k;
+      std::vector<double> out = values(7).of<double>(13 * me + 5);
+      std::vector<double> in(13 * from + 5);
+      group.sendRecv("exchange", {{to, out.data(), 8 * (13 * me + 5)}},
+                     {{from, in.data(), 8 * (13 * from + 5)}});
+      return bytesOf(in);
+    });
+  both("all_to_all", [&] {
+    // The host program's all-to-all: blocks of 3 x 5 along dimension 0.
+    std::vector<float> in = values(8).of<float>(3 * k * 5), out(3 * k * 5);
+    loom::host::Shape shape{3 * k, 5};
+    loom::host::all_to_all(out.data(), shape, in.data(), shape, &group, 0, 0);
+    return bytesOf(out);
+  });
+  if (k > 1)
+    both("broadcast (uncounted)", [&] {
+      std::vector<char> data(101, 0);
+      if (me == 0)
+        for (size_t i = 0; i < data.size(); ++i)
+          data[i] = static_cast<char>(i * 37 + 11);
+      group.broadcastUncounted(data.data(), 101, 0);
+      return data;
+    });
+}
+
+/// The large message's bytes: word w (8 bytes) is a mix of w, unique and
+/// not periodic, so a misplaced or lost piece shows; the tail byte by byte.
+uint64_t patternWord(int64_t w) {
+  uint64_t x = static_cast<uint64_t>(w) * 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 29);
+}
+void fillPattern(char *data, int64_t bytes) {
+  for (int64_t w = 0; w < bytes / 8; ++w) {
+    uint64_t word = patternWord(w);
+    std::memcpy(data + 8 * w, &word, 8);
+  }
+  for (int64_t i = bytes / 8 * 8; i < bytes; ++i)
+    data[i] = static_cast<char>(i);
+}
+/// The first byte of `data` that is not the pattern's, or -1.
+int64_t firstWrong(const char *data, int64_t bytes) {
+  for (int64_t w = 0; w < bytes / 8; ++w) {
+    uint64_t word;
+    std::memcpy(&word, data + 8 * w, 8);
+    if (word != patternWord(w))
+      return 8 * w;
+  }
+  for (int64_t i = bytes / 8 * 8; i < bytes; ++i)
+    if (data[i] != static_cast<char>(i))
+      return i;
+  return -1;
+}
+
+/// One message of 2^31 + 13 bytes from world rank 0 to world rank 1,
+/// under the default limit: it arrives whole, counted exactly.
+int checkLarge() {
+  Runtime &runtime = Runtime::get();
+  int me = runtime.getWorldRank();
+  if (runtime.getWorldSize() != 2) {
+    std::fprintf(stderr, "--large runs on 2 ranks\n");
+    return 1;
+  }
+  const int64_t bytes = (int64_t(1) << 31) + 13;
+  Communicator &group = runtime.getGroup({0, 1});
+  std::unique_ptr<char[]> data(new char[static_cast<size_t>(bytes)]);
+  if (me == 0)
+    fillPattern(data.get(), bytes);
+  int64_t posted = runtime.getMessagesPosted();
+  if (me == 0)
+    group.sendRecv("exchange", {{1, data.get(), bytes}}, {});
+  else
+    group.sendRecv("exchange", {}, {{0, data.get(), bytes}});
+  Traffic counted = runtime.getTraffic().at("exchange");
+  int64_t pieces = (bytes + runtime.getMessageLimit() - 1) /
+                   runtime.getMessageLimit();
+  CHECK(runtime.getMessagesPosted() - posted == pieces,
+        "%ld messages for %ld bytes, expected %ld",
+        static_cast<long>(runtime.getMessagesPosted() - posted),
+        static_cast<long>(bytes), static_cast<long>(pieces));
+  CHECK(counted.calls == 1 && counted.bytesSent == (me == 0 ? bytes : 0) &&
+            counted.bytesReceived == (me == 1 ? bytes : 0),
+        "counted %ld sent, %ld received", static_cast<long>(counted.bytesSent),
+        static_cast<long>(counted.bytesReceived));
+  if (me == 1) {
+    int64_t wrong = firstWrong(data.get(), bytes);
+    CHECK(wrong < 0, "the message differs from what was sent at byte %ld",
+          static_cast<long>(wrong));
+  }
+  std::printf("rank %d: %s\n", me,
+              failures ? "FAILED" : "a message of 2^31 + 13 bytes ok");
+  Runtime::finalize();
+  return failures ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -144,6 +389,9 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "--crash-after-success") == 0)
       crash = std::atoi(argv[i + 1]);
   }
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--large") == 0)
+      return checkLarge();
   int world = runtime.getWorldSize(), me = runtime.getWorldRank();
 
   if (hang >= 0) {
@@ -172,6 +420,10 @@ int main(int argc, char **argv) {
       odd.push_back(r);
   if (me % 2 == 1)
     checkGroup(runtime.getGroup(odd), "odd ranks");
+  // Messages in pieces.
+  checkChunked(runtime.getGroup(everyone), "world");
+  if (me % 2 == 1)
+    checkChunked(runtime.getGroup(odd), "odd ranks");
   // The cache gives the same communicator again.
   CHECK(&runtime.getGroup(everyone) == &runtime.getGroup(everyone),
         "the world's communicator is made once");

@@ -349,6 +349,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                                          "ASAN_OPTIONS",
                                          "UBSAN_OPTIONS",
                                          "LOOM_TEST_HANG",
+                                         "LOOM_TEST_SHORT_COUNT",
+                                         "LOOM_MPI_MESSAGE_LIMIT",
                                          "LOOM_ASCEND_DOUBLE_LOG",
                                          "LOOM_DEVICE_STEP_TIMEOUT_S"};
   if (host.target == "ascend" || host.target == "cluster") {
@@ -387,6 +389,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                                  "--in", in, "--out", out});
   if (!host.trace.empty())
     command.push_back("--trace");
+  if (host.commCalls)
+    command.push_back("--calls");
   if (int code = run(command, "the ranks (mpirun)"))
     return code;
 
@@ -490,6 +494,37 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
           sent = std::to_string(bytes + 1);
         os << "rank " << device << " " << words[0] << ": calls " << words[1]
            << ", bytes sent " << sent << ", received " << words[3] << "\n";
+      }
+    }
+
+  // 5b. Device library calls per rank and step, as recorded:
+  //   call rank R step S #C COLLECTIVE: PRIMITIVE DTYPE x COUNT over {G}
+  // (send: `to P`, recv: `from P`), as --hspmd-comm-report=calls=1 prints
+  // its prediction (without the step).
+  if (host.commCalls)
+    for (auto [device, index] : programOf) {
+      std::string error;
+      FailureOr<std::string> text = readFile(
+          out + "/rank" + std::to_string(device) + "/calls.txt", error);
+      if (failed(text))
+        return fail(error);
+      SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(*text).split(lines, '\n', -1, false);
+      for (llvm::StringRef line : lines) {
+        SmallVector<llvm::StringRef> words;
+        line.split(words, ' ');
+        if (words.size() != 8)
+          return fail("rank " + llvm::Twine(device) +
+                      ": a malformed line in calls.txt: '" + line + "'");
+        SmallVector<llvm::StringRef> members;
+        words[7].split(members, ',');
+        os << "call rank " << device << " step " << words[0] << " #"
+           << words[1] << " " << words[2] << ": " << words[3] << " "
+           << words[4] << " x " << words[5] << " over {"
+           << llvm::join(members, ", ") << "}";
+        if (words[6] != "-1")
+          os << (words[3] == "recv" ? " from " : " to ") << words[6];
+        os << "\n";
       }
     }
 

@@ -39,6 +39,9 @@ struct HostLaunchOptions {
   std::string binary;
   /// Print every rank's calls and bytes per collective kind.
   bool commStats = false;
+  /// Print every device library call (NCCL, HCCL) each rank made, per
+  /// step, as its runtime recorded it at the call site.
+  bool commCalls = false;
   /// Write a Chrome trace of every rank's phases and collectives here.
   std::string trace;
 };

@@ -304,6 +304,13 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--simulate: print each rank's calls and bytes per "
                      "collective kind"),
       llvm::cl::init(false), llvm::cl::cat(category));
+  llvm::cl::opt<bool> commCalls(
+      "comm-calls",
+      llvm::cl::desc("--train on a device target: print every device "
+                     "library call (NCCL, HCCL) of every rank and step, as "
+                     "the runtime recorded it at the call site (compare "
+                     "with --hspmd-comm-report=calls=1)"),
+      llvm::cl::init(false), llvm::cl::cat(category));
   llvm::cl::opt<bool> train(
       "train",
       llvm::cl::desc("Run a training step (a function with an nn.loss "
@@ -440,6 +447,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     host.mpirun = mpirun;
     host.binary = binary;
     host.commStats = commStats;
+    host.commCalls = commCalls;
     host.trace = traceFile;
     host.ascendDouble = ascendDouble;
     return host;
@@ -515,6 +523,10 @@ int loom::interp::loomRunMain(int argc, char **argv) {
         target == "cluster") {
       HostLaunchOptions host = hostOptions();
       host.target = target;
+      if (commCalls && target == "host")
+        return fail("--comm-calls: the host target calls no device library "
+                    "(its collectives are MPI messages, which --comm-stats "
+                    "counts)");
       if (options.entry.empty())
         options.entry = globalEntry;
       return runOnHostRanks(*module, interpreter, options, host);
@@ -525,6 +537,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                   target + "'");
     if (commStats)
       return fail("--comm-stats applies with --simulate or --target host");
+    if (commCalls)
+      return fail("--comm-calls applies with --train on a compiled target "
+                  "(--target cuda, ascend or cluster)");
     return runTraining(*module, interpreter, options);
   }
   if (json || !initNpy.empty() || trainSteps.getNumOccurrences() ||
@@ -608,6 +623,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     return 1;
   if (commStats && !simulate.getNumOccurrences())
     return fail("--comm-stats only applies with --simulate");
+  if (commCalls)
+    return fail("--comm-calls applies with --train on a compiled target "
+                "(--target cuda, ascend or cluster)");
   if (simulate.getNumOccurrences() && repeat)
     return fail("--repeat times the single-device interpreter; it does not "
                 "combine with --simulate");
