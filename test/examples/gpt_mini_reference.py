@@ -1,7 +1,7 @@
 """An independent numpy implementation of the GPT-mini: forward, and backward
 written out by hand (no autodiff, no Loom code), used to cross-check the
-interpreter and `--nn-autodiff` (test/examples/gpt-mini-numpy.test) and as
-the numpy side of test/bench/gpt_mini_fwd_bwd.py.
+interpreter and `--nn-autodiff` (test/examples/gpt-mini-numpy.test, through
+crosscheck.py) and as the numpy side of test/bench/gpt_mini_fwd_bwd.py.
 
 The model is that of examples/gpt_mini.mlir: learned token and position
 embeddings, pre-norm blocks of causal multi-head attention and a GELU (erf)
@@ -16,9 +16,13 @@ import math
 import numpy as np
 from scipy.special import erf
 
+NAME = "gpt_mini"
 LN_EPS = 1e-5
 BLOCK_PARAMS = ("ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b",
                 "w1", "b1", "w2", "b2")
+# Sizes the crosscheck driver takes as options, with their defaults.
+SIZES = (("batch", 8), ("seq", 16), ("vocab", 64), ("width", 32),
+         ("heads", 4), ("layers", 2), ("ffn", 128))
 
 
 class Config:
@@ -31,6 +35,10 @@ class Config:
     @property
     def tokens(self):
         return self.batch * self.seq
+
+    def describe(self):
+        return (f"batch {self.batch} seq {self.seq} width {self.width} "
+                f"heads {self.heads} layers {self.layers}")
 
     def param_shapes(self):
         """(name, shape) in the function's argument order."""
