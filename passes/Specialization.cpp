@@ -10,9 +10,10 @@
 // a device's rank is implicit in the collectives it joins.
 //
 // Ops whose local computation needs the device's position in the global
-// tensor (an iota, causal attention or dropout along a split dimension, an
-// embedding with a split vocabulary) have no local form yet and are
-// reported. A mean over split dimensions divides by the global count: the
+// tensor (an iota, causal attention along a split sequence, an embedding
+// with a split vocabulary) get the block's start from an hspmd.axis_index;
+// those without such a local form yet (dropout along a split dimension, an
+// iota with a non-constant offset along one) are reported. A mean over split dimensions divides by the global count: the
 // local mean is scaled by local/global count, and the contributions sum.
 //
 //===----------------------------------------------------------------------===//
