@@ -47,7 +47,10 @@ config.substitutions.append(("%python", python_with_numpy()))
 config.substitutions.append(("%ascend_double_dir",
                              getattr(config, "loom_ascend_double_dir", "")))
 
-llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+# OPENBLAS_CORETYPE: scripts/blas-families.sh runs the suite with each
+# OpenBLAS kernel family forced.
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP",
+                                     "OPENBLAS_CORETYPE"])
 llvm_config.use_default_substitutions()
 
 # Sanitized tools: fail loudly on the first error.
