@@ -152,6 +152,17 @@ Runtime &Runtime::init(int *argc, char ***argv) {
                      std::to_string(INT_MAX) + "], got '" + limit + "'");
     instance->messageLimit = bytes;
   }
+  // Every rank must cut messages at the same limit, or pieces would meet
+  // receives of other sizes.
+  long long limits[2] = {instance->messageLimit, -instance->messageLimit};
+  if (MPI_Allreduce(MPI_IN_PLACE, limits, 2, MPI_LONG_LONG, MPI_MAX,
+                    MPI_COMM_WORLD) == MPI_SUCCESS &&
+      limits[0] != -limits[1])
+    instance->fail("the ranks have different MPI message limits (from " +
+                   std::to_string(-limits[1]) + " to " +
+                   std::to_string(limits[0]) +
+                   " bytes; LOOM_MPI_MESSAGE_LIMIT must be the same on every "
+                   "rank)");
   return *instance;
 }
 
@@ -189,6 +200,7 @@ int Runtime::getNodeRankAmong(int color) const {
 }
 
 void Runtime::setMessageLimit(int64_t bytes) {
+  // (Collective: every rank sets the same limit before its next message.)
   if (bytes < 1 || bytes > INT_MAX)
     fail("the MPI message limit must be in [1, " + std::to_string(INT_MAX) +
          "] bytes, got " + std::to_string(bytes));
@@ -255,9 +267,10 @@ void Communicator::exchange(const char *kind,
                             const std::vector<void *> &receives,
                             const std::vector<int64_t> &receiveBytes) {
   Runtime &runtime = Runtime::get();
-  // The receives come first in `requests`, from `receivedFrom[i]`.
+  // The receives come first in `requests`, from `receivedFrom[i]`, each of
+  // `expectedBytes[i]` bytes.
   std::vector<MPI_Request> requests;
-  std::vector<int> receivedFrom;
+  std::vector<int> receivedFrom, expectedBytes;
   auto post = [&](int code, const char *what) {
     if (code != MPI_SUCCESS)
       runtime.fail(std::string(kind) + " at step " +
@@ -266,7 +279,9 @@ void Communicator::exchange(const char *kind,
   };
   // A message longer than the limit goes as pieces, in order: MPI keeps
   // the order of messages between two ranks on one communicator and tag,
-  // so the pieces arrive where they belong.
+  // so the pieces arrive where they belong (every rank has the same limit:
+  // Runtime::init checks it), and each receive must get exactly the bytes
+  // it was posted for.
   int64_t limit = runtime.getMessageLimit();
   auto pieces = [&](int64_t bytes, auto &&postOne) {
     for (int64_t offset = 0; offset < bytes; offset += limit) {
@@ -284,6 +299,7 @@ void Communicator::exchange(const char *kind,
       pieces(receiveBytes[member],
              [&](int64_t offset, int bytes, MPI_Request *request) {
                receivedFrom.push_back(member);
+               expectedBytes.push_back(bytes);
                post(MPI_Irecv(into + offset, bytes, MPI_BYTE, member, 0,
                               handle->comm, request),
                     "post a receive");
@@ -301,31 +317,50 @@ void Communicator::exchange(const char *kind,
                     "post a send");
              });
   }
-  // Wait, but not for ever: a member that never arrives is an error that
-  // names the collective and the step.
+  // Wait, but not for ever: when no message completes for the timeout, a
+  // member that never arrives is an error that names the collective and
+  // the step (the deadline moves with progress, so a long message that
+  // keeps arriving in pieces is not cut off).
   auto deadline = std::chrono::steady_clock::now() + runtime.getTimeout();
+  std::vector<int> indices(requests.size());
+  std::vector<MPI_Status> statuses(requests.size());
   while (true) {
-    int done = 0;
-    int code = MPI_Testall(static_cast<int>(requests.size()), requests.data(),
-                           &done, MPI_STATUSES_IGNORE);
+    int completed = 0;
+    int code = MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
+                            &completed, indices.data(), statuses.data());
     if (code != MPI_SUCCESS)
       runtime.fail(std::string(kind) + " at step " +
                    std::to_string(runtime.getStep()) +
                    " failed: " + mpiError(code));
-    if (done)
+    if (completed == MPI_UNDEFINED) // no request left
       break;
+    for (int c = 0; c < completed; ++c) {
+      size_t i = static_cast<size_t>(indices[c]);
+      if (i >= receivedFrom.size())
+        continue;
+      int got = -1;
+      MPI_Get_count(&statuses[c], MPI_BYTE, &got);
+      if (got != expectedBytes[i])
+        runtime.fail(std::string(kind) + " at step " +
+                     std::to_string(runtime.getStep()) + ": received " +
+                     std::to_string(got) + " bytes from rank " +
+                     std::to_string(worldRanks[receivedFrom[i]]) + " where " +
+                     std::to_string(expectedBytes[i]) +
+                     " were expected (the ranks disagree on the message)");
+    }
+    if (completed > 0) {
+      deadline = std::chrono::steady_clock::now() + runtime.getTimeout();
+      continue;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       std::string group, missing;
       for (int member : worldRanks)
         group += (group.empty() ? "" : ", ") + std::to_string(member);
       // Whoever this rank still waits to hear from (any piece).
       std::vector<bool> waiting(worldRanks.size(), false);
-      for (size_t i = 0; i < receivedFrom.size(); ++i) {
-        int arrived = 0;
-        MPI_Test(&requests[i], &arrived, MPI_STATUS_IGNORE);
-        if (!arrived)
+      for (size_t i = 0; i < receivedFrom.size(); ++i)
+        if (requests[i] != MPI_REQUEST_NULL)
           waiting[receivedFrom[i]] = true;
-      }
       for (size_t member = 0; member < waiting.size(); ++member)
         if (waiting[member])
           missing += (missing.empty() ? "" : ", ") +

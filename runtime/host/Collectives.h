@@ -131,8 +131,10 @@ public:
 
   /// The most bytes one MPI message carries: longer ones go as pieces of
   /// at most this many, in order (default 2^30, below MPI's `int` counts;
-  /// LOOM_MPI_MESSAGE_LIMIT overrides; tests make it tiny). At least 1 and
-  /// at most INT_MAX.
+  /// LOOM_MPI_MESSAGE_LIMIT overrides, the same on every rank, which init
+  /// checks; tests make it tiny). At least 1 and at most INT_MAX. Every
+  /// rank must set the same limit (a receive that gets another number of
+  /// bytes than it was posted for ends the rank).
   void setMessageLimit(int64_t bytes);
   int64_t getMessageLimit() const { return messageLimit; }
   /// The MPI messages this rank has posted (sends, receives and

@@ -13,7 +13,8 @@
 // exchange runs once whole and once with a 7-byte limit (element counts
 // and messages that 7 does not divide), and must give the same bits and
 // count the same bytes. `--large`: one real message of 2^31 + 13 bytes (2
-// ranks, about 4.3 GB in all), past MPI's int counts.
+// ranks, about 4.3 GB in all), past MPI's int counts. `--short-message`:
+// a receive that gets fewer bytes than it was posted for must fail.
 //
 //===----------------------------------------------------------------------===//
 
@@ -389,9 +390,24 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "--crash-after-success") == 0)
       crash = std::atoi(argv[i + 1]);
   }
-  for (int i = 1; i < argc; ++i)
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--large") == 0)
       return checkLarge();
+    // Rank 0 sends 16 bytes where rank 1 expects 24: rank 1 must fail,
+    // naming both sizes (MPI itself would complete the receive short).
+    if (std::strcmp(argv[i], "--short-message") == 0) {
+      Communicator &pair = runtime.getGroup({0, 1});
+      char data[24] = {};
+      if (runtime.getWorldRank() == 0)
+        pair.sendRecv("exchange", {{1, data, 16}}, {});
+      else
+        pair.sendRecv("exchange", {}, {{0, data, 24}});
+      std::printf("rank %d: the short message went unnoticed\n",
+                  runtime.getWorldRank());
+      Runtime::finalize();
+      return 0;
+    }
+  }
   int world = runtime.getWorldSize(), me = runtime.getWorldRank();
 
   if (hang >= 0) {

@@ -164,7 +164,8 @@ int runSimulation(ModuleOp module, func::FuncOp func,
   return 0;
 }
 
-/// ||got - want||_2 / ||want||_2 over all elements (0 when both are 0).
+/// ||got - want||_2 / ||want||_2 over all elements (0 when both are 0;
+/// infinite when a value is NaN or Inf or the norms overflow).
 double normwiseRelativeError(const Tensor &got, const Tensor &want) {
   double diff = 0, norm = 0;
   for (int64_t i = 0, e = want.getNumElements(); i < e; ++i) {
@@ -174,7 +175,12 @@ double normwiseRelativeError(const Tensor &got, const Tensor &want) {
   }
   if (norm == 0)
     return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
-  return std::sqrt(diff / norm);
+  double error = std::sqrt(diff / norm);
+  // NaN anywhere, an Inf, or a sum of squares that overflowed: no bound
+  // holds.
+  if (!std::isfinite(error) || !std::isfinite(norm))
+    return std::numeric_limits<double>::infinity();
+  return error;
 }
 
 /// --global-entry: runs `global` on the interpreter and `local` sharded on
