@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <mutex>
@@ -35,6 +36,15 @@ int gemmThreads() {
       value = std::strtol(text, &end, 10);
       if (end == text || *end != '\0' || value < 1)
         value = 1;
+    }
+    // A sequential OpenBLAS (openblas_get_parallel() == 0) is not built to
+    // be entered from several threads at once: its GEMMs stay on one.
+    if (value > 1 && openblas_get_parallel() == 0) {
+      std::fprintf(stderr,
+                   "loom: LOOM_HOST_THREADS=%ld ignored: this OpenBLAS is "
+                   "sequential and cannot run GEMMs on several threads\n",
+                   value);
+      value = 1;
     }
     return static_cast<int>(std::min(value, 256L));
   }();

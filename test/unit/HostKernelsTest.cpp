@@ -497,9 +497,9 @@ TEST(HostKernels, Matmul) {
       {{4, 6, 8}, {4, 6, 8}, false, true},
       // More rows than one GEMM block (GemmBlocks.h): several blocks and a
       // short last one, which LOOM_HOST_THREADS threads share.
-      {{150, 40}, {40, 70}, false, false},
-      {{40, 150}, {70, 40}, true, true},
-      {{3, 129, 17}, {17, 9}, false, false},
+      {{300, 40}, {40, 70}, false, false},
+      {{40, 300}, {70, 40}, true, true},
+      {{2, 520, 9}, {9, 5}, false, false},
   };
   for (ElementKind kind : kFloats)
     for (const Case &c : cases) {
