@@ -198,6 +198,20 @@ const host::device::Target &loom::cuda::target() {
                 "ncclRecv");
         }
         check(ncclGroupEnd(), "ncclGroupEnd");
+      },
+      [](void *comm, void *out, const void *in, int64_t count, ElementType type,
+         int to, int from, bool) {
+        // Grouped: the send and the receive at once, whatever the order of
+        // the cycle.
+        auto nccl = static_cast<ncclComm_t>(comm);
+        check(ncclGroupStart(), "ncclGroupStart");
+        check(ncclSend(in, static_cast<size_t>(count), ncclType(type), to, nccl,
+                       stream),
+              "ncclSend");
+        check(ncclRecv(out, static_cast<size_t>(count), ncclType(type), from,
+                       nccl, stream),
+              "ncclRecv");
+        check(ncclGroupEnd(), "ncclGroupEnd");
       }};
   return cuda;
 }

@@ -3,7 +3,8 @@
 // Loom's Ascend runtime (runtime/ascend) driven directly on 2 MPI ranks,
 // over the CPU test double of CANN (found on the library path): HCCL
 // collectives (means as a sum then a scale, blocks along inner dimensions
-// moved by strided copies, all-to-all, slices, partial sums, axis index)
+// moved by strided copies, all-to-all, a permute's send/recv pair and a
+// permute that keeps the buffer, slices, partial sums, axis index)
 // and the kernels (matmul through transposed views, element-wise ops,
 // reductions, strided copies for slices, broadcasts and transposes,
 // concatenation, comparisons, casts, clamp, select, slice gradients, and
@@ -16,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ascend/Internal.h"
 #include "runtime/ascend/Program.h"
 
 #include <cstdio>
@@ -143,6 +145,51 @@ int main(int argc, char **argv) {
         for (int col = 0; col < 2; ++col)
           wantSwap.push_back(10 * from + row * 4 + 2 * rank + col);
     expectEqual("all_to_all", read(swapped, 8), wantSwap);
+
+    // A permute's send/recv pair (what host::device::permute hands the
+    // target): the two members swap their buffers, rank 0 (its cycle's
+    // smallest) sending first, rank 1 receiving first.
+    Real *pin = b.make({100 * r, 100 * r + 1, 100 * r + 2, 100 * r + 3});
+    Real *pout = b.make(4);
+    ascend::target().sendRecv(comm->getHandle(), pout, pin, 4,
+                              rt::ElementType::F32, 1 - rank, 1 - rank,
+                              rank == 0);
+    Real other = 1 - r;
+    expectEqual(
+        "send/recv pair", read(pout, 4),
+        {100 * other, 100 * other + 1, 100 * other + 2, 100 * other + 3});
+    // A pair that disagrees (4 elements sent, 3 expected) fails on both
+    // members with HCCL_E_PARA instead of leaving one waiting (the library
+    // called directly: the runtime would end the rank).
+    const ascend::Api &api = ascend::api();
+    HcclResult mismatched =
+        rank == 0 ? api.HcclSend(pin, 4, HCCL_DATA_TYPE_FP32, 1,
+                                 comm->getHandle(), ascend::internal::stream())
+                  : api.HcclRecv(pout, 3, HCCL_DATA_TYPE_FP32, 0,
+                                 comm->getHandle(), ascend::internal::stream());
+    const char *why = api.aclGetRecentErrMsg();
+    if (mismatched != HCCL_E_PARA || !why ||
+        !std::strstr(why, "disagrees on the count or type")) {
+      std::printf("check failed: a mismatched send/recv pair: %d (%s)\n",
+                  static_cast<int>(mismatched), why ? why : "no message");
+      ++failures;
+    }
+    // A permute that keeps the rank's buffer (the axes it permutes have
+    // size 1): a device copy, nothing through HCCL, one call of no bytes.
+    ascend::Communicator *alone = ascend::subgroup({0, 1}, {2, 1, 1}, {1, 2});
+    Real *kept = b.make(4);
+    rt::Traffic before = rt::Runtime::get().getTraffic().count("permute")
+                             ? rt::Runtime::get().getTraffic().at("permute")
+                             : rt::Traffic();
+    ascend::permute(kept, {4}, pin, {4}, alone, {1, 0}, {1, 1});
+    expectEqual("permute (kept)", read(kept, 4), read(pin, 4));
+    rt::Traffic after = rt::Runtime::get().getTraffic().at("permute");
+    if (after.calls != before.calls + 1 ||
+        after.bytesSent != before.bytesSent ||
+        after.bytesReceived != before.bytesReceived) {
+      std::printf("check failed: a kept permute counts one call, no bytes\n");
+      ++failures;
+    }
 
     // local_slice / make_partial along dim 0, axis_index.
     Real *whole = b.make({1, 2, 3, 4}), *mineSlice = b.make(2);
