@@ -52,6 +52,10 @@ std::optional<unsigned> getOperandGroups(OperationName name) {
   return it->second;
 }
 
+/// The most entries of a list the runtimes take as a shape (kMaxRank of
+/// runtime/kernels/HostKernels.h).
+constexpr int64_t kMaxCallRank = 8;
+
 /// Builds the class of one local program.
 class ProgramLowering {
 public:
@@ -210,6 +214,11 @@ ProgramLowering::addAttributeArg(Operation *op, StringRef name,
 FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
                                           ArrayRef<int64_t> axes) {
   SmallVector<int64_t> group = groupOf(op);
+  // The runtimes take a mesh, its axes (and a permute's lists) as shapes.
+  if (mesh.size() > static_cast<size_t>(kMaxCallRank))
+    return op->emitOpError()
+           << "runs over a mesh of " << mesh.size()
+           << " axes; the runtimes take at most " << kMaxCallRank;
   int64_t size = 1;
   for (int64_t n : mesh)
     size *= n;
@@ -450,6 +459,16 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
   if (auto all = dyn_cast<hspmd::AllToAllOp>(op))
     return collective(all.getMesh(), all.getAxes(),
                       {i64(all.getSplitDim()), i64(all.getConcatDim())});
+  if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
+    // The permutation and the sizes of the axes it permutes: each rank
+    // finds its source and destination from its place in the sub-group.
+    SmallVector<int64_t> sizes;
+    for (int64_t axis : permute.getAxes())
+      sizes.push_back(permute.getMesh()[axis]);
+    return collective(permute.getMesh(), permute.getAxes(),
+                      {opaque(formatIntList(permute.getPerm())),
+                       opaque(formatIntList(sizes))});
+  }
   if (auto slice = dyn_cast<hspmd::LocalSliceOp>(op))
     return collective(slice.getMesh(), slice.getAxes(), {i64(slice.getDim())});
   if (auto make = dyn_cast<hspmd::MakePartialOp>(op))

@@ -437,6 +437,13 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
                          const void *recvBuf, const void *recvCounts,
                          const void *rdispls, HcclDataType recvType,
                          HcclComm comm, aclrtStream stream);
+// HCCL hccl.h (Ascend/pytorch third_party/hccl/inc/hccl/hccl.h and
+// hicann/hccl include/hccl.h agree): point to point on the stream, paired
+// with the peer's call; every type, fp64 included.
+HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType,
+                    uint32_t destRank, HcclComm comm, aclrtStream stream);
+HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType,
+                    uint32_t srcRank, HcclComm comm, aclrtStream stream);
 // Not in older CANN: resolved when present.
 const char *HcclGetErrorString(HcclResult code);
 

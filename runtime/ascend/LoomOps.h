@@ -170,7 +170,9 @@ LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
   X(HcclAllGather)                                                             \
   X(HcclReduceScatter)                                                         \
   X(HcclBroadcast)                                                             \
-  X(HcclAlltoAllV)
+  X(HcclAlltoAllV)                                                             \
+  X(HcclSend)                                                                  \
+  X(HcclRecv)
 
 #define LOOM_ASCEND_LOOM_OPERATORS(X2)                                         \
   X2(aclnnLoomGeluBackward)                                                    \

@@ -467,6 +467,38 @@ const host::device::Target &loom::ascend::target() {
                                       displacements.data(), dtype,
                                       static_cast<HcclComm>(comm), rankStream),
                   "HcclAlltoAllV");
+      },
+      [](void *comm, void *out, const void *in, int64_t count, ElementType type,
+         int to, int from, bool sendFirst) {
+        // HCCL pairs each HcclSend with the peer's HcclRecv in stream
+        // order and has no grouping of the two: around a cycle one member
+        // sends first, the others receive first. The records (what the two
+        // calls pass) are in one order, the send's first.
+        HcclDataType dtype = hcclType(type);
+        recordLibraryCall("send", comm, static_cast<uint64_t>(count),
+                          typeName(dtype), to);
+        recordLibraryCall("recv", comm, static_cast<uint64_t>(count),
+                          typeName(dtype), from);
+        auto send = [&] {
+          checkHccl(api().HcclSend(const_cast<void *>(in),
+                                   static_cast<uint64_t>(count), hcclType(type),
+                                   static_cast<uint32_t>(to),
+                                   static_cast<HcclComm>(comm), rankStream),
+                    "HcclSend");
+        };
+        auto receive = [&] {
+          checkHccl(api().HcclRecv(out, static_cast<uint64_t>(count),
+                                   hcclType(type), static_cast<uint32_t>(from),
+                                   static_cast<HcclComm>(comm), rankStream),
+                    "HcclRecv");
+        };
+        if (sendFirst) {
+          send();
+          receive();
+        } else {
+          receive();
+          send();
+        }
       }};
   return ascend;
 }

@@ -223,6 +223,20 @@ const host::device::Target &loom::cuda::target() {
                 "ncclRecv");
         }
         check(ncclGroupEnd(), "ncclGroupEnd");
+      },
+      [](void *comm, void *out, const void *in, int64_t count, ElementType type,
+         int to, int from, bool) {
+        // Grouped: the send and the receive at once, whatever the order of
+        // the cycle.
+        auto nccl = static_cast<ncclComm_t>(comm);
+        size_t n = static_cast<size_t>(count);
+        ncclDataType_t dtype = ncclType(type);
+        check(ncclGroupStart(), "ncclGroupStart");
+        recordLibraryCall("send", comm, n, typeName(dtype), to);
+        check(ncclSend(in, n, dtype, to, nccl, stream), "ncclSend");
+        recordLibraryCall("recv", comm, n, typeName(dtype), from);
+        check(ncclRecv(out, n, dtype, from, nccl, stream), "ncclRecv");
+        check(ncclGroupEnd(), "ncclGroupEnd");
       }};
   return cuda;
 }

@@ -326,6 +326,32 @@ void device::allToAll(const Target &target, Group group, void *out,
               /*pack=*/false);
 }
 
+void device::permute(const Target &target, Group group, void *out,
+                     const void *in, const Shape &shape, ElementType type,
+                     const Shape &perm, const Shape &sizes) {
+  DeviceSpan span(target, "permute");
+  int64_t n = shape.numElements(), bytes = n * rt::getElementSize(type);
+  host::PermutePeers peers =
+      host::permutePeers(group.rank, group.size, perm, sizes);
+  bool moves = peers.source != group.rank;
+  if (!moves) {
+    // Kept: a device copy, nothing on the network and no library call (one
+    // call counted, as on every rank; a moving rank's records count its).
+    Runtime::get().count("permute").calls += 1;
+    if (out != in && bytes > 0)
+      target.copy(out, in, static_cast<size_t>(bytes));
+    return;
+  }
+  if (n == 0)
+    return;
+  // The result may be the operand's buffer: receive aside, then copy.
+  char *receive = out == in ? target.scratch(bytes) : static_cast<char *>(out);
+  target.sendRecv(group.comm, receive, in, libraryCount(n), type,
+                  peers.destination, peers.source, peers.leads);
+  if (receive != out)
+    target.copy(out, receive, static_cast<size_t>(bytes));
+}
+
 void device::localSlice(const Target &target, Group group, void *out,
                         const Shape &outShape, const void *in,
                         const Shape &inShape, int64_t elementBytes,

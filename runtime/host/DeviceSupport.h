@@ -68,6 +68,15 @@ struct Target {
                         rt::ElementType type, Reduction reduction, int members);
   void (*allToAll)(void *comm, void *out, const void *in, int64_t count,
                    rt::ElementType type, int members);
+  /// One send of `count` elements of `in` to member `to` and one receive
+  /// of as many into `out` from member `from` (both other members; `out`
+  /// and `in` do not overlap), as one step of a permutation in which every
+  /// member of a cycle calls it: a library with grouped point-to-point
+  /// calls issues both at once, one without sends first where `sendFirst`
+  /// (the cycle's smallest member) and receives first elsewhere, which
+  /// cannot deadlock.
+  void (*sendRecv)(void *comm, void *out, const void *in, int64_t count,
+                   rt::ElementType type, int to, int from, bool sendFirst);
 };
 
 /// A member's view of a device communicator.
@@ -150,6 +159,11 @@ void reduceScatter(const Target &target, Group group, void *out,
 void allToAll(const Target &target, Group group, void *out,
               const Shape &outShape, const void *in, const Shape &inShape,
               rt::ElementType type, int64_t splitDim, int64_t concatDim);
+/// hspmd.permute (host::permutePeers): a rank the permutation keeps moves
+/// nothing over the network (a device copy).
+void permute(const Target &target, Group group, void *out, const void *in,
+             const Shape &shape, rt::ElementType type, const Shape &perm,
+             const Shape &sizes);
 void localSlice(const Target &target, Group group, void *out,
                 const Shape &outShape, const void *in, const Shape &inShape,
                 int64_t elementBytes, int64_t dim);
@@ -312,6 +326,12 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
     ::loom::host::device::allToAll(target(), comm->group(), out, outShape, in, \
                                    inShape, host::elementTypeOf<T>(),          \
                                    splitDim, concatDim);                       \
+  }                                                                            \
+  template <typename T>                                                        \
+  void permute(T *out, Shape, const T *in, Shape inShape, Communicator *comm,  \
+               Shape perm, Shape sizes) {                                      \
+    ::loom::host::device::permute(target(), comm->group(), out, in, inShape,   \
+                                  host::elementTypeOf<T>(), perm, sizes);      \
   }                                                                            \
   template <typename T>                                                        \
   void local_slice(T *out, Shape outShape, const T *in, Shape inShape,         \

@@ -581,6 +581,79 @@ void loom::host::makePartialBytes(void *out, Shape outShape, const void *in,
 }
 
 //===----------------------------------------------------------------------===//
+// Permutations of mesh axes
+//===----------------------------------------------------------------------===//
+
+PermutePeers loom::host::permutePeers(int rank, int members, Shape perm,
+                                      Shape sizes) {
+  Runtime &runtime = Runtime::get();
+  bool valid = perm.rank == sizes.rank && perm.rank >= 0 &&
+               sizes.numElements() == members && rank >= 0 && rank < members;
+  bool seen[kMaxRank] = {};
+  for (int64_t i = 0; valid && i < perm.rank; ++i) {
+    int64_t p = perm[i];
+    valid = p >= 0 && p < perm.rank && !seen[p] && sizes[p] == sizes[i];
+    if (valid)
+      seen[p] = true;
+  }
+  if (!valid) {
+    std::string text = "permute: perm {";
+    for (int64_t i = 0; i < perm.rank; ++i)
+      text += (i ? ", " : "") + std::to_string(perm[i]);
+    text += "} over axes of sizes {";
+    for (int64_t i = 0; i < sizes.rank; ++i)
+      text += (i ? ", " : "") + std::to_string(sizes[i]);
+    runtime.fail(text +
+                 "} is not a permutation of equal-sized axes of a "
+                 "sub-group of " +
+                 std::to_string(members) + " members");
+  }
+  // Member q receives from the member whose digit i is q's digit perm[i].
+  auto sourceOf = [&](int64_t q) {
+    std::vector<int64_t> digits = toDigits(q, sizes), from(digits.size());
+    for (int64_t i = 0; i < perm.rank; ++i)
+      from[i] = digits[perm[i]];
+    return static_cast<int>(fromDigits(from, sizes));
+  };
+  auto destinationOf = [&](int64_t q) {
+    std::vector<int64_t> digits = toDigits(q, sizes), to(digits.size());
+    for (int64_t i = 0; i < perm.rank; ++i)
+      to[perm[i]] = digits[i];
+    return static_cast<int>(fromDigits(to, sizes));
+  };
+  PermutePeers peers;
+  peers.source = sourceOf(rank);
+  peers.destination = destinationOf(rank);
+  // The cycle through this rank: it leads when no member of it is smaller.
+  for (int q = peers.destination; q != rank; q = destinationOf(q))
+    if (q < rank)
+      peers.leads = false;
+  return peers;
+}
+
+void loom::host::permuteBytes(void *out, const void *in, int64_t bytes,
+                              Communicator *comm, Shape perm, Shape sizes) {
+  CommSpan span("permute");
+  PermutePeers peers =
+      permutePeers(comm->getRank(), comm->getSize(), perm, sizes);
+  if (peers.source == comm->getRank()) {
+    // The rank keeps its buffer: a local copy, nothing on the network.
+    Runtime::get().count("permute").calls += 1;
+    if (out != in && bytes > 0)
+      std::memcpy(out, in, static_cast<size_t>(bytes));
+    return;
+  }
+  // The result may be the operand's buffer: receive aside, then copy.
+  std::vector<char> staged(out == in ? static_cast<size_t>(bytes) : 0);
+  void *receive = out == in ? static_cast<void *>(staged.data()) : out;
+  comm->sendRecv("permute",
+                 {{peers.destination, const_cast<void *>(in), bytes}},
+                 {{peers.source, receive, bytes}});
+  if (out == in && bytes > 0)
+    std::memcpy(out, staged.data(), static_cast<size_t>(bytes));
+}
+
+//===----------------------------------------------------------------------===//
 // The driver
 //===----------------------------------------------------------------------===//
 

@@ -166,6 +166,29 @@ void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
                       int64_t elementBytes, rt::Communicator *comm,
                       int64_t dim);
 
+/// Where a rank's buffer goes in a permute (hspmd.permute) and where its new
+/// one comes from, as positions in its sub-group of `members` devices,
+/// whose digits over the permuted mesh axes (sizes `sizes`, first slowest)
+/// are (c_0, ..., c_k): it receives from the member whose digit i is
+/// c_perm[i] and sends to the one whose digit perm[i] is c_i. `leads`: it is
+/// the smallest member of its cycle of the permutation (so a library
+/// without grouped point-to-point calls sends there first and receives
+/// first everywhere else, which cannot deadlock). A rank the permutation
+/// maps to itself has source == destination == rank. A `perm` that is not a
+/// permutation, or `sizes` that do not multiply to `members`, end the rank.
+struct PermutePeers {
+  int source = 0, destination = 0;
+  bool leads = true;
+};
+PermutePeers permutePeers(int rank, int members, Shape perm, Shape sizes);
+/// hspmd.permute on host buffers of `bytes`: the rank's buffer to its
+/// destination, its new one from its source, in one batched send/recv;
+/// a rank that keeps its buffer moves nothing over the network (a local
+/// copy). Counted as `permute`: every rank one call, bytes as the
+/// simulator counts them.
+void permuteBytes(void *out, const void *in, int64_t bytes,
+                  rt::Communicator *comm, Shape perm, Shape sizes);
+
 template <typename T> constexpr rt::ElementType elementTypeOf();
 template <> constexpr rt::ElementType elementTypeOf<float>() {
   return rt::ElementType::F32;
@@ -209,6 +232,14 @@ template <typename T>
 void make_partial(T *out, Shape outShape, const T *in, Shape inShape,
                   rt::Communicator *comm, int64_t dim) {
   makePartialBytes(out, outShape, in, inShape, sizeof(T), comm, dim);
+}
+/// `perm` and `sizes`: the op's permutation and the sizes of the mesh axes
+/// it permutes (PermutePeers).
+template <typename T>
+void permute(T *out, Shape /*outShape*/, const T *in, Shape inShape,
+             rt::Communicator *comm, Shape perm, Shape sizes) {
+  permuteBytes(out, in, inShape.numElements() * int64_t(sizeof(T)), comm, perm,
+               sizes);
 }
 /// This rank's position in `comm` (its digits over the axes) times
 /// `stride`, plus `base`.

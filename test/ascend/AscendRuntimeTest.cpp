@@ -3,7 +3,8 @@
 // Loom's Ascend runtime (runtime/ascend) driven directly on 2 MPI ranks,
 // over the CPU test double of CANN (found on the library path): HCCL
 // collectives (means as a sum then a scale, blocks along inner dimensions
-// moved by strided copies, all-to-all, slices, partial sums, axis index)
+// moved by strided copies, all-to-all, a permute's send/recv pair and a
+// permute that keeps the buffer, slices, partial sums, axis index)
 // and the kernels (matmul through transposed views, element-wise ops,
 // reductions, strided copies for slices, broadcasts and transposes,
 // concatenation, comparisons, casts, clamp, select, slice gradients, and
@@ -11,11 +12,14 @@
 // the host kernel of the same op (or hand-computed values) in f32, bit for
 // bit (the double computes with the host kernels; what is
 // checked is the runtime's use of the operators: views, strides, argument
-// order). Prints `rank R: ascend runtime ok`; test/ascend/runtime-calls.test
+// order). Prints `rank R: ascend runtime ok`. With --permute-cycles, on 8
+// ranks: permutes with cycles of 3 members, and in place (`rank R: ascend
+// permute ok`); test/ascend/runtime-calls.test
 // also checks the call sequence the double logs.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ascend/Internal.h"
 #include "runtime/ascend/Program.h"
 
 #include <cstdio>
@@ -92,13 +96,68 @@ std::vector<Real> read(const Real *p, size_t count) {
   return out;
 }
 
+/// `--permute-cycles`, on 8 ranks: hspmd.permute through the runtime over
+/// the world read as the mesh [2, 2, 2]. Perm [2, 0, 1] over all three
+/// axes has two 3-cycles ({1, 4, 2} and {3, 6, 5}: rank (a, b, c) receives
+/// from (c, a, b)) and two kept ranks (0 and 7), so HcclSend/HcclRecv must
+/// be ordered around each cycle (one member sending first) or the members
+/// wait for each other; perm [1, 0] over the last two axes swaps ranks 1
+/// and 2 and ranks 5 and 6, here in place (the result is the operand's
+/// buffer). Values and the counted calls and bytes.
+void permuteCycles(int rank) {
+  Buffers b;
+  auto digit = [](int r, int i) { return (r >> (2 - i)) & 1; };
+  auto fromDigits = [](int a, int c1, int c2) { return 4 * a + 2 * c1 + c2; };
+  ascend::Communicator *all =
+      ascend::subgroup({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {0, 1, 2});
+  ascend::Communicator *halves =
+      ascend::subgroup({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {1, 2});
+  auto values = [](int r) {
+    return std::vector<Real>{Real(100 * r), Real(100 * r + 1),
+                             Real(100 * r + 2)};
+  };
+  Real *in = b.make(values(rank)), *out = b.make(3);
+  ascend::permute(out, {3}, in, {3}, all, {2, 0, 1}, {2, 2, 2});
+  int cycled = fromDigits(digit(rank, 2), digit(rank, 0), digit(rank, 1));
+  expectEqual("permute [2, 0, 1] (3-cycles)", read(out, 3), values(cycled));
+  ascend::permute(out, {3}, out, {3}, halves, {1, 0}, {2, 2});
+  int swapped = fromDigits(digit(rank, 0), digit(rank, 2), digit(rank, 1));
+  int twice = fromDigits(digit(swapped, 2), digit(swapped, 0),
+                         digit(swapped, 1));
+  expectEqual("permute [1, 0] in place", read(out, 3), values(twice));
+  rt::Traffic traffic = rt::Runtime::get().getTraffic().at("permute");
+  int64_t bytes = (cycled != rank ? 12 : 0) + (swapped != rank ? 12 : 0);
+  if (traffic.calls != 2 || traffic.bytesSent != bytes ||
+      traffic.bytesReceived != bytes) {
+    std::printf("check failed: permute counted %ld calls, %ld bytes sent, "
+                "%ld received (want 2, %ld, %ld)\n",
+                static_cast<long>(traffic.calls),
+                static_cast<long>(traffic.bytesSent),
+                static_cast<long>(traffic.bytesReceived),
+                static_cast<long>(bytes), static_cast<long>(bytes));
+    ++failures;
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   rt::Runtime::init(&argc, &argv);
   ascend::startDevice(rt::Runtime::get().getLocalRank());
-  host::openGroups({{0, 1}});
   int rank = rt::Runtime::get().getWorldRank();
+  if (argc > 1 && std::strcmp(argv[1], "--permute-cycles") == 0) {
+    if (rt::Runtime::get().getWorldSize() != 8)
+      rt::Runtime::get().fail("--permute-cycles runs on 8 ranks");
+    host::openGroups({{0, 1, 2, 3}, {4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}});
+    permuteCycles(rank);
+    if (failures == 0)
+      std::printf("rank %d: ascend permute ok\n", rank);
+    std::fflush(stdout);
+    ascend::finishDevice();
+    rt::Runtime::finalize();
+    return failures ? 1 : 0;
+  }
+  host::openGroups({{0, 1}});
   {
     ascend::Communicator *comm = ascend::subgroup({0, 1}, {2}, {0});
     Buffers b;
@@ -143,6 +202,51 @@ int main(int argc, char **argv) {
         for (int col = 0; col < 2; ++col)
           wantSwap.push_back(10 * from + row * 4 + 2 * rank + col);
     expectEqual("all_to_all", read(swapped, 8), wantSwap);
+
+    // A permute's send/recv pair (what host::device::permute hands the
+    // target): the two members swap their buffers, rank 0 (its cycle's
+    // smallest) sending first, rank 1 receiving first.
+    Real *pin = b.make({100 * r, 100 * r + 1, 100 * r + 2, 100 * r + 3});
+    Real *pout = b.make(4);
+    ascend::target().sendRecv(comm->getHandle(), pout, pin, 4,
+                              rt::ElementType::F32, 1 - rank, 1 - rank,
+                              rank == 0);
+    Real other = 1 - r;
+    expectEqual(
+        "send/recv pair", read(pout, 4),
+        {100 * other, 100 * other + 1, 100 * other + 2, 100 * other + 3});
+    // A pair that disagrees (4 elements sent, 3 expected) fails on both
+    // members with HCCL_E_PARA instead of leaving one waiting (the library
+    // called directly: the runtime would end the rank).
+    const ascend::Api &api = ascend::api();
+    HcclResult mismatched =
+        rank == 0 ? api.HcclSend(pin, 4, HCCL_DATA_TYPE_FP32, 1,
+                                 comm->getHandle(), ascend::internal::stream())
+                  : api.HcclRecv(pout, 3, HCCL_DATA_TYPE_FP32, 0,
+                                 comm->getHandle(), ascend::internal::stream());
+    const char *why = api.aclGetRecentErrMsg();
+    if (mismatched != HCCL_E_PARA || !why ||
+        !std::strstr(why, "disagrees on the count or type")) {
+      std::printf("check failed: a mismatched send/recv pair: %d (%s)\n",
+                  static_cast<int>(mismatched), why ? why : "no message");
+      ++failures;
+    }
+    // A permute that keeps the rank's buffer (the axes it permutes have
+    // size 1): a device copy, nothing through HCCL, one call of no bytes.
+    ascend::Communicator *alone = ascend::subgroup({0, 1}, {2, 1, 1}, {1, 2});
+    Real *kept = b.make(4);
+    rt::Traffic before = rt::Runtime::get().getTraffic().count("permute")
+                             ? rt::Runtime::get().getTraffic().at("permute")
+                             : rt::Traffic();
+    ascend::permute(kept, {4}, pin, {4}, alone, {1, 0}, {1, 1});
+    expectEqual("permute (kept)", read(kept, 4), read(pin, 4));
+    rt::Traffic after = rt::Runtime::get().getTraffic().at("permute");
+    if (after.calls != before.calls + 1 ||
+        after.bytesSent != before.bytesSent ||
+        after.bytesReceived != before.bytesReceived) {
+      std::printf("check failed: a kept permute counts one call, no bytes\n");
+      ++failures;
+    }
 
     // local_slice / make_partial along dim 0, axis_index.
     Real *whole = b.make({1, 2, 3, 4}), *mineSlice = b.make(2);

@@ -20,10 +20,22 @@ func.func @step(%x: tensor<4xf32> {nn.data}) -> (tensor<f32> {nn.loss}) {
 
 // -----
 
-// An op the call layer has no lowering for.
+// An op the call layer has no lowering for (an abstract reshard: lower
+// reshards first).
 func.func @step(%x: tensor<4xf32> {nn.data}) -> (tensor<f32> {nn.loss}) {
-  // expected-error@+1 {{'hspmd.permute' op has no lowering to the call layer}}
-  %y = hspmd.permute %x perm [1, 0] over [0, 1] of [1, 1] : tensor<4xf32> -> tensor<4xf32>
+  // expected-error@+1 {{'hspmd.reshard' op has no lowering to the call layer}}
+  %y = hspmd.reshard %x : tensor<4xf32> from #hspmd.union<{[0]: []}> to #hspmd.union<{[0]: []}>
+  %l = nn.reduce sum %y dims = [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A collective over a mesh of more axes than the runtimes take (a mesh,
+// its axes and a permute's lists go to them as shapes of at most 8).
+func.func @step(%x: tensor<4xf32> {nn.data}) -> (tensor<f32> {nn.loss}) {
+  // expected-error@+1 {{'hspmd.permute' op runs over a mesh of 9 axes; the runtimes take at most 8}}
+  %y = hspmd.permute %x perm [1, 0] over [0, 1] of [1, 1, 1, 1, 1, 1, 1, 1, 1] : tensor<4xf32> -> tensor<4xf32>
   %l = nn.reduce sum %y dims = [0] : tensor<4xf32>
   return %l : tensor<f32>
 }

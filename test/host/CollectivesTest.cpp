@@ -4,6 +4,8 @@
 // whose sums are exact (small integers), over the whole world and over a
 // sub-group, and each rank checks its result and the bytes it counted
 // against the simulator's formulas (runtime/simulator/Simulator.h).
+// On 4 ranks, hspmd.permute as generated code calls it (Program.h): the
+// world read as a 2 x 2 mesh, its two axes swapped.
 // `--hang-rank R`: rank R sleeps before a collective instead of joining
 // it; the others must end with Loom's error (the fault test).
 // `--crash-after-success R`: rank R aborts after printing its success line
@@ -21,6 +23,7 @@
 #include "runtime/host/Collectives.h"
 #include "runtime/host/Program.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -377,6 +380,81 @@ int checkLarge() {
               failures ? "FAILED" : "a message of 2^31 + 13 bytes ok");
   Runtime::finalize();
   return failures ? 1 : 0;
+
+/// The source of member q of a permute, from the op's definition
+/// (dialects/hspmd/IR/HSPMDOps.td): q's digits over `sizes` are c; its
+/// source's digit i is c[perm[i]].
+int permuteSource(int q, const std::vector<int64_t> &perm,
+                  const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> c(sizes.size());
+  for (size_t i = sizes.size(); i-- > 0;) {
+    c[i] = q % sizes[i];
+    q /= static_cast<int>(sizes[i]);
+  }
+  int64_t source = 0;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    source = source * sizes[i] + c[perm[i]];
+  return static_cast<int>(source);
+}
+
+/// permutePeers against the definition: sources, destinations (their
+/// inverse), and one leader per cycle, its smallest member.
+void checkPermutePeers(const std::vector<int64_t> &perm,
+                       const std::vector<int64_t> &sizes) {
+  int members = 1;
+  for (int64_t size : sizes)
+    members *= static_cast<int>(size);
+  loom::host::Shape p, z;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    p.dims[p.rank++] = perm[i];
+    z.dims[z.rank++] = sizes[i];
+  }
+  for (int q = 0; q < members; ++q) {
+    loom::host::PermutePeers peers = loom::host::permutePeers(q, members, p, z);
+    int source = permuteSource(q, perm, sizes);
+    CHECK(peers.source == source, "permute source of %d: %d, want %d", q,
+          peers.source, source);
+    CHECK(permuteSource(peers.destination, perm, sizes) == q,
+          "permute destination of %d: %d does not receive from it", q,
+          peers.destination);
+    int smallest = q;
+    for (int r = peers.destination; r != q;
+         r = loom::host::permutePeers(r, members, p, z).destination)
+      smallest = std::min(smallest, r);
+    CHECK(peers.leads == (smallest == q), "permute leader of %d's cycle", q);
+  }
+}
+
+/// hspmd.permute over the world as the mesh [2, 2], perm [1, 0]: ranks 1
+/// and 2 swap their buffers, 0 and 3 keep theirs (a local copy, no bytes),
+/// out of place and in place; every rank counts one call per permute.
+void checkPermute() {
+  Runtime &runtime = Runtime::get();
+  int me = runtime.getWorldRank();
+  std::map<std::string, Traffic> before = runtime.getTraffic();
+  Communicator *comm = loom::host::subgroup({0, 1, 2, 3}, {2, 2}, {0, 1});
+  const int64_t n = 5;
+  std::vector<double> in(n), out(n, -1.0);
+  for (int64_t i = 0; i < n; ++i)
+    in[i] = 10.0 * me + static_cast<double>(i);
+  int source = me == 1 ? 2 : me == 2 ? 1 : me;
+  loom::host::permute(out.data(), {n}, in.data(), {n}, comm, {1, 0}, {2, 2});
+  for (int64_t i = 0; i < n; ++i)
+    CHECK(out[i] == 10.0 * source + static_cast<double>(i),
+          "permute element %ld: %g, want it from rank %d", static_cast<long>(i),
+          out[i], source);
+  loom::host::permute(in.data(), {n}, in.data(), {n}, comm, {1, 0}, {2, 2});
+  CHECK(in == out, "permute in place differs from out of place");
+  Traffic now = runtime.getTraffic().at("permute");
+  Traffic was = before.count("permute") ? before.at("permute") : Traffic();
+  int64_t bytes = source == me ? 0 : 2 * n * 8;
+  CHECK(now.calls - was.calls == 2 && now.bytesSent - was.bytesSent == bytes &&
+            now.bytesReceived - was.bytesReceived == bytes,
+        "permute: calls %ld, sent %ld, received %ld; want 2, %ld, %ld",
+        static_cast<long>(now.calls - was.calls),
+        static_cast<long>(now.bytesSent - was.bytesSent),
+        static_cast<long>(now.bytesReceived - was.bytesReceived),
+        static_cast<long>(bytes), static_cast<long>(bytes));
 }
 
 } // namespace
@@ -440,6 +518,13 @@ int main(int argc, char **argv) {
   checkChunked(runtime.getGroup(everyone), "world");
   if (me % 2 == 1)
     checkChunked(runtime.getGroup(odd), "odd ranks");
+  // Permutations of mesh axes: who sends where (a swap, a 3-cycle of axes,
+  // one of four axes among others kept), then on real ranks.
+  checkPermutePeers({1, 0}, {2, 2});
+  checkPermutePeers({2, 0, 1}, {2, 2, 2});
+  checkPermutePeers({0, 3, 1, 2}, {3, 2, 2, 2});
+  if (world == 4)
+    checkPermute();
   // The cache gives the same communicator again.
   CHECK(&runtime.getGroup(everyone) == &runtime.getGroup(everyone),
         "the world's communicator is made once");

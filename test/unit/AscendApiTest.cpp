@@ -163,6 +163,10 @@ PIN(HcclAlltoAllV,
     HcclResult (*)(const void *, const void *, const void *, HcclDataType,
                    const void *, const void *, const void *, HcclDataType,
                    HcclComm, aclrtStream));
+PIN(HcclSend, HcclResult (*)(void *, uint64_t, HcclDataType, uint32_t, HcclComm,
+                             aclrtStream));
+PIN(HcclRecv, HcclResult (*)(void *, uint64_t, HcclDataType, uint32_t, HcclComm,
+                             aclrtStream));
 PIN(HcclGetErrorString, const char *(*)(HcclResult));
 
 // Values and sizes from the headers.
@@ -192,6 +196,8 @@ TEST(AscendLoader, ResolvesEveryEntryPointFromTheTestDouble) {
   EXPECT_NE(api.aclnnMatmulGetWorkspaceSize, nullptr);
   EXPECT_NE(api.aclnnLoomAttentionBackward, nullptr);
   EXPECT_NE(api.HcclCommInitRootInfo, nullptr);
+  EXPECT_NE(api.HcclSend, nullptr);
+  EXPECT_NE(api.HcclRecv, nullptr);
   EXPECT_NE(api.HcclGetErrorString, nullptr);
 }
 

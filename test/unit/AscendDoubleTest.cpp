@@ -1154,6 +1154,17 @@ TEST_F(AscendDouble, HcclOnOneRank) {
   EXPECT_EQ(HcclAlltoAllV(a, counts, displs, HCCL_DATA_TYPE_FP32, b, fewer,
                           rdispls, HCCL_DATA_TYPE_FP32, comm, stream),
             HCCL_E_PARA);
+  // Point to point needs another member (refused before any message, on
+  // one rank there is none); nothing to move is success before any check,
+  // as in HCCL.
+  EXPECT_EQ(HcclSend(a, 8, HCCL_DATA_TYPE_FP32, 0, comm, stream), HCCL_E_PARA);
+  EXPECT_NE(recentError().find("destRank 0 is not another member"),
+            std::string::npos);
+  EXPECT_EQ(HcclRecv(b, 4, HCCL_DATA_TYPE_FP64, 1, comm, stream), HCCL_E_PARA);
+  EXPECT_NE(recentError().find("srcRank 1 is not another member"),
+            std::string::npos);
+  EXPECT_EQ(HcclSend(a, 0, HCCL_DATA_TYPE_FP32, 0, nullptr, nullptr),
+            HCCL_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(stream), 0);
   EXPECT_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
   EXPECT_EQ(HcclCommDestroy(comm), HCCL_E_PARA);

@@ -256,6 +256,8 @@ public:
     localStatus = code;
   }
   bool ok() const { return localStatus == HCCL_SUCCESS; }
+  /// The first local failure's code (HCCL_SUCCESS if none).
+  HcclResult local() const { return localStatus; }
   /// Whether the communicator is usable at all (else return status()).
   bool usable() const { return communicator != nullptr; }
   HcclResult early() const { return status; }
@@ -353,6 +355,35 @@ enum Kind : int64_t {
   KindBroadcast,
   KindAlltoAllV,
 };
+
+/// Tags of HcclSend/HcclRecv on a communicator's MPI communicator (its
+/// collectives use no tags): the sender's header (its status, count and
+/// type), the receiver's answer (whether both sides passed their checks
+/// and agree), then the data.
+constexpr int kTagPointHeader = 1;
+constexpr int kTagPointAnswer = 2;
+constexpr int kTagPointData = 3;
+
+/// The checks HcclSend and HcclRecv share: the peer, the type, the count
+/// and the buffer. False when the peer is not another member (then nobody
+/// can be told and the call fails alone).
+bool pointToPoint(Collective &call, const char *function, const char *peerName,
+                  uint32_t peer, int type, uint64_t count, void *buffer,
+                  const char *bufferName, MPI_Datatype &datatype, int &n) {
+  if (peer >= static_cast<uint32_t>(call.comm().size) ||
+      static_cast<int>(peer) == call.comm().rank) {
+    call.check(HCCL_E_PARA,
+               "%s: %s %u is not another member of the communicator (size "
+               "%d, this rank %d)",
+               function, peerName, peer, call.comm().size, call.comm().rank);
+    return false;
+  }
+  uint64_t elementBytes = 0;
+  typeAndOp(call, function, type, 0, datatype, elementBytes, nullptr);
+  n = call.count("count", count);
+  call.deviceBuffer(bufferName, buffer, count * elementBytes);
+  return true;
+}
 
 } // namespace
 
@@ -753,6 +784,91 @@ HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts,
   MPI_Alltoallv(sendBuf, sc.data(), sd.data(), datatype,
                 const_cast<void *>(recvBuf), rc.data(), rd.data(), datatype,
                 call.comm().comm);
+  return HCCL_SUCCESS;
+}
+
+// Point to point: the sender's header, the receiver's answer, the data. A
+// send waits for the receive it pairs with (and a receive for its send), as
+// HCCL's do in stream order; a send that no receive pairs with waits for
+// ever, as on hardware (the device step watchdog ends the rank).
+
+HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType,
+                    uint32_t destRank, HcclComm comm, aclrtStream stream) {
+  const char *fn = "HcclSend";
+  CallLog log(fn);
+  int type = enumValue(dataType);
+  log.add("count=%llu type=%s dest=%u comm=%s stream=%s",
+          static_cast<unsigned long long>(count), typeName(type), destRank,
+          describeComm(comm).c_str(), describeStreamHandle(stream).c_str());
+  // As HCCL: nothing to send is success before any check.
+  if (count == 0)
+    return HCCL_SUCCESS;
+  Collective call(fn, comm, stream);
+  if (!call.usable())
+    return log.status(call.early());
+  MPI_Datatype datatype = MPI_DATATYPE_NULL;
+  int n = 0;
+  if (!pointToPoint(call, fn, "destRank", destRank, type, count, sendBuf,
+                    "sendBuf", datatype, n))
+    return log.status(call.local());
+  MPI_Comm mpi = call.comm().comm;
+  int peer = static_cast<int>(destRank);
+  int64_t header[3] = {call.ok() ? 1 : 0, static_cast<int64_t>(count), type};
+  MPI_Send(header, 3, MPI_INT64_T, peer, kTagPointHeader, mpi);
+  int64_t answer = 0;
+  MPI_Recv(&answer, 1, MPI_INT64_T, peer, kTagPointAnswer, mpi,
+           MPI_STATUS_IGNORE);
+  if (!call.ok())
+    return log.status(call.local());
+  if (!answer)
+    return log.status(failHccl(
+        HCCL_E_PARA,
+        "%s: the HcclRecv of rank %u failed its checks or disagrees on the "
+        "count or type",
+        fn, destRank));
+  MPI_Send(sendBuf, n, datatype, peer, kTagPointData, mpi);
+  return HCCL_SUCCESS;
+}
+
+HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType,
+                    uint32_t srcRank, HcclComm comm, aclrtStream stream) {
+  const char *fn = "HcclRecv";
+  CallLog log(fn);
+  int type = enumValue(dataType);
+  log.add("count=%llu type=%s src=%u comm=%s stream=%s",
+          static_cast<unsigned long long>(count), typeName(type), srcRank,
+          describeComm(comm).c_str(), describeStreamHandle(stream).c_str());
+  if (count == 0)
+    return HCCL_SUCCESS;
+  Collective call(fn, comm, stream);
+  if (!call.usable())
+    return log.status(call.early());
+  MPI_Datatype datatype = MPI_DATATYPE_NULL;
+  int n = 0;
+  if (!pointToPoint(call, fn, "srcRank", srcRank, type, count, recvBuf,
+                    "recvBuf", datatype, n))
+    return log.status(call.local());
+  MPI_Comm mpi = call.comm().comm;
+  int peer = static_cast<int>(srcRank);
+  int64_t header[3] = {0, 0, 0};
+  MPI_Recv(header, 3, MPI_INT64_T, peer, kTagPointHeader, mpi,
+           MPI_STATUS_IGNORE);
+  bool agreed = call.ok() && header[0] &&
+                header[1] == static_cast<int64_t>(count) && header[2] == type;
+  int64_t answer = agreed ? 1 : 0;
+  MPI_Send(&answer, 1, MPI_INT64_T, peer, kTagPointAnswer, mpi);
+  if (!call.ok())
+    return log.status(call.local());
+  if (!agreed)
+    return log.status(failHccl(
+        HCCL_E_PARA,
+        "%s: the HcclSend of rank %u failed its checks or disagrees on the "
+        "count or type (it sends %lld elements of %s, this receive expects "
+        "%llu of %s)",
+        fn, srcRank, static_cast<long long>(header[1]),
+        typeName(static_cast<int>(header[2])),
+        static_cast<unsigned long long>(count), typeName(type)));
+  MPI_Recv(recvBuf, n, datatype, peer, kTagPointData, mpi, MPI_STATUS_IGNORE);
   return HCCL_SUCCESS;
 }
 
