@@ -70,6 +70,19 @@ void beginCollective(const char *name) {
                                           step, state.index};
 }
 
+} // namespace
+
+device::CollectiveScope::CollectiveScope(const char *name) {
+  beginCollective(name);
+}
+
+device::CollectiveScope::~CollectiveScope() {
+  callState().collective = nullptr;
+  callState().shorten = false;
+}
+
+namespace {
+
 /// The tensor `shape` seen as [outer, extent of `dim`, inner].
 void splitAt(const Shape &shape, int64_t dim, int64_t &outer, int64_t &extent,
              int64_t &inner) {
@@ -110,12 +123,8 @@ void moveBlock(const Target &target, char *out, const char *in,
 class DeviceSpan {
 public:
   DeviceSpan(const Target &target, const char *name)
-      : target(target), drained(drain(target)), span(name) {
-    beginCollective(name);
-  }
+      : target(target), drained(drain(target)), span(name), scope(name) {}
   ~DeviceSpan() {
-    callState().collective = nullptr;
-    callState().shorten = false;
     if (drained)
       target.synchronize();
   }
@@ -131,6 +140,7 @@ private:
   const Target &target;
   bool drained;
   CommSpan span;
+  CollectiveScope scope;
 };
 
 } // namespace

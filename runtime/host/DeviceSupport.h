@@ -135,6 +135,18 @@ Reduction reductionOf(const char *op, const char *kind, rt::ElementType type);
 void recordLibraryCall(const char *primitive, void *comm, uint64_t count,
                        const char *dtype, int peer = -1);
 
+/// A device collective named `name` for as long as it lives: the library
+/// calls recorded meanwhile are its own. The shared layer opens one around
+/// every collective; a test that drives a Target's calls directly opens its
+/// own.
+class CollectiveScope {
+public:
+  explicit CollectiveScope(const char *name);
+  ~CollectiveScope();
+  CollectiveScope(const CollectiveScope &) = delete;
+  CollectiveScope &operator=(const CollectiveScope &) = delete;
+};
+
 /// The element count the collective under way passes to the library:
 /// `count`, or one fewer in the device collective the test hook
 /// LOOM_TEST_SHORT_COUNT=STEP:CALL names (on every rank, the CALL-th of

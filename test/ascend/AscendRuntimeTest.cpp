@@ -208,9 +208,12 @@ int main(int argc, char **argv) {
     // smallest) sending first, rank 1 receiving first.
     Real *pin = b.make({100 * r, 100 * r + 1, 100 * r + 2, 100 * r + 3});
     Real *pout = b.make(4);
-    ascend::target().sendRecv(comm->getHandle(), pout, pin, 4,
-                              rt::ElementType::F32, 1 - rank, 1 - rank,
-                              rank == 0);
+    {
+      host::device::CollectiveScope scope("permute");
+      ascend::target().sendRecv(comm->getHandle(), pout, pin, 4,
+                                rt::ElementType::F32, 1 - rank, 1 - rank,
+                                rank == 0);
+    }
     Real other = 1 - r;
     expectEqual(
         "send/recv pair", read(pout, 4),

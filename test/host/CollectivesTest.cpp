@@ -380,6 +380,7 @@ int checkLarge() {
               failures ? "FAILED" : "a message of 2^31 + 13 bytes ok");
   Runtime::finalize();
   return failures ? 1 : 0;
+}
 
 /// The source of member q of a permute, from the op's definition
 /// (dialects/hspmd/IR/HSPMDOps.td): q's digits over `sizes` are c; its
