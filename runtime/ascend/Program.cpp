@@ -471,9 +471,10 @@ const host::device::Target &loom::ascend::target() {
       [](void *comm, void *out, const void *in, int64_t count, ElementType type,
          int to, int from, bool sendFirst) {
         // HCCL pairs each HcclSend with the peer's HcclRecv in stream
-        // order and has no grouping of the two: around a cycle one member
-        // sends first, the others receive first. The records (what the two
-        // calls pass) are in one order, the send's first.
+        // order (HcclBatchSendRecv, not used yet, would group them): around
+        // a cycle one member sends first, the others receive first. The
+        // records (what the two calls pass) are in one order, the send's
+        // first.
         HcclDataType dtype = hcclType(type);
         recordLibraryCall("send", comm, static_cast<uint64_t>(count),
                           typeName(dtype), to);

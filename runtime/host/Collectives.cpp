@@ -142,25 +142,39 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
     instance->timeout = std::chrono::milliseconds(
         static_cast<int64_t>(std::atof(seconds) * 1000));
-  if (const char *limit = std::getenv("LOOM_MPI_MESSAGE_LIMIT")) {
+  // The message limit: every rank must cut messages at the same one, or
+  // pieces would meet receives of other sizes. A bad value is reported
+  // after the ranks have compared theirs, so that no rank waits for one
+  // that has already ended.
+  long long bad = 0;
+  const char *limit = std::getenv("LOOM_MPI_MESSAGE_LIMIT");
+  if (limit) {
     char *end = nullptr;
     errno = 0;
     long long bytes = std::strtoll(limit, &end, 10);
     if (end == limit || *end || errno || bytes < 1 || bytes > INT_MAX)
-      instance->fail("LOOM_MPI_MESSAGE_LIMIT must be a number of bytes in "
-                     "[1, " +
-                     std::to_string(INT_MAX) + "], got '" + limit + "'");
-    instance->messageLimit = bytes;
+      bad = 1;
+    else
+      instance->messageLimit = bytes;
   }
-  // Every rank must cut messages at the same limit, or pieces would meet
-  // receives of other sizes.
-  long long limits[2] = {instance->messageLimit, -instance->messageLimit};
-  if (MPI_Allreduce(MPI_IN_PLACE, limits, 2, MPI_LONG_LONG, MPI_MAX,
-                    MPI_COMM_WORLD) == MPI_SUCCESS &&
-      limits[0] != -limits[1])
+  long long limits[3] = {bad, instance->messageLimit, -instance->messageLimit};
+  int code = MPI_Allreduce(MPI_IN_PLACE, limits, 3, MPI_LONG_LONG, MPI_MAX,
+                           MPI_COMM_WORLD);
+  if (code != MPI_SUCCESS)
+    instance->fail("cannot compare the ranks' MPI message limits: " +
+                   mpiError(code));
+  if (bad)
+    instance->fail("LOOM_MPI_MESSAGE_LIMIT must be a number of bytes in "
+                   "[1, " +
+                   std::to_string(INT_MAX) + "], got '" + limit + "'");
+  if (limits[0])
+    instance->fail("another rank's LOOM_MPI_MESSAGE_LIMIT is not a number "
+                   "of bytes in [1, " +
+                   std::to_string(INT_MAX) + "]");
+  if (limits[1] != -limits[2])
     instance->fail("the ranks have different MPI message limits (from " +
-                   std::to_string(-limits[1]) + " to " +
-                   std::to_string(limits[0]) +
+                   std::to_string(-limits[2]) + " to " +
+                   std::to_string(limits[1]) +
                    " bytes; LOOM_MPI_MESSAGE_LIMIT must be the same on every "
                    "rank)");
   return *instance;

@@ -73,6 +73,10 @@ void beginCollective(const char *name) {
 } // namespace
 
 device::CollectiveScope::CollectiveScope(const char *name) {
+  if (callState().collective)
+    Runtime::get().fail(std::string("the device collective ") + name +
+                        " opened inside " + callState().collective +
+                        " (device collectives do not nest)");
   beginCollective(name);
 }
 
@@ -352,8 +356,8 @@ void device::permute(const Target &target, Group group, void *out,
       target.copy(out, in, static_cast<size_t>(bytes));
     return;
   }
-  if (n == 0)
-    return;
+  // (Zero elements still make the library calls, of count 0, as every
+  // rank's permute is one call.)
   // The result may be the operand's buffer: receive aside, then copy.
   char *receive = out == in ? target.scratch(bytes) : static_cast<char *>(out);
   target.sendRecv(group.comm, receive, in, libraryCount(n), type,

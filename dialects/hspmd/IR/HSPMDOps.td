@@ -196,11 +196,11 @@ def HSPMD_PermuteOp : HSPMD_CollectiveOp<"permute",
     [AllTypesMatch<["input", "result"]>]> {
   let summary = "Exchanges whole buffers by a permutation of mesh axes";
   let description = [{
-    A send/recv permutation: the device whose digits over the mesh are
-    `(c_0, ..., c_k)` receives the buffer of the device whose digit `i` is
-    `c_perm[i]`, for every mesh axis `i`. `over` lists the mesh axes that
-    `perm` moves (every other axis maps to itself); devices whose source is
-    themselves keep their buffer. Changes only which mesh axis splits which
+    A send/recv permutation: with `c_j` the device's digit on mesh axis
+    `over[j]`, the device receives the buffer of the device whose digit on
+    mesh axis `over[i]` is `c_perm[i]`, for every position `i` of `over`
+    (`perm` indexes `over`; every other axis maps to itself); devices whose
+    source is themselves keep their buffer. Changes only which mesh axis splits which
     dimension.
 
     ```mlir
