@@ -37,6 +37,7 @@
 
 #include "passes/LayoutPropagation.h"
 
+#include "dialects/Interfaces/LocalView.h"
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/nn/IR/NNOps.h"
@@ -128,6 +129,8 @@ private:
   }
   /// The type group `g` holds of a tensor of `type` under `relation`.
   Type partType(Type type, const Relation &relation, int64_t g) const;
+
+  class GroupView;
 
   func::FuncOp func;
   MLIRContext *context;
@@ -352,6 +355,61 @@ LogicalResult GroupPartitioner::layOutAcrossGroups(int64_t &numReshards) {
   return success();
 }
 
+/// Partitioning's local view: group `g` holds its share of every dimension
+/// split across groups, which starts at a constant offset.
+class GroupPartitioner::GroupView : public LocalView {
+public:
+  GroupView(const GroupPartitioner &partitioner, Operation *global,
+            Operation *local, int64_t g, ArrayRef<Relation> used)
+      : LocalView(global, local), partitioner(partitioner), g(g), used(used) {}
+
+protected:
+  Value createStart(OpBuilder &builder, bool isResult, unsigned index,
+                    int64_t dim, int64_t base) override {
+    Value whole = isResult ? getGlobalOp()->getResult(index)
+                           : getGlobalOp()->getOperand(index);
+    int64_t start =
+        base + partitioner.offsetOf(
+                   cast<RankedTensorType>(whole.getType()).getDimSize(dim), g);
+    return arith::ConstantOp::create(
+               builder, getLocalOp()->getLoc(),
+               DenseIntElementsAttr::get(
+                   RankedTensorType::get({}, builder.getI64Type()),
+                   ArrayRef<int64_t>{start}))
+        .getResult();
+  }
+  std::string describeLayouts() const override {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    auto print = [&](const Relation &relation) {
+      switch (relation.kind) {
+      case UnionRelation::Split:
+        os << "split(" << relation.dim << ")";
+        break;
+      case UnionRelation::Replicated:
+        os << "replicated";
+        break;
+      case UnionRelation::Partial:
+        os << "partial";
+        break;
+      }
+    };
+    os << "across device groups (group " << g << "'s part; operands ";
+    llvm::interleaveComma(used, os, print);
+    os << "; results ";
+    llvm::interleaveComma(getGlobalOp()->getResults(), os, [&](Value result) {
+      print(partitioner.relations.lookup(result));
+    });
+    os << ")";
+    return text;
+  }
+
+private:
+  const GroupPartitioner &partitioner;
+  int64_t g;
+  ArrayRef<Relation> used;
+};
+
 FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
                                                     Operation *insertAfter) {
   OpBuilder builder(context);
@@ -533,102 +591,12 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
          llvm::zip_equal(clone->getResults(), op.getResults()))
       mapping.map(original, result);
 
-    // Where the part sits in the whole: the dimension split across groups
-    // of a result, or of an operand as the op uses it.
-    auto splitDimOf = [](const Relation &relation) {
-      return relation.kind == UnionRelation::Split ? relation.dim : int64_t{-1};
-    };
-    auto splitOf = [&](Value result) {
-      return splitDimOf(relations.lookup(result));
-    };
-    auto usedSplitOf = [&](OpOperand &operand) {
-      return splitDimOf(used[operand.getOperandNumber()]);
-    };
-    auto constantOffset = [&](int64_t offset) {
-      return arith::ConstantOp::create(
-                 builder, op.getLoc(),
-                 DenseIntElementsAttr::get(
-                     RankedTensorType::get({}, builder.getI64Type()),
-                     ArrayRef<int64_t>{offset}))
-          .getResult();
-    };
-    if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
-      int64_t dim = static_cast<int64_t>(iota.getDim());
-      if (splitOf(op.getResult(0)) == dim) {
-        if (iota.getOffset())
-          return op.emitError("counts from an offset along a dimension split "
-                              "across device groups; not supported yet");
-        builder.setInsertionPoint(iota);
-        int64_t whole =
-            cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(dim);
-        iota.getOffsetMutable().assign(constantOffset(offsetOf(whole, g)));
-        builder.setInsertionPointAfter(iota);
-      }
-    }
-    auto addPositions = [&](Operation *attention, Value query,
-                            OpOperand &originalQuery, nn::MaskKind mask,
-                            Value positions,
-                            MutableOperandRange positionsOperand) {
-      if (mask == nn::MaskKind::None || positions ||
-          usedSplitOf(originalQuery) != 1)
-        return;
-      auto queryType = cast<RankedTensorType>(query.getType());
-      int64_t whole =
-          cast<RankedTensorType>(originalQuery.get().getType()).getDimSize(1);
-      builder.setInsertionPoint(attention);
-      auto type = RankedTensorType::get(
-          {queryType.getDimSize(0), queryType.getDimSize(1)},
-          builder.getI64Type());
-      Value iota = nn::IotaOp::create(builder, attention->getLoc(), type,
-                                      constantOffset(offsetOf(whole, g)),
-                                      builder.getI64IntegerAttr(1));
-      positionsOperand.assign(iota);
-      builder.setInsertionPointAfter(attention);
-    };
-    if (auto attention = dyn_cast<nn::AttentionOp>(clone))
-      addPositions(attention, attention.getQuery(),
-                   cast<nn::AttentionOp>(op).getQueryMutable(),
-                   attention.getMask(), attention.getPositions(),
-                   attention.getPositionsMutable());
-    if (auto grad = dyn_cast<nn::AttentionGradOp>(clone))
-      addPositions(grad, grad.getQuery(),
-                   cast<nn::AttentionGradOp>(op).getQueryMutable(),
-                   grad.getMask(), grad.getPositions(),
-                   grad.getPositionsMutable());
-    if (auto embedding = dyn_cast<nn::EmbeddingOp>(op);
-        embedding && usedSplitOf(embedding.getTableMutable()) == 0)
-      return op.emitError("looks up in a table split along the vocabulary "
-                          "across device groups; not supported yet");
-    if (auto scatter = dyn_cast<nn::GatherGradOp>(op);
-        scatter &&
-        splitOf(scatter.getResult()) == static_cast<int64_t>(scatter.getDim()))
-      return op.emitError("scatters into a result split along the scattered "
-                          "dimension across device groups; not supported yet");
-    if (auto dropout = dyn_cast<nn::DropoutOp>(op);
-        dropout && splitOf(dropout.getResult()) >= 0)
-      return op.emitError("draws its mask by global element index on a "
-                          "tensor split across device groups; not supported "
-                          "yet");
-    // A mean over the split dimension: the group's mean over its share,
-    // scaled by share / whole, adds up over the groups to the mean.
-    if (auto reduce = dyn_cast<nn::ReduceOp>(clone);
-        reduce && reduce.getKind() == nn::ReduceKind::Mean) {
-      int64_t dim = usedSplitOf(cast<nn::ReduceOp>(op).getInputMutable());
-      if (dim >= 0 && llvm::is_contained(reduce.getDims(), dim)) {
-        int64_t whole =
-            cast<RankedTensorType>(cast<nn::ReduceOp>(op).getInput().getType())
-                .getDimSize(dim);
-        auto type = cast<RankedTensorType>(reduce.getType());
-        auto scalar = RankedTensorType::get({}, type.getElementType());
-        Value factor = nn::FillOp::create(
-            builder, reduce.getLoc(), scalar,
-            builder.getF64FloatAttr(static_cast<double>(shareOf(whole, g)) /
-                                    static_cast<double>(whole)));
-        Value scaled = nn::MulOp::create(builder, reduce.getLoc(), type,
-                                         reduce.getResult(), factor);
-        mapping.map(op.getResult(0), scaled);
-      }
-    }
+    // Ops whose local form depends on where the part sits in the whole.
+    GroupView view(*this, &op, clone, g, used);
+    if (failed(localizeOp(builder, view)))
+      return failure();
+    for (unsigned i = 0, e = op.getNumResults(); i < e; ++i)
+      mapping.map(op.getResult(i), view.getResult(i));
   }
   (void)nextExchange;
   return part;

@@ -422,18 +422,22 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
     }
     ```
 
-    An `nn.iota` along a split dimension gets the block's global start as
-    its offset: `hspmd.axis_index` (the device's coordinate on the splitting
-    axis) times the block size.
+    Ops whose local form depends on the device's position rewrite
+    themselves through `LocalViewOpInterface` (an iota along a split
+    dimension counts from its block's start, a split dropout draws its
+    block's global mask elements, a vocabulary-split lookup shifts its ids,
+    masked attention on a split query sequence gets its queries' positions,
+    a mean over split dimensions is rescaled); a block's global start is
+    an `hspmd.axis_index` (the device's coordinate on the splitting axes)
+    times the block size, plus the group's start when the dimension is
+    also split across groups.
 
     Errors, at the op: a tensor without a layout (propagation has not run),
     a reshard not lowered, layouts on several groups, ops with regions, and
-    ops whose local form would need the device's offset in the global
-    tensor and has none yet (dropout or masked attention along a split
-    dimension, an embedding whose vocabulary is split, an iota that already
-    has an offset), which later work handles.
+    ops that cannot be localised (a block start that would have to be added
+    to an offset computed at run time), naming the op's layouts.
   }];
-  let dependentDialects = ["loom::nn::NNDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "loom::nn::NNDialect"];
   let statistics = [
     Statistic<"numFunctions", "functions", "Functions specialised">,
   ];

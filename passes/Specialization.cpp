@@ -10,20 +10,24 @@
 // a device's rank is implicit in the collectives it joins.
 //
 // Ops whose local computation needs the device's position in the global
-// tensor (an iota, causal attention along a split sequence, an embedding
-// with a split vocabulary) get the block's start from an hspmd.axis_index;
-// those without such a local form yet (dropout along a split dimension, an
-// iota with a non-constant offset along one) are reported. A mean over split dimensions divides by the global count: the
-// local mean is scaled by local/global count, and the contributions sum.
+// tensor (an iota, dropout, causal attention along a split sequence, an
+// embedding with a split vocabulary, a mean over a split dimension) rewrite
+// themselves through LocalViewOpInterface; this pass's view gives them
+// each block's start as an hspmd.axis_index (the device's coordinate on the
+// mesh axes that split the dimension, times the block). What an op cannot
+// localise (a block start to add to an offset computed at run time) it
+// reports, naming the layouts.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/LayoutPropagation.h"
 #include "passes/Passes.h"
 
+#include "dialects/Interfaces/LocalView.h"
+#include "dialects/nn/IR/NNDialect.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
-#include "dialects/nn/IR/NNOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -31,7 +35,9 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace loom {
 #define GEN_PASS_DEF_SPECIALIZATIONPASS
@@ -59,15 +65,6 @@ SmallVector<int64_t> getLocalShape(hspmd::UnionAttr layout,
   return local;
 }
 
-/// The product of the degrees that split dimension `dim`.
-int64_t getSplitDegree(hspmd::UnionAttr layout, int64_t dim) {
-  int64_t degree = 1;
-  for (const hspmd::Axis &axis : layout.getStates()[0].getAxes())
-    if (axis.isSplit() && axis.dim == dim)
-      degree *= axis.degree;
-  return degree;
-}
-
 class Specializer {
 public:
   explicit Specializer(func::FuncOp global) : global(global) {}
@@ -85,15 +82,14 @@ private:
   /// after a diagnostic when propagation has not run.
   FailureOr<SmallVector<hspmd::UnionAttr>>
   getLayouts(Operation *op, StringRef name, ValueRange values);
-  /// Reports ops whose local form would need the device's position.
-  LogicalResult checkLocalForm(Operation *op,
-                               ArrayRef<hspmd::UnionAttr> operandLayouts,
-                               ArrayRef<hspmd::UnionAttr> resultLayouts);
   LogicalResult specializeOp(Operation *op, OpBuilder &builder,
                              IRMapping &mapping);
 
   func::FuncOp global;
   hspmd::DeviceGroupAttr group;
+  /// Values localised ops stopped using (a group's constant start folded
+  /// into a block start): erased at the end if nothing uses them.
+  llvm::SetVector<Value> replaced;
 };
 
 LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
@@ -150,77 +146,70 @@ Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
 /// laid out by `layout`, whose local size along it is `block`: the
 /// device's coordinate on the states axis that splits `dim` (the layout's
 /// own axes read as a mesh) times `block`, plus `base` (where the group's
-/// part starts), as an `hspmd.axis_index` built at the builder's insertion
-/// point. Null when `dim` is not split.
-static Value createBlockStart(OpBuilder &builder, Location loc,
-                              hspmd::UnionAttr layout, int64_t dim,
-                              int64_t block, int64_t base = 0) {
+/// part starts), as an
+/// `hspmd.axis_index` built at the builder's insertion point. Null when
+/// `dim` is not split.
+Value createBlockStart(OpBuilder &builder, Location loc,
+                       hspmd::UnionAttr layout, int64_t dim, int64_t block,
+                       int64_t base) {
   hspmd::DistStatesAttr states = layout.getStates()[0];
-  SmallVector<int64_t> degrees;
-  std::optional<int64_t> splitAxis;
+  SmallVector<int64_t> degrees, splitAxes;
+  // A dimension is split by one axis at most (the layout's verifier).
   for (auto [index, axis] : llvm::enumerate(states.getAxes())) {
     degrees.push_back(axis.degree);
     if (axis.isSplit() && axis.dim == dim && axis.degree > 1)
-      splitAxis = index;
+      splitAxes.push_back(index);
   }
-  if (!splitAxis)
+  if (splitAxes.empty())
     return nullptr;
   return hspmd::AxisIndexOp::create(
       builder, loc, RankedTensorType::get({}, builder.getI64Type()),
-      builder.getDenseI64ArrayAttr({*splitAxis}),
+      builder.getDenseI64ArrayAttr(splitAxes),
       builder.getDenseI64ArrayAttr(degrees), builder.getI64IntegerAttr(block),
       builder.getI64IntegerAttr(base));
 }
 
-/// The offset of `iota` when it is a constant (partitioning across groups
-/// gives an iota along a split dimension its group's start).
-static std::optional<int64_t> getConstantOffset(nn::IotaOp iota) {
-  Value offset = iota.getOffset();
-  if (!offset)
-    return std::nullopt;
-  DenseIntElementsAttr value;
-  if (!matchPattern(offset, m_Constant(&value)) || value.getNumElements() != 1)
-    return std::nullopt;
-  return (*value.value_begin<APInt>()).getSExtValue();
-}
+/// Specialisation's local view: each device holds equal blocks of its
+/// group's tensors, a block's start is read from the device's coordinates.
+class BlockView : public LocalView {
+public:
+  BlockView(Operation *global, Operation *local,
+            ArrayRef<hspmd::UnionAttr> operandLayouts,
+            ArrayRef<hspmd::UnionAttr> resultLayouts)
+      : LocalView(global, local), operandLayouts(operandLayouts),
+        resultLayouts(resultLayouts) {}
 
-LogicalResult
-Specializer::checkLocalForm(Operation *op,
-                            ArrayRef<hspmd::UnionAttr> operandLayouts,
-                            ArrayRef<hspmd::UnionAttr> resultLayouts) {
-  auto needsPosition =
-      [&](StringRef what) {
-        return op->emitError()
-               << what
-               << ": its local form needs the device's offset in the global "
-                  "tensor, which specialisation does not provide yet";
-      };
-  if (auto iota = dyn_cast<nn::IotaOp>(op))
-    if (iota.getOffset() &&
-        getSplitDegree(resultLayouts[0], iota.getDim()) > 1 &&
-        !getConstantOffset(iota))
-      return needsPosition("counts from a computed offset along a split "
-                           "dimension");
-  if (auto dropout = dyn_cast<nn::DropoutOp>(op))
-    for (int64_t d = 0, e = dropout.getType().getRank(); d < e; ++d)
-      if (getSplitDegree(resultLayouts[0], d) > 1)
-        return needsPosition("draws its mask by global element index on a "
-                             "split tensor");
-  // Attention with explicit positions and a split query sequence would
-  // need the positions split with the queries, which the rule does (they
-  // share the factor); without them, the local op gets its block's
-  // positions (specializeOp).
-  if (auto scatter = dyn_cast<nn::GatherGradOp>(op))
-    if (scatter.getOffset() &&
-        getSplitDegree(resultLayouts[0], scatter.getDim()) > 1)
-      return needsPosition("scatters from an offset into a result split "
-                           "along the scattered dimension");
-  if (auto embedding = dyn_cast<nn::EmbeddingOp>(op))
-    if (embedding.getOffset() && getSplitDegree(operandLayouts[0], 0) > 1)
-      return needsPosition("looks up from an offset in a table split along "
-                           "the vocabulary");
-  return success();
-}
+protected:
+  Value createStart(OpBuilder &builder, bool isResult, unsigned index,
+                    int64_t dim, int64_t base) override {
+    Operation *local = getLocalOp();
+    Value value = isResult ? local->getResult(index) : local->getOperand(index);
+    // The layouts list the op's ranked tensors only.
+    ValueRange all = isResult ? ValueRange(local->getResults())
+                              : ValueRange(local->getOperands());
+    unsigned tensor = llvm::count_if(all.take_front(index), [](Value v) {
+      return isa<RankedTensorType>(v.getType());
+    });
+    hspmd::UnionAttr layout =
+        (isResult ? resultLayouts : operandLayouts)[tensor];
+    return createBlockStart(
+        builder, local->getLoc(), layout, dim,
+        cast<RankedTensorType>(value.getType()).getDimSize(dim), base);
+  }
+  std::string describeLayouts() const override {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "(operands ";
+    llvm::interleaveComma(operandLayouts, os);
+    os << "; results ";
+    llvm::interleaveComma(resultLayouts, os);
+    os << ")";
+    return text;
+  }
+
+private:
+  ArrayRef<hspmd::UnionAttr> operandLayouts, resultLayouts;
+};
 
 LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
                                         IRMapping &mapping) {
@@ -248,8 +237,7 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
     return failure();
   FailureOr<SmallVector<hspmd::UnionAttr>> operandLayouts =
       getLayouts(op, kOperandLayouts, op->getOperands());
-  if (failed(operandLayouts) ||
-      failed(checkLocalForm(op, *operandLayouts, *resultLayouts)))
+  if (failed(operandLayouts))
     return failure();
 
   Operation *clone = builder.clone(*op, mapping);
@@ -263,99 +251,13 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
     if (isa<RankedTensorType>(result.getType()))
       result.setType(getLocalType(result.getType(), (*resultLayouts)[next++]));
 
-  // An iota along a split dimension counts from the block's global start
-  // (after a constant offset: where the group's part starts).
-  if (auto iota = dyn_cast<nn::IotaOp>(clone)) {
-    builder.setInsertionPoint(iota);
-    if (Value start = createBlockStart(
-            builder, iota.getLoc(), (*resultLayouts)[0], iota.getDim(),
-            iota.getType().getDimSize(iota.getDim()),
-            getConstantOffset(cast<nn::IotaOp>(op)).value_or(0))) {
-      Value old = iota.getOffset();
-      iota.getOffsetMutable().assign(start);
-      // The group's start is folded into the block start.
-      if (old && old.use_empty())
-        old.getDefiningOp()->erase();
-    }
-    builder.setInsertionPointAfter(iota);
-  }
-
-  // A table split along the vocabulary: the local lookup reads the ids in
-  // the block's rows (shifted by its start) and zeros for the others; the
-  // partial results sum to the lookup.
-  if (auto embedding = dyn_cast<nn::EmbeddingOp>(clone)) {
-    builder.setInsertionPoint(embedding);
-    auto table = cast<RankedTensorType>(embedding.getTable().getType());
-    if (Value start =
-            createBlockStart(builder, embedding.getLoc(), (*operandLayouts)[0],
-                             0, table.getDimSize(0)))
-      embedding.getOffsetMutable().assign(start);
-    builder.setInsertionPointAfter(embedding);
-  }
-
-  // A scatter-add into a result split along the scattered dimension (the
-  // gradient of a vocabulary-split table): the device adds the indices
-  // that fall in its block, shifted by the block's start.
-  if (auto scatter = dyn_cast<nn::GatherGradOp>(clone)) {
-    builder.setInsertionPoint(scatter);
-    int64_t dim = static_cast<int64_t>(scatter.getDim());
-    if (Value start = createBlockStart(
-            builder, scatter.getLoc(), (*resultLayouts)[0], dim,
-            cast<RankedTensorType>(scatter.getType()).getDimSize(dim)))
-      scatter.getOffsetMutable().assign(start);
-    builder.setInsertionPointAfter(scatter);
-  }
-
-  // Masked attention on a split query sequence (context parallelism): the
-  // local queries sit at their global positions among the (whole) keys, so
-  // the local op gets them as explicit positions, an iota from the block's
-  // start. The same for its gradient.
-  auto addPositions = [&](Operation *attention, Value query, nn::MaskKind mask,
-                          Value positions, MutableOperandRange positionsOperand,
-                          hspmd::UnionAttr queryLayout) {
-    if (mask == nn::MaskKind::None || positions)
-      return;
-    auto queryType = cast<RankedTensorType>(query.getType());
-    builder.setInsertionPoint(attention);
-    Value start = createBlockStart(builder, attention->getLoc(), queryLayout, 1,
-                                   queryType.getDimSize(1));
-    if (start) {
-      auto type = RankedTensorType::get(
-          {queryType.getDimSize(0), queryType.getDimSize(1)},
-          builder.getI64Type());
-      Value iota = nn::IotaOp::create(builder, attention->getLoc(), type, start,
-                                      builder.getI64IntegerAttr(1));
-      positionsOperand.assign(iota);
-    }
-    builder.setInsertionPointAfter(attention);
-  };
-  if (auto attention = dyn_cast<nn::AttentionOp>(clone))
-    addPositions(attention, attention.getQuery(), attention.getMask(),
-                 attention.getPositions(), attention.getPositionsMutable(),
-                 (*operandLayouts)[0]);
-  if (auto grad = dyn_cast<nn::AttentionGradOp>(clone))
-    addPositions(grad, grad.getQuery(), grad.getMask(), grad.getPositions(),
-                 grad.getPositionsMutable(), (*operandLayouts)[1]);
-
-  // A mean over split dimensions: the local mean divided the local sum by
-  // the local count; scaled by local / global count, the contributions add
-  // up to the global mean.
-  if (auto reduce = dyn_cast<nn::ReduceOp>(clone);
-      reduce && reduce.getKind() == nn::ReduceKind::Mean) {
-    int64_t degree = 1;
-    for (int64_t dim : reduce.getDims())
-      degree *= getSplitDegree((*operandLayouts)[0], dim);
-    if (degree > 1) {
-      auto type = cast<RankedTensorType>(reduce.getType());
-      auto scalar = RankedTensorType::get({}, type.getElementType());
-      Value factor = nn::FillOp::create(
-          builder, reduce.getLoc(), scalar,
-          builder.getF64FloatAttr(1.0 / static_cast<double>(degree)));
-      Value scaled = nn::MulOp::create(builder, reduce.getLoc(), type,
-                                       reduce.getResult(), factor);
-      mapping.map(op->getResult(0), scaled);
-    }
-  }
+  // Ops whose local form depends on the device's position.
+  BlockView view(op, clone, *operandLayouts, *resultLayouts);
+  if (failed(localizeOp(builder, view)))
+    return failure();
+  for (unsigned i = 0, e = op->getNumResults(); i < e; ++i)
+    mapping.map(op->getResult(i), view.getResult(i));
+  replaced.insert_range(view.getReplacedValues());
   return success();
 }
 
@@ -452,6 +354,10 @@ func::FuncOp Specializer::run() {
       local.erase();
       return {};
     }
+  for (Value value : replaced)
+    if (Operation *producer = value.getDefiningOp();
+        producer && value.use_empty() && isOpTriviallyDead(producer))
+      producer->erase();
   if (failed(verify(local))) {
     local.emitError() << "the specialisation of @" << global.getSymName()
                       << " does not verify (a bug in an op's layout rule or "

@@ -43,13 +43,19 @@ namespace {
 /// without segment sizes (so an absent one is simply missing).
 std::optional<unsigned> getOperandGroups(OperationName name) {
   static const llvm::StringMap<unsigned> groups = {
-      {"nn.iota", 1},       {"nn.rms_norm", 2},        {"nn.dropout", 2},
+      {"nn.iota", 1},       {"nn.rms_norm", 2},
       {"nn.embedding", 3},  {"nn.layer_norm_grad", 3}, {"nn.rms_norm_grad", 3},
       {"nn.gather_grad", 3}};
   auto it = groups.find(name.getStringRef());
   if (it == groups.end())
     return std::nullopt;
   return it->second;
+}
+
+/// Whether ODS operand group `index` of an op with segment sizes is
+/// variadic: passed as two lists even when it holds one value or none.
+bool isVariadicGroup(OperationName name, unsigned index) {
+  return name.getStringRef() == "nn.dropout" && index == 2;
 }
 
 /// The most entries of a list the runtimes take as a shape (kMaxRank of
@@ -355,8 +361,9 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
         op->getInherentAttr("operandSegmentSizes").value_or(Attribute()));
     if (segments) {
       unsigned next = 0;
-      for (int32_t size : segments.asArrayRef()) {
-        group(op->getOperands().slice(next, size), size > 1);
+      for (auto [index, size] : llvm::enumerate(segments.asArrayRef())) {
+        group(op->getOperands().slice(next, size),
+              size > 1 || isVariadicGroup(op->getName(), index));
         next += size;
       }
       return;

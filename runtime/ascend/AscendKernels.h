@@ -114,7 +114,8 @@ void clamp(Arg out, Arg in, double max, double min);
 void select(Arg out, Arg condition, Arg whenTrue, Arg whenFalse);
 void sliceGrad(Arg out, Arg grad, Shape offsets, Shape strides);
 void gather(Arg out, Arg in, Arg indices, int64_t dim);
-void dropout(Arg out, Arg in, Arg offset, double rate, int64_t seed);
+void dropout(Arg out, Arg in, Arg offset, int64_t count, const Arg *starts,
+             Shape globalShape, double rate, int64_t seed);
 void rmsNorm(Arg out, Arg in, Arg scale, double epsilon,
              int64_t normalizedDims);
 void rmsNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
@@ -416,10 +417,28 @@ void gather(T *result, Shape resultShape, const Same<T> *input,
 template <typename T>
 void dropout(T *result, Shape resultShape, const Same<T> *input,
              Shape inputShape, const int64_t *offset, Shape offsetShape,
-             double rate, int64_t seed) {
+             int64_t count, const int64_t *const *starts,
+             const Shape *startsShapes, Shape globalShape, double rate,
+             int64_t seed) {
+  std::vector<detail::Arg> args(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    args[static_cast<size_t>(i)] = detail::arg(starts[i], startsShapes[i]);
   detail::dropout(detail::arg(result, resultShape),
                   detail::arg(input, inputShape),
-                  detail::arg(offset, offsetShape), rate, seed);
+                  detail::arg(offset, offsetShape), count, args.data(),
+                  globalShape, rate, seed);
+}
+template <typename T>
+void dropout(T *result, Shape resultShape, const Same<T> *input,
+             Shape inputShape, const int64_t *offset, Shape offsetShape,
+             std::initializer_list<const int64_t *> starts,
+             std::initializer_list<Shape> startsShapes, Shape globalShape,
+             double rate, int64_t seed) {
+  // Qualified: argument-dependent lookup would find the host kernel.
+  loom::ascend::dropout<T>(result, resultShape, input, inputShape, offset,
+                           offsetShape, static_cast<int64_t>(starts.size()),
+                           starts.begin(), startsShapes.begin(), globalShape,
+                           rate, seed);
 }
 template <typename T>
 void rms_norm(T *result, Shape resultShape, const Same<T> *input,

@@ -397,11 +397,25 @@ void detail::gather(Arg out, Arg in, Arg indices, int64_t dim) {
   LOOM_ACLNN(aclnnGather, tensor(in), dim, tensor(indices), tensor(out));
 }
 
-void detail::dropout(Arg out, Arg in, Arg offset, double rate, int64_t seed) {
+void detail::dropout(Arg out, Arg in, Arg offset, int64_t count,
+                     const Arg *starts, Shape globalShape, double rate,
+                     int64_t seed) {
   if (empty(out))
     return;
-  LOOM_ACLNN(aclnnLoomDropout, tensor(in), tensor(offset), rate, seed,
-             tensor(out));
+  // A block of a larger tensor: its starts (device scalars) and the global
+  // shape; neither for a whole tensor.
+  aclTensorList *list = nullptr;
+  aclIntArray *global = nullptr;
+  if (count > 0) {
+    std::vector<aclTensor *> tensors;
+    for (int64_t i = 0; i < count; ++i)
+      tensors.push_back(tensor(starts[i]));
+    list = tensorList(tensors.data(), count);
+    global = intArray(globalShape.dims, globalShape.rank < 0 ? 0
+                                                             : globalShape.rank);
+  }
+  LOOM_ACLNN(aclnnLoomDropout, tensor(in), tensor(offset), list, global, rate,
+             seed, tensor(out));
 }
 
 void detail::rmsNorm(Arg out, Arg in, Arg scale, double epsilon,

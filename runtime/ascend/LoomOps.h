@@ -75,7 +75,9 @@ LOOM_OP(aclnnLoomSgd, const aclTensor *param, const aclTensor *grad,
         aclTensor *newMomentumBuffer)
 
 LOOM_OP(aclnnLoomDropout, const aclTensor *input, const aclTensor *offset,
-        double rate, int64_t seed, aclTensor *out)
+        const aclTensorList *startsOptional,
+        const aclIntArray *globalShapeOptional, double rate, int64_t seed,
+        aclTensor *out)
 LOOM_OP(aclnnLoomRmsNorm, const aclTensor *input, const aclTensor *scale,
         double epsilon, int64_t normalizedDims, aclTensor *out)
 LOOM_OP(aclnnLoomRmsNormBackward, const aclTensor *grad, const aclTensor *input,

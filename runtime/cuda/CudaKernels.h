@@ -343,11 +343,16 @@ void rope(double *result, Shape resultShape, const double *input,
           Shape inputShape, IndexPtr positions, Shape positionsShape,
           bool inverse, double theta);
 
+// The starts are device scalars, their list a host one.
 void dropout(float *result, Shape resultShape, const float *input,
              Shape inputShape, const int64_t *offset, Shape offsetShape,
+             std::initializer_list<const int64_t *> starts,
+             std::initializer_list<Shape> startsShapes, Shape globalShape,
              double rate, int64_t seed);
 void dropout(double *result, Shape resultShape, const double *input,
              Shape inputShape, const int64_t *offset, Shape offsetShape,
+             std::initializer_list<const int64_t *> starts,
+             std::initializer_list<Shape> startsShapes, Shape globalShape,
              double rate, int64_t seed);
 
 //===----------------------------------------------------------------------===//

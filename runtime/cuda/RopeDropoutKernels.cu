@@ -4,7 +4,8 @@
 // f64 and rounds them to the element type, the rotation in the element type
 // (one thread per rotated pair); dropout draws its mask with Math.h's
 // splitmix64 stream (one thread per element), so it drops exactly the
-// elements the host kernel drops. The dropout offset is a device scalar.
+// elements the host kernel drops. The dropout offset and a block's starts
+// are device scalars.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,16 +39,32 @@ __global__ void ropeKernel(T *result, const T *input, DeviceIndex positions,
   }
 }
 
+/// Where a dropout block sits in its global tensor (nn.dropout's starts,
+/// device scalars, and global shape), passed by value.
+struct DropoutBlock {
+  const int64_t *starts[kMaxRank] = {};
+  int64_t local[kMaxRank] = {};
+  int64_t global[kMaxRank] = {};
+  int64_t rank = 0;
+  bool present = false;
+};
+
 template <typename T>
 __global__ void dropoutKernel(T *result, const T *input, const int64_t *offset,
-                              uint64_t seed, double rate, T scale, int64_t n) {
+                              DropoutBlock block, uint64_t seed, double rate,
+                              T scale, int64_t n) {
   uint64_t key = seed;
   if (offset)
     key += static_cast<uint64_t>(*offset);
+  int64_t starts[kMaxRank] = {};
+  for (int64_t d = 0; d < block.rank; ++d)
+    starts[d] = *block.starts[d];
   LOOM_CUDA_FOR(i, n) {
-    result[i] = math::dropped(key, static_cast<uint64_t>(i), rate)
-                    ? T(0)
-                    : input[i] * scale;
+    uint64_t index = block.present
+                         ? math::globalElementIndex(i, block.rank, block.local,
+                                                    starts, block.global)
+                         : static_cast<uint64_t>(i);
+    result[i] = math::dropped(key, index, rate) ? T(0) : input[i] * scale;
   }
 }
 
@@ -81,18 +98,52 @@ void ropeImpl(T *result, const Shape &resultShape, const T *input,
 template <typename T>
 void dropoutImpl(T *result, const Shape &resultShape, const T *input,
                  const Shape &inputShape, const int64_t *offset,
-                 const Shape &offsetShape, double rate, int64_t seed) {
+                 const Shape &offsetShape,
+                 std::initializer_list<const int64_t *> starts,
+                 std::initializer_list<Shape> startsShapes,
+                 const Shape &globalShape, double rate, int64_t seed) {
   const char *kernel = "dropout";
   checkValid(kernel, "the input", inputShape);
   checkShape(kernel, "the result", resultShape, inputShape);
   if (offset)
     checkShape(kernel, "the offset", offsetShape, Shape{});
+  DropoutBlock block;
+  block.present = starts.size() != 0;
+  LOOM_CUDA_CHECK(block.present != globalShape.isAbsent(), kernel,
+                  "takes starts and a global shape together, got %s",
+                  block.present ? "starts without a global shape"
+                                : "a global shape without starts");
+  if (block.present) {
+    block.rank = inputShape.rank;
+    LOOM_CUDA_CHECK(static_cast<int64_t>(starts.size()) == block.rank &&
+                        startsShapes.size() == starts.size() &&
+                        globalShape.rank == block.rank,
+                    kernel,
+                    "needs one start and one global size per dimension of "
+                    "the input %s, got %zu starts and the global shape %s",
+                    formatShape(inputShape), starts.size(),
+                    formatShape(globalShape, 1));
+    int64_t d = 0;
+    for (const int64_t *start : starts) {
+      checkShape(kernel, "a start", startsShapes.begin()[d], Shape{});
+      LOOM_CUDA_CHECK(start && globalShape[d] >= inputShape[d], kernel,
+                      "needs a start for dimension %lld, and a global size "
+                      "no smaller than the input's %s, got %s",
+                      static_cast<long long>(d), formatShape(inputShape),
+                      formatShape(globalShape, 1));
+      block.starts[d] = start;
+      block.local[d] = inputShape[d];
+      block.global[d] = globalShape[d];
+      ++d;
+    }
+  }
   const T scale = static_cast<T>(1.0 / (1.0 - rate));
   int64_t n = inputShape.numElements();
   if (n == 0)
     return;
   dropoutKernel<<<gridFor(n), kThreads, 0, stream()>>>(
-      result, input, offset, static_cast<uint64_t>(seed), rate, scale, n);
+      result, input, offset, block, static_cast<uint64_t>(seed), rate, scale,
+      n);
   checkLaunch(kernel);
 }
 
@@ -105,11 +156,14 @@ void dropoutImpl(T *result, const Shape &resultShape, const T *input,
     ropeImpl(result, resultShape, input, inputShape, positions,                \
              positionsShape, inverse, theta);                                  \
   }                                                                            \
-  void loom::cuda::dropout(T *result, Shape resultShape, const T *input,       \
-                           Shape inputShape, const int64_t *offset,            \
-                           Shape offsetShape, double rate, int64_t seed) {     \
+  void loom::cuda::dropout(                                                   \
+      T *result, Shape resultShape, const T *input, Shape inputShape,          \
+      const int64_t *offset, Shape offsetShape,                                \
+      std::initializer_list<const int64_t *> starts,                           \
+      std::initializer_list<Shape> startsShapes, Shape globalShape,            \
+      double rate, int64_t seed) {                                             \
     dropoutImpl(result, resultShape, input, inputShape, offset, offsetShape,   \
-                rate, seed);                                                   \
+                starts, startsShapes, globalShape, rate, seed);                \
   }
 DEFINE_ROPE_DROPOUT(float)
 DEFINE_ROPE_DROPOUT(double)

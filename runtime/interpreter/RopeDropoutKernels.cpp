@@ -84,6 +84,24 @@ LogicalResult dropoutKernel(nn::DropoutOp op, KernelCall &call) {
       return call.emitError() << "offset must be a 0-d i64 tensor";
     key += static_cast<uint64_t>(offset->data<int64_t>()[0]);
   }
+  // A block of a larger tensor: each element's mask is drawn by its index
+  // there (the op's verifier checked the counts).
+  SmallVector<int64_t> starts;
+  ArrayRef<int64_t> globalShape = op.getGlobalShape().value_or(
+      ArrayRef<int64_t>());
+  for (auto [d, value] : llvm::enumerate(op.getStarts())) {
+    const Tensor *start = call.operandFor(value);
+    if (!start || start->getKind() != ElementKind::I64 ||
+        start->getNumElements() != 1)
+      return call.emitError() << "start #" << d << " must be a 0-d i64 tensor";
+    int64_t first = start->data<int64_t>()[0];
+    if (first < 0 || first + input.getShape()[d] > globalShape[d])
+      return call.emitError()
+             << "the block of size " << input.getShape()[d] << " at " << first
+             << " along dimension " << d << " does not lie in the global size "
+             << globalShape[d];
+    starts.push_back(first);
+  }
   double rate = op.getRate().convertToDouble();
   // The scale is rounded to the element type (bf16 too, although the kernel
   // computes in f32).
@@ -98,8 +116,24 @@ LogicalResult dropoutKernel(nn::DropoutOp op, KernelCall &call) {
     const T *x = input.data<T>();
     T *y = out->data<T>();
     T scale = static_cast<T>(scaleValue);
+    // The local element's global index, kept with an odometer over the
+    // local multi-index (an independent way of the runtimes' division).
+    ArrayRef<int64_t> shape = input.getShape();
+    int64_t rank = static_cast<int64_t>(shape.size());
+    SmallVector<uint64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0 && !starts.empty(); --d)
+      strides[d] = strides[d + 1] * static_cast<uint64_t>(globalShape[d + 1]);
+    SmallVector<int64_t> at(rank, 0);
     for (int64_t i = 0, e = input.getNumElements(); i < e; ++i) {
-      double u = toUnitInterval(splitmix64(key, static_cast<uint64_t>(i)));
+      uint64_t index = static_cast<uint64_t>(i);
+      if (!starts.empty()) {
+        index = 0;
+        for (int64_t d = 0; d < rank; ++d)
+          index += static_cast<uint64_t>(starts[d] + at[d]) * strides[d];
+        for (int64_t d = rank - 1; d >= 0 && ++at[d] == shape[d]; --d)
+          at[d] = 0;
+      }
+      double u = toUnitInterval(splitmix64(key, index));
       y[i] = u < rate ? T(0) : x[i] * scale;
     }
     return success();

@@ -455,13 +455,22 @@ void rope(double *result, Shape resultShape, const double *input,
           bool inverse, double theta);
 
 // nn.dropout: dropout(result, result_shape, input, input_shape,
-//   const int64_t *offset, offset_shape, double rate, int64_t seed)
-void dropout(float *result, Shape resultShape, const float *input,
-             Shape inputShape, const int64_t *offset, Shape offsetShape,
-             double rate, int64_t seed);
-void dropout(double *result, Shape resultShape, const double *input,
-             Shape inputShape, const int64_t *offset, Shape offsetShape,
-             double rate, int64_t seed);
+//   const int64_t *offset, offset_shape, {starts...}, {starts_shapes...},
+//   Shape global_shape, double rate, int64_t seed); a whole tensor has no
+//   starts (`{}, {}`) and kAbsentShape. Also with `count` starts as arrays.
+#define LOOM_HOST_DROPOUT(T)                                                   \
+  void dropout(T *result, Shape resultShape, const T *input, Shape inputShape, \
+               const int64_t *offset, Shape offsetShape,                       \
+               std::initializer_list<const int64_t *> starts,                  \
+               std::initializer_list<Shape> startsShapes, Shape globalShape,   \
+               double rate, int64_t seed);                                     \
+  void dropout(T *result, Shape resultShape, const T *input, Shape inputShape, \
+               const int64_t *offset, Shape offsetShape, int64_t count,        \
+               const int64_t *const *starts, const Shape *startsShapes,        \
+               Shape globalShape, double rate, int64_t seed);
+LOOM_HOST_DROPOUT(float)
+LOOM_HOST_DROPOUT(double)
+#undef LOOM_HOST_DROPOUT
 
 //===----------------------------------------------------------------------===//
 // Loss

@@ -322,6 +322,23 @@ LOOM_HD inline bool dropped(uint64_t key, uint64_t index, double rate) {
   return toUnitInterval(splitmix64(key, index)) < rate;
 }
 
+/// nn.dropout's counter for element `i` (row-major) of a block of sizes
+/// `local` whose first element is the element `starts` of a tensor of shape
+/// `global` (all `rank` long): the element's row-major index in the tensor.
+LOOM_HD inline uint64_t globalElementIndex(int64_t i, int64_t rank,
+                                           const int64_t *local,
+                                           const int64_t *starts,
+                                           const int64_t *global) {
+  uint64_t index = 0, stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    int64_t coord = i % local[d];
+    i /= local[d];
+    index += static_cast<uint64_t>(starts[d] + coord) * stride;
+    stride *= static_cast<uint64_t>(global[d]);
+  }
+  return index;
+}
+
 } // namespace loom::math
 
 #endif // LOOM_RUNTIME_KERNELS_MATH_H

@@ -67,20 +67,53 @@ void ropeImpl(T *result, const Shape &resultShape, const T *input,
 template <typename T>
 void dropoutImpl(T *result, const Shape &resultShape, const T *input,
                  const Shape &inputShape, const int64_t *offset,
-                 const Shape &offsetShape, double rate, int64_t seed) {
+                 const Shape &offsetShape, int64_t startCount,
+                 const int64_t *const *starts, const Shape *startsShapes,
+                 const Shape &globalShape, double rate, int64_t seed) {
   const char *kernel = "dropout";
   checkValid(kernel, "the input", inputShape);
   checkShape(kernel, "the result", resultShape, inputShape);
   if (offset)
     checkShape(kernel, "the offset", offsetShape, Shape{});
+  // A block of a larger tensor: its global start per dimension.
+  int64_t rank = inputShape.rank;
+  int64_t blockStarts[kMaxRank] = {};
+  bool block = startCount != 0;
+  LOOM_HOST_CHECK(block != globalShape.isAbsent(), kernel,
+             "takes starts and a global shape together, got %s",
+             block ? "starts without a global shape"
+                   : "a global shape without starts");
+  if (block) {
+    LOOM_HOST_CHECK(startCount == rank && globalShape.rank == rank, kernel,
+                    "needs one start and one global size per dimension of "
+                    "the input %s, got %lld starts and the global shape %s",
+                    formatShape(inputShape), static_cast<long long>(startCount),
+                    formatShape(globalShape, 1));
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t *start = starts[d];
+      checkShape(kernel, "a start", startsShapes[d], Shape{});
+      LOOM_HOST_CHECK(start && *start >= 0 &&
+                     *start + inputShape[d] <= globalShape[d],
+                 kernel,
+                 "the block %s at start %lld of dimension %lld does not lie "
+                 "in the global shape %s",
+                 formatShape(inputShape),
+                 static_cast<long long>(start ? *start : -1),
+                 static_cast<long long>(d), formatShape(globalShape, 1));
+      blockStarts[d] = *start;
+    }
+  }
   uint64_t key = static_cast<uint64_t>(seed);
   if (offset)
     key += static_cast<uint64_t>(*offset);
   const T scale = static_cast<T>(1.0 / (1.0 - rate));
-  for (int64_t i = 0, e = inputShape.numElements(); i < e; ++i)
-    result[i] = math::dropped(key, static_cast<uint64_t>(i), rate)
-                    ? T(0)
-                    : input[i] * scale;
+  for (int64_t i = 0, e = inputShape.numElements(); i < e; ++i) {
+    uint64_t index =
+        block ? math::globalElementIndex(i, rank, inputShape.dims, blockStarts,
+                                         globalShape.dims)
+              : static_cast<uint64_t>(i);
+    result[i] = math::dropped(key, index, rate) ? T(0) : input[i] * scale;
+  }
 }
 
 } // namespace
@@ -92,11 +125,27 @@ void dropoutImpl(T *result, const Shape &resultShape, const T *input,
     ropeImpl(result, resultShape, input, inputShape, positions,                \
              positionsShape, inverse, theta);                                  \
   }                                                                            \
-  void loom::host::dropout(T *result, Shape resultShape, const T *input,       \
-                           Shape inputShape, const int64_t *offset,            \
-                           Shape offsetShape, double rate, int64_t seed) {     \
+  void loom::host::dropout(                                                   \
+      T *result, Shape resultShape, const T *input, Shape inputShape,          \
+      const int64_t *offset, Shape offsetShape,                                \
+      int64_t startCount, const int64_t *const *starts,                        \
+      const Shape *startsShapes, Shape globalShape, double rate,               \
+      int64_t seed) {                                                          \
     dropoutImpl(result, resultShape, input, inputShape, offset, offsetShape,   \
-                rate, seed);                                                   \
+                startCount, starts, startsShapes, globalShape, rate, seed);    \
+  }                                                                            \
+  void loom::host::dropout(                                                   \
+      T *result, Shape resultShape, const T *input, Shape inputShape,          \
+      const int64_t *offset, Shape offsetShape,                                \
+      std::initializer_list<const int64_t *> starts,                           \
+      std::initializer_list<Shape> startsShapes, Shape globalShape,            \
+      double rate, int64_t seed) {                                             \
+    LOOM_HOST_CHECK(starts.size() == startsShapes.size(), "dropout",           \
+                    "got %zu starts but %zu shapes", starts.size(),            \
+                    startsShapes.size());                                      \
+    dropoutImpl(result, resultShape, input, inputShape, offset, offsetShape,   \
+                static_cast<int64_t>(starts.size()), starts.begin(),           \
+                startsShapes.begin(), globalShape, rate, seed);                \
   }
 DEFINE_ROPE_DROPOUT(float)
 DEFINE_ROPE_DROPOUT(double)

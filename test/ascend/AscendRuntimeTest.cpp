@@ -443,11 +443,21 @@ int main(int argc, char **argv) {
                  {2, 3}, 1);
     expectEqual("gather", read(gathered2, 6), wantGather);
     Real *dropped = b.make(6);
-    ascend::dropout(dropped, {2, 3}, da, {2, 3}, nullptr, {}, 0.5, 7);
+    ascend::dropout(dropped, {2, 3}, da, {2, 3}, nullptr, {}, {}, {},
+                    host::kAbsentShape, 0.5, 7);
     std::vector<Real> wantDropped(6);
     host::dropout(wantDropped.data(), {2, 3}, a.data(), {2, 3}, nullptr, {},
-                  0.5, 7);
+                  {}, {}, host::kAbsentShape, 0.5, 7);
     expectEqual("dropout", read(dropped, 6), wantDropped);
+    // The block [1:3, 2:5] of a 4x7 tensor: its starts are device scalars.
+    std::vector<int64_t> row = {1}, column = {2};
+    int64_t *dStartRow = b.makeOf(row), *dStartColumn = b.makeOf(column);
+    Real *blockDropped = b.make(6);
+    ascend::dropout(blockDropped, {2, 3}, da, {2, 3}, nullptr, {},
+                    {dStartRow, dStartColumn}, {{}, {}}, Shape{4, 7}, 0.5, 7);
+    host::dropout(wantDropped.data(), {2, 3}, a.data(), {2, 3}, nullptr, {},
+                  {row.data(), column.data()}, {{}, {}}, Shape{4, 7}, 0.5, 7);
+    expectEqual("dropout of a block", read(blockDropped, 6), wantDropped);
     std::vector<Real> gamma = {1.5, 0.5, -1};
     Real *dgamma = b.make(gamma), *rms = b.make(6), *rmsGrad = b.make(6);
     ascend::rms_norm(rms, {2, 3}, da, {2, 3}, dgamma, {3}, 1e-5, 1);

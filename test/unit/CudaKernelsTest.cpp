@@ -1194,12 +1194,30 @@ TYPED_TEST(CudaKernelsFloat, Dropout) {
         count(shape),
         [&](T *out) {
           host::dropout(out, shape, data<T>(x), shape,
-                        withOffset ? offset.data() : nullptr, Shape{}, 0.3, 42);
+                        withOffset ? offset.data() : nullptr, Shape{}, {}, {},
+                        host::kAbsentShape, 0.3, 42);
         },
         [&](T *out) {
           cuda::dropout(out, shape, dX.get(), shape,
-                        withOffset ? dOffset.get() : nullptr, Shape{}, 0.3, 42);
+                        withOffset ? dOffset.get() : nullptr, Shape{}, {}, {},
+                        host::kAbsentShape, 0.3, 42);
         });
+  // The block [5:22, 3:64] of a 40x70 tensor; its starts are device
+  // scalars.
+  Vec<int64_t> row = {5}, column = {3};
+  Dev<int64_t> dRow(row), dColumn(column);
+  expectSame<T>(
+      "dropout of a block", count(shape),
+      [&](T *out) {
+        host::dropout(out, shape, data<T>(x), shape, nullptr, Shape{},
+                      {row.data(), column.data()}, {Shape{}, Shape{}},
+                      Shape{40, 70}, 0.3, 42);
+      },
+      [&](T *out) {
+        cuda::dropout(out, shape, dX.get(), shape, nullptr, Shape{},
+                      {dRow.get(), dColumn.get()}, {Shape{}, Shape{}},
+                      Shape{40, 70}, 0.3, 42);
+      });
 }
 
 //===----------------------------------------------------------------------===//

@@ -1714,10 +1714,63 @@ TEST(HostKernels, Dropout) {
           using T = decltype(tag);
           host::dropout(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
                         withOffset ? offset.data<int64_t>() : nullptr,
-                        withOffset ? sh(offset) : host::Shape{}, rate, 42);
+                        withOffset ? sh(offset) : host::Shape{}, {}, {},
+                        host::kAbsentShape, rate, 42);
         });
         expectAgree("dropout", out, ref[0]);
       }
+}
+
+// A block of a larger tensor draws the mask elements of its global
+// indices: the same bits as the interpreter, and as the same block cut
+// from the whole tensor's dropout.
+TEST(HostKernels, DropoutOfABlock) {
+  for (ElementKind kind : kFloats) {
+    Tensor whole = randomFloat(kind, {6, 10, 12});
+    Tensor step = scalarI64(3);
+    std::vector<Tensor> wholeRef =
+        interpret("nn.dropout %a0, %a1 {rate = 0.5 : f64, seed = 9 : i64} : " +
+                      ty(whole),
+                  {whole, step}, {ty(whole)});
+    ASSERT_EQ(wholeRef.size(), 1u);
+    // The block [2:5, 0:10, 4:12].
+    const int64_t starts[3] = {2, 0, 4}, sizes[3] = {3, 10, 8};
+    Tensor x = randomFloat(kind, {3, 10, 8});
+    withFloat(kind, [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 10; ++j)
+          for (int64_t k = 0; k < 8; ++k)
+            ptr<T>(x)[(i * 10 + j) * 8 + k] =
+                cptr<T>(whole)[((i + 2) * 10 + j) * 12 + k + 4];
+    });
+    Tensor s0 = scalarI64(starts[0]), s1 = scalarI64(starts[1]),
+           s2 = scalarI64(starts[2]);
+    std::vector<Tensor> ref = interpret(
+        "nn.dropout %a0, %a1 at [%a2, %a3, %a4] {global_shape = array<i64: "
+        "6, 10, 12>, rate = 0.5 : f64, seed = 9 : i64} : " +
+            ty(x),
+        {x, step, s0, s1, s2}, {ty(x)});
+    ASSERT_EQ(ref.size(), 1u);
+    Tensor out = garbageLike(ref[0]);
+    withFloat(kind, [&](auto tag) {
+      using T = decltype(tag);
+      host::dropout(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
+                    step.data<int64_t>(), sh(step),
+                    {s0.data<int64_t>(), s1.data<int64_t>(), s2.data<int64_t>()},
+                    {sh(s0), sh(s1), sh(s2)}, host::Shape{6, 10, 12}, 0.5, 9);
+      // The block cut from the whole tensor's dropout, bit for bit.
+      for (int64_t i = 0; i < sizes[0]; ++i)
+        for (int64_t j = 0; j < sizes[1]; ++j)
+          for (int64_t k = 0; k < sizes[2]; ++k) {
+            T got = cptr<T>(out)[(i * 10 + j) * 8 + k];
+            T want = cptr<T>(wholeRef[0])[((i + 2) * 10 + j) * 12 + k + 4];
+            ASSERT_EQ(std::memcmp(&got, &want, sizeof(T)), 0)
+                << "element " << i << ", " << j << ", " << k;
+          }
+    });
+    expectAgree("dropout of a block", out, ref[0]);
+  }
 }
 
 // A kernel given shapes that do not fit ends the process with a message

@@ -158,7 +158,7 @@ def NN_CrossEntropyGradOp
 }
 
 def NN_AttentionGradOp
-    : NN_InferredOp<"attention_grad", [AttrSizedOperandSegments]> {
+    : NN_InferredOp<"attention_grad", [AttrSizedOperandSegments, NN_LocalView]> {
   let summary = "Gradients of nn.attention with respect to query, key, value";
   let description = [{
     The gradients of `out = nn.attention(query, key, value, ...)` given
@@ -210,7 +210,7 @@ def NN_AttentionGradOp
   }];
 }
 
-def NN_GatherGradOp : NN_Op<"gather_grad", [Pure]> {
+def NN_GatherGradOp : NN_Op<"gather_grad", [Pure, NN_LocalView]> {
   let summary = "Scatter-add: the input gradient of nn.gather";
   let description = [{
     The gradient with respect to `input` of

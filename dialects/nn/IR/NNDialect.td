@@ -10,6 +10,7 @@
 #define LOOM_NN_DIALECT
 
 include "dialects/Interfaces/LayoutRuleOpInterface.td"
+include "dialects/Interfaces/LocalViewOpInterface.td"
 include "mlir/IR/OpBase.td"
 
 def NN_Dialect : Dialect {
@@ -159,5 +160,9 @@ def NN_I64Scalar : 0DTensorOf<[I64]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())"> {
   let summary = "0-d i64 tensor";
 }
+
+/// Ops whose local form depends on where their part sits in the global
+/// tensors (dialects/Interfaces/LocalViewOpInterface.td; NNLocalView.cpp).
+def NN_LocalView : DeclareOpInterfaceMethods<LocalViewOpInterface>;
 
 #endif // LOOM_NN_DIALECT

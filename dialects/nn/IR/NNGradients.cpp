@@ -731,11 +731,11 @@ LogicalResult RopeOp::buildGradients(OpBuilder &builder,
 LogicalResult DropoutOp::buildGradients(OpBuilder &builder,
                                         ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(DropoutOp::create(builder, getLoc(), resultGrads[0],
-                                           getOffset(), getRateAttr(),
-                                           getSeedAttr()));
-  if (getOffset())
-    operandGrads.push_back(Value());
+  operandGrads.push_back(DropoutOp::create(
+      builder, getLoc(), resultGrads[0].getType(), resultGrads[0], getOffset(),
+      getStarts(), getRateAttr(), getSeedAttr(), getGlobalShapeAttr()));
+  // None for the offset and the starts.
+  operandGrads.append(getNumOperands() - 1, Value());
   return success();
 }
 

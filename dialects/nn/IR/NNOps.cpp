@@ -208,8 +208,28 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult DropoutOp::verify() {
-  return checkUnitInterval(getRateAttr().getValueAsDouble(), "rate",
-                           ShapeDiag(getOperation()));
+  if (failed(checkUnitInterval(getRateAttr().getValueAsDouble(), "rate",
+                               ShapeDiag(getOperation()))))
+    return failure();
+  std::optional<ArrayRef<int64_t>> global = getGlobalShape();
+  if (getStarts().empty() != !global)
+    return emitOpError("takes `starts` and `global_shape` together (the "
+                       "position of a block in a global tensor), got ")
+           << (global ? "global_shape without starts"
+                      : "starts without global_shape");
+  if (!global)
+    return success();
+  ArrayRef<int64_t> shape = getType().getShape();
+  if (getStarts().size() != shape.size() || global->size() != shape.size())
+    return emitOpError("needs one start and one global size per dimension of "
+                       "its rank-")
+           << shape.size() << " input, got " << getStarts().size()
+           << " starts and a rank-" << global->size() << " global_shape";
+  for (auto [d, whole, part] : llvm::enumerate(*global, shape))
+    if (!ShapedType::isDynamic(part) && whole < part)
+      return emitOpError("global_shape dimension ")
+             << d << " is " << whole << ", smaller than the input's " << part;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -5,6 +5,7 @@
 
 #include "dialects/Interfaces/GradientOpInterface.h"
 #include "dialects/Interfaces/LayoutRuleOpInterface.h"
+#include "dialects/Interfaces/LocalView.h"
 #include "dialects/nn/IR/NNDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

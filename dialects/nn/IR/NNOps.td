@@ -354,7 +354,7 @@ def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def NN_ReduceOp : NN_InferredOp<"reduce", [NN_Differentiable]> {
+def NN_ReduceOp : NN_InferredOp<"reduce", [NN_Differentiable, NN_LocalView]> {
   let summary = "Sum, mean or maximum over a set of dimensions";
   let description = [{
     Reduces `input` over the dimensions in `dims` with `kind` (`sum`, `mean`
@@ -554,7 +554,7 @@ def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable]> {
   }];
 }
 
-def NN_IotaOp : NN_Op<"iota", [Pure, NN_Differentiable]> {
+def NN_IotaOp : NN_Op<"iota", [Pure, NN_Differentiable, NN_LocalView]> {
   let summary = "Indices along one dimension";
   let description = [{
     Element `[i0, ..., in]` of the result is `i(dim) + offset`, converted to
@@ -741,7 +741,8 @@ def NN_RopeOp : NN_Op<"rope",
 }
 
 def NN_DropoutOp : NN_Op<"dropout",
-    [Pure, AllTypesMatch<["input", "result"]>, NN_Differentiable]> {
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>,
+     NN_Differentiable, NN_LocalView]> {
   let summary = "Inverted dropout with an explicit seed";
   let description = [{
     Zeroes each element with probability `rate` and multiplies the others
@@ -763,28 +764,46 @@ def NN_DropoutOp : NN_Op<"dropout",
     mask, so the op is pure and its gradient (the same mask) reproducible.
     `rate = 0` is the identity.
 
+    The index counts in the global tensor. With `starts` (one 0-d `i64`
+    per dimension, after `at`) and `global_shape`, the input is the block
+    of a tensor of shape `global_shape` whose element `[j0, j1, ...]` is
+    the global element `[starts[0] + j0, starts[1] + j1, ...]`, and `i` is
+    that element's row-major index in `global_shape`; without them the
+    input is the whole tensor. This is the local op of a split dropout
+    (specialisation and partitioning across device groups add them through
+    its local view), so every device draws exactly the mask elements the
+    single-device op draws for its block.
+
     ```mlir
     %0 = nn.dropout %x {rate = 1.0e-01 : f64, seed = 42 : i64}
         : tensor<8x32xf32>
     %1 = nn.dropout %x, %step {rate = 1.0e-01 : f64, seed = 42 : i64}
         : tensor<8x32xf32>
+    %2 = nn.dropout %x at [%r, %c] {global_shape = array<i64: 16, 32>,
+        rate = 1.0e-01 : f64, seed = 42 : i64} : tensor<8x32xf32>
     ```
 
-    Constraints: `0 <= rate < 1`.
+    Constraints: `0 <= rate < 1`; `starts` is empty or has one value per
+    dimension, and `global_shape` is given exactly when `starts` is, with
+    the input's rank and no size smaller than the input's.
 
-    Gradient: `nn.dropout` of `dy` with the same `seed`, `offset` and
-    `rate`, hence the same mask and scale; none for the offset.
+    Gradient: `nn.dropout` of `dy` with the same `seed`, `offset`, `rate`
+    (and `starts`, `global_shape`), hence the same mask and scale; none for
+    the offset and the starts.
   }];
   let arguments = (ins NN_FloatTensor:$input, Optional<NN_I64Scalar>:$offset,
-                       F64Attr:$rate, I64Attr:$seed);
+                       Variadic<NN_I64Scalar>:$starts,
+                       F64Attr:$rate, I64Attr:$seed,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`,` $offset^)? attr-dict `:` type($input)
+    $input (`,` $offset^)? (`at` ` ` `[` $starts^ `]`)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }
 
-def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
+def NN_EmbeddingOp : NN_InferredOp<"embedding",
+    [NN_Differentiable, NN_LocalView]> {
   let summary = "Look up rows of an embedding table";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`. The result shape is the shape
@@ -823,7 +842,7 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
 }
 
 def NN_AttentionOp : NN_InferredOp<"attention",
-    [AttrSizedOperandSegments, NN_Differentiable]> {
+    [AttrSizedOperandSegments, NN_Differentiable, NN_LocalView]> {
   let summary = "Scaled dot-product attention with causal or tree masks";
   let description = [{
     Multi-head attention on `[batch, seq, heads, head_dim]` tensors:

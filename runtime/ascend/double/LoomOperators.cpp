@@ -765,8 +765,10 @@ aclnnStatus aclnnGatherGetWorkspaceSize(const aclTensor *self,
 }
 
 aclnnStatus aclnnLoomDropoutGetWorkspaceSize(
-    const aclTensor *input, const aclTensor *offset, double rate, int64_t seed,
-    aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+    const aclTensor *input, const aclTensor *offset,
+    const aclTensorList *startsOptional, const aclIntArray *globalShapeOptional,
+    double rate, int64_t seed, aclTensor *out, uint64_t *workspaceSize,
+    aclOpExecutor **executor) {
   Plan plan("aclnnLoomDropout");
   TensorArg x, off;
   Output o;
@@ -774,13 +776,49 @@ aclnnStatus aclnnLoomDropoutGetWorkspaceSize(
   LOOM_DOUBLE_TRY(scalarIndexOperand(plan, offset, "offset", off));
   if (!(rate >= 0 && rate < 1))
     return plan.fail(ACLNN_ERR_PARAM_INVALID, "rate %g is not in [0, 1)", rate);
+  // A block of a larger tensor: one 0-d i64 start per dimension and the
+  // global shape, both or neither.
+  if (!startsOptional != !globalShapeOptional)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "startsOptional and globalShapeOptional go together");
+  std::vector<TensorArg> starts;
+  host::Shape global = host::kAbsentShape;
+  if (startsOptional) {
+    LOOM_DOUBLE_TRY(plan.list(startsOptional, "startsOptional"));
+    if (!isLive(globalShapeOptional))
+      return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                       "globalShapeOptional is not a live int array");
+    const std::vector<int64_t> &sizes = globalShapeOptional->values;
+    size_t rank = static_cast<size_t>(x.shape.rank);
+    if (startsOptional->tensors.size() != rank || sizes.size() != rank)
+      return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                       "needs one start and one global size per dimension of "
+                       "the rank-%zu input, got %zu and %zu",
+                       rank, startsOptional->tensors.size(), sizes.size());
+    starts.resize(rank);
+    global.rank = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      LOOM_DOUBLE_TRY(scalarIndexOperand(plan, startsOptional->tensors[d],
+                                         "an element of startsOptional",
+                                         starts[d], /*optional=*/false));
+      global.dims[global.rank++] = sizes[d];
+    }
+  }
   LOOM_DOUBLE_TRY(result(plan, out, "out", o, {&x, &off}, x, x.shape));
   return plan.finish(
-      [x, off, o, rate, seed](char *workspace) {
+      [x, off, starts, global, o, rate, seed](char *workspace) {
+        std::vector<const int64_t *> pointers;
+        std::vector<host::Shape> shapes;
+        for (const TensorArg &start : starts) {
+          pointers.push_back(scalarIndexPtr(start));
+          shapes.push_back(start.shape);
+        }
         dispatchFloat(x.dtype, [&](auto zero) {
           using T = decltype(zero);
           host::dropout(o.as<T>(workspace), o.arg.shape, x.as<T>(), x.shape,
-                        scalarIndexPtr(off), off.shape, rate, seed);
+                        scalarIndexPtr(off), off.shape,
+                        static_cast<int64_t>(pointers.size()), pointers.data(),
+                        shapes.data(), global, rate, seed);
         });
         o.commit(workspace);
       },

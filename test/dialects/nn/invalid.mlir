@@ -315,6 +315,33 @@ func.func @dropout_rate(%x: tensor<8xf32>) {
 
 // -----
 
+// dropout of a block: starts without the global shape they index.
+func.func @dropout_starts_alone(%x: tensor<8xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.dropout' op takes `starts` and `global_shape` together (the position of a block in a global tensor), got starts without global_shape}}
+  %0 = nn.dropout %x at [%s] {rate = 0.5 : f64, seed = 0 : i64} : tensor<8xf32>
+  return
+}
+
+// -----
+
+// dropout of a block: one start per dimension.
+func.func @dropout_starts_count(%x: tensor<8x4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.dropout' op needs one start and one global size per dimension of its rank-2 input, got 1 starts and a rank-2 global_shape}}
+  %0 = nn.dropout %x at [%s] {global_shape = array<i64: 16, 4>, rate = 0.5 : f64, seed = 0 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// dropout of a block: the global tensor holds the block.
+func.func @dropout_global_smaller(%x: tensor<8x4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.dropout' op global_shape dimension 1 is 2, smaller than the input's 4}}
+  %0 = nn.dropout %x at [%s, %s] {global_shape = array<i64: 16, 2>, rate = 0.5 : f64, seed = 0 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
 // embedding: the table is [vocab, width].
 func.func @embedding_table(%t: tensor<4x64x32xf32>, %ids: tensor<8xi64>) {
   // expected-error @+1 {{'nn.embedding' op operand #0 (table) must have rank 2 ([vocab, width]), got rank 3}}

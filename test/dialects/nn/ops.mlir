@@ -203,6 +203,9 @@ func.func @rope_dropout_embedding(%q: tensor<8x16x4x8xf32>,
   %2 = nn.dropout %0 {rate = 0.1 : f64, seed = 42 : i64} : tensor<8x16x4x8xf32>
   // CHECK: nn.dropout %{{.*}}, %{{.*}} {rate = 0.000000e+00 : f64, seed = -7 : i64} : tensor<8x16x4x8xf32>
   %3 = nn.dropout %0, %step {rate = 0.0 : f64, seed = -7 : i64} : tensor<8x16x4x8xf32>
+  // A block of a larger tensor: one start per dimension, the global shape.
+  // CHECK: nn.dropout %{{.*}}, %{{.*}} at [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {global_shape = array<i64: 16, 16, 4, 8>, rate = 5.000000e-01 : f64, seed = 1 : i64} : tensor<8x16x4x8xf32>
+  %5 = nn.dropout %0, %step at [%step, %step, %step, %step] {global_shape = array<i64: 16, 16, 4, 8>, rate = 0.5 : f64, seed = 1 : i64} : tensor<8x16x4x8xf32>
   // CHECK: nn.embedding %{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<8x16xi64>
   %4 = nn.embedding %table, %ids : tensor<64x32xf32>, tensor<8x16xi64>
   return %0, %1, %2, %3, %4 : tensor<8x16x4x8xf32>, tensor<16x4x8xbf16>, tensor<8x16x4x8xf32>, tensor<8x16x4x8xf32>, tensor<8x16x32xf32>

@@ -22,3 +22,21 @@ func.func @positions() -> (tensor<2x16xi64> {hspmd.layout = #hspmd.union<split(1
   %i = nn.iota dim = 1 : tensor<2x16xi64>
   return %i : tensor<2x16xi64>
 }
+
+// A table split along the vocabulary across two groups (32 rows each):
+// each group looks up the ids in its rows (shifted by its first row, 0 or
+// 32) and zeros for the others; the groups' partial lookups sum by an
+// exchange to the whole lookup, exactly (one non-zero term per element).
+// RUN: loom-run --interpret %t.mlir --simulate 4 --global-entry lookup --random-inputs --int-range 0,64 --seed 7 | FileCheck %s --check-prefix=VOCAB
+// CHECK-LABEL: func.func @lookup_group0(
+// CHECK: nn.embedding %{{.*}}, %{{.*}} : tensor<32x8xf64>, tensor<4x6xi64>
+// CHECK-LABEL: func.func @lookup_group1(
+// CHECK: %[[ROW:.*]] = arith.constant dense<32> : tensor<i64>
+// CHECK: nn.embedding %{{.*}}, %{{.*}} offset %[[ROW]] : tensor<32x8xf64>, tensor<4x6xi64>
+// VOCAB: result #0: tensor<4x6x8xf64> norm-wise relative error 0.000e+00
+func.func @lookup(%table: tensor<64x8xf64> {hspmd.layout = #hspmd.union<split(0) shares [1, 1]: {[0, 1]: [D:2]}, {[2, 3]: [D:2]}>},
+                  %ids: tensor<4x6xi64> {hspmd.layout = #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2, 3]: [D:2]}>})
+    -> (tensor<4x6x8xf64> {hspmd.layout = #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2, 3]: [D:2]}>}) {
+  %rows = nn.embedding %table, %ids : tensor<64x8xf64>, tensor<4x6xi64>
+  return %rows : tensor<4x6x8xf64>
+}

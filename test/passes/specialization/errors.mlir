@@ -36,7 +36,7 @@ func.func @not_lowered(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64>
 #S1 = #hspmd.union<{[0, 1]: [S1:2]}>
 #D2 = #hspmd.union<{[0, 1]: [D:2]}>
 func.func @iota_offset_split(%o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<4x8xi64> {hspmd.layout = #S1}) {
-  // expected-error @+1 {{counts from a computed offset along a split dimension: its local form needs the device's offset in the global tensor, which specialisation does not provide yet}}
+  // expected-error @+1 {{cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [D:2]}>; results #hspmd.union<{[0, 1]: [S1:2]}>): its result #0 is split along dimension 1 and the block's start would have to be added to an offset computed at run time, which is not supported}}
   %i = nn.iota dim = 1 offset %o {hspmd.operand_layouts = [#D2], hspmd.result_layouts = [#S1]} : tensor<4x8xi64>
   return {hspmd.operand_layouts = [#S1]} %i : tensor<4x8xi64>
 }
@@ -49,7 +49,7 @@ func.func @iota_offset_split(%o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<4x
 // A lookup that already reads from an offset cannot be split again.
 func.func @vocab_split_offset(%t: tensor<8x4xf64> {hspmd.layout = #S0}, %ids: tensor<3xi64> {hspmd.layout = #D2},
     %o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<3x4xf64> {hspmd.layout = #P2}) {
-  // expected-error @+1 {{looks up from an offset in a table split along the vocabulary}}
+  // expected-error @+1 {{cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [S0:2]}>, #hspmd.union<{[0, 1]: [D:2]}>, #hspmd.union<{[0, 1]: [D:2]}>; results #hspmd.union<{[0, 1]: [P(sum):2]}>): its operand #0 is split along dimension 0 and the block's start would have to be added to an offset computed at run time}}
   %e = nn.embedding %t, %ids offset %o {hspmd.operand_layouts = [#S0, #D2, #D2], hspmd.result_layouts = [#P2]} : tensor<8x4xf64>, tensor<3xi64>
   return {hspmd.operand_layouts = [#P2]} %e : tensor<3x4xf64>
 }
