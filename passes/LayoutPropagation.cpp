@@ -51,7 +51,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/PartitionSteps.h"
+#include "passes/Partitioning/Utils.h"
 #include "passes/Passes.h"
 
 #include "dialects/Interfaces/LayoutRuleOpInterface.h"
@@ -385,10 +386,8 @@ private:
 };
 
 LogicalResult FunctionPropagation::collectUserLayouts() {
-  Block &body = func.getBody().front();
-  auto add = [&](Attribute attr, Location loc, Operation *op) -> LogicalResult {
-    if (!attr)
-      return success();
+  auto add = [&](Attribute attr, Type, Location loc,
+                 Operation *op) -> LogicalResult {
     auto layout = dyn_cast<UnionAttr>(attr);
     if (!layout)
       return emitError(loc)
@@ -404,27 +403,7 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
     userLayouts.push_back({layout, loc, op});
     return success();
   };
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
-  for (BlockArgument arg : body.getArguments())
-    if (failed(add(func.getArgAttr(arg.getArgNumber(), layoutName),
-                   arg.getLoc(), func)))
-      return failure();
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    if (failed(add(func.getResultAttr(i, layoutName), func.getLoc(), func)))
-      return failure();
-  WalkResult walk = func.walk([&](Operation *op) {
-    if (auto annotate = dyn_cast<AnnotateOp>(op))
-      return failed(add(annotate.getLayout(), op->getLoc(), op))
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    if (auto reshard = dyn_cast<ReshardOp>(op))
-      return failed(add(reshard.getSource(), op->getLoc(), op)) ||
-                     failed(add(reshard.getTarget(), op->getLoc(), op))
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  if (failed(forEachUserLayout(func, add)))
     return failure();
   if (userLayouts.empty())
     return success();
@@ -545,8 +524,7 @@ void FunctionPropagation::initialize() {
       state.floor = Priority::Param;
     else if (func.getArgAttr(index, nn::NNDialect::getDataAttrName()))
       state.floor = Priority::Data;
-    if (auto layout = func.getArgAttrOfType<UnionAttr>(
-            index, HSPMDDialect::getLayoutAttrName()))
+    if (UnionAttr layout = getArgLayout(func, index))
       pin(arg, layout, arg.getLoc(), func);
   }
   func.walk([&](Operation *op) {
@@ -574,7 +552,6 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
   // returned as a function result with a user layout). Resharding could
   // satisfy both, but only by gathering what the user split on one side and
   // splitting it again on the other: the annotations contradict each other.
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
   for (auto &entry : rules) {
     Operation *op = entry.first;
     const FactorRule &rule = entry.second;
@@ -591,8 +568,8 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
           else if (auto reshard = dyn_cast_or_null<ReshardOp>(state.sourceOp))
             layout = cast<UnionAttr>(reshard.getTarget());
           else
-            layout = func.getArgAttrOfType<UnionAttr>(
-                cast<BlockArgument>(tensor.value).getArgNumber(), layoutName);
+            layout = getArgLayout(
+                func, cast<BlockArgument>(tensor.value).getArgNumber());
           sides[0].push_back(
               {&tensor, UserLayout{layout, *state.sourceLoc, state.sourceOp}});
         }
@@ -606,8 +583,8 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
                                    user->getLoc(), user}});
         else if (isa<func::ReturnOp>(user) &&
                  user->getParentOp() == func.getOperation())
-          if (auto layout = func.getResultAttrOfType<UnionAttr>(
-                  use.getOperandNumber(), layoutName))
+          if (UnionAttr layout =
+                  getResultLayout(func, use.getOperandNumber()))
             sides[1].push_back(
                 {&tensor, UserLayout{layout, func.getLoc(), func}});
       }
@@ -755,14 +732,13 @@ std::optional<Value> FunctionPropagation::updatedArgument(unsigned resultIndex,
 SmallVector<AxisInfo, 1> FunctionPropagation::resultNeeds(Value value,
                                                           int64_t axis) {
   SmallVector<AxisInfo, 1> needs;
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
     if (!isa<func::ReturnOp>(user) ||
         user->getParentOp() != func.getOperation())
       continue;
     unsigned index = use.getOperandNumber();
-    if (auto layout = func.getResultAttrOfType<UnionAttr>(index, layoutName)) {
+    if (UnionAttr layout = getResultLayout(func, index)) {
       needs.push_back({read(layout)->roles[axis], Priority::User});
       continue;
     }
@@ -1116,8 +1092,7 @@ void FunctionPropagation::process(Operation *op) {
       Value operand = ret.getOperand(index);
       if (!states.count(operand))
         continue;
-      if (auto layout = func.getResultAttrOfType<UnionAttr>(
-              index, HSPMDDialect::getLayoutAttrName())) {
+      if (UnionAttr layout = getResultLayout(func, index)) {
         recordNeed(op->getOpOperand(index), read(layout)->roles);
         hint(operand, read(layout)->roles, Priority::Derived);
         continue;
@@ -1191,8 +1166,6 @@ void FunctionPropagation::propagate() {
 
 LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
   MLIRContext *context = func.getContext();
-  Builder builder(context);
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
   // What each value is produced as: arguments as their state says, results
   // as their op's rule produces them.
   DenseMap<Value, UnionAttr> produced;
@@ -1204,7 +1177,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
   // them one by one rebuilds the function's whole array each time.
   auto withLayout = [&](DictionaryAttr attrs, UnionAttr layout) {
     NamedAttrList list(attrs);
-    list.set(layoutName, layout);
+    setLayout(list, layout);
     return list.getDictionary(context);
   };
   SmallVector<DictionaryAttr> argAttrs;
@@ -1214,7 +1187,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
     if (!states.count(arg))
       continue;
     unsigned index = arg.getArgNumber();
-    auto layout = func.getArgAttrOfType<UnionAttr>(index, layoutName);
+    UnionAttr layout = getArgLayout(func, index);
     if (!layout) {
       layout = stateLayout(arg);
       argAttrs[index] = withLayout(argAttrs[index], layout);
@@ -1228,15 +1201,10 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
 
   auto setLayouts = [&](Operation *op, ArrayRef<UnionAttr> operandLayouts,
                         ArrayRef<UnionAttr> resultLayouts) {
-    SmallVector<Attribute> operands(operandLayouts.begin(),
-                                    operandLayouts.end());
-    SmallVector<Attribute> results(resultLayouts.begin(), resultLayouts.end());
-    if (!operands.empty())
-      op->setAttr(HSPMDDialect::getOperandLayoutsAttrName(),
-                  builder.getArrayAttr(operands));
-    if (!results.empty())
-      op->setAttr(HSPMDDialect::getResultLayoutsAttrName(),
-                  builder.getArrayAttr(results));
+    if (!operandLayouts.empty())
+      setOperandLayouts(op, operandLayouts);
+    if (!resultLayouts.empty())
+      setResultLayouts(op, resultLayouts);
     for (auto [operand, layout] : llvm::zip_equal(
              llvm::make_filter_range(op->getOperands(),
                                      [&](Value v) { return states.count(v); }),
@@ -1276,7 +1244,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
       for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
         if (!states.count(operand))
           continue;
-        auto layout = func.getResultAttrOfType<UnionAttr>(index, layoutName);
+        UnionAttr layout = getResultLayout(func, index);
         if (!layout) {
           if (auto updates = func.getResultAttrOfType<IntegerAttr>(
                   index, nn::NNDialect::getUpdatesAttrName())) {
@@ -1360,7 +1328,7 @@ struct LayoutPropagationPass
     SmallVector<func::FuncOp> functions(
         getOperation().getOps<func::FuncOp>());
     for (func::FuncOp func : functions) {
-      if (func->hasAttr(kPartOfAttrName) || isPartitioned(func))
+      if (isPart(func) || isPartitioned(func))
         continue;
       int64_t reshards = 0;
       if (hasLayoutsAcrossGroups(func)) {
