@@ -76,8 +76,8 @@ struct Relation {
 
 class GroupPartitioner {
 public:
-  explicit GroupPartitioner(func::FuncOp func)
-      : func(func), context(func.getContext()) {}
+  GroupPartitioner(func::FuncOp func, const PropagationCostModel &model)
+      : func(func), context(func.getContext()), model(model) {}
 
   LogicalResult run(int64_t &numParts, int64_t &numReshards);
 
@@ -128,6 +128,8 @@ private:
 
   func::FuncOp func;
   MLIRContext *context;
+  /// How propagation lays out the relations and the parts.
+  const PropagationCostModel &model;
   SmallVector<UserUnion> users;
   /// The groups every union of the function is over, and the ratio of its
   /// splits.
@@ -283,7 +285,7 @@ LogicalResult GroupPartitioner::layOutAcrossGroups(int64_t &numReshards) {
   });
   bool skipped = false;
   int64_t acrossReshards = 0;
-  if (failed(propagateWithinGroup(copy, skipped, acrossReshards)))
+  if (failed(propagateWithinGroup(copy, skipped, acrossReshards, model)))
     return failure();
   numReshards += acrossReshards;
 
@@ -742,7 +744,7 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
   }
   for (func::FuncOp part : parts) {
     bool skipped = false;
-    if (failed(propagateWithinGroup(part, skipped, numReshards)))
+    if (failed(propagateWithinGroup(part, skipped, numReshards, model)))
       return failure();
   }
   splitReductions(parts);
@@ -785,13 +787,14 @@ bool loom::hasLayoutsAcrossGroups(func::FuncOp func) {
 }
 
 LogicalResult loom::partitionAcrossGroups(func::FuncOp func, int64_t &numParts,
-                                          int64_t &numReshards) {
+                                          int64_t &numReshards,
+                                          const PropagationCostModel &model) {
   SmallVector<UserUnion> users;
   if (failed(collectUserUnions(func, users, /*diagnose=*/false)))
     return failure();
   if (llvm::none_of(users, [](const UserUnion &user) {
         return user.layout.getNumGroups() > 1;
       }))
-    return partitionIntoStages(func, numParts, numReshards);
-  return GroupPartitioner(func).run(numParts, numReshards);
+    return partitionIntoStages(func, numParts, numReshards, model);
+  return GroupPartitioner(func, model).run(numParts, numReshards);
 }

@@ -7,13 +7,9 @@
 //
 // The model. Every layout in play is read on the group's mesh (HSPMDMesh.h).
 // Propagation keeps, per tensor value and mesh axis, a role (split of a
-// dimension, duplicate, partial) and the priority it came with:
-//
-//   user    hspmd.annotate / hspmd.reshard results, hspmd.layout arguments
-//   param   derived onto an nn.param argument
-//   data    derived onto an nn.data argument
-//   derived anything else (and what an annotation or a function result
-//           asks of the value it takes, which is only a hint)
+// dimension, duplicate, partial) and the priority it came with
+// (PropagationPriority: user, param, data, derived; see
+// passes/Partitioning/CostModel.h).
 //
 // For an op with a factor rule, each mesh axis is given one factor to split
 // (or none). Candidates are "none" and every factor that may be split: not
@@ -21,10 +17,15 @@
 // the mesh axes given to it divide, and keeping every tensor's mesh layout
 // spellable as states (equal roles adjacent). Each candidate implies a role
 // for every operand and result; a tensor whose current role differs
-// disagrees, and its reshard costs bytes (see `reshardBytes`). The candidate
-// with the smallest cost at the highest priority wins (costs compared
-// priority level by priority level, user first), then the one with the
-// fewest disagreeing tensors, then "none", then the lowest factor index.
+// disagrees, and its reshard costs bytes. The candidate with the smallest
+// cost at the highest priority wins (costs compared priority level by
+// priority level, user first), then the one with the fewest disagreeing
+// tensors, then "none", then the lowest factor index. What a tensor and a
+// reshard cost, what a result still owes, how candidates compare and the
+// priority floors of arguments are the cost model's
+// (PropagationCostModel, passes/Partitioning/CostModel.h): a search over
+// strategies or placements passes its own model without changing this
+// loop.
 // The winner determines each tensor's role with a priority (see `assign`);
 // a tensor takes its implied role where that priority (raised to param /
 // data on arguments of those roles) is strictly higher than its own.
@@ -89,8 +90,7 @@ using namespace loom::hspmd;
 namespace {
 
 /// Where a role came from; higher wins.
-enum class Priority : uint8_t { None, Derived, Data, Param, User };
-constexpr size_t kNumPriorities = 5;
+using Priority = PropagationPriority;
 
 /// What propagation knows about a value on one mesh axis.
 struct AxisInfo {
@@ -158,46 +158,6 @@ ReductionKind toReduction(PartialKind kind) {
     return ReductionKind::Min;
   }
   llvm_unreachable("unknown partial kind");
-}
-
-/// The bytes of a tensor (dynamic sizes count as 1).
-double tensorBytes(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  double elements = 1;
-  for (int64_t size : tensor.getShape())
-    elements *= ShapedType::isDynamic(size) ? 1 : size;
-  Type element = tensor.getElementType();
-  double bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
-  return elements * std::max(bits, 8.0) / 8;
-}
-
-/// The bytes each device receives to turn role `from` into role `to` on a
-/// mesh axis of `size` devices, for a block of `block` bytes (the tensor
-/// divided by the splits of its other mesh axes):
-///
-///   split -> duplicate       all-gather       block * (m - 1) / m
-///   partial -> duplicate     all-reduce       2 * block * (m - 1) / m
-///   partial -> split         reduce-scatter   block * (m - 1) / m
-///   split d -> split e       all-to-all       block * (m - 1) / m^2
-///   duplicate -> anything    local slice      0
-///   split -> partial         zero-fill        0
-double reshardBytes(const MeshRole &from, const MeshRole &to, int64_t size,
-                    double block) {
-  if (from == to || from.isDuplicate())
-    return 0;
-  double m = static_cast<double>(size);
-  double gather = block * (m - 1) / m;
-  if (from.isSplit()) {
-    if (to.isDuplicate())
-      return gather;
-    if (to.isSplit())
-      return gather / m;
-    return 0;
-  }
-  // From a partial.
-  if (to.isSplit())
-    return gather;
-  return 2 * gather;
 }
 
 /// What each tensor operand use needs, per mesh axis, as its op last chose
@@ -303,8 +263,8 @@ private:
 
 class FunctionPropagation {
 public:
-  FunctionPropagation(func::FuncOp func)
-      : func(func), context(func.getContext()) {}
+  FunctionPropagation(func::FuncOp func, const PropagationCostModel &model)
+      : func(func), context(func.getContext()), model(model) {}
 
   /// Runs propagation and writes the attributes. Returns failure after
   /// reporting an error; `skipped` is set when the function has no layout.
@@ -361,6 +321,8 @@ private:
 
   func::FuncOp func;
   MLIRContext *context;
+  /// What choices cost and which wins.
+  const PropagationCostModel &model;
   SmallVector<UserLayout> userLayouts;
   DeviceGroupAttr group;
   Mesh mesh;
@@ -520,10 +482,7 @@ void FunctionPropagation::initialize() {
       continue;
     unsigned index = arg.getArgNumber();
     ValueState &state = states[arg];
-    if (func.getArgAttr(index, nn::NNDialect::getParamAttrName()))
-      state.floor = Priority::Param;
-    else if (func.getArgAttr(index, nn::NNDialect::getDataAttrName()))
-      state.floor = Priority::Data;
+    state.floor = model.getArgumentFloor(func, index);
     if (UnionAttr layout = getArgLayout(func, index))
       pin(arg, layout, arg.getLoc(), func);
   }
@@ -820,24 +779,13 @@ Assignment FunctionPropagation::assign(
   for (int64_t axis = 0; axis < mesh.getRank(); ++axis) {
     int64_t size = mesh.sizes[axis];
     struct Candidate {
-      int64_t factor;
-      std::array<double, kNumPriorities> cost{};
-      int64_t disagreements = 0;
+      CandidateScore score;
       /// Per tensor: the priority of its current role if it agrees with
       /// the candidate, None otherwise.
       SmallVector<Priority> agreeing;
     };
     std::optional<Candidate> best;
     SmallVector<int64_t> validFactors;
-    auto better = [](const Candidate &lhs, const Candidate &rhs) {
-      for (size_t level = kNumPriorities; level-- > 1;)
-        if (lhs.cost[level] != rhs.cost[level])
-          return lhs.cost[level] < rhs.cost[level];
-      if (lhs.disagreements != rhs.disagreements)
-        return lhs.disagreements < rhs.disagreements;
-      // "none" (-1) first, then factors in index order.
-      return lhs.factor < rhs.factor;
-    };
     for (int64_t factor = -1; factor < numCandidates; ++factor) {
       // The priority of the partial sums a pass-through candidate takes.
       Priority partialPriority = Priority::None;
@@ -866,7 +814,7 @@ Assignment FunctionPropagation::assign(
       }
       SmallVector<int64_t> factors = result.factors;
       factors.push_back(factor);
-      Candidate candidate{factor, {}, 0, {}};
+      Candidate candidate{{factor, {}, 0}, {}};
       // A split of operands that are all whole (or partial) on this axis
       // is invented by this op on cost alone.
       bool invented = factor >= 0 && !isPassThrough(factor) &&
@@ -888,7 +836,7 @@ Assignment FunctionPropagation::assign(
         const ValueState &state = states[tensor.value];
         const AxisInfo &current = state.axes[axis];
         // The bytes of the block this mesh axis acts on.
-        double block = tensorBytes(tensor.value.getType());
+        double block = model.getTensorBytes(tensor.value.getType());
         for (auto [other, info] : llvm::enumerate(state.axes))
           if (static_cast<int64_t>(other) != axis && info.role.isSplit())
             block /= mesh.sizes[other];
@@ -916,8 +864,10 @@ Assignment FunctionPropagation::assign(
             continue;
           double bytes =
               tensor.isResult
-                  ? reshardBytes(roles.back(), target.role, size, block)
-                  : reshardBytes(target.role, roles.back(), size, block);
+                  ? model.getReshardBytes(roles.back(), target.role, size,
+                                          block)
+                  : model.getReshardBytes(target.role, roles.back(), size,
+                                          block);
           // A reshard of an operand that an earlier use needs too is made
           // once (hspmd-insert-reshards shares it): the first use in
           // program order pays for it, the later ones take it for free.
@@ -925,9 +875,9 @@ Assignment FunctionPropagation::assign(
               needs.sharedWithEarlier(op->getOpOperand(tensor.index), axis,
                                       roles.back()))
             bytes = 0;
-          candidate.cost[static_cast<size_t>(target.priority)] += bytes;
+          candidate.score.cost[static_cast<size_t>(target.priority)] += bytes;
           charged += bytes;
-          ++candidate.disagreements;
+          ++candidate.score.disagreements;
         }
         // A result left partial by a pass-through, or split by an
         // invented split, is charged (at least) what making it whole costs,
@@ -950,11 +900,10 @@ Assignment FunctionPropagation::assign(
                 level = std::max(level,
                                  states[other.value].axes[axis].priority);
           level = std::max(level, Priority::Derived);
-          double owed =
-              reshardBytes(roles.back(), MeshRole::duplicate(), size, block);
+          double owed = model.getOwedBytes(roles.back(), size, block);
           if (owed > charged) {
-            candidate.cost[static_cast<size_t>(level)] += owed - charged;
-            ++candidate.disagreements;
+            candidate.score.cost[static_cast<size_t>(level)] += owed - charged;
+            ++candidate.score.disagreements;
           }
         }
       }
@@ -962,7 +911,7 @@ Assignment FunctionPropagation::assign(
         continue;
       if (factor >= 0)
         validFactors.push_back(factor);
-      if (!best || better(candidate, *best))
+      if (!best || model.isBetter(candidate.score, best->score))
         best = std::move(candidate);
     }
     if (!best) {
@@ -974,9 +923,10 @@ Assignment FunctionPropagation::assign(
                              SmallVector<Priority>(mesh.getRank()));
       return none;
     }
-    result.factors.push_back(best->factor);
-    if (best->factor >= 0 && !isPassThrough(best->factor))
-      splitBy[best->factor] *= size;
+    int64_t chosen = best->score.factor;
+    result.factors.push_back(chosen);
+    if (chosen >= 0 && !isPassThrough(chosen))
+      splitBy[chosen] *= size;
 
     // How firmly the choice determines each tensor's role. A split factor
     // is as firm as the strongest tensor that already splits it (or holds
@@ -994,10 +944,10 @@ Assignment FunctionPropagation::assign(
       return tensor.isResult &&
              rule.getFactor(factor).kind == FactorKind::Reduction;
     };
-    if (best->factor >= 0) {
+    if (chosen >= 0) {
       Priority support = Priority::Derived;
       for (auto [tensor, agreeing] : llvm::zip_equal(tensors, best->agreeing))
-        if (holds(tensor, best->factor))
+        if (holds(tensor, chosen))
           support = std::max(support, agreeing);
       for (SmallVector<Priority> &priorities : result.priorities)
         priorities.push_back(support);
@@ -1353,6 +1303,7 @@ struct LayoutPropagationPass
 } // namespace
 
 LogicalResult loom::propagateWithinGroup(func::FuncOp func, bool &skipped,
-                                         int64_t &numReshards) {
-  return FunctionPropagation(func).run(skipped, numReshards);
+                                         int64_t &numReshards,
+                                         const PropagationCostModel &model) {
+  return FunctionPropagation(func, model).run(skipped, numReshards);
 }

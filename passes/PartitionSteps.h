@@ -21,6 +21,8 @@
 #ifndef LOOM_PASSES_PARTITIONSTEPS_H
 #define LOOM_PASSES_PARTITIONSTEPS_H
 
+#include "passes/Partitioning/CostModel.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -29,10 +31,11 @@
 namespace loom {
 
 /// Lays out `func`, whose layouts all lie on one device group, and writes
-/// the layout attributes. `skipped` is set when it has
+/// the layout attributes, choosing by `model`. `skipped` is set when it has
 /// no layouts (LayoutPropagation.cpp).
 mlir::LogicalResult propagateWithinGroup(
-    mlir::func::FuncOp func, bool &skipped, int64_t &numReshards);
+    mlir::func::FuncOp func, bool &skipped, int64_t &numReshards,
+    const PropagationCostModel &model = PropagationCostModel::getDefault());
 
 /// Whether `func`'s layouts (annotations, reshards, arguments, results)
 /// span several device groups: a union of several groups, or one-group
@@ -40,16 +43,18 @@ mlir::LogicalResult propagateWithinGroup(
 bool hasLayoutsAcrossGroups(mlir::func::FuncOp func);
 
 /// Lays `func` out across its groups, adds one function per group after it
-/// (laid out inside the group) and marks `func` as partitioned.
+/// (laid out inside the group by `model`) and marks `func` as partitioned.
 /// Returns failure after a diagnostic; `numParts` counts the functions
 /// added (GroupPartition.cpp; pipeline stages go to partitionIntoStages).
 mlir::LogicalResult partitionAcrossGroups(
-    mlir::func::FuncOp func, int64_t &numParts, int64_t &numReshards);
+    mlir::func::FuncOp func, int64_t &numParts, int64_t &numReshards,
+    const PropagationCostModel &model = PropagationCostModel::getDefault());
 
 /// Partitions `func`, whose layouts lie on different device groups (one per
 /// pipeline stage), into one function per group (StagePartition.cpp).
 mlir::LogicalResult partitionIntoStages(
-    mlir::func::FuncOp func, int64_t &numParts, int64_t &numReshards);
+    mlir::func::FuncOp func, int64_t &numParts, int64_t &numReshards,
+    const PropagationCostModel &model = PropagationCostModel::getDefault());
 
 /// After specialisation: merges the programs `locals` (one per group, in
 /// part order) of `original`'s pipeline stages per device where the groups

@@ -68,8 +68,8 @@ int64_t bytesOf(Type type) {
 
 class StagePartitioner {
 public:
-  explicit StagePartitioner(func::FuncOp func)
-      : func(func), context(func.getContext()) {}
+  StagePartitioner(func::FuncOp func, const PropagationCostModel &model)
+      : func(func), context(func.getContext()), model(model) {}
 
   LogicalResult run(int64_t &numParts, int64_t &numReshards);
 
@@ -87,6 +87,8 @@ private:
 
   func::FuncOp func;
   MLIRContext *context;
+  /// How propagation lays out each stage.
+  const PropagationCostModel &model;
   SmallVector<DeviceGroupAttr> groups;
   /// Where every tensor value lives and every op runs (group indices).
   DenseMap<Value, int64_t> placement;
@@ -465,7 +467,7 @@ LogicalResult StagePartitioner::run(int64_t &numParts, int64_t &numReshards) {
   }
   for (func::FuncOp part : parts) {
     bool skipped = false;
-    if (failed(propagateWithinGroup(part, skipped, numReshards)))
+    if (failed(propagateWithinGroup(part, skipped, numReshards, model)))
       return failure();
   }
   if (failed(compose()))
@@ -477,6 +479,7 @@ LogicalResult StagePartitioner::run(int64_t &numParts, int64_t &numReshards) {
 } // namespace
 
 LogicalResult loom::partitionIntoStages(func::FuncOp func, int64_t &numParts,
-                                        int64_t &numReshards) {
-  return StagePartitioner(func).run(numParts, numReshards);
+                                        int64_t &numReshards,
+                                        const PropagationCostModel &model) {
+  return StagePartitioner(func, model).run(numParts, numReshards);
 }
