@@ -95,6 +95,34 @@ loom::collectForwardFunctions(ModuleOp module, StringRef name,
   return success();
 }
 
+LogicalResult loom::forEachForwardFunction(
+    ModuleOp module, StringRef name,
+    function_ref<LogicalResult(func::FuncOp, SymbolTable &)> create) {
+  SmallVector<func::FuncOp> targets;
+  if (failed(collectForwardFunctions(module, name, targets)))
+    return failure();
+  SymbolTable symbols(module);
+  bool ok = true;
+  for (func::FuncOp forward : targets)
+    ok &= succeeded(create(forward, symbols));
+  return success(ok);
+}
+
+FailureOr<DifferentiatedCopy>
+loom::differentiateCopy(func::FuncOp forward, StringRef name,
+                        SymbolTable &symbols) {
+  if (symbols.lookup(name))
+    return forward.emitError("cannot create @")
+           << name << ": the module already has a symbol of that name";
+  auto copy = cast<func::FuncOp>(forward->clone());
+  FailureOr<Gradients> gradients = differentiateInPlace(copy);
+  if (failed(gradients)) {
+    copy.erase();
+    return failure();
+  }
+  return DifferentiatedCopy{copy, std::move(*gradients)};
+}
+
 namespace {
 
 /// Which operands and results of an op gradients flow through: what its
@@ -401,37 +429,26 @@ struct AutodiffPass : loom::impl::AutodiffPassBase<AutodiffPass> {
   using AutodiffPassBase::AutodiffPassBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> targets;
-    if (failed(collectForwardFunctions(module, func, targets)))
-      return signalPassFailure();
-    SymbolTable symbols(module);
-
-    bool ok = true;
-    for (func::FuncOp forward : targets)
-      ok &= succeeded(createGradientFunction(forward, symbols));
-    if (!ok)
+    if (failed(forEachForwardFunction(
+            getOperation(), func,
+            [&](func::FuncOp forward, SymbolTable &symbols) {
+              return createGradientFunction(forward, symbols);
+            })))
       signalPassFailure();
   }
 
   LogicalResult createGradientFunction(func::FuncOp forward,
                                        SymbolTable &symbols) {
     std::string name = (forward.getSymName() + "_grad").str();
-    if (symbols.lookup(name))
-      return forward.emitError("cannot create @")
-             << name << ": the module already has a symbol of that name";
-    // Differentiate a detached copy (under the forward function's name, which
-    // diagnostics use); it joins the module once complete.
-    auto grad = cast<func::FuncOp>(forward->clone());
-    FailureOr<Gradients> gradients = differentiateInPlace(grad);
-    if (failed(gradients)) {
-      grad.erase();
+    // The differentiated copy joins the module once complete.
+    FailureOr<DifferentiatedCopy> grad =
+        differentiateCopy(forward, name, symbols);
+    if (failed(grad))
       return failure();
-    }
-    grad.setSymName(name);
-    symbols.insert(grad, std::next(Block::iterator(forward)));
+    grad->func.setSymName(name);
+    symbols.insert(grad->func, std::next(Block::iterator(forward)));
     ++numFunctions;
-    numGradientOps += gradients->numGradientOps;
+    numGradientOps += grad->gradients.numGradientOps;
     return success();
   }
 };

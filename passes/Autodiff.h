@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -39,6 +40,15 @@ mlir::LogicalResult
 collectForwardFunctions(mlir::ModuleOp module, llvm::StringRef name,
                         llvm::SmallVectorImpl<mlir::func::FuncOp> &functions);
 
+/// Runs `create` on every forward function of `module`
+/// (collectForwardFunctions with `name`), on all of them even after one
+/// fails; fails when collecting or some `create` failed.
+mlir::LogicalResult forEachForwardFunction(
+    mlir::ModuleOp module, llvm::StringRef name,
+    llvm::function_ref<mlir::LogicalResult(mlir::func::FuncOp,
+                                           mlir::SymbolTable &)>
+        create);
+
 /// Differentiates `func`, a forward function returning a scalar loss, in
 /// place: after the forward ops it computes the gradient of the loss with
 /// respect to every `nn.param` argument, returns (loss, gradients...) in
@@ -46,6 +56,20 @@ collectForwardFunctions(mlir::ModuleOp module, llvm::StringRef name,
 /// the forward function. On failure every problem found has been reported,
 /// at its location, and `func` is left in an unspecified state (discard it).
 mlir::FailureOr<Gradients> differentiateInPlace(mlir::func::FuncOp func);
+
+/// A detached copy of a forward function, differentiated in place.
+struct DifferentiatedCopy {
+  mlir::func::FuncOp func;
+  Gradients gradients;
+};
+
+/// Differentiates a detached copy of `forward` (under the forward
+/// function's name, which diagnostics use) for a new function `name`.
+/// Fails after a diagnostic when `symbols` has `name` already or the
+/// differentiation fails (the copy is then erased).
+mlir::FailureOr<DifferentiatedCopy>
+differentiateCopy(mlir::func::FuncOp forward, llvm::StringRef name,
+                  mlir::SymbolTable &symbols);
 
 } // namespace loom
 

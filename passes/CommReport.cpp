@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Partitioning/Utils.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -52,21 +53,36 @@ SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> sizes) {
   return digits;
 }
 
+/// What a collective runs over: its mesh, the mesh axes of its sub-groups,
+/// their sizes and product (the sub-group size), and the number of devices
+/// the mesh covers.
+struct Subgroups {
+  ArrayRef<int64_t> mesh, axes;
+  SmallVector<int64_t> sizes;
+  int64_t size = 1;
+  int64_t meshDevices = 1;
+};
+
+Subgroups getSubgroups(Operation *op) {
+  CollectiveView view = *getCollectiveView(op);
+  Subgroups subgroups{view.mesh, view.axes, {}, 1, 1};
+  for (int64_t axis : view.axes) {
+    subgroups.sizes.push_back(view.mesh[axis]);
+    subgroups.size *= view.mesh[axis];
+  }
+  for (int64_t size : view.mesh)
+    subgroups.meshDevices *= size;
+  return subgroups;
+}
+
 /// Adds to `traffic[rank]` what collective `op` makes each rank move.
 LogicalResult account(Operation *op,
                       std::vector<std::map<std::string, Traffic>> &traffic) {
-  auto mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
-  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  Subgroups subgroups = getSubgroups(op);
+  ArrayRef<int64_t> mesh = subgroups.mesh, axes = subgroups.axes;
   int64_t devices = static_cast<int64_t>(traffic.size());
-  SmallVector<int64_t> axisSizes;
-  int64_t k = 1;
-  for (int64_t axis : axes.asArrayRef()) {
-    axisSizes.push_back(mesh[axis]);
-    k *= mesh[axis];
-  }
-  int64_t meshDevices = 1;
-  for (int64_t size : mesh.asArrayRef())
-    meshDevices *= size;
+  int64_t k = subgroups.size;
+  int64_t meshDevices = subgroups.meshDevices;
   if (meshDevices != devices)
     return op->emitError() << "runs over a mesh of " << meshDevices
                            << " devices in a function of a group of "
@@ -82,7 +98,7 @@ LogicalResult account(Operation *op,
     SmallVector<int64_t> digits = toDigits(rank, mesh);
     int64_t position = 0;
     SmallVector<int64_t> own;
-    for (int64_t axis : axes.asArrayRef()) {
+    for (int64_t axis : axes) {
       position = position * mesh[axis] + digits[axis];
       own.push_back(digits[axis]);
     }
@@ -150,23 +166,14 @@ void predictCalls(Operation *op, hspmd::DeviceGroupAttr group,
   if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
            hspmd::AllToAllOp, hspmd::PermuteOp>(op))
     return;
-  auto opGroup = op->getAttrOfType<hspmd::DeviceGroupAttr>(
-      hspmd::HSPMDDialect::getGroupAttrName());
+  hspmd::DeviceGroupAttr opGroup = getGroup(op);
   ArrayRef<int64_t> devices =
       opGroup ? opGroup.getDevices() : group.getDevices();
-  ArrayRef<int64_t> mesh =
-      op->getAttrOfType<DenseI64ArrayAttr>("mesh").asArrayRef();
-  ArrayRef<int64_t> axes =
-      op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
-  SmallVector<int64_t> sizes;
-  int64_t k = 1;
-  for (int64_t axis : axes) {
-    sizes.push_back(mesh[axis]);
-    k *= mesh[axis];
-  }
-  int64_t meshDevices = 1;
-  for (int64_t size : mesh)
-    meshDevices *= size;
+  Subgroups subgroups = getSubgroups(op);
+  ArrayRef<int64_t> mesh = subgroups.mesh, axes = subgroups.axes;
+  ArrayRef<int64_t> sizes = subgroups.sizes;
+  int64_t k = subgroups.size;
+  int64_t meshDevices = subgroups.meshDevices;
   auto operand = cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = cast<RankedTensorType>(op->getResult(0).getType());
   // (account() reports both.)
@@ -265,7 +272,7 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
   void runOnOperation() override {
     llvm::raw_ostream &os = llvm::outs();
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
-      auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>("hspmd.group");
+      hspmd::DeviceGroupAttr group = getGroup(func);
       if (!group)
         continue;
       int64_t devices = group.getDevices().size();
@@ -281,7 +288,7 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
                  hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp,
                  hspmd::MakePartialOp>(op))
           return WalkResult::advance();
-        if (op->hasAttr("from")) {
+        if (getCollectiveView(op)->from) {
           op->emitError("is in the global view; the report counts local-view "
                         "functions (run --hspmd-specialize first)");
           return WalkResult::interrupt();
@@ -290,8 +297,7 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
           predictCalls(op, group, libraryCalls, numbers);
         // In a program that merges several groups' ops, a collective runs
         // over its own group: count it there, keep this program's devices.
-        auto opGroup = op->getAttrOfType<hspmd::DeviceGroupAttr>(
-            hspmd::HSPMDDialect::getGroupAttrName());
+        hspmd::DeviceGroupAttr opGroup = getGroup(op);
         if (!opGroup || opGroup == group)
           return failed(account(op, traffic)) ? WalkResult::interrupt()
                                               : WalkResult::advance();
@@ -325,15 +331,11 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
       // (partitioned across groups): ranks are device ids, as when the
       // groups run together.
       bool byDevice = false;
-      if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
-              hspmd::HSPMDDialect::getSpecializesAttrName()))
-        byDevice =
-            llvm::count_if(
-                getOperation().getOps<func::FuncOp>(), [&](func::FuncOp other) {
-                  return other->getAttr(
-                             hspmd::HSPMDDialect::getSpecializesAttrName()) ==
-                         of;
-                }) > 1;
+      if (FlatSymbolRefAttr of = getSpecializes(func))
+        byDevice = llvm::count_if(getOperation().getOps<func::FuncOp>(),
+                                  [&](func::FuncOp other) {
+                                    return getSpecializes(other) == of;
+                                  }) > 1;
       for (int64_t rank = 0; rank < devices; ++rank)
         for (auto &[kind, entry] : traffic[rank])
           os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "

@@ -18,7 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/PartitionSteps.h"
+#include "passes/Partitioning/Utils.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
 
@@ -35,18 +36,13 @@ using namespace loom::hspmd;
 
 namespace {
 
-constexpr StringLiteral kGlobalLayout = "hspmd.global_layout";
-
-DeviceGroupAttr groupOf(func::FuncOp func) {
-  return func->getAttrOfType<DeviceGroupAttr>(HSPMDDialect::getGroupAttrName());
-}
+DeviceGroupAttr groupOf(func::FuncOp func) { return getGroup(func); }
 
 /// The group a whole layout lives on (one-group layouts: pipeline stages).
-DeviceGroupAttr ownerOf(Attribute layout) {
-  auto union_ = dyn_cast_or_null<UnionAttr>(layout);
-  if (!union_ || union_.getNumGroups() != 1)
+DeviceGroupAttr ownerOf(UnionAttr layout) {
+  if (!layout || layout.getNumGroups() != 1)
     return {};
-  return union_.getGroups().front();
+  return layout.getGroups().front();
 }
 
 bool runsOverGroup(Operation *op) {
@@ -116,8 +112,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
     size_t chosen = members.front();
     for (size_t member : members) {
       func::FuncOp local = locals[member];
-      Attribute layout = isResult ? local.getResultAttr(i, kGlobalLayout)
-                                  : local.getArgAttr(i, kGlobalLayout);
+      UnionAttr layout = isResult ? getResultGlobalLayout(local, i)
+                                  : getArgGlobalLayout(local, i);
       if (ownerOf(layout) == groupOf(local))
         chosen = member;
     }
@@ -147,10 +143,8 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
     resultAttrs.push_back(locals[resultOwners[i]].getResultAttrDict(i));
   merged.setAllArgAttrs(argAttrs);
   merged.setAllResultAttrs(resultAttrs);
-  merged->setAttr(HSPMDDialect::getGroupAttrName(),
-                  DeviceGroupAttr::get(context, cell));
-  merged->setAttr(HSPMDDialect::getSpecializesAttrName(),
-                  FlatSymbolRefAttr::get(original));
+  setGroup(merged, DeviceGroupAttr::get(context, cell));
+  setSpecializes(merged, original);
   Block *body = merged.addEntryBlock();
   builder.setInsertionPointToStart(body);
   cells.push_back(merged);
@@ -178,11 +172,7 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
   SmallVector<Operation *> cursor;
   for (size_t member : members)
     cursor.push_back(&locals[member].getBody().front().front());
-  auto pairOf = [](Operation *op) -> std::optional<int64_t> {
-    if (auto pair = op->getAttrOfType<IntegerAttr>(kExchangePairAttrName))
-      return pair.getInt();
-    return std::nullopt;
-  };
+  auto pairOf = [](Operation *op) { return getExchangePair(op); };
   // The groups holding each pair's halves.
   DenseMap<int64_t, SmallVector<size_t, 2>> halves;
   for (size_t position = 0; position < members.size(); ++position)
@@ -192,10 +182,9 @@ LogicalResult DeviceMerger::buildCell(ArrayRef<int64_t> cell,
     });
   auto clone = [&](Operation *op, size_t member) {
     Operation *copy = builder.clone(*op, mappings[member]);
-    copy->removeAttr(kStageSeqAttrName);
-    copy->removeAttr(kExchangePairAttrName);
+    removeMergeTags(copy);
     if (runsOverGroup(copy))
-      copy->setAttr(HSPMDDialect::getGroupAttrName(), groupOf(locals[member]));
+      setGroup(copy, groupOf(locals[member]));
   };
   SmallVector<Value> returned(results.size());
   size_t done = 0;
@@ -285,10 +274,7 @@ LogicalResult loom::mergeOverlappingGroups(func::FuncOp original,
   if (!overlap) {
     // Disjoint groups: every device runs its group's program as it is.
     for (func::FuncOp local : locals)
-      local.walk([](Operation *op) {
-        op->removeAttr(kStageSeqAttrName);
-        op->removeAttr(kExchangePairAttrName);
-      });
+      local.walk([](Operation *op) { removeMergeTags(op); });
     return success();
   }
   return DeviceMerger(original, locals).run();

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Partitioning/Utils.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -67,7 +68,8 @@ int64_t getByteSize(Type type) {
 /// reduce-scatter or all-gather along dimension 0 (whose blocks are
 /// contiguous rows of the flattened buffer), on a static buffer.
 bool isBucketable(Operation *op) {
-  if (op->hasAttr("from") || getByteSize(op->getOperand(0).getType()) < 0)
+  std::optional<CollectiveView> view = getCollectiveView(op);
+  if (!view || view->from || getByteSize(op->getOperand(0).getType()) < 0)
     return false;
   if (isa<hspmd::AllReduceOp>(op))
     return true;
@@ -79,8 +81,8 @@ bool isBucketable(Operation *op) {
 }
 
 BucketKey getKey(Operation *op) {
-  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-  auto mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
+  CollectiveView view = *getCollectiveView(op);
+  ArrayRef<int64_t> axes = view.axes, mesh = view.mesh;
   int reduction = -1;
   if (auto reduce = dyn_cast<hspmd::AllReduceOp>(op))
     reduction = static_cast<int>(reduce.getReduction());
@@ -88,13 +90,12 @@ BucketKey getKey(Operation *op) {
     reduction = static_cast<int>(scatter.getReduction());
   return {
       op->getName().getAsOpaquePointer(), reduction,
-      std::vector<int64_t>(axes.asArrayRef().begin(), axes.asArrayRef().end()),
-      std::vector<int64_t>(mesh.asArrayRef().begin(), mesh.asArrayRef().end()),
+      std::vector<int64_t>(axes.begin(), axes.end()),
+      std::vector<int64_t>(mesh.begin(), mesh.end()),
       cast<RankedTensorType>(op->getOperand(0).getType())
           .getElementType()
           .getAsOpaquePointer(),
-      op->getAttr(hspmd::HSPMDDialect::getGroupAttrName())
-          .getAsOpaquePointer()};
+      getGroup(op).getAsOpaquePointer()};
 }
 
 /// Replaces the members of `bucket` by one collective of their buffers,
@@ -126,10 +127,9 @@ bool issue(Bucket &bucket, Operation *point) {
   auto firstType = cast<RankedTensorType>(first->getOperand(0).getType());
   Type element = firstType.getElementType();
   int64_t k = 1;
-  auto mesh = first->getAttrOfType<DenseI64ArrayAttr>("mesh");
-  for (int64_t axis :
-       first->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
-    k *= mesh[axis];
+  CollectiveView view = *getCollectiveView(first);
+  for (int64_t axis : view.axes)
+    k *= view.mesh[axis];
   int64_t rowsIn = isa<hspmd::ReduceScatterOp>(first) ? k : 1;
   int64_t rowsOut = isa<hspmd::AllGatherOp>(first) ? k : 1;
   SmallVector<Value> matrices;

@@ -35,12 +35,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/PartitionSteps.h"
+#include "passes/Partitioning/Utils.h"
 
 #include "dialects/Interfaces/LocalView.h"
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
-#include "dialects/nn/IR/NNOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -55,10 +55,6 @@ using namespace loom;
 using namespace loom::hspmd;
 
 namespace {
-
-constexpr StringLiteral kLayout = "hspmd.layout";
-constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
-constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
 
 /// A tensor's relation across the groups.
 struct Relation {
@@ -80,8 +76,8 @@ struct Relation {
 
 class GroupPartitioner {
 public:
-  explicit GroupPartitioner(func::FuncOp func)
-      : func(func), context(func.getContext()) {}
+  GroupPartitioner(func::FuncOp func, const PropagationCostModel &model)
+      : func(func), context(func.getContext()), model(model) {}
 
   LogicalResult run(int64_t &numParts, int64_t &numReshards);
 
@@ -134,6 +130,8 @@ private:
 
   func::FuncOp func;
   MLIRContext *context;
+  /// How propagation lays out the relations and the parts.
+  const PropagationCostModel &model;
   SmallVector<UserUnion> users;
   /// The groups every union of the function is over, and the ratio of its
   /// splits.
@@ -283,55 +281,41 @@ LogicalResult GroupPartitioner::layOutAcrossGroups(int64_t &numReshards) {
   OwningOpRef<ModuleOp> scratch = ModuleOp::create(func.getLoc());
   auto copy = cast<func::FuncOp>(func->clone());
   scratch->getBody()->push_back(copy);
-  auto virtualize = [&](Attribute attr) -> Attribute {
+  rewriteUserLayouts(copy, [&](Attribute attr) -> Attribute {
     auto layout = dyn_cast_or_null<UnionAttr>(attr);
     return layout ? toVirtual(layout) : attr;
-  };
-  auto virtualizeLayout = [&](unsigned, NamedAttrList &attrs) {
-    if (Attribute attr = attrs.get(kLayout))
-      attrs.set(kLayout, virtualize(attr));
-  };
-  updateAllArgAttrs(copy, virtualizeLayout);
-  updateAllResultAttrs(copy, virtualizeLayout);
-  copy.walk([&](Operation *op) {
-    if (auto annotate = dyn_cast<AnnotateOp>(op))
-      annotate.setLayoutAttr(virtualize(annotate.getLayout()));
-    if (auto reshard = dyn_cast<ReshardOp>(op)) {
-      reshard.setSourceAttr(virtualize(reshard.getSource()));
-      reshard.setTargetAttr(virtualize(reshard.getTarget()));
-    }
   });
   bool skipped = false;
   int64_t acrossReshards = 0;
-  if (failed(propagateWithinGroup(copy, skipped, acrossReshards)))
+  if (failed(propagateWithinGroup(copy, skipped, acrossReshards, model)))
     return failure();
   numReshards += acrossReshards;
 
   // Read the relations back onto the original, op by op.
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (auto layout = copy.getArgAttrOfType<UnionAttr>(i, kLayout))
+    if (UnionAttr layout = getArgLayout(copy, i))
       relations[func.getArgument(i)] = fromVirtual(layout);
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
-    auto layout = copy.getResultAttrOfType<UnionAttr>(i, kLayout);
+    UnionAttr layout = getResultLayout(copy, i);
     resultRelations.push_back(layout ? fromVirtual(layout) : Relation());
   }
   for (auto [op, copiedOp] :
        llvm::zip_equal(func.getBody().front(), copy.getBody().front())) {
     Operation &copied = copiedOp;
-    auto read = [&](StringRef name) {
+    auto read = [&](ArrayAttr array) {
       SmallVector<Relation> result;
-      if (auto array = copied.getAttrOfType<ArrayAttr>(name))
+      if (array)
         for (Attribute attr : array)
           result.push_back(fromVirtual(cast<UnionAttr>(attr)));
       return result;
     };
-    SmallVector<Relation> results = read(kResultLayouts);
+    SmallVector<Relation> results = read(getResultLayoutsAttr(&copied));
     unsigned next = 0;
     for (Value result : op.getResults())
       if (isa<RankedTensorType>(result.getType()))
         relations[result] =
             next < results.size() ? results[next++] : Relation();
-    needs[&op] = read(kOperandLayouts);
+    needs[&op] = read(getOperandLayoutsAttr(&copied));
   }
   // A dimension split across groups needs a static extent to cut.
   auto checkStatic = [&](Value value, const Relation &relation,
@@ -413,13 +397,6 @@ private:
 FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
                                                     Operation *insertAfter) {
   OpBuilder builder(context);
-  builder.setInsertionPointAfter(insertAfter);
-  std::string name = (func.getSymName() + "_part" + Twine(g)).str();
-  if (SymbolTable::lookupNearestSymbolFrom(func,
-                                           StringAttr::get(context, name)))
-    return func.emitError() << "cannot partition across groups: a symbol @"
-                            << name << " exists already";
-
   // Arguments and results: the group's part, the group's states.
   SmallVector<Type> inputs, results;
   for (BlockArgument arg : func.getArguments())
@@ -427,12 +404,10 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
   for (auto [type, relation] :
        llvm::zip_equal(func.getFunctionType().getResults(), resultRelations))
     results.push_back(partType(type, relation, g));
-  auto part = func::FuncOp::create(builder, func.getLoc(), name,
-                                   builder.getFunctionType(inputs, results));
   auto partDict = [&](DictionaryAttr attrs) {
     NamedAttrList list(attrs);
-    if (auto layout = dyn_cast_or_null<UnionAttr>(list.get(kLayout)))
-      list.set(kLayout, partOf(layout, g));
+    if (auto layout = dyn_cast_or_null<UnionAttr>(getLayout(list)))
+      setLayout(list, partOf(layout, g));
     return list.getDictionary(context);
   };
   SmallVector<DictionaryAttr> argAttrs, resultAttrs;
@@ -440,15 +415,15 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     argAttrs.push_back(partDict(func.getArgAttrDict(i)));
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
     resultAttrs.push_back(partDict(func.getResultAttrDict(i)));
-  part.setAllArgAttrs(argAttrs);
-  part.setAllResultAttrs(resultAttrs);
-  part->setAttr(kPartOfAttrName, FlatSymbolRefAttr::get(func));
-  part->setAttr(kPartAttrName, builder.getI64IntegerAttr(g));
-
-  Block *body = part.addEntryBlock();
+  FailureOr<func::FuncOp> created =
+      createPart(builder, func, g, builder.getFunctionType(inputs, results),
+                 argAttrs, resultAttrs, insertAfter,
+                 "cannot partition across groups");
+  if (failed(created))
+    return failure();
+  func::FuncOp part = *created;
   IRMapping mapping;
-  mapping.map(func.getArguments(), body->getArguments());
-  builder.setInsertionPointToStart(body);
+  mapping.map(func.getArguments(), part.getArguments());
 
   // The value group `g` holds of `value` under relation `needed`: an
   // exchange where the relation changes, made once per value and relation.
@@ -602,35 +577,16 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
   return part;
 }
 
-/// The layout `value` is produced with inside its part (an argument's
-/// layout, or its producer's result layout), or null.
-static UnionAttr producedLayout(Value value, func::FuncOp part) {
-  if (auto arg = dyn_cast<BlockArgument>(value))
-    return part.getArgAttrOfType<UnionAttr>(arg.getArgNumber(), kLayout);
-  Operation *producer = value.getDefiningOp();
-  auto layouts = producer->getAttrOfType<ArrayAttr>(kResultLayouts);
-  if (!layouts)
-    return {};
-  unsigned index = 0;
-  for (Value result : producer->getResults()) {
-    if (result == value)
-      return index < layouts.size() ? dyn_cast<UnionAttr>(layouts[index])
-                                    : UnionAttr();
-    if (isa<RankedTensorType>(result.getType()))
-      ++index;
-  }
-  return {};
-}
-
 void GroupPartitioner::splitReductions(ArrayRef<func::FuncOp> parts) {
   for (auto [index, exchange] : llvm::enumerate(pending)) {
     if (exchange.from.kind != UnionRelation::Partial)
       continue;
-    for (auto [g, part] : llvm::enumerate(parts)) {
+    for (int64_t g = 0, e = parts.size(); g < e; ++g) {
       ExchangeOp op = exchanges[g][index];
-      auto operands = op->getAttrOfType<ArrayAttr>(kOperandLayouts);
-      auto results = op->getAttrOfType<ArrayAttr>(kResultLayouts);
-      UnionAttr produced = producedLayout(op.getInput(), part);
+      ArrayAttr operands = getOperandLayoutsAttr(op);
+      ArrayAttr results = getResultLayoutsAttr(op);
+      // The layout the exchanged value is produced with inside its part.
+      UnionAttr produced = getProducedLayout(op.getInput());
       if (!operands || !results || !produced || operands[0] != results[0])
         continue;
       ArrayRef<Axis> from = produced.getStates().front().getAxes();
@@ -670,22 +626,19 @@ void GroupPartitioner::splitReductions(ArrayRef<func::FuncOp> parts) {
       UnionAttr split = UnionAttr::get(context, produced.getGroups().front(),
                                        states);
       ArrayAttr attr = ArrayAttr::get(context, {split});
-      op->setAttr(kOperandLayouts, attr);
-      op->setAttr(kResultLayouts, attr);
+      setOperandLayoutsAttr(op, attr);
+      setResultLayoutsAttr(op, attr);
     }
   }
 }
 
 LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
-  auto entry = [](Operation *op, StringRef name) {
-    return cast<UnionAttr>(op->getAttrOfType<ArrayAttr>(name)[0]);
-  };
   for (auto [index, exchange] : llvm::enumerate(pending)) {
     SmallVector<DistStatesAttr> from, to;
     for (int64_t g = 0, e = parts.size(); g < e; ++g) {
       ExchangeOp op = exchanges[g][index];
-      from.push_back(entry(op, kOperandLayouts).getStates().front());
-      to.push_back(entry(op, kResultLayouts).getStates().front());
+      from.push_back(getOperandLayout(op, 0).getStates().front());
+      to.push_back(getResultLayout(op, 0).getStates().front());
     }
     Location loc = exchanges[0][index].getLoc();
     FailureOr<UnionAttr> source = makeUnion(exchange.from, from, loc);
@@ -714,7 +667,7 @@ LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     FailureOr<UnionAttr> whole = wholeOf(
         [&](func::FuncOp part) {
-          return part.getArgAttrOfType<UnionAttr>(i, kLayout);
+          return getArgLayout(part, i);
         },
         relations.lookup(func.getArgument(i)), func.getArgument(i).getLoc());
     if (failed(whole))
@@ -724,7 +677,7 @@ LogicalResult GroupPartitioner::compose(ArrayRef<func::FuncOp> parts) {
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
     FailureOr<UnionAttr> whole = wholeOf(
         [&](func::FuncOp part) {
-          return part.getResultAttrOfType<UnionAttr>(i, kLayout);
+          return getResultLayout(part, i);
         },
         resultRelations[i], func.getLoc());
     if (failed(whole))
@@ -748,10 +701,8 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
         built.erase();
       // And the part left half built.
       if (auto half = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-              func,
-              StringAttr::get(context,
-                              (func.getSymName() + "_part" + Twine(g)).str()));
-          half && half->hasAttr(kPartOfAttrName))
+              func, StringAttr::get(context, getPartName(func, g)));
+          half && isPart(half))
         half.erase();
       return failure();
     }
@@ -760,7 +711,7 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
   }
   for (func::FuncOp part : parts) {
     bool skipped = false;
-    if (failed(propagateWithinGroup(part, skipped, numReshards)))
+    if (failed(propagateWithinGroup(part, skipped, numReshards, model)))
       return failure();
   }
   splitReductions(parts);
@@ -771,41 +722,6 @@ LogicalResult GroupPartitioner::run(int64_t &numParts, int64_t &numReshards) {
 }
 
 } // namespace
-
-LogicalResult loom::collectUserUnions(func::FuncOp func,
-                                      SmallVectorImpl<UserUnion> &out,
-                                      bool diagnose) {
-  auto add = [&](Attribute attr, Location loc) -> LogicalResult {
-    if (!attr)
-      return success();
-    auto layout = dyn_cast<UnionAttr>(attr);
-    if (!layout && !diagnose)
-      return failure();
-    if (!layout)
-      return emitError(loc) << "layout " << attr
-                            << " is a strategy set; layout propagation "
-                               "handles one union per value";
-    out.push_back({layout, loc});
-    return success();
-  };
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (failed(add(func.getArgAttr(i, kLayout), func.getArgument(i).getLoc())))
-      return failure();
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    if (failed(add(func.getResultAttr(i, kLayout), func.getLoc())))
-      return failure();
-  WalkResult walk = func.walk([&](Operation *op) {
-    LogicalResult result = success();
-    if (auto annotate = dyn_cast<AnnotateOp>(op))
-      result = add(annotate.getLayout(), op->getLoc());
-    else if (auto reshard = dyn_cast<ReshardOp>(op))
-      result = succeeded(add(reshard.getSource(), op->getLoc()))
-                   ? add(reshard.getTarget(), op->getLoc())
-                   : failure();
-    return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  return failure(walk.wasInterrupted());
-}
 
 /// The distinct groups of `users`' one-group layouts, in order of
 /// appearance, when they are two or more (pipeline stages; groups that
@@ -824,64 +740,6 @@ static SmallVector<DeviceGroupAttr> getStageGroups(ArrayRef<UserUnion> users) {
   return stages;
 }
 
-void loom::finishPartition(func::FuncOp func, ArrayRef<func::FuncOp> parts,
-                           ArrayRef<UnionAttr> argWholes,
-                           ArrayRef<UnionAttr> resultWholes) {
-  for (func::FuncOp part : parts) {
-    updateAllArgAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
-      if (argWholes[i])
-        attrs.set(kWholeLayoutAttrName, argWholes[i]);
-    });
-    updateAllResultAttrs(part, [&](unsigned i, NamedAttrList &attrs) {
-      if (resultWholes[i])
-        attrs.set(kWholeLayoutAttrName, resultWholes[i]);
-    });
-  }
-  SmallVector<Attribute> refs =
-      llvm::map_to_vector(parts, [](func::FuncOp part) -> Attribute {
-        return FlatSymbolRefAttr::get(part);
-      });
-  func->setAttr(kPartsAttrName, ArrayAttr::get(func.getContext(), refs));
-}
-
-Value loom::createEmptyTensor(OpBuilder &builder, Location loc, Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  auto empty = tensor.getRank() == 0
-                   ? tensor
-                   : tensor.clone(SmallVector<int64_t>(tensor.getRank(), 0));
-  // A 0-d tensor cannot be empty: a zero stands in for it.
-  DenseElementsAttr value =
-      empty.getRank() == 0
-          ? DenseElementsAttr::get(empty,
-                                   builder.getZeroAttr(empty.getElementType()))
-      : isa<FloatType>(empty.getElementType())
-          ? DenseElementsAttr::get(empty, ArrayRef<APFloat>{})
-          : DenseElementsAttr::get(empty, ArrayRef<APInt>{});
-  return arith::ConstantOp::create(builder, loc, value).getResult();
-}
-
-void loom::updateAllArgAttrs(
-    func::FuncOp func, function_ref<void(unsigned, NamedAttrList &)> update) {
-  SmallVector<DictionaryAttr> dicts;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    NamedAttrList list(func.getArgAttrDict(i));
-    update(i, list);
-    dicts.push_back(list.getDictionary(func.getContext()));
-  }
-  func.setAllArgAttrs(dicts);
-}
-
-void loom::updateAllResultAttrs(
-    func::FuncOp func, function_ref<void(unsigned, NamedAttrList &)> update) {
-  SmallVector<DictionaryAttr> dicts;
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
-    NamedAttrList list(func.getResultAttrDict(i));
-    update(i, list);
-    dicts.push_back(list.getDictionary(func.getContext()));
-  }
-  func.setAllResultAttrs(dicts);
-}
-
 bool loom::hasLayoutsAcrossGroups(func::FuncOp func) {
   if (func.isExternal())
     return false;
@@ -896,13 +754,14 @@ bool loom::hasLayoutsAcrossGroups(func::FuncOp func) {
 }
 
 LogicalResult loom::partitionAcrossGroups(func::FuncOp func, int64_t &numParts,
-                                          int64_t &numReshards) {
+                                          int64_t &numReshards,
+                                          const PropagationCostModel &model) {
   SmallVector<UserUnion> users;
   if (failed(collectUserUnions(func, users, /*diagnose=*/false)))
     return failure();
   if (llvm::none_of(users, [](const UserUnion &user) {
         return user.layout.getNumGroups() > 1;
       }))
-    return partitionIntoStages(func, numParts, numReshards);
-  return GroupPartitioner(func).run(numParts, numReshards);
+    return partitionIntoStages(func, numParts, numReshards, model);
+  return GroupPartitioner(func, model).run(numParts, numReshards);
 }

@@ -7,13 +7,9 @@
 //
 // The model. Every layout in play is read on the group's mesh (HSPMDMesh.h).
 // Propagation keeps, per tensor value and mesh axis, a role (split of a
-// dimension, duplicate, partial) and the priority it came with:
-//
-//   user    hspmd.annotate / hspmd.reshard results, hspmd.layout arguments
-//   param   derived onto an nn.param argument
-//   data    derived onto an nn.data argument
-//   derived anything else (and what an annotation or a function result
-//           asks of the value it takes, which is only a hint)
+// dimension, duplicate, partial) and the priority it came with
+// (PropagationPriority: user, param, data, derived; see
+// passes/Partitioning/CostModel.h).
 //
 // For an op with a factor rule, each mesh axis is given one factor to split
 // (or none). Candidates are "none" and every factor that may be split: not
@@ -21,10 +17,15 @@
 // the mesh axes given to it divide, and keeping every tensor's mesh layout
 // spellable as states (equal roles adjacent). Each candidate implies a role
 // for every operand and result; a tensor whose current role differs
-// disagrees, and its reshard costs bytes (see `reshardBytes`). The candidate
-// with the smallest cost at the highest priority wins (costs compared
-// priority level by priority level, user first), then the one with the
-// fewest disagreeing tensors, then "none", then the lowest factor index.
+// disagrees, and its reshard costs bytes. The candidate with the smallest
+// cost at the highest priority wins (costs compared priority level by
+// priority level, user first), then the one with the fewest disagreeing
+// tensors, then "none", then the lowest factor index. What a tensor and a
+// reshard cost, what a result still owes, how candidates compare and the
+// priority floors of arguments are the cost model's
+// (PropagationCostModel, passes/Partitioning/CostModel.h): a search over
+// strategies or placements passes its own model without changing this
+// loop.
 // The winner determines each tensor's role with a priority (see `assign`);
 // a tensor takes its implied role where that priority (raised to param /
 // data on arguments of those roles) is strictly higher than its own.
@@ -51,7 +52,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/PartitionSteps.h"
+#include "passes/Partitioning/Utils.h"
 #include "passes/Passes.h"
 
 #include "dialects/Interfaces/LayoutRuleOpInterface.h"
@@ -88,8 +90,7 @@ using namespace loom::hspmd;
 namespace {
 
 /// Where a role came from; higher wins.
-enum class Priority : uint8_t { None, Derived, Data, Param, User };
-constexpr size_t kNumPriorities = 5;
+using Priority = PropagationPriority;
 
 /// What propagation knows about a value on one mesh axis.
 struct AxisInfo {
@@ -157,46 +158,6 @@ ReductionKind toReduction(PartialKind kind) {
     return ReductionKind::Min;
   }
   llvm_unreachable("unknown partial kind");
-}
-
-/// The bytes of a tensor (dynamic sizes count as 1).
-double tensorBytes(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  double elements = 1;
-  for (int64_t size : tensor.getShape())
-    elements *= ShapedType::isDynamic(size) ? 1 : size;
-  Type element = tensor.getElementType();
-  double bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
-  return elements * std::max(bits, 8.0) / 8;
-}
-
-/// The bytes each device receives to turn role `from` into role `to` on a
-/// mesh axis of `size` devices, for a block of `block` bytes (the tensor
-/// divided by the splits of its other mesh axes):
-///
-///   split -> duplicate       all-gather       block * (m - 1) / m
-///   partial -> duplicate     all-reduce       2 * block * (m - 1) / m
-///   partial -> split         reduce-scatter   block * (m - 1) / m
-///   split d -> split e       all-to-all       block * (m - 1) / m^2
-///   duplicate -> anything    local slice      0
-///   split -> partial         zero-fill        0
-double reshardBytes(const MeshRole &from, const MeshRole &to, int64_t size,
-                    double block) {
-  if (from == to || from.isDuplicate())
-    return 0;
-  double m = static_cast<double>(size);
-  double gather = block * (m - 1) / m;
-  if (from.isSplit()) {
-    if (to.isDuplicate())
-      return gather;
-    if (to.isSplit())
-      return gather / m;
-    return 0;
-  }
-  // From a partial.
-  if (to.isSplit())
-    return gather;
-  return 2 * gather;
 }
 
 /// What each tensor operand use needs, per mesh axis, as its op last chose
@@ -302,8 +263,8 @@ private:
 
 class FunctionPropagation {
 public:
-  FunctionPropagation(func::FuncOp func)
-      : func(func), context(func.getContext()) {}
+  FunctionPropagation(func::FuncOp func, const PropagationCostModel &model)
+      : func(func), context(func.getContext()), model(model) {}
 
   /// Runs propagation and writes the attributes. Returns failure after
   /// reporting an error; `skipped` is set when the function has no layout.
@@ -360,6 +321,8 @@ private:
 
   func::FuncOp func;
   MLIRContext *context;
+  /// What choices cost and which wins.
+  const PropagationCostModel &model;
   SmallVector<UserLayout> userLayouts;
   DeviceGroupAttr group;
   Mesh mesh;
@@ -385,10 +348,8 @@ private:
 };
 
 LogicalResult FunctionPropagation::collectUserLayouts() {
-  Block &body = func.getBody().front();
-  auto add = [&](Attribute attr, Location loc, Operation *op) -> LogicalResult {
-    if (!attr)
-      return success();
+  auto add = [&](Attribute attr, Type, Location loc,
+                 Operation *op) -> LogicalResult {
     auto layout = dyn_cast<UnionAttr>(attr);
     if (!layout)
       return emitError(loc)
@@ -404,27 +365,7 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
     userLayouts.push_back({layout, loc, op});
     return success();
   };
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
-  for (BlockArgument arg : body.getArguments())
-    if (failed(add(func.getArgAttr(arg.getArgNumber(), layoutName),
-                   arg.getLoc(), func)))
-      return failure();
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    if (failed(add(func.getResultAttr(i, layoutName), func.getLoc(), func)))
-      return failure();
-  WalkResult walk = func.walk([&](Operation *op) {
-    if (auto annotate = dyn_cast<AnnotateOp>(op))
-      return failed(add(annotate.getLayout(), op->getLoc(), op))
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    if (auto reshard = dyn_cast<ReshardOp>(op))
-      return failed(add(reshard.getSource(), op->getLoc(), op)) ||
-                     failed(add(reshard.getTarget(), op->getLoc(), op))
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  if (failed(forEachUserLayout(func, add)))
     return failure();
   if (userLayouts.empty())
     return success();
@@ -541,12 +482,8 @@ void FunctionPropagation::initialize() {
       continue;
     unsigned index = arg.getArgNumber();
     ValueState &state = states[arg];
-    if (func.getArgAttr(index, nn::NNDialect::getParamAttrName()))
-      state.floor = Priority::Param;
-    else if (func.getArgAttr(index, nn::NNDialect::getDataAttrName()))
-      state.floor = Priority::Data;
-    if (auto layout = func.getArgAttrOfType<UnionAttr>(
-            index, HSPMDDialect::getLayoutAttrName()))
+    state.floor = model.getArgumentFloor(func, index);
+    if (UnionAttr layout = getArgLayout(func, index))
       pin(arg, layout, arg.getLoc(), func);
   }
   func.walk([&](Operation *op) {
@@ -574,7 +511,6 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
   // returned as a function result with a user layout). Resharding could
   // satisfy both, but only by gathering what the user split on one side and
   // splitting it again on the other: the annotations contradict each other.
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
   for (auto &entry : rules) {
     Operation *op = entry.first;
     const FactorRule &rule = entry.second;
@@ -591,8 +527,8 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
           else if (auto reshard = dyn_cast_or_null<ReshardOp>(state.sourceOp))
             layout = cast<UnionAttr>(reshard.getTarget());
           else
-            layout = func.getArgAttrOfType<UnionAttr>(
-                cast<BlockArgument>(tensor.value).getArgNumber(), layoutName);
+            layout = getArgLayout(
+                func, cast<BlockArgument>(tensor.value).getArgNumber());
           sides[0].push_back(
               {&tensor, UserLayout{layout, *state.sourceLoc, state.sourceOp}});
         }
@@ -606,8 +542,8 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
                                    user->getLoc(), user}});
         else if (isa<func::ReturnOp>(user) &&
                  user->getParentOp() == func.getOperation())
-          if (auto layout = func.getResultAttrOfType<UnionAttr>(
-                  use.getOperandNumber(), layoutName))
+          if (UnionAttr layout =
+                  getResultLayout(func, use.getOperandNumber()))
             sides[1].push_back(
                 {&tensor, UserLayout{layout, func.getLoc(), func}});
       }
@@ -755,14 +691,13 @@ std::optional<Value> FunctionPropagation::updatedArgument(unsigned resultIndex,
 SmallVector<AxisInfo, 1> FunctionPropagation::resultNeeds(Value value,
                                                           int64_t axis) {
   SmallVector<AxisInfo, 1> needs;
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
     if (!isa<func::ReturnOp>(user) ||
         user->getParentOp() != func.getOperation())
       continue;
     unsigned index = use.getOperandNumber();
-    if (auto layout = func.getResultAttrOfType<UnionAttr>(index, layoutName)) {
+    if (UnionAttr layout = getResultLayout(func, index)) {
       needs.push_back({read(layout)->roles[axis], Priority::User});
       continue;
     }
@@ -844,24 +779,13 @@ Assignment FunctionPropagation::assign(
   for (int64_t axis = 0; axis < mesh.getRank(); ++axis) {
     int64_t size = mesh.sizes[axis];
     struct Candidate {
-      int64_t factor;
-      std::array<double, kNumPriorities> cost{};
-      int64_t disagreements = 0;
+      CandidateScore score;
       /// Per tensor: the priority of its current role if it agrees with
       /// the candidate, None otherwise.
       SmallVector<Priority> agreeing;
     };
     std::optional<Candidate> best;
     SmallVector<int64_t> validFactors;
-    auto better = [](const Candidate &lhs, const Candidate &rhs) {
-      for (size_t level = kNumPriorities; level-- > 1;)
-        if (lhs.cost[level] != rhs.cost[level])
-          return lhs.cost[level] < rhs.cost[level];
-      if (lhs.disagreements != rhs.disagreements)
-        return lhs.disagreements < rhs.disagreements;
-      // "none" (-1) first, then factors in index order.
-      return lhs.factor < rhs.factor;
-    };
     for (int64_t factor = -1; factor < numCandidates; ++factor) {
       // The priority of the partial sums a pass-through candidate takes.
       Priority partialPriority = Priority::None;
@@ -890,7 +814,7 @@ Assignment FunctionPropagation::assign(
       }
       SmallVector<int64_t> factors = result.factors;
       factors.push_back(factor);
-      Candidate candidate{factor, {}, 0, {}};
+      Candidate candidate{{factor, {}, 0}, {}};
       // A split of operands that are all whole (or partial) on this axis
       // is invented by this op on cost alone.
       bool invented = factor >= 0 && !isPassThrough(factor) &&
@@ -912,7 +836,7 @@ Assignment FunctionPropagation::assign(
         const ValueState &state = states[tensor.value];
         const AxisInfo &current = state.axes[axis];
         // The bytes of the block this mesh axis acts on.
-        double block = tensorBytes(tensor.value.getType());
+        double block = model.getTensorBytes(tensor.value.getType());
         for (auto [other, info] : llvm::enumerate(state.axes))
           if (static_cast<int64_t>(other) != axis && info.role.isSplit())
             block /= mesh.sizes[other];
@@ -940,8 +864,10 @@ Assignment FunctionPropagation::assign(
             continue;
           double bytes =
               tensor.isResult
-                  ? reshardBytes(roles.back(), target.role, size, block)
-                  : reshardBytes(target.role, roles.back(), size, block);
+                  ? model.getReshardBytes(roles.back(), target.role, size,
+                                          block)
+                  : model.getReshardBytes(target.role, roles.back(), size,
+                                          block);
           // A reshard of an operand that an earlier use needs too is made
           // once (hspmd-insert-reshards shares it): the first use in
           // program order pays for it, the later ones take it for free.
@@ -949,9 +875,9 @@ Assignment FunctionPropagation::assign(
               needs.sharedWithEarlier(op->getOpOperand(tensor.index), axis,
                                       roles.back()))
             bytes = 0;
-          candidate.cost[static_cast<size_t>(target.priority)] += bytes;
+          candidate.score.cost[static_cast<size_t>(target.priority)] += bytes;
           charged += bytes;
-          ++candidate.disagreements;
+          ++candidate.score.disagreements;
         }
         // A result left partial by a pass-through, or split by an
         // invented split, is charged (at least) what making it whole costs,
@@ -974,11 +900,10 @@ Assignment FunctionPropagation::assign(
                 level = std::max(level,
                                  states[other.value].axes[axis].priority);
           level = std::max(level, Priority::Derived);
-          double owed =
-              reshardBytes(roles.back(), MeshRole::duplicate(), size, block);
+          double owed = model.getOwedBytes(roles.back(), size, block);
           if (owed > charged) {
-            candidate.cost[static_cast<size_t>(level)] += owed - charged;
-            ++candidate.disagreements;
+            candidate.score.cost[static_cast<size_t>(level)] += owed - charged;
+            ++candidate.score.disagreements;
           }
         }
       }
@@ -986,7 +911,7 @@ Assignment FunctionPropagation::assign(
         continue;
       if (factor >= 0)
         validFactors.push_back(factor);
-      if (!best || better(candidate, *best))
+      if (!best || model.isBetter(candidate.score, best->score))
         best = std::move(candidate);
     }
     if (!best) {
@@ -998,9 +923,10 @@ Assignment FunctionPropagation::assign(
                              SmallVector<Priority>(mesh.getRank()));
       return none;
     }
-    result.factors.push_back(best->factor);
-    if (best->factor >= 0 && !isPassThrough(best->factor))
-      splitBy[best->factor] *= size;
+    int64_t chosen = best->score.factor;
+    result.factors.push_back(chosen);
+    if (chosen >= 0 && !isPassThrough(chosen))
+      splitBy[chosen] *= size;
 
     // How firmly the choice determines each tensor's role. A split factor
     // is as firm as the strongest tensor that already splits it (or holds
@@ -1018,10 +944,10 @@ Assignment FunctionPropagation::assign(
       return tensor.isResult &&
              rule.getFactor(factor).kind == FactorKind::Reduction;
     };
-    if (best->factor >= 0) {
+    if (chosen >= 0) {
       Priority support = Priority::Derived;
       for (auto [tensor, agreeing] : llvm::zip_equal(tensors, best->agreeing))
-        if (holds(tensor, best->factor))
+        if (holds(tensor, chosen))
           support = std::max(support, agreeing);
       for (SmallVector<Priority> &priorities : result.priorities)
         priorities.push_back(support);
@@ -1116,8 +1042,7 @@ void FunctionPropagation::process(Operation *op) {
       Value operand = ret.getOperand(index);
       if (!states.count(operand))
         continue;
-      if (auto layout = func.getResultAttrOfType<UnionAttr>(
-              index, HSPMDDialect::getLayoutAttrName())) {
+      if (UnionAttr layout = getResultLayout(func, index)) {
         recordNeed(op->getOpOperand(index), read(layout)->roles);
         hint(operand, read(layout)->roles, Priority::Derived);
         continue;
@@ -1191,8 +1116,6 @@ void FunctionPropagation::propagate() {
 
 LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
   MLIRContext *context = func.getContext();
-  Builder builder(context);
-  StringRef layoutName = HSPMDDialect::getLayoutAttrName();
   // What each value is produced as: arguments as their state says, results
   // as their op's rule produces them.
   DenseMap<Value, UnionAttr> produced;
@@ -1204,7 +1127,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
   // them one by one rebuilds the function's whole array each time.
   auto withLayout = [&](DictionaryAttr attrs, UnionAttr layout) {
     NamedAttrList list(attrs);
-    list.set(layoutName, layout);
+    setLayout(list, layout);
     return list.getDictionary(context);
   };
   SmallVector<DictionaryAttr> argAttrs;
@@ -1214,7 +1137,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
     if (!states.count(arg))
       continue;
     unsigned index = arg.getArgNumber();
-    auto layout = func.getArgAttrOfType<UnionAttr>(index, layoutName);
+    UnionAttr layout = getArgLayout(func, index);
     if (!layout) {
       layout = stateLayout(arg);
       argAttrs[index] = withLayout(argAttrs[index], layout);
@@ -1228,15 +1151,10 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
 
   auto setLayouts = [&](Operation *op, ArrayRef<UnionAttr> operandLayouts,
                         ArrayRef<UnionAttr> resultLayouts) {
-    SmallVector<Attribute> operands(operandLayouts.begin(),
-                                    operandLayouts.end());
-    SmallVector<Attribute> results(resultLayouts.begin(), resultLayouts.end());
-    if (!operands.empty())
-      op->setAttr(HSPMDDialect::getOperandLayoutsAttrName(),
-                  builder.getArrayAttr(operands));
-    if (!results.empty())
-      op->setAttr(HSPMDDialect::getResultLayoutsAttrName(),
-                  builder.getArrayAttr(results));
+    if (!operandLayouts.empty())
+      setOperandLayouts(op, operandLayouts);
+    if (!resultLayouts.empty())
+      setResultLayouts(op, resultLayouts);
     for (auto [operand, layout] : llvm::zip_equal(
              llvm::make_filter_range(op->getOperands(),
                                      [&](Value v) { return states.count(v); }),
@@ -1276,7 +1194,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
       for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
         if (!states.count(operand))
           continue;
-        auto layout = func.getResultAttrOfType<UnionAttr>(index, layoutName);
+        UnionAttr layout = getResultLayout(func, index);
         if (!layout) {
           if (auto updates = func.getResultAttrOfType<IntegerAttr>(
                   index, nn::NNDialect::getUpdatesAttrName())) {
@@ -1360,7 +1278,7 @@ struct LayoutPropagationPass
     SmallVector<func::FuncOp> functions(
         getOperation().getOps<func::FuncOp>());
     for (func::FuncOp func : functions) {
-      if (func->hasAttr(kPartOfAttrName) || isPartitioned(func))
+      if (isPart(func) || isPartitioned(func))
         continue;
       int64_t reshards = 0;
       if (hasLayoutsAcrossGroups(func)) {
@@ -1385,6 +1303,7 @@ struct LayoutPropagationPass
 } // namespace
 
 LogicalResult loom::propagateWithinGroup(func::FuncOp func, bool &skipped,
-                                         int64_t &numReshards) {
-  return FunctionPropagation(func).run(skipped, numReshards);
+                                         int64_t &numReshards,
+                                         const PropagationCostModel &model) {
+  return FunctionPropagation(func, model).run(skipped, numReshards);
 }

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/Partitioning/Attributes.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
@@ -31,10 +31,6 @@ using namespace loom::hspmd;
 
 namespace {
 
-constexpr StringLiteral kLayout = "hspmd.layout";
-constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
-constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
-
 bool isTensor(Value value) { return isa<RankedTensorType>(value.getType()); }
 
 class FunctionInsertion {
@@ -51,34 +47,29 @@ private:
   /// `value` laid out as `needed` for `user`: itself or a reshard of it.
   FailureOr<Value> convert(Value value, UnionAttr needed, Operation *user,
                            int64_t &inserted);
-  /// The union entry `index` of the ArrayAttr `name` of `op`, which must
-  /// have `count` entries; null after an error.
-  UnionAttr getEntry(Operation *op, StringRef name, unsigned index,
-                     unsigned count);
+  /// The union entry `index` of `op`'s layout array `list` (the attribute
+  /// `name`), which must have `count` entries; null after an error.
+  UnionAttr getEntry(Operation *op, ArrayAttr list, StringRef name,
+                     unsigned index, unsigned count);
 
   func::FuncOp func;
   llvm::DenseMap<std::pair<Value, Attribute>, Value> reshards;
 };
 
 bool FunctionInsertion::isLaidOut() {
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (func.getArgAttr(i, kLayout))
-      return true;
-  for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (func.getResultAttr(i, kLayout))
-      return true;
+  if (hasArgOrResultLayouts(func))
+    return true;
   return func
       .walk([](Operation *op) {
-        return op->hasAttr(kOperandLayouts) || op->hasAttr(kResultLayouts)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
+        return hasOpLayouts(op) ? WalkResult::interrupt()
+                                : WalkResult::advance();
       })
       .wasInterrupted();
 }
 
-UnionAttr FunctionInsertion::getEntry(Operation *op, StringRef name,
-                                      unsigned index, unsigned count) {
-  auto list = op->getAttrOfType<ArrayAttr>(name);
+UnionAttr FunctionInsertion::getEntry(Operation *op, ArrayAttr list,
+                                      StringRef name, unsigned index,
+                                      unsigned count) {
   if (!list) {
     op->emitError() << "has no " << name
                     << "; run hspmd-propagate-layouts before "
@@ -104,7 +95,7 @@ UnionAttr FunctionInsertion::getProduced(Value value, Operation *user) {
                            "which has no layout";
       return nullptr;
     }
-    Attribute attr = func.getArgAttr(arg.getArgNumber(), kLayout);
+    Attribute attr = getArgLayoutAttr(func, arg.getArgNumber());
     auto layout = dyn_cast_or_null<UnionAttr>(attr);
     if (!layout)
       user->emitError() << "argument #" << arg.getArgNumber() << " of @"
@@ -117,15 +108,10 @@ UnionAttr FunctionInsertion::getProduced(Value value, Operation *user) {
   }
   auto result = cast<OpResult>(value);
   Operation *producer = result.getOwner();
-  unsigned index = 0, count = 0;
-  for (Value other : producer->getResults()) {
-    if (!isTensor(other))
-      continue;
-    if (other == value)
-      index = count;
-    ++count;
-  }
-  return getEntry(producer, kResultLayouts, index, count);
+  return getEntry(producer, getResultLayoutsAttr(producer),
+                  HSPMDDialect::getResultLayoutsAttrName(),
+                  getTensorResultIndex(result),
+                  countTensors(producer->getResults()));
 }
 
 FailureOr<Value> FunctionInsertion::convert(Value value, UnionAttr needed,
@@ -151,8 +137,8 @@ FailureOr<Value> FunctionInsertion::convert(Value value, UnionAttr needed,
   builder.setInsertionPointAfterValue(value);
   auto reshard =
       ReshardOp::create(builder, user->getLoc(), type, value, produced, needed);
-  reshard->setAttr(kOperandLayouts, builder.getArrayAttr({produced}));
-  reshard->setAttr(kResultLayouts, builder.getArrayAttr({needed}));
+  setOperandLayouts(reshard, {produced});
+  setResultLayouts(reshard, {needed});
   ++inserted;
   reshards[key] = reshard.getResult();
   return reshard.getResult();
@@ -188,7 +174,7 @@ LogicalResult FunctionInsertion::run(int64_t &inserted, int64_t &erased) {
   });
   for (Operation *op : users) {
     // Reshards written by the user or inserted here already convert.
-    if (isa<ReshardOp>(op) && op->getAttr(kOperandLayouts) == nullptr)
+    if (isa<ReshardOp>(op) && !getOperandLayoutsAttr(op))
       continue;
     unsigned count = llvm::count_if(op->getOperands(), isTensor);
     unsigned index = 0;
@@ -198,8 +184,7 @@ LogicalResult FunctionInsertion::run(int64_t &inserted, int64_t &erased) {
         continue;
       UnionAttr needed;
       if (isReturn) {
-        Attribute attr =
-            func.getResultAttr(operand.getOperandNumber(), kLayout);
+        Attribute attr = getResultLayoutAttr(func, operand.getOperandNumber());
         needed = dyn_cast_or_null<UnionAttr>(attr);
         if (attr && !needed)
           return op->emitError()
@@ -207,7 +192,9 @@ LogicalResult FunctionInsertion::run(int64_t &inserted, int64_t &erased) {
                  << func.getSymName() << " is not laid out by a #hspmd.union";
       }
       if (!needed)
-        needed = getEntry(op, kOperandLayouts, index, count);
+        needed = getEntry(op, getOperandLayoutsAttr(op),
+                          HSPMDDialect::getOperandLayoutsAttrName(), index,
+                          count);
       if (!needed)
         return failure();
       FailureOr<Value> converted =

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/Partitioning/Attributes.h"
 #include "passes/Passes.h"
 #include "passes/ReshardPlanner.h"
 
@@ -29,9 +29,6 @@ using namespace loom;
 using namespace loom::hspmd;
 
 namespace {
-
-constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
-constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
 
 /// Whether the two layouts (unions, or strategy sets strategy by strategy)
 /// put the same shard on every device.
@@ -63,10 +60,9 @@ bool fuseWithProducer(ReshardOp reshard) {
     return false;
   reshard.getInputMutable().assign(producer.getInput());
   reshard.setSourceAttr(producer.getSource());
-  if (reshard->hasAttr(kOperandLayouts))
-    reshard->setAttr(kOperandLayouts,
-                     ArrayAttr::get(reshard.getContext(),
-                                    {producer.getSource()}));
+  if (getOperandLayoutsAttr(reshard))
+    setOperandLayoutsAttr(
+        reshard, ArrayAttr::get(reshard.getContext(), {producer.getSource()}));
   producer.erase();
   return true;
 }
@@ -167,8 +163,8 @@ LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
                              mesh, from, to);
       break;
     }
-    op->setAttr(kOperandLayouts, builder.getArrayAttr({from}));
-    op->setAttr(kResultLayouts, builder.getArrayAttr({to}));
+    setOperandLayouts(op, {from});
+    setResultLayouts(op, {to});
     value = op->getResult(0);
     ++collectives;
   }

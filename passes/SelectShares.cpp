@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/Partitioning/Utils.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -29,8 +29,6 @@ using namespace loom;
 using namespace loom::hspmd;
 
 namespace {
-
-constexpr StringLiteral kLayout = "hspmd.layout";
 
 /// A split across groups written on a tensor of `type`.
 struct Split {
@@ -64,27 +62,15 @@ struct SelectSharesPass : loom::impl::SelectSharesPassBase<SelectSharesPass> {
   /// The splits across groups `func`'s layouts write, with their tensors.
   SmallVector<Split> collectSplits(func::FuncOp func) {
     SmallVector<Split> splits;
-    auto add = [&](Attribute attr, Type type, Location loc) {
-      auto layout = dyn_cast_or_null<UnionAttr>(attr);
-      auto tensor = dyn_cast<RankedTensorType>(type);
-      if (layout && tensor && layout.getNumGroups() > 1 &&
-          layout.getRelation() == UnionRelation::Split)
-        splits.push_back({layout, tensor, loc});
-    };
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      add(func.getArgAttr(i, kLayout), func.getArgument(i).getType(),
-          func.getArgument(i).getLoc());
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      add(func.getResultAttr(i, kLayout), func.getResultTypes()[i],
-          func.getLoc());
-    func.walk([&](Operation *op) {
-      if (auto annotate = dyn_cast<AnnotateOp>(op))
-        add(annotate.getLayout(), annotate.getType(), op->getLoc());
-      if (auto reshard = dyn_cast<ReshardOp>(op)) {
-        add(reshard.getSource(), reshard.getType(), op->getLoc());
-        add(reshard.getTarget(), reshard.getType(), op->getLoc());
-      }
-    });
+    (void)forEachUserLayout(
+        func, [&](Attribute attr, Type type, Location loc, Operation *) {
+          auto layout = dyn_cast<UnionAttr>(attr);
+          auto tensor = dyn_cast<RankedTensorType>(type);
+          if (layout && tensor && layout.getNumGroups() > 1 &&
+              layout.getRelation() == UnionRelation::Split)
+            splits.push_back({layout, tensor, loc});
+          return success();
+        });
     return splits;
   }
 
@@ -97,7 +83,8 @@ struct SelectSharesPass : loom::impl::SelectSharesPassBase<SelectSharesPass> {
       return emitError(first.loc)
              << "layout " << first.layout
              << " splits across device groups but the module has no "
-                "hspmd.cluster to choose shares from";
+             << HSPMDDialect::getClusterAttrName()
+             << " to choose shares from";
     ArrayRef<DeviceGroupAttr> groups = first.layout.getGroups();
     int64_t total = first.type.getDimSize(first.layout.getSplitDim());
     // The bytes one unit of the split dimension costs: of the largest
@@ -167,20 +154,7 @@ struct SelectSharesPass : loom::impl::SelectSharesPassBase<SelectSharesPass> {
                             /*explicitSizes=*/false, layout.getGroups(),
                             layout.getStates());
     };
-    auto rewriteLayout = [&](unsigned, NamedAttrList &attrs) {
-      if (Attribute attr = attrs.get(kLayout))
-        attrs.set(kLayout, rewrite(attr));
-    };
-    updateAllArgAttrs(func, rewriteLayout);
-    updateAllResultAttrs(func, rewriteLayout);
-    func.walk([&](Operation *op) {
-      if (auto annotate = dyn_cast<AnnotateOp>(op))
-        annotate.setLayoutAttr(rewrite(annotate.getLayout()));
-      if (auto reshard = dyn_cast<ReshardOp>(op)) {
-        reshard.setSourceAttr(rewrite(reshard.getSource()));
-        reshard.setTargetAttr(rewrite(reshard.getTarget()));
-      }
-    });
+    rewriteUserLayouts(func, rewrite);
     ++numFunctions;
     return success();
   }

@@ -20,7 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/PartitionSteps.h"
+#include "passes/Partitioning/Utils.h"
 #include "passes/Passes.h"
 
 #include "dialects/Interfaces/LocalView.h"
@@ -49,11 +50,6 @@ using namespace loom;
 
 namespace {
 
-constexpr StringLiteral kLayout = "hspmd.layout";
-constexpr StringLiteral kGlobalLayout = "hspmd.global_layout";
-constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
-constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
-
 /// The block shape every device of `layout`'s single group holds of a
 /// tensor of `shape`: each dimension divided by the degrees that split it.
 SmallVector<int64_t> getLocalShape(hspmd::UnionAttr layout,
@@ -78,10 +74,12 @@ private:
   LogicalResult checkLayout(Attribute layout, Location loc, const Twine &what);
   /// The local type of a value of `type` laid out as `layout`.
   Type getLocalType(Type type, Attribute layout);
-  /// The layouts of `op`'s ranked-tensor results or operands, or failure
+  /// The layouts of `op`'s ranked-tensor results or operands (`values`),
+  /// from its layout array `array` (the attribute `name`), or failure
   /// after a diagnostic when propagation has not run.
   FailureOr<SmallVector<hspmd::UnionAttr>>
-  getLayouts(Operation *op, StringRef name, ValueRange values);
+  getLayouts(Operation *op, ArrayAttr array, StringRef name,
+             ValueRange values);
   LogicalResult specializeOp(Operation *op, OpBuilder &builder,
                              IRMapping &mapping);
 
@@ -122,13 +120,12 @@ Type Specializer::getLocalType(Type type, Attribute layout) {
 }
 
 FailureOr<SmallVector<hspmd::UnionAttr>>
-Specializer::getLayouts(Operation *op, StringRef name, ValueRange values) {
-  unsigned count = llvm::count_if(
-      values.getTypes(), [](Type type) { return isa<RankedTensorType>(type); });
+Specializer::getLayouts(Operation *op, ArrayAttr array, StringRef name,
+                        ValueRange values) {
+  unsigned count = countTensors(values);
   SmallVector<hspmd::UnionAttr> layouts;
   if (count == 0)
     return layouts;
-  auto array = op->getAttrOfType<ArrayAttr>(name);
   if (!array || array.size() != count)
     return op->emitError() << "has no " << name
                            << " for its tensors; run "
@@ -232,20 +229,22 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
                          "functions so far");
 
   FailureOr<SmallVector<hspmd::UnionAttr>> resultLayouts =
-      getLayouts(op, kResultLayouts, op->getResults());
+      getLayouts(op, getResultLayoutsAttr(op),
+                 hspmd::HSPMDDialect::getResultLayoutsAttrName(),
+                 op->getResults());
   if (failed(resultLayouts))
     return failure();
   FailureOr<SmallVector<hspmd::UnionAttr>> operandLayouts =
-      getLayouts(op, kOperandLayouts, op->getOperands());
+      getLayouts(op, getOperandLayoutsAttr(op),
+                 hspmd::HSPMDDialect::getOperandLayoutsAttrName(),
+                 op->getOperands());
   if (failed(operandLayouts))
     return failure();
 
   Operation *clone = builder.clone(*op, mapping);
-  clone->removeAttr(kResultLayouts);
-  clone->removeAttr(kOperandLayouts);
+  removeOpLayouts(clone);
   // Global-view collectives become local-view ones.
-  clone->removeAttr("from");
-  clone->removeAttr("to");
+  dropGlobalView(clone);
   unsigned next = 0;
   for (OpResult result : clone->getResults())
     if (isa<RankedTensorType>(result.getType()))
@@ -271,14 +270,14 @@ func::FuncOp Specializer::run() {
                       tensor.getNumElements() != 0);
   };
   for (unsigned i = 0; i < type.getNumInputs(); ++i)
-    if (laidOut(type.getInput(i), global.getArgAttr(i, kLayout)) &&
-        failed(checkLayout(global.getArgAttr(i, kLayout),
+    if (laidOut(type.getInput(i), getArgLayoutAttr(global, i)) &&
+        failed(checkLayout(getArgLayoutAttr(global, i),
                            global.getArgument(i).getLoc(),
                            "argument #" + Twine(i))))
       return {};
   for (unsigned i = 0; i < type.getNumResults(); ++i)
-    if (laidOut(type.getResult(i), global.getResultAttr(i, kLayout)) &&
-        failed(checkLayout(global.getResultAttr(i, kLayout), global.getLoc(),
+    if (laidOut(type.getResult(i), getResultLayoutAttr(global, i)) &&
+        failed(checkLayout(getResultLayoutAttr(global, i), global.getLoc(),
                            "result #" + Twine(i))))
       return {};
   if (!group)
@@ -292,25 +291,25 @@ func::FuncOp Specializer::run() {
   SmallVector<Type> inputs, results;
   for (unsigned i = 0; i < type.getNumInputs(); ++i)
     inputs.push_back(
-        getLocalType(type.getInput(i), global.getArgAttr(i, kLayout)));
+        getLocalType(type.getInput(i), getArgLayoutAttr(global, i)));
   for (unsigned i = 0; i < type.getNumResults(); ++i)
     results.push_back(
-        getLocalType(type.getResult(i), global.getResultAttr(i, kLayout)));
+        getLocalType(type.getResult(i), getResultLayoutAttr(global, i)));
 
   // A part of a function partitioned across groups specialises the
   // original: @f_part1 becomes @f_group1.
   func::FuncOp reference = global;
   std::string name = (global.getSymName() + "_group0").str();
-  if (auto partOf = global->getAttrOfType<FlatSymbolRefAttr>(kPartOfAttrName)) {
+  if (FlatSymbolRefAttr partOf = getPartOf(global)) {
     reference = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(global,
                                                                    partOf);
-    auto part = global->getAttrOfType<IntegerAttr>(kPartAttrName);
+    std::optional<int64_t> part = getPartIndex(global);
     if (!reference || !part)
       return global.emitError()
                  << "is a part of @" << partOf.getValue()
                  << ", which does not exist (or the part has no index)",
              func::FuncOp();
-    name = (partOf.getValue() + "_group" + Twine(part.getInt())).str();
+    name = (partOf.getValue() + "_group" + Twine(*part)).str();
   }
   if (SymbolTable::lookupNearestSymbolFrom(
           global, StringAttr::get(global.getContext(), name)))
@@ -326,13 +325,13 @@ func::FuncOp Specializer::run() {
   // results back.
   auto renameLayout = [&](DictionaryAttr attrs) -> DictionaryAttr {
     NamedAttrList list(attrs);
-    Attribute layout = list.erase(kLayout);
+    Attribute layout = eraseLayout(list);
     // A part's tensors are the group's part of a whole laid out across
     // groups: the whole layout is what cuts inputs and puts results back.
-    if (Attribute whole = list.erase(kWholeLayoutAttrName))
+    if (Attribute whole = eraseWholeLayout(list))
       layout = whole;
     if (layout)
-      list.set(kGlobalLayout, layout);
+      setGlobalLayout(list, layout);
     return list.getDictionary(global->getContext());
   };
   // All at once: setting them one by one rebuilds the array each time.
@@ -343,8 +342,8 @@ func::FuncOp Specializer::run() {
     resultAttrs.push_back(renameLayout(global.getResultAttrDict(i)));
   local.setAllArgAttrs(argAttrs);
   local.setAllResultAttrs(resultAttrs);
-  local->setAttr("hspmd.group", group);
-  local->setAttr("hspmd.specializes", FlatSymbolRefAttr::get(reference));
+  setGroup(local, group);
+  setSpecializes(local, reference);
   Block *body = local.addEntryBlock();
   IRMapping mapping;
   mapping.map(global.getArguments(), body->getArguments());
@@ -373,15 +372,9 @@ struct SpecializationPass
   void runOnOperation() override {
     SmallVector<func::FuncOp> functions;
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
-      if (func.isExternal() || func->hasAttr("hspmd.specializes") ||
-          isPartitioned(func))
+      if (func.isExternal() || isSpecialization(func) || isPartitioned(func))
         continue;
-      bool hasLayouts = false;
-      for (unsigned i = 0; i < func.getNumArguments() && !hasLayouts; ++i)
-        hasLayouts = func.getArgAttr(i, kLayout) != nullptr;
-      for (unsigned i = 0; i < func.getNumResults() && !hasLayouts; ++i)
-        hasLayouts = func.getResultAttr(i, kLayout) != nullptr;
-      if (hasLayouts)
+      if (hasArgOrResultLayouts(func))
         functions.push_back(func);
     }
     // The programs of each partitioned function's parts, in part order.
@@ -392,12 +385,10 @@ struct SpecializationPass
       if (!local)
         return signalPassFailure();
       ++numFunctions;
-      if (auto partOf = func->getAttrOfType<FlatSymbolRefAttr>(kPartOfAttrName))
+      if (FlatSymbolRefAttr partOf = getPartOf(func))
         if (auto original = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
                 func, partOf))
-          byOriginal[original].push_back(
-              {func->getAttrOfType<IntegerAttr>(kPartAttrName).getInt(),
-               local});
+          byOriginal[original].push_back({*getPartIndex(func), local});
     }
     // Pipeline stages on overlapping groups: one program per device cell.
     for (auto &[original, parts] : byOriginal) {

@@ -30,7 +30,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/LayoutPropagation.h"
+#include "passes/PartitionSteps.h"
+#include "passes/Partitioning/Utils.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/nn/IR/NNDialect.h"
@@ -47,10 +48,6 @@ using namespace loom;
 using namespace loom::hspmd;
 
 namespace {
-
-constexpr StringLiteral kLayout = "hspmd.layout";
-constexpr StringLiteral kOperandLayouts = "hspmd.operand_layouts";
-constexpr StringLiteral kResultLayouts = "hspmd.result_layouts";
 
 /// `type` with every dimension 0: what a group holds of a tensor that lives
 /// on another group (a 0-d tensor stays 0-d: a zero stands in for it).
@@ -71,8 +68,8 @@ int64_t bytesOf(Type type) {
 
 class StagePartitioner {
 public:
-  explicit StagePartitioner(func::FuncOp func)
-      : func(func), context(func.getContext()) {}
+  StagePartitioner(func::FuncOp func, const PropagationCostModel &model)
+      : func(func), context(func.getContext()), model(model) {}
 
   LogicalResult run(int64_t &numParts, int64_t &numReshards);
 
@@ -90,6 +87,8 @@ private:
 
   func::FuncOp func;
   MLIRContext *context;
+  /// How propagation lays out each stage.
+  const PropagationCostModel &model;
   SmallVector<DeviceGroupAttr> groups;
   /// Where every tensor value lives and every op runs (group indices).
   DenseMap<Value, int64_t> placement;
@@ -121,7 +120,7 @@ LogicalResult StagePartitioner::collect() {
 LogicalResult StagePartitioner::place() {
   Block &body = func.getBody().front();
   for (BlockArgument arg : body.getArguments())
-    if (Attribute layout = func.getArgAttr(arg.getArgNumber(), kLayout))
+    if (Attribute layout = getArgLayoutAttr(func, arg.getArgNumber()))
       placement[arg] = groupOf(layout);
 
   auto placeOp = [&](Operation &op, int64_t group) {
@@ -240,18 +239,13 @@ LogicalResult StagePartitioner::buildParts() {
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   // A result lives where its layout says, or where it is computed.
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
-    Attribute layout = func.getResultAttr(index, kLayout);
+    Attribute layout = getResultLayoutAttr(func, index);
     resultGroups.push_back(layout ? groupOf(layout) : placement.lookup(value));
   }
 
   SmallVector<IRMapping> mappings(groups.size());
   SmallVector<OpBuilder> builders;
   for (int64_t g = 0, e = groups.size(); g < e; ++g) {
-    std::string name = (func.getSymName() + "_part" + Twine(g)).str();
-    if (SymbolTable::lookupNearestSymbolFrom(func,
-                                             StringAttr::get(context, name)))
-      return func.emitError() << "cannot split into stages: a symbol @" << name
-                              << " exists already";
     SmallVector<Type> inputs, results;
     for (BlockArgument arg : body.getArguments())
       inputs.push_back(placement.lookup(arg) == g ? arg.getType()
@@ -259,39 +253,36 @@ LogicalResult StagePartitioner::buildParts() {
     for (auto [index, resultType] : llvm::enumerate(type.getResults()))
       results.push_back(resultGroups[index] == g ? resultType
                                                  : emptyType(resultType));
-    builder.setInsertionPointAfter(after);
-    auto part = func::FuncOp::create(builder, func.getLoc(), name,
-                                     builder.getFunctionType(inputs, results));
     // Layouts stay on the arguments and results of their own group.
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
       NamedAttrList list(func.getArgAttrDict(i));
       if (placement.lookup(func.getArgument(i)) != g)
-        list.erase(kLayout);
+        eraseLayout(list);
       argAttrs.push_back(list.getDictionary(context));
     }
     for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
       NamedAttrList list(func.getResultAttrDict(i));
       if (resultGroups[i] != g)
-        list.erase(kLayout);
+        eraseLayout(list);
       resultAttrs.push_back(list.getDictionary(context));
     }
-    part.setAllArgAttrs(argAttrs);
-    part.setAllResultAttrs(resultAttrs);
-    part->setAttr(kPartOfAttrName, FlatSymbolRefAttr::get(func));
-    part->setAttr(kPartAttrName, builder.getI64IntegerAttr(g));
-    Block *entry = part.addEntryBlock();
-    mappings[g].map(body.getArguments(), entry->getArguments());
-    builders.emplace_back(OpBuilder::atBlockEnd(entry));
+    FailureOr<func::FuncOp> created = createPart(
+        builder, func, g, builder.getFunctionType(inputs, results), argAttrs,
+        resultAttrs, after, "cannot split into stages");
+    if (failed(created))
+      return failure();
+    func::FuncOp part = *created;
+    mappings[g].map(body.getArguments(), part.getArguments());
+    builders.emplace_back(OpBuilder::atBlockEnd(&part.getBody().front()));
     parts.push_back(part);
     after = part;
   }
 
   auto markPair = [&](ExchangeOp send, ExchangeOp receive) {
-    auto id = IntegerAttr::get(IntegerType::get(context, 64),
-                               static_cast<int64_t>(exchanges.size()));
-    send->setAttr(kExchangePairAttrName, id);
-    receive->setAttr(kExchangePairAttrName, id);
+    int64_t id = static_cast<int64_t>(exchanges.size());
+    setExchangePair(send, id);
+    setExchangePair(receive, id);
   };
   // Group `g`'s value of `value`: its own, or received from the group that
   // holds it, once per value and group.
@@ -359,8 +350,7 @@ LogicalResult StagePartitioner::buildParts() {
                             ? tagged[g]->getNextNode()
                             : (block->empty() ? nullptr : &block->front());
       for (Operation *op = from; op; op = op->getNextNode())
-        op->setAttr(kStageSeqAttrName,
-                    IntegerAttr::get(IntegerType::get(context, 64), seq));
+        setStageSeq(op, seq);
       if (!block->empty())
         tagged[g] = &block->back();
     }
@@ -447,12 +437,9 @@ LogicalResult StagePartitioner::buildParts() {
 }
 
 LogicalResult StagePartitioner::compose() {
-  auto entry = [](Operation *op, StringRef name) {
-    return cast<UnionAttr>(op->getAttrOfType<ArrayAttr>(name)[0]);
-  };
   for (auto [send, receive] : exchanges) {
-    UnionAttr source = entry(send, kOperandLayouts);
-    UnionAttr target = entry(receive, kResultLayouts);
+    UnionAttr source = getOperandLayout(send, 0);
+    UnionAttr target = getResultLayout(receive, 0);
     for (ExchangeOp op : {send, receive}) {
       op.setSourceAttr(source);
       op.setTargetAttr(target);
@@ -462,11 +449,11 @@ LogicalResult StagePartitioner::compose() {
   SmallVector<UnionAttr> argWholes, resultWholes;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     func::FuncOp owner = parts[placement.lookup(func.getArgument(i))];
-    argWholes.push_back(owner.getArgAttrOfType<UnionAttr>(i, kLayout));
+    argWholes.push_back(getArgLayout(owner, i));
   }
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
     func::FuncOp owner = parts[resultGroups[i]];
-    resultWholes.push_back(owner.getResultAttrOfType<UnionAttr>(i, kLayout));
+    resultWholes.push_back(getResultLayout(owner, i));
   }
   finishPartition(func, parts, argWholes, resultWholes);
   return success();
@@ -480,7 +467,7 @@ LogicalResult StagePartitioner::run(int64_t &numParts, int64_t &numReshards) {
   }
   for (func::FuncOp part : parts) {
     bool skipped = false;
-    if (failed(propagateWithinGroup(part, skipped, numReshards)))
+    if (failed(propagateWithinGroup(part, skipped, numReshards, model)))
       return failure();
   }
   if (failed(compose()))
@@ -492,6 +479,7 @@ LogicalResult StagePartitioner::run(int64_t &numParts, int64_t &numReshards) {
 } // namespace
 
 LogicalResult loom::partitionIntoStages(func::FuncOp func, int64_t &numParts,
-                                        int64_t &numReshards) {
-  return StagePartitioner(func).run(numParts, numReshards);
+                                        int64_t &numReshards,
+                                        const PropagationCostModel &model) {
+  return StagePartitioner(func, model).run(numParts, numReshards);
 }

@@ -48,15 +48,11 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<func::FuncOp> targets;
-    if (failed(collectForwardFunctions(module, func, targets)))
-      return signalPassFailure();
-    SymbolTable symbols(module);
-    bool ok = true;
-    for (func::FuncOp forward : targets)
-      ok &= succeeded(createTrainingStep(forward, symbols));
-    if (!ok)
+    if (failed(forEachForwardFunction(
+            getOperation(), func,
+            [&](func::FuncOp forward, SymbolTable &symbols) {
+              return createTrainingStep(forward, symbols);
+            })))
       signalPassFailure();
   }
 
@@ -67,24 +63,20 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
 
   LogicalResult createTrainingStep(func::FuncOp forward, SymbolTable &symbols) {
     std::string name = (forward.getSymName() + "_train_step").str();
-    if (symbols.lookup(name))
-      return forward.emitError("cannot create @")
-             << name << ": the module already has a symbol of that name";
-    auto grad = cast<func::FuncOp>(forward->clone());
-    FailureOr<Gradients> gradients = differentiateInPlace(grad);
-    if (failed(gradients)) {
-      grad.erase();
+    FailureOr<DifferentiatedCopy> grad =
+        differentiateCopy(forward, name, symbols);
+    if (failed(grad))
       return failure();
-    }
-    func::FuncOp step = buildStep(forward, grad, *gradients, name);
-    grad.erase();
+    const Gradients &gradients = grad->gradients;
+    func::FuncOp step = buildStep(forward, grad->func, gradients, name);
+    grad->func.erase();
     if (failed(verify(step))) {
       step.erase();
       return failure();
     }
     symbols.insert(step, std::next(Block::iterator(forward)));
     ++numFunctions;
-    numParams += gradients->paramArgs.size();
+    numParams += gradients.paramArgs.size();
     return success();
   }
 

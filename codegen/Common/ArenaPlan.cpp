@@ -156,7 +156,8 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
   DenseMap<Value, unsigned> tiedArg; // result value -> argument
   std::vector<int> argUpdatedBy(numArgs, -1);
   for (unsigned r = 0; r < func.getNumResults(); ++r) {
-    auto updates = func.getResultAttrOfType<IntegerAttr>(r, "nn.updates");
+    auto updates = func.getResultAttrOfType<IntegerAttr>(
+        r, nn::NNDialect::getUpdatesAttrName());
     if (!updates)
       continue;
     int64_t target = updates.getInt();
@@ -185,13 +186,14 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
 
   // Names: arguments by role, values by op.
   auto argName = [&](unsigned i) -> std::string {
-    if (auto name = func.getArgAttrOfType<StringAttr>(i, "nn.name"))
+    if (auto name = func.getArgAttrOfType<StringAttr>(
+            i, nn::NNDialect::getNameAttrName()))
       return name.getValue().str();
-    static const std::pair<const char *, const char *> roles[] = {
-        {"nn.param", "param"},
-        {"nn.state", "state"},
-        {"nn.step", "step"},
-        {"nn.data", "data"}};
+    static const std::pair<llvm::StringLiteral, const char *> roles[] = {
+        {nn::NNDialect::getParamAttrName(), "param"},
+        {nn::NNDialect::getStateAttrName(), "state"},
+        {nn::NNDialect::getStepAttrName(), "step"},
+        {nn::NNDialect::getDataAttrName(), "data"}};
     for (auto [attr, prefix] : roles)
       if (func.getArgAttr(i, attr))
         return std::string(prefix) + "_" + std::to_string(i);
@@ -284,7 +286,7 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
         "result #" + std::to_string(r) + " of @" + func.getSymName().str());
     if (failed(bytes))
       return failure();
-    std::string name = func.getResultAttr(r, "nn.loss")
+    std::string name = func.getResultAttr(r, nn::NNDialect::getLossAttrName())
                            ? std::string("loss")
                            : "result_" + std::to_string(r);
     unsigned id = addBuffer(*bytes, name, true, persistentTop);

@@ -2,6 +2,7 @@
 
 #include "codegen/Common/Emission.h"
 #include "codegen/Common/ArenaPlan.h"
+#include "codegen/Common/CallLayerAttrs.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -55,8 +56,8 @@ LogicalResult loom::codegen::emitForTargets(
     llvm::function_ref<const TargetSpelling *(emitc::ClassOp)> targetOf) {
   MLIRContext *context = module.getContext();
   OpBuilder builder(context);
-  auto programs = module->getAttrOfType<ArrayAttr>("loom.programs");
-  auto groups = module->getAttrOfType<ArrayAttr>("loom.groups");
+  auto programs = module->getAttrOfType<ArrayAttr>(kProgramsAttr);
+  auto groups = module->getAttrOfType<ArrayAttr>(kGroupsAttr);
   if (!programs || !groups)
     return module.emitError() << "final emission needs the call layer: run "
                                  "--loom-lower-to-calls first";
@@ -75,34 +76,34 @@ LogicalResult loom::codegen::emitForTargets(
       return failure();
     const TargetSpelling &target = *spelling;
     classTargets.push_back(spelling);
-    auto devices = cls->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+    auto devices = cls->getAttrOfType<DenseI64ArrayAttr>(kDevicesAttr);
     classNames.push_back(cls.getSymName().str());
     deviceLists.push_back(formatIntList(devices.asArrayRef()));
     int64_t arenaBytes = 0;
     for (emitc::FieldOp field : cls.getOps<emitc::FieldOp>()) {
       Operation *op = field;
-      if (op->hasAttr("loom.arena")) {
-        arenaBytes = op->getAttrOfType<IntegerAttr>("loom.bytes").getInt();
+      if (op->hasAttr(kArenaAttr)) {
+        arenaBytes = op->getAttrOfType<IntegerAttr>(kBytesAttr).getInt();
         field.setType(opaqueType(std::string(target.ns) + "::Arena"));
         field.setInitialValueAttr(opaque(std::string(target.ns) + "::Arena(" +
                                          Twine(arenaBytes) + ")"));
-      } else if (auto offset = op->getAttrOfType<IntegerAttr>("loom.offset")) {
+      } else if (auto offset = op->getAttrOfType<IntegerAttr>(kOffsetAttr)) {
         Type pointee = cast<emitc::PointerType>(field.getType()).getPointee();
         field.setInitialValueAttr(opaque(std::string(target.ns) + "::at<" +
                                          cppType(pointee) + ">(arena, " +
                                          Twine(offset.getInt()) + ")"));
-      } else if (op->hasAttr("loom.comm")) {
+      } else if (op->hasAttr(kCommAttr)) {
         auto get = [&](StringRef name) {
           return formatIntList(
               op->getAttrOfType<DenseI64ArrayAttr>(name).asArrayRef());
         };
         field.setType(opaqueType(target.commType));
         field.setInitialValueAttr(opaque(
-            std::string(target.ns) + "::subgroup(" + get("loom.devices") +
-            ", " + get("loom.mesh") + ", " + get("loom.axes") + ")"));
+            std::string(target.ns) + "::subgroup(" + get(kDevicesAttr) +
+            ", " + get(kMeshAttr) + ", " + get(kAxesAttr) + ")"));
       } else if (auto plan =
-                     op->getAttrOfType<DenseI64ArrayAttr>("loom.exchange")) {
-        auto members = op->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+                     op->getAttrOfType<DenseI64ArrayAttr>(kExchangeAttr)) {
+        auto members = op->getAttrOfType<DenseI64ArrayAttr>(kDevicesAttr);
         field.setType(opaqueType(std::string(target.ns) + "::ExchangePlan"));
         field.setInitialValueAttr(
             opaque(std::string(target.ns) + "::ExchangePlan(" +
@@ -110,9 +111,9 @@ LogicalResult loom::codegen::emitForTargets(
                    formatIntList(plan.asArrayRef()) + ")"));
       }
       for (StringRef name :
-           {"loom.arena", "loom.bytes", "loom.offset", "loom.comm",
-            "loom.devices", "loom.mesh", "loom.axes", "loom.exchange",
-            "loom.persistent_bytes", "loom.transient_peak"})
+           {kArenaAttr, kBytesAttr, kOffsetAttr, kCommAttr,
+            kDevicesAttr, kMeshAttr, kAxesAttr, kExchangeAttr,
+            kPersistentBytesAttr, kTransientPeakAttr})
         op->removeAttr(name);
     }
     // Reads of fields whose type changed.
@@ -154,7 +155,7 @@ LogicalResult loom::codegen::emitForTargets(
     comment += formatIntList(devices.asArrayRef()) + "; arena of " +
                std::to_string(arenaBytes) + " bytes per device.";
     emitc::VerbatimOp::create(builder, cls.getLoc(), comment);
-    for (StringRef name : {"loom.devices", "loom.specializes"})
+    for (StringRef name : {kDevicesAttr, kSpecializesAttr})
       cls->removeAttr(name);
   }
 
@@ -216,7 +217,7 @@ LogicalResult loom::codegen::emitForTargets(
       ValueRange{entry->getArgument(0), entry->getArgument(1)},
       builder.getArrayAttr(args));
   emitc::ReturnOp::create(builder, module.getLoc(), run.getResult(0));
-  module->removeAttr("loom.programs");
-  module->removeAttr("loom.groups");
+  module->removeAttr(kProgramsAttr);
+  module->removeAttr(kGroupsAttr);
   return success();
 }

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Common/CallLayerAttrs.h"
 #include "codegen/Common/Emission.h"
 #include "codegen/Passes.h"
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -60,7 +61,7 @@ struct EmitClusterPass
       return signalPassFailure();
     }
     auto targetOf = [&](emitc::ClassOp cls) -> const TargetSpelling * {
-      auto devices = cls->getAttrOfType<DenseI64ArrayAttr>("loom.devices");
+      auto devices = cls->getAttrOfType<DenseI64ArrayAttr>(kDevicesAttr);
       const TargetSpelling *target = nullptr;
       int64_t first = -1;
       for (int64_t id : devices.asArrayRef()) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Common/ArenaPlan.h"
+#include "codegen/Common/CallLayerAttrs.h"
 #include "codegen/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -237,11 +238,11 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
   if (it == commFields.end()) {
     std::string name = "comm_" + std::to_string(commFields.size());
     NamedAttrList attrs;
-    attrs.append("loom.comm", UnitAttr::get(context));
-    attrs.append("loom.devices", builder.getDenseI64ArrayAttr(group));
-    attrs.append("loom.mesh", builder.getDenseI64ArrayAttr(mesh));
-    attrs.append("loom.axes", builder.getDenseI64ArrayAttr(axes));
-    addField(name, emitc::OpaqueType::get(context, "loom.comm"), attrs);
+    attrs.append(kCommAttr, UnitAttr::get(context));
+    attrs.append(kDevicesAttr, builder.getDenseI64ArrayAttr(group));
+    attrs.append(kMeshAttr, builder.getDenseI64ArrayAttr(mesh));
+    attrs.append(kAxesAttr, builder.getDenseI64ArrayAttr(axes));
+    addField(name, emitc::OpaqueType::get(context, kCommAttr), attrs);
     it = commFields.emplace(key, name).first;
     for (ArrayRef<int64_t> indices :
          hspmd::getCollectiveSubgroups(mesh, axes)) {
@@ -311,9 +312,9 @@ FailureOr<Value> ProgramLowering::exchangeRef(hspmd::ExchangeOp op) {
   }
   std::string name = "plan_" + std::to_string(numExchanges++);
   NamedAttrList attrs;
-  attrs.append("loom.exchange", builder.getDenseI64ArrayAttr(data));
-  attrs.append("loom.devices", builder.getDenseI64ArrayAttr(members));
-  addField(name, emitc::OpaqueType::get(context, "loom.exchange"), attrs);
+  attrs.append(kExchangeAttr, builder.getDenseI64ArrayAttr(data));
+  attrs.append(kDevicesAttr, builder.getDenseI64ArrayAttr(members));
+  addField(name, emitc::OpaqueType::get(context, kExchangeAttr), attrs);
   allGroups.insert(std::vector<int64_t>(members.begin(), members.end()));
   return emitc::GetFieldOp::create(builder, op->getLoc(), fieldTypes.at(name),
                                    FlatSymbolRefAttr::get(context, name))
@@ -518,20 +519,20 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
   Block *body = new Block();
   cls.getBody().push_back(body);
   builder.setInsertionPointToStart(body);
-  cls->setAttr("loom.devices", builder.getDenseI64ArrayAttr(devices));
-  if (auto specializes = func->getAttr("hspmd.specializes"))
-    cls->setAttr("loom.specializes", specializes);
+  cls->setAttr(kDevicesAttr, builder.getDenseI64ArrayAttr(devices));
+  if (auto specializes = func->getAttr(hspmd::HSPMDDialect::getSpecializesAttrName()))
+    cls->setAttr(kSpecializesAttr, specializes);
 
   // The arena and its buffers.
   NamedAttrList arenaAttrs;
-  arenaAttrs.append("loom.arena", UnitAttr::get(context));
-  arenaAttrs.append("loom.bytes",
+  arenaAttrs.append(kArenaAttr, UnitAttr::get(context));
+  arenaAttrs.append(kBytesAttr,
                     builder.getI64IntegerAttr(plan.getArenaBytes()));
-  arenaAttrs.append("loom.persistent_bytes",
+  arenaAttrs.append(kPersistentBytesAttr,
                     builder.getI64IntegerAttr(plan.persistentBytes));
-  arenaAttrs.append("loom.transient_peak",
+  arenaAttrs.append(kTransientPeakAttr,
                     builder.getI64IntegerAttr(plan.transientPeak));
-  addField("arena", emitc::OpaqueType::get(context, "loom.arena"), arenaAttrs);
+  addField("arena", emitc::OpaqueType::get(context, kArenaAttr), arenaAttrs);
   // Element types per buffer, from the values that live there.
   std::vector<Type> elementOf(plan.buffers.size());
   for (auto [value, id] : plan.bufferOf)
@@ -544,8 +545,8 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
     if (buffer.offset < 0 || fieldTypes.count(buffer.name))
       continue;
     NamedAttrList attrs;
-    attrs.append("loom.offset", builder.getI64IntegerAttr(buffer.offset));
-    attrs.append("loom.bytes", builder.getI64IntegerAttr(buffer.bytes));
+    attrs.append(kOffsetAttr, builder.getI64IntegerAttr(buffer.offset));
+    attrs.append(kBytesAttr, builder.getI64IntegerAttr(buffer.bytes));
     addField(buffer.name, pointerTo(elementOf[id]), attrs);
   }
   // The driver's tables.
@@ -569,7 +570,7 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
   table("result_bytes", plan.resultBuffers, false);
   int64_t loss = -1;
   for (unsigned r = 0; r < func.getNumResults(); ++r)
-    if (func.getResultAttr(r, "nn.loss"))
+    if (func.getResultAttr(r, nn::NNDialect::getLossAttrName()))
       loss = r;
   addField("loss_result", builder.getI64Type(), {},
            builder.getI64IntegerAttr(loss));
@@ -705,11 +706,12 @@ struct LowerToCallsPass
     } else {
       SmallVector<func::FuncOp> found;
       for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-        if (func.isExternal() || func->hasAttr("hspmd.specializes") ||
-            func->hasAttr("hspmd.part_of"))
+        if (func.isExternal() ||
+            func->hasAttr(hspmd::HSPMDDialect::getSpecializesAttrName()) ||
+            func->hasAttr(hspmd::HSPMDDialect::getPartOfAttrName()))
           continue;
         for (unsigned r = 0; r < func.getNumResults(); ++r)
-          if (func.getResultAttr(r, "nn.loss")) {
+          if (func.getResultAttr(r, nn::NNDialect::getLossAttrName())) {
             found.push_back(func);
             break;
           }
@@ -724,7 +726,8 @@ struct LowerToCallsPass
     }
     SmallVector<std::pair<func::FuncOp, SmallVector<int64_t>>> programs;
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-      auto of = func->getAttrOfType<FlatSymbolRefAttr>("hspmd.specializes");
+      auto of = func->getAttrOfType<FlatSymbolRefAttr>(
+          hspmd::HSPMDDialect::getSpecializesAttrName());
       if (!of || of.getValue() != global.getSymName())
         continue;
       auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
@@ -771,8 +774,8 @@ struct LowerToCallsPass
     for (const auto &group : groups)
       if (group.size() > 1)
         groupAttrs.push_back(builder.getDenseI64ArrayAttr(group));
-    module->setAttr("loom.programs", builder.getArrayAttr(programNames));
-    module->setAttr("loom.groups", builder.getArrayAttr(groupAttrs));
+    module->setAttr(kProgramsAttr, builder.getArrayAttr(programNames));
+    module->setAttr(kGroupsAttr, builder.getArrayAttr(groupAttrs));
     // Only the call layer remains.
     for (Operation &op : llvm::make_early_inc_range(module.getOps()))
       if (isa<func::FuncOp>(op))

@@ -42,6 +42,7 @@
 #include "runtime/interpreter/Npy.h"
 #include "runtime/interpreter/Random.h"
 
+#include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -85,11 +86,12 @@ func::FuncOp findTrainStep(ModuleOp module, Interpreter &interpreter,
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     // Specialisations and parts of a partitioned step are not steps of
     // their own.
-    if (func.isExternal() || func->hasAttr("hspmd.specializes") ||
-        func->hasAttr("hspmd.part_of"))
+    if (func.isExternal() ||
+        func->hasAttr(loom::hspmd::HSPMDDialect::getSpecializesAttrName()) ||
+        func->hasAttr(loom::hspmd::HSPMDDialect::getPartOfAttrName()))
       continue;
     for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      if (func.getResultAttr(i, "nn.loss")) {
+      if (func.getResultAttr(i, loom::nn::NNDialect::getLossAttrName())) {
         found.push_back(func);
         break;
       }

@@ -257,9 +257,11 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
   // specialisation writes it), or else the layout on `global`.
   auto getLayout = [&](func::FuncOp, unsigned index, bool isResult) {
     if (hspmd::UnionAttr layout =
-            getOwnLayout(local, index, isResult, "hspmd.global_layout"))
+            getOwnLayout(local, index, isResult,
+                         hspmd::HSPMDDialect::getGlobalLayoutAttrName()))
       return layout;
-    return getOwnLayout(global, index, isResult, "hspmd.layout");
+    return getOwnLayout(global, index, isResult,
+                        hspmd::HSPMDDialect::getLayoutAttrName());
   };
   if (localType.getNumInputs() != globalType.getNumInputs() ||
       localType.getNumResults() != globalType.getNumResults())
@@ -387,7 +389,8 @@ loom::sim::runSharded(Simulator &simulator, ArrayRef<func::FuncOp> locals,
   auto layoutOf = [&](func::FuncOp local, unsigned index,
                       bool isResult) -> FailureOr<hspmd::UnionAttr> {
     hspmd::UnionAttr layout =
-        getOwnLayout(local, index, isResult, "hspmd.global_layout");
+        getOwnLayout(local, index, isResult,
+                     hspmd::HSPMDDialect::getGlobalLayoutAttrName());
     if (!layout)
       return local.emitError()
              << (isResult ? "result" : "argument") << " #" << index << " of @"

@@ -4,6 +4,7 @@
 
 #include "dialects/InitAllDialects.h"
 #include "passes/Passes.h"
+#include "passes/Partitioning/Attributes.h"
 #include "passes/Pipelines.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -136,8 +137,8 @@ int loom::interp::runFromConfig(const config::Config &config,
       if (!name || !config::matchGlob(layout.match(), name.getValue()))
         continue;
       ++matched;
-      if (!forward.getArgAttr(i, "hspmd.layout"))
-        forward.setArgAttr(i, "hspmd.layout", unionAttr);
+      if (!getArgLayoutAttr(forward, i))
+        setArgLayout(forward, i, unionAttr);
     }
     if (!matched)
       return fail("layout pattern '" + layout.match() +

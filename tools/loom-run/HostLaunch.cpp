@@ -7,6 +7,7 @@
 #endif
 
 #include "codegen/Passes.h"
+#include "passes/Partitioning/Attributes.h"
 #include "runtime/interpreter/Npy.h"
 #include "runtime/simulator/Sharding.h"
 
@@ -58,10 +59,10 @@ struct Program {
 };
 
 hspmd::UnionAttr argLayout(func::FuncOp func, unsigned i) {
-  return func.getArgAttrOfType<hspmd::UnionAttr>(i, "hspmd.global_layout");
+  return getArgGlobalLayout(func, i);
 }
 hspmd::UnionAttr resultLayout(func::FuncOp func, unsigned i) {
-  return func.getResultAttrOfType<hspmd::UnionAttr>(i, "hspmd.global_layout");
+  return getResultGlobalLayout(func, i);
 }
 
 /// What device `device` holds of `global` as argument `i` of `program`.
@@ -160,11 +161,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   // The programs and their devices.
   std::vector<Program> programs;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    auto of = func->getAttrOfType<FlatSymbolRefAttr>("hspmd.specializes");
+    FlatSymbolRefAttr of = getSpecializes(func);
     if (!of || of.getValue() != name)
       continue;
-    auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
-        hspmd::HSPMDDialect::getGroupAttrName());
+    hspmd::DeviceGroupAttr group = getGroup(func);
     if (!group)
       return fail("@" + func.getSymName() + " specialises @" + name +
                   " but has no hspmd.group");

@@ -33,6 +33,7 @@
 #include "runtime/simulator/Simulator.h"
 #include "tools/loom-run/ConfigRun.h"
 #include "tools/loom-run/HostLaunch.h"
+#include "passes/Partitioning/Attributes.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
@@ -568,8 +569,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       localFuncs.push_back(local);
     } else {
       for (auto candidate : module->getOps<func::FuncOp>())
-        if (auto of = candidate->getAttrOfType<FlatSymbolRefAttr>(
-                "hspmd.specializes");
+        if (FlatSymbolRefAttr of = loom::getSpecializes(candidate);
             of && of.getValue() == globalEntry)
           localFuncs.push_back(candidate);
       if (localFuncs.empty())
