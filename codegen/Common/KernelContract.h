@@ -54,7 +54,7 @@ struct KernelTarget {
 };
 
 struct KernelContract {
-  /// "nn.rms_norm".
+  /// "nn.layer_norm".
   const char *op;
   llvm::ArrayRef<KernelTensor> results, operands;
   llvm::ArrayRef<KernelAttr> attributes;
@@ -66,7 +66,7 @@ struct KernelContract {
   const KernelTarget *getTarget(llvm::StringRef name) const;
 };
 
-/// The contract of the op named `name` ("nn.rms_norm"), or null.
+/// The contract of the op named `name` ("nn.layer_norm"), or null.
 const KernelContract *lookupKernelContract(llvm::StringRef name);
 
 } // namespace loom::codegen

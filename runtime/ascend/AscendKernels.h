@@ -25,10 +25,10 @@
 //   cast, clamp, select        aclnnCast, aclnnClamp, aclnnSWhere
 //   slice_grad                 aclnnInplaceFillScalar (0), then
 //                              aclnnInplaceCopy into a strided view
-//   gelu_grad layer_norm_grad attention attention_grad cross_entropy
-//   cross_entropy_grad gather_grad iota dropout rms_norm rms_norm_grad rope
-//   adamw_update sgd_update    Loom's own operators (LoomOps.h; the op's
-//                              `ascendLoomOperator`)
+//   the others                 Loom's own operator (LoomOps.h), the one
+//                              the op's kernel contract names
+//                              (`ascendLoomOperator`); the generated
+//                              AscendKernels.cpp.inc calls it
 //
 // The declarations are generated from the ops' kernel contracts (see
 // below); an op's Ascend element types are its `ascendKernelTypes` (no f64:

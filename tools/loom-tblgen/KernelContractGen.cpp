@@ -73,7 +73,7 @@ struct Target {
 
 struct Contract {
   const Record *def = nullptr;
-  std::string mnemonic; // "rms_norm"
+  std::string mnemonic; // "layer_norm"
   std::vector<Tensor> results, operands;
   std::vector<Attr> attrs; // by name
   bool independent = false;
@@ -281,7 +281,7 @@ std::string params(const Contract &c, ArrayRef<ElementType> types) {
   return llvm::join(list, ", ");
 }
 
-/// `nn.rms_norm: rms_norm(result, input, scale?, epsilon, normalized_dims)`.
+/// `nn.gather: gather(result, input, indices (index), dim (int64_t))`.
 std::string summary(const Contract &c) {
   std::vector<std::string> names;
   for (const Tensor &t : c.results)
