@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "Loom"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test"]
+config.suffixes = [".mlir", ".test", ".td"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.loom_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
@@ -14,6 +14,7 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
                    "check-round-trip.sh"]
 
 config.substitutions.append(("%loom_src_root", config.loom_src_root))
+config.substitutions.append(("%mlir_include_dir", config.mlir_include_dir))
 # Print -> parse -> print is stable in custom, generic and bytecode form.
 config.substitutions.append(
     ("%check-round-trip",
@@ -58,7 +59,7 @@ config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=1"
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["loom-opt", "loom-run", "loom-translate"], tool_dirs)
+llvm_config.add_tool_substitutions(["loom-opt", "loom-run", "loom-translate", "loom-tblgen"], tool_dirs)
 llvm_config.with_environment("PATH", config.loom_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -3,6 +3,7 @@
 #include "codegen/Common/Emission.h"
 #include "codegen/Common/ArenaPlan.h"
 #include "codegen/Common/CallLayerAttrs.h"
+#include "codegen/Common/KernelContract.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -10,6 +11,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace loom::codegen;
@@ -23,7 +26,91 @@ std::string cppType(Type type) {
   return element.empty() ? "char" : element.str();
 }
 
+/// The element type, in the contract's spelling ("f32"), of the tensor
+/// argument `arg` of `call` (an operand index or a typed null); empty for
+/// an absent tensor.
+std::string elementOf(emitc::CallOpaqueOp call, Attribute arg) {
+  if (auto index = dyn_cast<IntegerAttr>(arg)) {
+    Type type = call.getOperand(index.getInt()).getType();
+    auto pointer = dyn_cast<emitc::PointerType>(type);
+    if (!pointer)
+      return {};
+    Type element = pointer.getPointee();
+    if (auto opaque = dyn_cast<emitc::OpaqueType>(element))
+      return opaque.getValue() == "bool" ? "i1" : opaque.getValue().str();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    element.print(os);
+    return text;
+  }
+  auto opaque = dyn_cast<emitc::OpaqueAttr>(arg);
+  StringRef text = opaque ? opaque.getValue() : StringRef();
+  if (!text.consume_front("static_cast<") || !text.consume_back(" *>(nullptr)"))
+    return {};
+  return llvm::StringSwitch<std::string>(text)
+      .Case("float", "f32")
+      .Case("double", "f64")
+      .Case("int32_t", "i32")
+      .Case("int64_t", "i64")
+      .Case("bool", "i1")
+      .Default(text.str());
+}
+
 } // namespace
+
+LogicalResult loom::codegen::checkKernels(Operation *scope,
+                                          const TargetSpelling &target) {
+  bool missing = false;
+  llvm::StringSet<> reported;
+  scope->walk([&](emitc::CallOpaqueOp call) {
+    StringRef callee = call.getCallee();
+    if (!callee.consume_front("loom.kernel."))
+      return;
+    std::string op = ("nn." + callee).str();
+    const KernelContract *contract = lookupKernelContract(op);
+    if (!contract)
+      return; // not an op's kernel (copy)
+    const KernelTarget &kernels = *contract->getTarget(target.name);
+    if (!kernels.implemented) {
+      if (reported.insert(op).second)
+        call.emitError() << "the " << target.name << " target has no kernel "
+                         << "for " << op << " (its kernel contract, in the "
+                         << "op's ODS, does not list " << target.name << ")";
+      missing = true;
+      return;
+    }
+    // The typed tensors' element types: results, then operands, each a
+    // pointer and a shape (a variadic group two lists, typed by the
+    // result).
+    ArrayAttr args = call.getArgsAttr();
+    unsigned next = 0;
+    for (ArrayRef<KernelTensor> tensors :
+         {contract->results, contract->operands})
+      for (const KernelTensor &tensor : tensors) {
+        if (next + 1 >= args.size())
+          return;
+        Attribute arg = args[next];
+        next += 2;
+        if (tensor.kind != KernelTensor::Typed || tensor.variadic)
+          continue;
+        std::string type = elementOf(call, arg);
+        if (type.empty() || kernels.hasType(type))
+          continue;
+        missing = true;
+        if (!reported.insert(op + " " + type).second)
+          continue;
+        InFlightDiagnostic diag = call.emitError();
+        diag << "the " << target.name << " target has no kernel for " << op
+             << " on " << type << " (its kernels take "
+             << llvm::join(kernels.types, ", ") << ")";
+        if (target.name == "ascend" && type == "f64")
+          diag << "; Ascend hardware has no f64 (aclnnMatmul and HCCL's "
+                  "reductions take f32, f16 and bf16 on Atlas A2/A3): build "
+                  "the model in f32";
+      }
+  });
+  return failure(missing);
+}
 
 const TargetSpelling &loom::codegen::hostSpelling() {
   static const TargetSpelling host{"host", "loom::host",
@@ -75,6 +162,8 @@ LogicalResult loom::codegen::emitForTargets(
     if (!spelling)
       return failure();
     const TargetSpelling &target = *spelling;
+    if (failed(checkKernels(cls, target)))
+      return failure();
     classTargets.push_back(spelling);
     auto devices = cls->getAttrOfType<DenseI64ArrayAttr>(kDevicesAttr);
     classNames.push_back(cls.getSymName().str());

@@ -46,9 +46,17 @@ mlir::LogicalResult emitForTargets(
     mlir::ModuleOp module,
     llvm::function_ref<const TargetSpelling *(mlir::emitc::ClassOp)> targetOf);
 
-/// Reports every kernel call in `scope` that the Ascend target has no
-/// kernel for (runtime/ascend/AscendKernels.h); fails if there is one.
-mlir::LogicalResult checkAscendKernels(mlir::Operation *scope);
+/// Reports, at the op, every kernel call in `scope` that `target` has no
+/// kernel for: an op its kernel contract does not list the target for, or
+/// an element type it lists no kernels of (KernelContract.h), once per op
+/// and element type; fails if there is one. emitForTargets checks every
+/// program against its target.
+mlir::LogicalResult checkKernels(mlir::Operation *scope,
+                                 const TargetSpelling &target);
+
+/// Reports the first collective in `scope` on f64, which HCCL does not
+/// reduce (EmitAscend.cpp); fails if there is one.
+mlir::LogicalResult checkAscendCollectives(mlir::Operation *scope);
 
 /// The target that runs devices of `kind` (a cluster description's device
 /// kind: "cpu", "h200", "910b", ...), or null.

@@ -92,7 +92,7 @@ struct EmitClusterPass
           first = id;
         target = mine;
       }
-      if (target == &ascendSpelling() && failed(checkAscendKernels(cls)))
+      if (target == &ascendSpelling() && failed(checkAscendCollectives(cls)))
         return nullptr;
       return target;
     };

@@ -8,6 +8,7 @@
 
 #include "codegen/Common/ArenaPlan.h"
 #include "codegen/Common/CallLayerAttrs.h"
+#include "codegen/Common/KernelContract.h"
 #include "codegen/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -23,7 +24,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
 
 #include <map>
 #include <optional>
@@ -39,25 +39,6 @@ using namespace loom;
 using namespace loom::codegen;
 
 namespace {
-
-/// The number of ODS operands of the nn ops whose last operand is optional
-/// without segment sizes (so an absent one is simply missing).
-std::optional<unsigned> getOperandGroups(OperationName name) {
-  static const llvm::StringMap<unsigned> groups = {
-      {"nn.iota", 1},       {"nn.rms_norm", 2},
-      {"nn.embedding", 3},  {"nn.layer_norm_grad", 3}, {"nn.rms_norm_grad", 3},
-      {"nn.gather_grad", 3}};
-  auto it = groups.find(name.getStringRef());
-  if (it == groups.end())
-    return std::nullopt;
-  return it->second;
-}
-
-/// Whether ODS operand group `index` of an op with segment sizes is
-/// variadic: passed as two lists even when it holds one value or none.
-bool isVariadicGroup(OperationName name, unsigned index) {
-  return name.getStringRef() == "nn.dropout" && index == 2;
-}
 
 /// The most entries of a list the runtimes take as a shape (kMaxRank of
 /// runtime/kernels/HostKernels.h).
@@ -357,31 +338,40 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     args.push_back(opaque("{" + llvm::join(pointers, ", ") + "}"));
     args.push_back(opaque("{" + llvm::join(shapes, ", ") + "}"));
   };
+  const KernelContract *contract =
+      lookupKernelContract(op->getName().getStringRef());
   auto inputs = [&] {
     auto segments = dyn_cast_or_null<DenseI32ArrayAttr>(
         op->getInherentAttr("operandSegmentSizes").value_or(Attribute()));
-    if (segments) {
+    if (contract) {
+      // The op's ODS operand groups, as its kernel contract lists them:
+      // from the segment sizes, or, without them, at most one optional or
+      // variadic group holds what the fixed ones leave.
+      ArrayRef<KernelTensor> tensors = contract->operands;
+      unsigned variable = llvm::count_if(tensors, [](const KernelTensor &t) {
+        return t.optional || t.variadic;
+      });
+      unsigned rest = op->getNumOperands() - (tensors.size() - variable);
       unsigned next = 0;
-      for (auto [index, size] : llvm::enumerate(segments.asArrayRef())) {
-        group(op->getOperands().slice(next, size),
-              size > 1 || isVariadicGroup(op->getName(), index));
+      for (auto [i, tensor] : llvm::enumerate(tensors)) {
+        unsigned size = segments ? segments.asArrayRef()[i]
+                        : tensor.optional || tensor.variadic ? rest
+                                                             : 1;
+        group(op->getOperands().slice(next, size), tensor.variadic);
         next += size;
       }
       return;
     }
-    if (isa<nn::ConcatOp>(op)) {
-      group(op->getOperands(), /*variadic=*/true);
+    if (segments) {
+      unsigned next = 0;
+      for (int32_t size : segments.asArrayRef()) {
+        group(op->getOperands().slice(next, size), size > 1);
+        next += size;
+      }
       return;
     }
     for (Value operand : op->getOperands())
       addTensorArgs(operand, operands, args);
-    // A trailing optional operand (ops with a single one need no segment
-    // sizes) that is absent.
-    if (std::optional<unsigned> groups = getOperandGroups(op->getName());
-        groups && op->getNumOperands() + 1 == *groups) {
-      args.push_back(opaque("nullptr"));
-      args.push_back(opaque("{}"));
-    }
   };
 
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
@@ -405,17 +395,13 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
 
   if (op->getDialect() && op->getDialect()->getNamespace() ==
                               nn::NNDialect::getDialectNamespace()) {
+    // Results, operands, then attributes by name: the op's kernel contract.
+    if (!contract)
+      return op->emitOpError() << "has no kernel contract";
     results();
     inputs();
-    std::optional<RegisteredOperationName> info = op->getRegisteredInfo();
-    SmallVector<StringRef> names;
-    if (info)
-      for (StringAttr name : info->getAttributeNames())
-        if (name.getValue() != "operandSegmentSizes")
-          names.push_back(name.getValue());
-    llvm::sort(names);
-    for (StringRef name : names)
-      if (failed(addAttributeArg(op, name, args)))
+    for (const KernelAttr &attr : contract->attributes)
+      if (failed(addAttributeArg(op, attr.name, args)))
         return failure();
     call(("loom.kernel." + op->getName().stripDialect()).str(), operands, args);
     return success();

@@ -31,6 +31,11 @@ aclTensor *view(const void *base, aclDataType type, const Shape &shape,
 aclScalar *scalar(double value, aclDataType type);
 aclIntArray *intArray(const int64_t *values, int64_t count);
 aclTensorList *tensorList(aclTensor *const *tensors, int64_t count);
+/// The tensors of a variadic operand as a list; null when there are none
+/// (an absent optional list of CANN's).
+aclTensorList *tensorListOrNull(const std::vector<detail::Arg> &args);
+/// An optional integer array; null when absent (rank -1).
+aclIntArray *intArrayOrNull(const Shape &shape);
 
 /// Calls an aclnn operator: `get(args..., &size, &executor)`, a workspace
 /// of that size, then `run(workspace, size, executor, stream)`.

@@ -58,6 +58,11 @@ void detail::copy(Arg out, Arg in) {
   LOOM_ACLNN(aclnnInplaceCopy, tensor(out), tensor(in));
 }
 
+void detail::reshape(Arg out, Arg in) {
+  // The input's elements in the result's shape.
+  copy(out, Arg{in.data, out.shape, in.type});
+}
+
 void detail::fill(Arg out, double value) {
   if (empty(out))
     return;
@@ -88,7 +93,9 @@ void detail::matmul(Arg out, Arg lhs, Arg rhs, bool transposeLhs,
              static_cast<int8_t>(0) /* KEEP_DTYPE */);
 }
 
-void detail::binary(const char *op, Arg out, Arg lhs, Arg rhs) {
+namespace {
+
+void binary(const char *op, Arg out, Arg lhs, Arg rhs) {
   if (empty(out))
     return;
   aclTensor *a = tensor(lhs), *b = tensor(rhs), *result = tensor(out);
@@ -108,7 +115,7 @@ void detail::binary(const char *op, Arg out, Arg lhs, Arg rhs) {
     fail(std::string(op) + ": no aclnn operator");
 }
 
-void detail::unary(const char *op, Arg out, Arg in) {
+void unary(const char *op, Arg out, Arg in) {
   if (empty(out))
     return;
   aclTensor *a = tensor(in), *result = tensor(out);
@@ -128,6 +135,34 @@ void detail::unary(const char *op, Arg out, Arg in) {
 #undef LOOM_UNARY_CASE
   fail(std::string(op) + ": no aclnn operator");
 }
+
+} // namespace
+
+#define LOOM_BINARY(NAME)                                                      \
+  void detail::NAME(Arg result, Arg lhs, Arg rhs) {                            \
+    binary(#NAME, result, lhs, rhs);                                           \
+  }
+LOOM_BINARY(add)
+LOOM_BINARY(sub)
+LOOM_BINARY(mul)
+LOOM_BINARY(div)
+LOOM_BINARY(maximum)
+LOOM_BINARY(minimum)
+#undef LOOM_BINARY
+
+#define LOOM_UNARY(NAME)                                                       \
+  void detail::NAME(Arg result, Arg input) { unary(#NAME, result, input); }
+LOOM_UNARY(neg)
+LOOM_UNARY(exp)
+LOOM_UNARY(log)
+LOOM_UNARY(sqrt)
+LOOM_UNARY(rsqrt)
+LOOM_UNARY(tanh)
+LOOM_UNARY(relu)
+LOOM_UNARY(silu)
+LOOM_UNARY(sin)
+LOOM_UNARY(cos)
+#undef LOOM_UNARY
 
 void detail::reduce(Arg out, Arg in, Shape dims, bool keepDims,
                     const char *kind) {
@@ -173,7 +208,8 @@ void detail::transpose(Arg out, Arg in, Shape permutation) {
   copyFrom(out, viewOf(in, out.shape, strides, 0));
 }
 
-void detail::slice(Arg out, Arg in, Shape offsets, Shape steps) {
+void detail::slice(Arg out, Arg in, Shape offsets, Shape /*sizes*/,
+                   Shape steps) {
   if (empty(out))
     return;
   int64_t inStrides[host::kMaxRank], strides[host::kMaxRank];
@@ -187,13 +223,13 @@ void detail::slice(Arg out, Arg in, Shape offsets, Shape steps) {
   copyFrom(out, viewOf(in, out.shape, strides, offset));
 }
 
-void detail::concat(Arg out, int64_t count, const Arg *inputs, int64_t dim) {
+void detail::concat(Arg out, const std::vector<Arg> &inputs, int64_t dim) {
   if (empty(out))
     return;
   std::vector<aclTensor *> tensors;
-  for (int64_t i = 0; i < count; ++i)
-    if (!empty(inputs[i]))
-      tensors.push_back(tensor(inputs[i]));
+  for (const Arg &input : inputs)
+    if (!empty(input))
+      tensors.push_back(tensor(input));
   LOOM_ACLNN(aclnnCat,
              tensorList(tensors.data(), static_cast<int64_t>(tensors.size())),
              dim, tensor(out));
@@ -250,7 +286,7 @@ void detail::select(Arg out, Arg condition, Arg whenTrue, Arg whenFalse) {
              tensor(whenFalse), tensor(out));
 }
 
-void detail::sliceGrad(Arg out, Arg grad, Shape offsets, Shape steps) {
+void detail::slice_grad(Arg out, Arg grad, Shape offsets, Shape steps) {
   if (empty(out))
     return;
   // Zeros, then the gradient into the slice's strided view of the result.
@@ -273,7 +309,7 @@ void detail::sliceGrad(Arg out, Arg grad, Shape offsets, Shape steps) {
 // Loom's operators (LoomOps.h)
 //===----------------------------------------------------------------------===//
 
-void detail::logSoftmax(Arg out, Arg in, int64_t dim) {
+void detail::log_softmax(Arg out, Arg in, int64_t dim) {
   if (empty(out))
     return;
   LOOM_ACLNN(aclnnLogSoftmax, tensor(in), dim, tensor(out));
@@ -290,14 +326,7 @@ void detail::gelu(Arg out, Arg in, const char *approximate) {
              tensor(out));
 }
 
-void detail::geluGrad(Arg out, Arg grad, Arg in, const char *approximate) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomGeluBackward, tensor(grad), tensor(in), approximate,
-             tensor(out));
-}
-
-void detail::layerNorm(Arg out, Arg in, Arg scale, Arg bias, double epsilon,
+void detail::layer_norm(Arg out, Arg in, Arg scale, Arg bias, double epsilon,
                        int64_t normalizedDims) {
   if (empty(out))
     return;
@@ -313,48 +342,6 @@ void detail::layerNorm(Arg out, Arg in, Arg scale, Arg bias, double epsilon,
              tensor(bias), epsilon, tensor(out), nullptr, nullptr);
 }
 
-void detail::layerNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
-                           int64_t normalizedDims) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomLayerNormBackward, tensor(grad), tensor(in),
-             tensor(scale), epsilon, normalizedDims, tensor(out));
-}
-
-void detail::attention(Arg out, Arg query, Arg key, Arg value, Arg subtreeEnd,
-                       Arg positions, const char *mask, double scale) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomAttention, tensor(query), tensor(key), tensor(value),
-             tensor(subtreeEnd), tensor(positions), mask, scale, tensor(out));
-}
-
-void detail::attentionGrad(Arg dquery, Arg dkey, Arg dvalue, Arg grad,
-                           Arg query, Arg key, Arg value, Arg subtreeEnd,
-                           Arg positions, const char *mask, double scale) {
-  if (empty(dquery) && empty(dkey))
-    return;
-  LOOM_ACLNN(aclnnLoomAttentionBackward, tensor(grad), tensor(query),
-             tensor(key), tensor(value), tensor(subtreeEnd), tensor(positions),
-             mask, scale, tensor(dquery), tensor(dkey), tensor(dvalue));
-}
-
-void detail::crossEntropy(Arg out, Arg logits, Arg labels, Arg weights,
-                          Arg normalizerValue, double normalizer) {
-  LOOM_ACLNN(aclnnLoomCrossEntropy, tensor(logits), tensor(labels),
-             tensor(weights), tensor(normalizerValue), normalizer, tensor(out));
-}
-
-void detail::crossEntropyGrad(Arg out, Arg grad, Arg logits, Arg labels,
-                              Arg weights, Arg normalizerValue,
-                              double normalizer) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomCrossEntropyBackward, tensor(grad), tensor(logits),
-             tensor(labels), tensor(weights), tensor(normalizerValue),
-             normalizer, tensor(out));
-}
-
 void detail::embedding(Arg out, Arg table, Arg ids, Arg offset) {
   if (empty(out))
     return;
@@ -367,86 +354,12 @@ void detail::embedding(Arg out, Arg table, Arg ids, Arg offset) {
                tensor(out));
 }
 
-void detail::gatherGrad(Arg out, Arg grad, Arg indices, Arg offset,
-                        int64_t dim) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomGatherBackward, tensor(grad), tensor(indices),
-             tensor(offset), dim, tensor(out));
-}
-
-void detail::iota(Arg out, Arg offset, int64_t dim) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomIota, tensor(offset), dim, tensor(out));
-}
-
-void detail::adamw(Arg newParam, Arg newM, Arg newV, Arg param, Arg grad, Arg m,
-                   Arg v, Arg step, double beta1, double beta2, double epsilon,
-                   double lr, double weightDecay) {
-  if (empty(newParam))
-    return;
-  LOOM_ACLNN(aclnnLoomAdamW, tensor(param), tensor(grad), tensor(m), tensor(v),
-             tensor(step), beta1, beta2, epsilon, lr, weightDecay,
-             tensor(newParam), tensor(newM), tensor(newV));
-}
-
 void detail::gather(Arg out, Arg in, Arg indices, int64_t dim) {
   if (empty(out))
     return;
   LOOM_ACLNN(aclnnGather, tensor(in), dim, tensor(indices), tensor(out));
 }
 
-void detail::dropout(Arg out, Arg in, Arg offset, int64_t count,
-                     const Arg *starts, Shape globalShape, double rate,
-                     int64_t seed) {
-  if (empty(out))
-    return;
-  // A block of a larger tensor: its starts (device scalars) and the global
-  // shape; neither for a whole tensor.
-  aclTensorList *list = nullptr;
-  aclIntArray *global = nullptr;
-  if (count > 0) {
-    std::vector<aclTensor *> tensors;
-    for (int64_t i = 0; i < count; ++i)
-      tensors.push_back(tensor(starts[i]));
-    list = tensorList(tensors.data(), count);
-    global = intArray(globalShape.dims, globalShape.rank < 0 ? 0
-                                                             : globalShape.rank);
-  }
-  LOOM_ACLNN(aclnnLoomDropout, tensor(in), tensor(offset), list, global, rate,
-             seed, tensor(out));
-}
-
-void detail::rmsNorm(Arg out, Arg in, Arg scale, double epsilon,
-                     int64_t normalizedDims) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomRmsNorm, tensor(in), tensor(scale), epsilon,
-             normalizedDims, tensor(out));
-}
-
-void detail::rmsNormGrad(Arg out, Arg grad, Arg in, Arg scale, double epsilon,
-                         int64_t normalizedDims) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomRmsNormBackward, tensor(grad), tensor(in), tensor(scale),
-             epsilon, normalizedDims, tensor(out));
-}
-
-void detail::rope(Arg out, Arg in, Arg positions, bool inverse, double theta) {
-  if (empty(out))
-    return;
-  LOOM_ACLNN(aclnnLoomRope, tensor(in), tensor(positions), inverse, theta,
-             tensor(out));
-}
-
-void detail::sgd(Arg newParam, Arg newMomentumBuffer, Arg param, Arg grad,
-                 Arg momentumBuffer, double lr, double momentum, bool nesterov,
-                 double weightDecay) {
-  if (empty(newParam))
-    return;
-  LOOM_ACLNN(aclnnLoomSgd, tensor(param), tensor(grad), tensor(momentumBuffer),
-             lr, momentum, nesterov, weightDecay, tensor(newParam),
-             tensor(newMomentumBuffer));
-}
+// The kernels that are one call of Loom's own operator, generated from the
+// ops' kernel contracts (`ascendLoomOperator`).
+#include "runtime/ascend/AscendKernels.cpp.inc"

@@ -37,54 +37,10 @@ extern "C" {
   aclnnStatus OP(void *workspace, uint64_t workspaceSize,                      \
                  aclOpExecutor *executor, aclrtStream stream);
 
-LOOM_OP(aclnnLoomGeluBackward, const aclTensor *grad, const aclTensor *input,
-        const char *approximate, aclTensor *out)
-LOOM_OP(aclnnLoomLayerNormBackward, const aclTensor *grad,
-        const aclTensor *input, const aclTensor *scale, double epsilon,
-        int64_t normalizedDims, aclTensor *out)
-LOOM_OP(aclnnLoomAttention, const aclTensor *query, const aclTensor *key,
-        const aclTensor *value, const aclTensor *subtreeEnd,
-        const aclTensor *positions, const char *mask, double scale,
-        aclTensor *out)
-LOOM_OP(aclnnLoomAttentionBackward, const aclTensor *grad,
-        const aclTensor *query, const aclTensor *key, const aclTensor *value,
-        const aclTensor *subtreeEnd, const aclTensor *positions,
-        const char *mask, double scale, aclTensor *dquery, aclTensor *dkey,
-        aclTensor *dvalue)
-LOOM_OP(aclnnLoomCrossEntropy, const aclTensor *logits, const aclTensor *labels,
-        const aclTensor *weights, const aclTensor *normalizerValue,
-        double normalizer, aclTensor *out)
-LOOM_OP(aclnnLoomCrossEntropyBackward, const aclTensor *grad,
-        const aclTensor *logits, const aclTensor *labels,
-        const aclTensor *weights, const aclTensor *normalizerValue,
-        double normalizer, aclTensor *out)
-LOOM_OP(aclnnLoomEmbedding, const aclTensor *table, const aclTensor *ids,
-        const aclTensor *offset, aclTensor *out)
-LOOM_OP(aclnnLoomGatherBackward, const aclTensor *grad,
-        const aclTensor *indices, const aclTensor *offset, int64_t dim,
-        aclTensor *out)
-LOOM_OP(aclnnLoomIota, const aclTensor *offset, int64_t dim, aclTensor *out)
-LOOM_OP(aclnnLoomAdamW, const aclTensor *param, const aclTensor *grad,
-        const aclTensor *m, const aclTensor *v, const aclTensor *step,
-        double beta1, double beta2, double epsilon, double lr,
-        double weightDecay, aclTensor *newParam, aclTensor *newM,
-        aclTensor *newV)
-LOOM_OP(aclnnLoomSgd, const aclTensor *param, const aclTensor *grad,
-        const aclTensor *momentumBuffer, double lr, double momentum,
-        bool nesterov, double weightDecay, aclTensor *newParam,
-        aclTensor *newMomentumBuffer)
-
-LOOM_OP(aclnnLoomDropout, const aclTensor *input, const aclTensor *offset,
-        const aclTensorList *startsOptional,
-        const aclIntArray *globalShapeOptional, double rate, int64_t seed,
-        aclTensor *out)
-LOOM_OP(aclnnLoomRmsNorm, const aclTensor *input, const aclTensor *scale,
-        double epsilon, int64_t normalizedDims, aclTensor *out)
-LOOM_OP(aclnnLoomRmsNormBackward, const aclTensor *grad, const aclTensor *input,
-        const aclTensor *scale, double epsilon, int64_t normalizedDims,
-        aclTensor *out)
-LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
-        bool inverse, double theta, aclTensor *out)
+// Generated from the ops' kernel contracts (`ascendLoomOperator`, see
+// docs/op-contract.md): operands, attributes by name, then results, in the
+// types of the op's kernels.
+#include "runtime/ascend/LoomOps.h.inc"
 
 #undef LOOM_OP
 
@@ -176,21 +132,7 @@ LOOM_OP(aclnnLoomRope, const aclTensor *input, const aclTensor *positions,
   X(HcclSend)                                                                  \
   X(HcclRecv)
 
-#define LOOM_ASCEND_LOOM_OPERATORS(X2)                                         \
-  X2(aclnnLoomGeluBackward)                                                    \
-  X2(aclnnLoomLayerNormBackward)                                               \
-  X2(aclnnLoomAttention)                                                       \
-  X2(aclnnLoomAttentionBackward)                                               \
-  X2(aclnnLoomCrossEntropy)                                                    \
-  X2(aclnnLoomCrossEntropyBackward)                                            \
-  X2(aclnnLoomEmbedding)                                                       \
-  X2(aclnnLoomGatherBackward)                                                  \
-  X2(aclnnLoomIota)                                                            \
-  X2(aclnnLoomAdamW)                                                           \
-  X2(aclnnLoomSgd)                                                             \
-  X2(aclnnLoomDropout)                                                         \
-  X2(aclnnLoomRmsNorm)                                                         \
-  X2(aclnnLoomRmsNormBackward)                                                 \
-  X2(aclnnLoomRope)
+// LOOM_ASCEND_LOOM_OPERATORS(X2), Loom's own operators: generated with
+// their declarations (LoomOps.h.inc, above).
 
 #endif // LOOM_RUNTIME_ASCEND_LOOMOPS_H

@@ -294,6 +294,19 @@ aclTensorList *internal::tensorList(aclTensor *const *tensors, int64_t count) {
   return result;
 }
 
+aclTensorList *internal::tensorListOrNull(const std::vector<detail::Arg> &args) {
+  if (args.empty())
+    return nullptr;
+  std::vector<aclTensor *> tensors;
+  for (const detail::Arg &arg : args)
+    tensors.push_back(tensor(arg));
+  return tensorList(tensors.data(), static_cast<int64_t>(tensors.size()));
+}
+
+aclIntArray *internal::intArrayOrNull(const Shape &shape) {
+  return shape.isAbsent() ? nullptr : intArray(shape.dims, shape.rank);
+}
+
 //===----------------------------------------------------------------------===//
 // Device, arena, communicators
 //===----------------------------------------------------------------------===//

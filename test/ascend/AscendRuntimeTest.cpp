@@ -332,12 +332,12 @@ int main(int argc, char **argv) {
       const char *name;
       Binary device, reference;
     } binaries[] = {
-        {"add", ascend::add<Real>, host::add},
-        {"sub", ascend::sub<Real>, host::sub},
-        {"mul", ascend::mul<Real>, host::mul},
-        {"div", ascend::div<Real>, host::div},
-        {"maximum", ascend::maximum<Real>, host::maximum},
-        {"minimum", ascend::minimum<Real>, host::minimum},
+        {"add", ascend::add, host::add},
+        {"sub", ascend::sub, host::sub},
+        {"mul", ascend::mul, host::mul},
+        {"div", ascend::div, host::div},
+        {"maximum", ascend::maximum, host::maximum},
+        {"minimum", ascend::minimum, host::minimum},
     };
     for (auto &op : binaries) {
       Real *out = b.make(6);
@@ -351,16 +351,16 @@ int main(int argc, char **argv) {
       const char *name;
       Unary device, reference;
     } unaries[] = {
-        {"neg", ascend::neg<Real>, host::neg},
-        {"exp", ascend::exp<Real>, host::exp},
-        {"log", ascend::log<Real>, host::log},
-        {"sqrt", ascend::sqrt<Real>, host::sqrt},
-        {"rsqrt", ascend::rsqrt<Real>, host::rsqrt},
-        {"tanh", ascend::tanh<Real>, host::tanh},
-        {"relu", ascend::relu<Real>, host::relu},
-        {"silu", ascend::silu<Real>, host::silu},
-        {"sin", ascend::sin<Real>, host::sin},
-        {"cos", ascend::cos<Real>, host::cos},
+        {"neg", ascend::neg, host::neg},
+        {"exp", ascend::exp, host::exp},
+        {"log", ascend::log, host::log},
+        {"sqrt", ascend::sqrt, host::sqrt},
+        {"rsqrt", ascend::rsqrt, host::rsqrt},
+        {"tanh", ascend::tanh, host::tanh},
+        {"relu", ascend::relu, host::relu},
+        {"silu", ascend::silu, host::silu},
+        {"sin", ascend::sin, host::sin},
+        {"cos", ascend::cos, host::cos},
     };
     for (auto &op : unaries) {
       Real *out = b.make(6);

@@ -29,8 +29,9 @@ func.func @step(%x: tensor<4xf32> {nn.data, hspmd.layout = #hspmd.union<{[0, 1]:
 module attributes {hspmd.cluster = #hspmd.cluster<[
     #hspmd.device<0, "910b", speed = 1.0, mem = 64, node = 0>]>} {
 func.func @step(%x: tensor<4xf64> {nn.data}) -> (tensor<f64> {nn.loss}) {
-  // expected-error@+1 {{the Ascend target has no f64}}
+  // expected-error@+1 {{the ascend target has no kernel for nn.exp on f64}}
   %y = nn.exp %x : tensor<4xf64>
+  // expected-error@+1 {{the ascend target has no kernel for nn.reduce on f64}}
   %l = nn.reduce sum %y dims = [0] : tensor<4xf64>
   return %l : tensor<f64>
 }

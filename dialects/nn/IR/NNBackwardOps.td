@@ -44,6 +44,7 @@ def NN_GeluGradOp : NN_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
     $grad `,` $input (`approximate` `=` `` $approximate^)? attr-dict `:`
     type($input)
   }];
+  let ascendLoomOperator = "aclnnLoomGeluBackward";
 }
 
 def NN_LayerNormGradOp : NN_InferredOp<"layer_norm_grad"> {
@@ -82,6 +83,7 @@ def NN_LayerNormGradOp : NN_InferredOp<"layer_norm_grad"> {
   let assemblyFormat = [{
     $grad `,` $input (`scale` $scale^)? attr-dict `:` type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomLayerNormBackward";
 }
 
 def NN_RmsNormGradOp : NN_InferredOp<"rms_norm_grad"> {
@@ -115,6 +117,7 @@ def NN_RmsNormGradOp : NN_InferredOp<"rms_norm_grad"> {
   let assemblyFormat = [{
     $grad `,` $input (`scale` $scale^)? attr-dict `:` type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomRmsNormBackward";
 }
 
 def NN_CrossEntropyGradOp
@@ -155,6 +158,7 @@ def NN_CrossEntropyGradOp
     $grad `,` $logits `,` $labels (`weights` $weights^)?
     (`normalizer` $normalizer_value^)? attr-dict `:` type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomCrossEntropyBackward";
 }
 
 def NN_AttentionGradOp
@@ -208,6 +212,7 @@ def NN_AttentionGradOp
     (`subtree_end` $subtree_end^)? (`positions` $positions^)? attr-dict `:`
     type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomAttentionBackward";
 }
 
 def NN_GatherGradOp : NN_Op<"gather_grad", [Pure, NN_LocalView]> {
@@ -252,6 +257,7 @@ def NN_GatherGradOp : NN_Op<"gather_grad", [Pure, NN_LocalView]> {
     type($grad) `,` type($indices) `to` type($result)
   }];
   let hasVerifier = 1;
+  let ascendLoomOperator = "aclnnLoomGatherBackward";
 }
 
 def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {

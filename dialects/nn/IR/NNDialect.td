@@ -122,13 +122,69 @@ def NN_Dialect : Dialect {
 // Base class
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Kernel contract
+//===----------------------------------------------------------------------===//
+//
+// What the targets' kernels of an op take (docs/op-contract.md): loom-tblgen
+// generates from it the kernel declarations of every target
+// (runtime/kernels/HostKernels.h, runtime/cuda/CudaKernels.h,
+// runtime/ascend/AscendKernels.h), the table the call layer is built from
+// (codegen/Common/KernelContract.h) and the per-target availability that
+// final emission checks. Tensors, optional and variadic operands and
+// attributes come from the op's ODS arguments; the fields below say only
+// what ODS does not.
+
+/// A target with kernels for nn ops.
+class NN_KernelTarget<string targetName> {
+  string name = targetName;
+}
+def NN_Host : NN_KernelTarget<"host">;
+def NN_Cuda : NN_KernelTarget<"cuda">;
+def NN_Ascend : NN_KernelTarget<"ascend">;
+
+/// How kernels take a tensor of this type constraint: "typed" (a pointer to
+/// the kernel's element type), "bool" (`bool *`), "index" (an integer index
+/// tensor of i32 or i64: `IndexPtr` on the host) or "scalar" (a 0-d i64
+/// tensor: `const int64_t *`).
+class NN_KernelArg<string kind> {
+  string kernelArg = kind;
+}
+
+/// The element types of data movement: every type a tensor stores but bf16.
+defvar NN_AllKernelTypes = [F32, F64, I32, I64, I1];
+/// Float and integer data (no i1).
+defvar NN_NumericKernelTypes = [F32, F64, I32, I64];
+
 /// Every nn op states how layouts flow through it (its factor rule,
 /// NNLayoutRules.cpp): the interface is declared here, on the base class, so
 /// that no op can lack it (a missing rule fails to link).
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic,
          !listconcat(traits,
-                     [DeclareOpInterfaceMethods<LayoutRuleOpInterface>])>;
+                     [DeclareOpInterfaceMethods<LayoutRuleOpInterface>])> {
+  // The kernel contract.
+  /// The element types the kernels take for the op's typed tensors (one
+  /// overload per type; all typed tensors of a call share it).
+  list<Type> kernelTypes = [F32, F64];
+  /// Per target: CUDA's are the host's; Ascend hardware has no f64.
+  list<Type> hostKernelTypes = kernelTypes;
+  list<Type> cudaKernelTypes = kernelTypes;
+  list<Type> ascendKernelTypes =
+      !filter(type, kernelTypes, !not(!eq(type, F64)));
+  /// The targets that have kernels for the op.
+  list<NN_KernelTarget> kernelTargets = [NN_Host, NN_Cuda, NN_Ascend];
+  /// Each typed tensor takes any of `kernelTypes`, independently of the
+  /// others (nn.cast: one overload per pair).
+  bit kernelTypesIndependent = 0;
+  /// Loom's own aclnn-style operator that runs the op on Ascend
+  /// (runtime/ascend/LoomOps.h: operands, attributes, results), if the op
+  /// has no aclnn operator of the same semantics; its Ascend kernel then is
+  /// that operator's call, unless `ascendCustomKernel` is set
+  /// (runtime/ascend/Kernels.cpp defines it).
+  string ascendLoomOperator = "";
+  bit ascendCustomKernel = 0;
+}
 
 //===----------------------------------------------------------------------===//
 // Type constraints
@@ -140,10 +196,10 @@ def NN_IntType : AnyTypeOf<[I32, I64], "i32 or i64">;
 def NN_FloatTensor : RankedTensorOf<[F32, F64, BF16]> {
   let summary = "float tensor (f32, f64 or bf16)";
 }
-def NN_IntTensor : RankedTensorOf<[I32, I64]> {
+def NN_IntTensor : RankedTensorOf<[I32, I64]>, NN_KernelArg<"index"> {
   let summary = "integer tensor (i32 or i64)";
 }
-def NN_BoolTensor : RankedTensorOf<[I1]> {
+def NN_BoolTensor : RankedTensorOf<[I1]>, NN_KernelArg<"bool"> {
   let summary = "i1 tensor";
 }
 /// Float or integer data: what comparisons and data movement accept.
@@ -157,7 +213,8 @@ def NN_AnyTensor : RankedTensorOf<[F32, F64, BF16, I32, I64, I1]> {
 /// A 0-d i64 tensor (a step counter, a seed offset). Its type is implied, so
 /// the custom assembly does not spell it.
 def NN_I64Scalar : 0DTensorOf<[I64]>,
-    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())"> {
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">,
+    NN_KernelArg<"scalar"> {
   let summary = "0-d i64 tensor";
 }
 

@@ -85,6 +85,7 @@ def NN_FillOp : NN_Op<"fill", [Pure, NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 //===----------------------------------------------------------------------===//
@@ -271,6 +272,7 @@ def NN_CompareOp : NN_InferredOp<"compare", [NN_Differentiable]> {
   let assemblyFormat = [{
     `` $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
   }];
+  let kernelTypes = NN_NumericKernelTypes;
 }
 
 def NN_SelectOp : NN_InferredOp<"select", [NN_Differentiable]> {
@@ -299,6 +301,7 @@ def NN_SelectOp : NN_InferredOp<"select", [NN_Differentiable]> {
     $condition `,` $true_value `,` $false_value attr-dict `:`
     type($condition) `,` type($true_value) `,` type($false_value)
   }];
+  let kernelTypes = NN_NumericKernelTypes;
 }
 
 def NN_ClampOp : NN_Op<"clamp",
@@ -348,6 +351,8 @@ def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
   let results = (outs NN_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
+  let kernelTypes = NN_AllKernelTypes;
+  let kernelTypesIndependent = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -424,6 +429,7 @@ def NN_BroadcastOp : NN_Op<"broadcast", [Pure, NN_Differentiable]> {
     type($input) `to` type($result)
   }];
   let hasVerifier = 1;
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 def NN_ReshapeOp : NN_Op<"reshape", [Pure, NN_Differentiable]> {
@@ -445,6 +451,7 @@ def NN_ReshapeOp : NN_Op<"reshape", [Pure, NN_Differentiable]> {
   let results = (outs NN_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
@@ -466,6 +473,7 @@ def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
   let assemblyFormat = [{
     $input `permutation` `=` $permutation attr-dict `:` type($input)
   }];
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable]> {
@@ -495,6 +503,7 @@ def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable]> {
     $input `offsets` `=` $offsets `sizes` `=` $sizes `strides` `=` $strides
     attr-dict `:` type($input)
   }];
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 def NN_ConcatOp : NN_InferredOp<"concat", [NN_Differentiable]> {
@@ -516,6 +525,7 @@ def NN_ConcatOp : NN_InferredOp<"concat", [NN_Differentiable]> {
   let arguments = (ins Variadic<NN_AnyTensor>:$inputs, I64Attr:$dim);
   let results = (outs NN_AnyTensor:$result);
   let assemblyFormat = "$inputs `dim` `=` $dim attr-dict `:` type($inputs)";
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable]> {
@@ -552,6 +562,7 @@ def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable]> {
     $input `,` $indices `dim` `=` $dim attr-dict `:` type($input) `,`
     type($indices)
   }];
+  let kernelTypes = NN_AllKernelTypes;
 }
 
 def NN_IotaOp : NN_Op<"iota", [Pure, NN_Differentiable, NN_LocalView]> {
@@ -577,6 +588,8 @@ def NN_IotaOp : NN_Op<"iota", [Pure, NN_Differentiable, NN_LocalView]> {
   let assemblyFormat =
       "`dim` `=` $dim (`offset` $offset^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let kernelTypes = NN_NumericKernelTypes;
+  let ascendLoomOperator = "aclnnLoomIota";
 }
 
 //===----------------------------------------------------------------------===//
@@ -686,6 +699,7 @@ def NN_RmsNormOp : NN_InferredOp<"rms_norm", [NN_Differentiable]> {
   let assemblyFormat = [{
     $input (`scale` $scale^)? attr-dict `:` type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomRmsNorm";
   }
 
 //===----------------------------------------------------------------------===//
@@ -738,6 +752,7 @@ def NN_RopeOp : NN_Op<"rope",
     `,` type($positions)
   }];
   let hasVerifier = 1;
+  let ascendLoomOperator = "aclnnLoomRope";
 }
 
 def NN_DropoutOp : NN_Op<"dropout",
@@ -800,6 +815,7 @@ def NN_DropoutOp : NN_Op<"dropout",
     $input (`,` $offset^)? (`at` ` ` `[` $starts^ `]`)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
+  let ascendLoomOperator = "aclnnLoomDropout";
 }
 
 def NN_EmbeddingOp : NN_InferredOp<"embedding",
@@ -839,6 +855,8 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding",
     $table `,` $ids (`offset` $offset^)? attr-dict `:` type($table) `,`
     type($ids)
   }];
+  let ascendLoomOperator = "aclnnLoomEmbedding";
+  let ascendCustomKernel = 1;
 }
 
 def NN_AttentionOp : NN_InferredOp<"attention",
@@ -904,6 +922,7 @@ def NN_AttentionOp : NN_InferredOp<"attention",
     (`subtree_end` $subtree_end^)? (`positions` $positions^)? attr-dict `:`
     type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomAttention";
 }
 
 def NN_CrossEntropyOp
@@ -959,6 +978,7 @@ def NN_CrossEntropyOp
     $logits `,` $labels (`weights` $weights^)?
     (`normalizer` $normalizer_value^)? attr-dict `:` type(operands)
   }];
+  let ascendLoomOperator = "aclnnLoomCrossEntropy";
 }
 
 //===----------------------------------------------------------------------===//
@@ -1003,6 +1023,7 @@ def NN_SgdUpdateOp : NN_Op<"sgd_update", [Pure, SameOperandsAndResultType]> {
     $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
+  let ascendLoomOperator = "aclnnLoomSgd";
 }
 
 def NN_AdamWUpdateOp : NN_Op<"adamw_update", [Pure,
@@ -1048,6 +1069,7 @@ def NN_AdamWUpdateOp : NN_Op<"adamw_update", [Pure,
     $param `,` $grad `,` $m `,` $v `,` $step attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
+  let ascendLoomOperator = "aclnnLoomAdamW";
 }
 
 include "dialects/nn/IR/NNBackwardOps.td"

@@ -912,3 +912,12 @@ aclnnStatus aclnnLoomRopeGetWorkspaceSize(const aclTensor *input,
   }
 LOOM_ASCEND_LOOM_OPERATORS(LOOM_DOUBLE_LAUNCH)
 #undef LOOM_DOUBLE_LAUNCH
+
+// Every operator is defined with its declaration's parameters (LoomOps.h.inc,
+// generated from the ops' kernel contracts): a definition with others would
+// be a C++ overload, not the exported C function, and taking the address of
+// an overloaded name does not compile.
+#define LOOM_DOUBLE_ONE_DEFINITION(OP)                                         \
+  static_assert(sizeof(&OP##GetWorkspaceSize) != 0 && sizeof(&OP) != 0);
+LOOM_ASCEND_LOOM_OPERATORS(LOOM_DOUBLE_ONE_DEFINITION)
+#undef LOOM_DOUBLE_ONE_DEFINITION
