@@ -20,12 +20,15 @@
 //    a tensor split across groups has its share of the split dimension,
 //    the others their whole shape; annotations and reshards keep group g's
 //    states; where a relation changes, an `hspmd.exchange` takes the
-//    group's part of the old layout to its part of the new one. A few ops
-//    need to know where the part sits in the whole: an iota (and causal
-//    attention's query positions) along a split dimension counts from the
-//    group's offset; a mean over a split dimension is scaled by the group's
-//    share (a mean over unequal shares is the sum over the global count,
-//    never an average of averages).
+//    group's part of the old layout to its part of the new one. Ops that
+//    need to know where the part sits in the whole rewrite themselves
+//    through LocalViewOpInterface, with a view whose block starts are the
+//    group's constant offsets (GroupView): an iota (and causal attention's
+//    query positions) along a split dimension counts from the group's
+//    offset, dropout draws its part's global mask elements, a lookup in a
+//    table split along the vocabulary shifts its ids; a mean over a split
+//    dimension is scaled by the group's share (a mean over unequal shares
+//    is the sum over the global count, never an average of averages).
 // 3. Inside groups. Each part is laid out inside its group.
 // 4. Composition. An exchange's `from` and `to` are the whole layouts: the
 //    relation across groups with every group's states, which step 3 chose
@@ -423,6 +426,8 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
     return failure();
   func::FuncOp part = *created;
   IRMapping mapping;
+  // What localised ops stopped using, erased once the part is built.
+  SmallVector<Value> replaced;
   mapping.map(func.getArguments(), part.getArguments());
 
   // The value group `g` holds of `value` under relation `needed`: an
@@ -572,7 +577,9 @@ FailureOr<func::FuncOp> GroupPartitioner::buildPart(int64_t g,
       return failure();
     for (unsigned i = 0, e = op.getNumResults(); i < e; ++i)
       mapping.map(op.getResult(i), view.getResult(i));
+    llvm::append_range(replaced, view.getReplacedValues());
   }
+  eraseUnused(replaced);
   (void)nextExchange;
   return part;
 }

@@ -38,7 +38,6 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace loom {
 #define GEN_PASS_DEF_SPECIALIZATIONPASS
@@ -87,7 +86,7 @@ private:
   hspmd::DeviceGroupAttr group;
   /// Values localised ops stopped using (a group's constant start folded
   /// into a block start): erased at the end if nothing uses them.
-  llvm::SetVector<Value> replaced;
+  SmallVector<Value> replaced;
 };
 
 LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
@@ -177,20 +176,21 @@ public:
         resultLayouts(resultLayouts) {}
 
 protected:
+  /// Split: an axis of degree > 1 splits the dimension (dynamic sizes too).
+  bool isSplit(bool isResult, unsigned index, int64_t dim) const override {
+    hspmd::UnionAttr layout = layoutOf(isResult, index);
+    return layout && getSplitDegree(layout, dim) > 1;
+  }
+  std::pair<int64_t, int64_t> getShare(bool isResult, unsigned index,
+                                       int64_t dim) const override {
+    return {1, getSplitDegree(layoutOf(isResult, index), dim)};
+  }
   Value createStart(OpBuilder &builder, bool isResult, unsigned index,
                     int64_t dim, int64_t base) override {
     Operation *local = getLocalOp();
     Value value = isResult ? local->getResult(index) : local->getOperand(index);
-    // The layouts list the op's ranked tensors only.
-    ValueRange all = isResult ? ValueRange(local->getResults())
-                              : ValueRange(local->getOperands());
-    unsigned tensor = llvm::count_if(all.take_front(index), [](Value v) {
-      return isa<RankedTensorType>(v.getType());
-    });
-    hspmd::UnionAttr layout =
-        (isResult ? resultLayouts : operandLayouts)[tensor];
     return createBlockStart(
-        builder, local->getLoc(), layout, dim,
+        builder, local->getLoc(), layoutOf(isResult, index), dim,
         cast<RankedTensorType>(value.getType()).getDimSize(dim), base);
   }
   std::string describeLayouts() const override {
@@ -205,6 +205,28 @@ protected:
   }
 
 private:
+  /// The layout of the op's operand (result) `index`; null for one that is
+  /// not a ranked tensor (the layouts list those only).
+  hspmd::UnionAttr layoutOf(bool isResult, unsigned index) const {
+    Operation *local = getLocalOp();
+    ValueRange all = isResult ? ValueRange(local->getResults())
+                              : ValueRange(local->getOperands());
+    if (!isa<RankedTensorType>(all[index].getType()))
+      return {};
+    unsigned tensor = llvm::count_if(all.take_front(index), [](Value v) {
+      return isa<RankedTensorType>(v.getType());
+    });
+    return (isResult ? resultLayouts : operandLayouts)[tensor];
+  }
+  /// The degree of the axis that splits `dim` (1: none).
+  static int64_t getSplitDegree(hspmd::UnionAttr layout, int64_t dim) {
+    int64_t degree = 1;
+    for (const hspmd::Axis &axis : layout.getStates()[0].getAxes())
+      if (axis.isSplit() && axis.dim == dim)
+        degree *= axis.degree;
+    return degree;
+  }
+
   ArrayRef<hspmd::UnionAttr> operandLayouts, resultLayouts;
 };
 
@@ -256,7 +278,7 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
     return failure();
   for (unsigned i = 0, e = op->getNumResults(); i < e; ++i)
     mapping.map(op->getResult(i), view.getResult(i));
-  replaced.insert_range(view.getReplacedValues());
+  llvm::append_range(replaced, view.getReplacedValues());
   return success();
 }
 
@@ -353,10 +375,7 @@ func::FuncOp Specializer::run() {
       local.erase();
       return {};
     }
-  for (Value value : replaced)
-    if (Operation *producer = value.getDefiningOp();
-        producer && value.use_empty() && isOpTriviallyDead(producer))
-      producer->erase();
+  eraseUnused(replaced);
   if (failed(verify(local))) {
     local.emitError() << "the specialisation of @" << global.getSymName()
                       << " does not verify (a bug in an op's layout rule or "

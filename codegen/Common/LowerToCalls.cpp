@@ -342,7 +342,9 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
       lookupKernelContract(op->getName().getStringRef());
   auto inputs = [&] {
     auto segments = dyn_cast_or_null<DenseI32ArrayAttr>(
-        op->getInherentAttr("operandSegmentSizes").value_or(Attribute()));
+        op->getInherentAttr(OpTrait::AttrSizedOperandSegments<
+                                void>::getOperandSegmentSizeAttr())
+            .value_or(Attribute()));
     if (contract) {
       // The op's ODS operand groups, as its kernel contract lists them:
       // from the segment sizes, or, without them, at most one optional or
@@ -427,7 +429,7 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     return builder.getI64IntegerAttr(v);
   };
 
-  if (op->hasAttr("from"))
+  if (hspmd::isGlobalViewCollective(op))
     return op->emitError() << "is in the global view; code generation needs "
                               "local programs (run --hspmd-specialize first)";
   // The runtimes' collectives move f32, f64 and i64.

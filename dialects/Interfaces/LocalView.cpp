@@ -19,41 +19,48 @@ static int64_t dimSize(Value value, int64_t dim) {
   return type.getDimSize(dim);
 }
 
-static bool isSplit(Value global, Value local, int64_t dim) {
-  int64_t whole = dimSize(global, dim), part = dimSize(local, dim);
+static Value tensorOf(Operation *op, bool isResult, unsigned index) {
+  return isResult ? op->getResult(index) : op->getOperand(index);
+}
+
+bool LocalView::isSplit(bool isResult, unsigned index, int64_t dim) const {
+  int64_t whole = dimSize(tensorOf(global, isResult, index), dim);
+  int64_t part = dimSize(tensorOf(local, isResult, index), dim);
   return !ShapedType::isDynamic(whole) && !ShapedType::isDynamic(part) &&
          part < whole;
 }
 
-static bool anySplit(Value global, Value local) {
-  auto type = dyn_cast<RankedTensorType>(global.getType());
-  if (!type)
-    return false;
-  for (int64_t d = 0, e = type.getRank(); d < e; ++d)
-    if (isSplit(global, local, d))
+std::pair<int64_t, int64_t> LocalView::getShare(bool isResult, unsigned index,
+                                                int64_t dim) const {
+  return {dimSize(tensorOf(local, isResult, index), dim),
+          dimSize(tensorOf(global, isResult, index), dim)};
+}
+
+bool LocalView::isOperandSplit(unsigned index) const {
+  auto type = dyn_cast<RankedTensorType>(global->getOperand(index).getType());
+  for (int64_t d = 0, e = type ? type.getRank() : 0; d < e; ++d)
+    if (isOperandSplit(index, d))
       return true;
   return false;
 }
-
-bool LocalView::isOperandSplit(unsigned index, int64_t dim) const {
-  return isSplit(global->getOperand(index), local->getOperand(index), dim);
-}
-bool LocalView::isResultSplit(unsigned index, int64_t dim) const {
-  return isSplit(global->getResult(index), local->getResult(index), dim);
-}
-bool LocalView::isOperandSplit(unsigned index) const {
-  return anySplit(global->getOperand(index), local->getOperand(index));
-}
 bool LocalView::isResultSplit(unsigned index) const {
-  return anySplit(global->getResult(index), local->getResult(index));
+  auto type = dyn_cast<RankedTensorType>(global->getResult(index).getType());
+  for (int64_t d = 0, e = type ? type.getRank() : 0; d < e; ++d)
+    if (isResultSplit(index, d))
+      return true;
+  return false;
 }
 
 FailureOr<Value> LocalView::getStart(OpBuilder &builder, bool isResult,
                                      unsigned index, int64_t dim,
                                      Value offset) {
-  bool split = isResult ? isResultSplit(index, dim) : isOperandSplit(index, dim);
-  if (!split)
+  if (!isSplit(isResult, index, dim))
     return offset;
+  if (ShapedType::isDynamic(dimSize(tensorOf(local, isResult, index), dim)))
+    return emitError(Twine("its ") + (isResult ? "result" : "operand") + " #" +
+                     Twine(index) + " is split along dimension " + Twine(dim) +
+                     ", whose size is dynamic: the block's start needs a "
+                     "static block size");
   int64_t base = 0;
   if (offset) {
     DenseIntElementsAttr constant;
@@ -87,8 +94,11 @@ double LocalView::getOperandShare(unsigned index,
   // as 1 / D.
   int64_t part = 1, whole = 1;
   for (int64_t dim : dims) {
-    part *= dimSize(local->getOperand(index), dim);
-    whole *= dimSize(global->getOperand(index), dim);
+    if (!isOperandSplit(index, dim))
+      continue;
+    auto [p, w] = getShare(/*isResult=*/false, index, dim);
+    part *= p;
+    whole *= w;
   }
   return static_cast<double>(part) / static_cast<double>(whole);
 }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace loom {
 
@@ -36,9 +37,13 @@ public:
   mlir::Operation *getLocalOp() const { return local; }
 
   /// Whether the local op holds a block of dimension `dim` of its operand
-  /// (result) `index`: its local size there is smaller than the global one.
-  bool isOperandSplit(unsigned index, int64_t dim) const;
-  bool isResultSplit(unsigned index, int64_t dim) const;
+  /// (result) `index` (isSplit).
+  bool isOperandSplit(unsigned index, int64_t dim) const {
+    return isSplit(/*isResult=*/false, index, dim);
+  }
+  bool isResultSplit(unsigned index, int64_t dim) const {
+    return isSplit(/*isResult=*/true, index, dim);
+  }
   /// Whether any dimension of operand (result) `index` is split.
   bool isOperandSplit(unsigned index) const;
   bool isResultSplit(unsigned index) const;
@@ -57,7 +62,8 @@ public:
                                               mlir::Value offset = {});
 
   /// The share of the global elements along `dims` of operand `index` that
-  /// the local op holds (local count / global count; 1 when none is split).
+  /// the local op holds: the product over the split ones of getShare's
+  /// part / whole, as one division (1 when none is split).
   double getOperandShare(unsigned index, llvm::ArrayRef<int64_t> dims) const;
 
   /// Makes `value` stand for the global op's result `index` from now on
@@ -85,9 +91,17 @@ public:
   mlir::InFlightDiagnostic emitError(const llvm::Twine &why) const;
 
 protected:
+  /// Whether dimension `dim` of the tensor (`isResult`, `index`) is split.
+  /// By default: its local size is static and smaller than the global one,
+  /// also static; a pass that knows the layout says so from the layout.
+  virtual bool isSplit(bool isResult, unsigned index, int64_t dim) const;
+  /// The part of the global extent along a split `dim` that the local op
+  /// holds, as (part, whole); by default the two static sizes.
+  virtual std::pair<int64_t, int64_t> getShare(bool isResult, unsigned index,
+                                               int64_t dim) const;
   /// The block start along `dim` of the tensor (`isResult`, `index`) of
   /// the local op, plus `base`, built at the builder's insertion point.
-  /// Called only for a split dimension.
+  /// Called only for a split dimension whose local size is static.
   virtual mlir::Value createStart(mlir::OpBuilder &builder, bool isResult,
                                   unsigned index, int64_t dim,
                                   int64_t base) = 0;

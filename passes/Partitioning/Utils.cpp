@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -119,6 +121,17 @@ void loom::finishPartition(func::FuncOp func, ArrayRef<func::FuncOp> parts,
   setParts(func, parts);
 }
 
+void loom::eraseUnused(ArrayRef<Value> values) {
+  // One erase per producer, however many of its results are listed.
+  llvm::SetVector<Operation *> producers;
+  for (Value value : values)
+    if (Operation *producer = value.getDefiningOp())
+      producers.insert(producer);
+  for (Operation *producer : llvm::reverse(producers))
+    if (isOpTriviallyDead(producer))
+      producer->erase();
+}
+
 Value loom::createEmptyTensor(OpBuilder &builder, Location loc, Type type) {
   auto tensor = cast<RankedTensorType>(type);
   auto empty = tensor.getRank() == 0
@@ -135,22 +148,3 @@ Value loom::createEmptyTensor(OpBuilder &builder, Location loc, Type type) {
   return arith::ConstantOp::create(builder, loc, value).getResult();
 }
 
-std::optional<CollectiveView> loom::getCollectiveView(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<CollectiveView>>(op)
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
-            LocalSliceOp, MakePartialOp>([](auto collective) {
-        return CollectiveView{collective.getAxes(), collective.getMesh(),
-                              collective.getFromAttr(),
-                              collective.getToAttr()};
-      })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
-void loom::dropGlobalView(Operation *op) {
-  llvm::TypeSwitch<Operation *>(op)
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
-            LocalSliceOp, MakePartialOp>([](auto collective) {
-        collective.removeFromAttr();
-        collective.removeToAttr();
-      });
-}

@@ -12,6 +12,8 @@
 
 #include "passes/Partitioning/Attributes.h"
 
+#include "dialects/hspmd/IR/HSPMDOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/LLVM.h"
@@ -71,24 +73,22 @@ void finishPartition(mlir::func::FuncOp func,
                      llvm::ArrayRef<hspmd::UnionAttr> argWholes,
                      llvm::ArrayRef<hspmd::UnionAttr> resultWholes);
 
+/// Erases the producers of `values` that nothing uses any more and that
+/// have no side effects (what localised ops stopped using, such as a
+/// group's constant start folded into a block start).
+void eraseUnused(llvm::ArrayRef<mlir::Value> values);
+
 /// An empty tensor of `type` (every dimension 0; a zero for a 0-d one):
 /// what a group holds of a value that lives on another group.
 mlir::Value createEmptyTensor(mlir::OpBuilder &builder, mlir::Location loc,
                               mlir::Type type);
 
-/// What an hspmd collective (all_reduce, all_gather, reduce_scatter,
-/// all_to_all, permute, local_slice, make_partial) runs over, and its
-/// global-view layouts (null in the local view).
-struct CollectiveView {
-  llvm::ArrayRef<int64_t> axes;
-  llvm::ArrayRef<int64_t> mesh;
-  hspmd::UnionAttr from, to;
-};
-/// `op`'s view; none when it is not a collective.
-std::optional<CollectiveView> getCollectiveView(mlir::Operation *op);
-/// Turns a global-view collective into a local-view one (drops `from` and
-/// `to`); other ops are left as they are.
-void dropGlobalView(mlir::Operation *op);
+// What a collective runs over (hspmd::getCollectiveView) and dropping its
+// global view (hspmd::dropGlobalView) are the hspmd dialect's
+// (HSPMDOps.h), for the runtimes too.
+using hspmd::CollectiveView;
+using hspmd::dropGlobalView;
+using hspmd::getCollectiveView;
 
 } // namespace loom
 

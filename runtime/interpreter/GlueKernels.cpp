@@ -113,7 +113,7 @@ LogicalResult identityKernel(KernelCall &call) {
 /// identity. In the local view it needs the other ranks.
 LogicalResult globalCollectiveKernel(KernelCall &call) {
   Operation *op = call.getOp();
-  if (!op->hasAttr("from"))
+  if (!loom::hspmd::isGlobalViewCollective(op))
     return call.emitError()
            << "works on one device's buffer (the local view, after "
               "specialisation) and needs the other ranks: run it on the "

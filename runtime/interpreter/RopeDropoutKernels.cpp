@@ -36,10 +36,8 @@ LogicalResult ropeKernel(nn::RopeOp op, KernelCall &call) {
     return call.emitError() << "head_dim " << headDim << " is odd";
   int64_t half = headDim / 2;
   double theta = op.getTheta().convertToDouble();
-  // `inverse` (a unit attribute, looked up by name so that the kernel works
-  // with and without it in the op definition) rotates the other way: every
-  // angle is negated.
-  double direction = op->hasAttr("inverse") ? -1.0 : 1.0;
+  // `inverse` rotates the other way: every angle is negated.
+  double direction = op.getInverse() ? -1.0 : 1.0;
   llvm::SmallVector<double> inverseFrequency(half);
   for (int64_t i = 0; i < half; ++i)
     inverseFrequency[i] =

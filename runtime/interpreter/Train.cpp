@@ -153,13 +153,13 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                   " is too large");
     argTypes[i] = ranked;
     argKinds[i] = *kind;
-    if (func.getArgAttr(i, "nn.param")) {
+    if (func.getArgAttr(i, nn::NNDialect::getParamAttrName())) {
       params.push_back(i);
-    } else if (func.getArgAttr(i, "nn.state")) {
+    } else if (func.getArgAttr(i, nn::NNDialect::getStateAttrName())) {
       states.push_back(i);
-    } else if (func.getArgAttr(i, "nn.step")) {
+    } else if (func.getArgAttr(i, nn::NNDialect::getStepAttrName())) {
       steps.push_back(i);
-    } else if (func.getArgAttr(i, "nn.data")) {
+    } else if (func.getArgAttr(i, nn::NNDialect::getDataAttrName())) {
       data.push_back(i);
     } else {
       return fail("argument #" + llvm::Twine(i) + " of @" + name +
@@ -175,7 +175,7 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   std::vector<std::pair<unsigned, unsigned>> &feedback = setup.feedback;
   std::vector<bool> fed(numArgs, false);
   for (unsigned r = 0, e = type.getNumResults(); r < e; ++r) {
-    if (func.getResultAttr(r, "nn.loss")) {
+    if (func.getResultAttr(r, nn::NNDialect::getLossAttrName())) {
       if (lossIndex)
         return fail("@" + name + " has more than one nn.loss result");
       auto ranked = dyn_cast<RankedTensorType>(type.getResult(r));
@@ -185,7 +185,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                     " must be a 0-d float tensor");
       lossIndex = r;
     }
-    if (auto updates = func.getResultAttrOfType<IntegerAttr>(r, "nn.updates")) {
+    if (auto updates = func.getResultAttrOfType<IntegerAttr>(
+            r, nn::NNDialect::getUpdatesAttrName())) {
       int64_t target = updates.getInt();
       if (target < 0 || target >= numArgs)
         return fail("result #" + llvm::Twine(r) + " of @" + name +
@@ -356,7 +357,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   // Data from files: every data argument's batches, stacked.
   if (!options.dataDir.empty()) {
     for (unsigned i : data) {
-      auto argName = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+      auto argName = func.getArgAttrOfType<StringAttr>(
+          i, nn::NNDialect::getNameAttrName());
       if (!argName)
         return fail("--data DIR reads DIR/<name>.npy for each nn.data "
                     "argument, but argument #" +

@@ -178,12 +178,15 @@ struct Simulator::Impl {
 LogicalResult Simulator::Impl::collective(KernelCall &call) {
   Operation *op = call.getOp();
   int64_t rank = rankOf.lookup(&call.getInterpreter());
-  if (op->hasAttr("from"))
+  std::optional<hspmd::CollectiveView> view = hspmd::getCollectiveView(op);
+  if (!view)
+    return call.emitError() << "is not a collective the simulator knows";
+  if (view->from)
     return call.emitError()
            << "is in the global view (it carries layouts); the simulator "
               "runs local-view programs, after specialisation";
-  ArrayRef<int64_t> mesh = op->getAttrOfType<DenseI64ArrayAttr>("mesh");
-  ArrayRef<int64_t> axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  ArrayRef<int64_t> mesh = view->mesh;
+  ArrayRef<int64_t> axes = view->axes;
   FailureOr<int64_t> index = getGroupIndex(call, rank, product(mesh));
   if (failed(index))
     return failure();

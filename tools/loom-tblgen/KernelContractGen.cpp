@@ -421,11 +421,10 @@ bool emitAscendDefs(const RecordKeeper &records, raw_ostream &os) {
       args.push_back((t.variadic ? "tensorListOrNull(" : "tensor(") +
                      t.param() + ")");
     for (const Attr &a : c.attrs)
+      // An absent array (kAbsentShape, also what an unset default-valued
+      // one is passed as) is a null array.
       args.push_back(a.cppType != "Shape" ? a.param()
-                     : a.optional
-                         ? "intArrayOrNull(" + a.param() + ")"
-                         : "intArray(" + a.param() + ".dims, " + a.param() +
-                               ".rank)");
+                                          : "intArrayOrNull(" + a.param() + ")");
     for (const Tensor &t : c.results)
       args.push_back("tensor(" + t.param() + ")");
     os << "  LOOM_ACLNN(" << c.loomOperator << ", " << llvm::join(args, ", ")

@@ -6,6 +6,7 @@
 #include "dialects/hspmd/IR/HSPMDTransitions.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/MathExtras.h"
@@ -428,3 +429,23 @@ LogicalResult ExchangeOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/hspmd/IR/HSPMDOps.cpp.inc"
+
+std::optional<CollectiveView> loom::hspmd::getCollectiveView(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<CollectiveView>>(op)
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
+            LocalSliceOp, MakePartialOp>([](auto collective) {
+        return CollectiveView{collective.getAxes(), collective.getMesh(),
+                              collective.getFromAttr(),
+                              collective.getToAttr()};
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+void loom::hspmd::dropGlobalView(Operation *op) {
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
+            LocalSliceOp, MakePartialOp>([](auto collective) {
+        collective.removeFromAttr();
+        collective.removeToAttr();
+      });
+}

@@ -25,4 +25,29 @@ getCollectiveSubgroups(llvm::ArrayRef<int64_t> mesh,
 #define GET_OP_CLASSES
 #include "dialects/hspmd/IR/HSPMDOps.h.inc"
 
+#include <optional>
+
+namespace loom::hspmd {
+
+/// What a collective (all_reduce, all_gather, reduce_scatter, all_to_all,
+/// permute, local_slice, make_partial) runs over, and its global-view
+/// layouts (null in the local view, after specialisation).
+struct CollectiveView {
+  llvm::ArrayRef<int64_t> axes;
+  llvm::ArrayRef<int64_t> mesh;
+  UnionAttr from, to;
+};
+/// `op`'s view; none when it is not a collective.
+std::optional<CollectiveView> getCollectiveView(mlir::Operation *op);
+/// Whether `op` is a collective in the global view (it carries layouts).
+inline bool isGlobalViewCollective(mlir::Operation *op) {
+  std::optional<CollectiveView> view = getCollectiveView(op);
+  return view && view->from;
+}
+/// Turns a global-view collective into a local-view one (drops `from` and
+/// `to`); other ops are left as they are.
+void dropGlobalView(mlir::Operation *op);
+
+} // namespace loom::hspmd
+
 #endif // LOOM_DIALECTS_HSPMD_IR_HSPMDOPS_H

@@ -9,6 +9,8 @@
 #include "dialects/nn/IR/NNDialect.h"
 #include "dialects/nn/IR/NNOps.h"
 
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
@@ -86,8 +88,10 @@ static LogicalResult verifyStateAttr(FunctionOpInterface func,
   // In a specialised function the arguments are blocks of the global
   // tensors (`hspmd.global_layout`): a parameter and its state may be laid
   // out differently (ZeRO), so only their element types must agree there.
-  bool blocks = func.getArgAttr(param, "hspmd.global_layout") ||
-                func.getArgAttr(argIndex, "hspmd.global_layout");
+  StringRef globalLayout =
+      loom::hspmd::HSPMDDialect::getGlobalLayoutAttrName();
+  bool blocks = func.getArgAttr(param, globalLayout) ||
+                func.getArgAttr(argIndex, globalLayout);
   auto paramType = dyn_cast<ShapedType>(argTypes[param]);
   auto stateType = dyn_cast<ShapedType>(argTypes[argIndex]);
   if (blocks && paramType && stateType &&

@@ -19,15 +19,25 @@ using namespace loom::nn;
 
 namespace {
 
-/// Makes `operand` (a 0-d i64 offset, possibly absent) `value`; the old
-/// value (a group's constant start folded into a block start) is noted for
-/// the pass to erase once nothing uses it.
-void assignOffset(LocalView &view, MutableOperandRange operand, Value value) {
-  Value old = operand.empty() ? Value() : operand[0].get();
-  if (old == value)
-    return;
-  operand.assign(value);
+/// Makes `offset` (a 0-d i64 operand, possibly absent) count from the
+/// global start of the local block along `dim` of the op's result (operand)
+/// `index`, after what it counted from before. The old value (a group's
+/// constant start folded into a block start) is noted for the pass to
+/// erase once nothing uses it.
+LogicalResult shiftOffset(OpBuilder &builder, LocalView &view, bool isResult,
+                          unsigned index, int64_t dim,
+                          MutableOperandRange offset) {
+  Value old = offset.empty() ? Value() : offset[0].get();
+  FailureOr<Value> start =
+      isResult ? view.getResultStart(builder, index, dim, old)
+               : view.getOperandStart(builder, index, dim, old);
+  if (failed(start))
+    return failure();
+  if (*start == old)
+    return success();
+  offset.assign(*start);
   view.noteReplaced(old);
+  return success();
 }
 
 /// Positions of queries split along the sequence (context parallelism):
@@ -60,12 +70,8 @@ LogicalResult addQueryPositions(OpBuilder &builder, LocalView &view,
 /// An iota along a split dimension counts from its block's global start
 /// (after its own offset).
 LogicalResult IotaOp::localize(OpBuilder &builder, LocalView &view) {
-  FailureOr<Value> start = view.getResultStart(
-      builder, 0, static_cast<int64_t>(getDim()), getOffset());
-  if (failed(start))
-    return failure();
-  assignOffset(view, getOffsetMutable(), *start);
-  return success();
+  return shiftOffset(builder, view, /*isResult=*/true, 0,
+                     static_cast<int64_t>(getDim()), getOffsetMutable());
 }
 
 /// A split dropout draws the mask of its block's global elements: the
@@ -76,6 +82,9 @@ LogicalResult DropoutOp::localize(OpBuilder &builder, LocalView &view) {
   auto globalType =
       cast<RankedTensorType>(view.getGlobalOp()->getOperand(0).getType());
   int64_t rank = globalType.getRank();
+  if (!globalType.hasStaticShape() && !getGlobalShape())
+    return view.emitError("its input is split and has a dynamic shape: the "
+                          "mask's global indices need the global shape");
   SmallVector<Value> starts;
   Value zero;
   for (int64_t d = 0; d < rank; ++d) {
@@ -109,24 +118,17 @@ LogicalResult DropoutOp::localize(OpBuilder &builder, LocalView &view) {
 /// its block's rows (shifted by the block's start) and zeros for the
 /// others; the partial results sum to the lookup.
 LogicalResult EmbeddingOp::localize(OpBuilder &builder, LocalView &view) {
-  FailureOr<Value> start = view.getOperandStart(
-      builder, getTableMutable().getOperandNumber(), 0, getOffset());
-  if (failed(start))
-    return failure();
-  assignOffset(view, getOffsetMutable(), *start);
-  return success();
+  return shiftOffset(builder, view, /*isResult=*/false,
+                     getTableMutable().getOperandNumber(), 0,
+                     getOffsetMutable());
 }
 
 /// A scatter-add into a result split along the scattered dimension (the
 /// gradient of a vocabulary-split table): the local op adds the indices
 /// that fall in its block, shifted by the block's start.
 LogicalResult GatherGradOp::localize(OpBuilder &builder, LocalView &view) {
-  FailureOr<Value> start = view.getResultStart(
-      builder, 0, static_cast<int64_t>(getDim()), getOffset());
-  if (failed(start))
-    return failure();
-  assignOffset(view, getOffsetMutable(), *start);
-  return success();
+  return shiftOffset(builder, view, /*isResult=*/true, 0,
+                     static_cast<int64_t>(getDim()), getOffsetMutable());
 }
 
 LogicalResult AttentionOp::localize(OpBuilder &builder, LocalView &view) {

@@ -226,7 +226,10 @@ LogicalResult DropoutOp::verify() {
            << shape.size() << " input, got " << getStarts().size()
            << " starts and a rank-" << global->size() << " global_shape";
   for (auto [d, whole, part] : llvm::enumerate(*global, shape))
-    if (!ShapedType::isDynamic(part) && whole < part)
+    if (whole < 0)
+      return emitOpError("global_shape dimension ")
+             << d << " is not a static size";
+    else if (!ShapedType::isDynamic(part) && whole < part)
       return emitOpError("global_shape dimension ")
              << d << " is " << whole << ", smaller than the input's " << part;
   return success();

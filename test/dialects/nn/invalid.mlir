@@ -333,6 +333,15 @@ func.func @dropout_starts_count(%x: tensor<8x4xf32>, %s: tensor<i64>) {
 
 // -----
 
+// dropout of a block: the global shape is static.
+func.func @dropout_global_dynamic(%x: tensor<8x4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.dropout' op global_shape dimension 0 is not a static size}}
+  %0 = nn.dropout %x at [%s, %s] {global_shape = array<i64: -9223372036854775808, 4>, rate = 0.5 : f64, seed = 0 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
 // dropout of a block: the global tensor holds the block.
 func.func @dropout_global_smaller(%x: tensor<8x4xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{'nn.dropout' op global_shape dimension 1 is 2, smaller than the input's 4}}

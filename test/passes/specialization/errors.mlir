@@ -73,3 +73,24 @@ func.func @taken(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64> {hspm
 func.func @taken_group0() {
   return
 }
+
+// -----
+
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+// A split dropout needs the global shape to number its elements.
+func.func @dropout_dynamic(%x: tensor<?x4xf64> {hspmd.layout = #S0}) -> (tensor<?x4xf64> {hspmd.layout = #S0}) {
+  // expected-error @+1 {{cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [S0:2]}>; results #hspmd.union<{[0, 1]: [S0:2]}>): its input is split and has a dynamic shape: the mask's global indices need the global shape}}
+  %y = nn.dropout %x {rate = 5.000000e-01 : f64, seed = 1 : i64, hspmd.operand_layouts = [#S0], hspmd.result_layouts = [#S0]} : tensor<?x4xf64>
+  return {hspmd.operand_layouts = [#S0]} %y : tensor<?x4xf64>
+}
+
+// -----
+
+#S0 = #hspmd.union<{[0, 1]: [S0:2]}>
+#D2 = #hspmd.union<{[0, 1]: [D:2]}>
+// A block start needs a static block size.
+func.func @iota_dynamic(%x: tensor<?x4xi64> {hspmd.layout = #S0}) -> (tensor<?x4xi64> {hspmd.layout = #S0}) {
+  // expected-error @+1 {{its result #0 is split along dimension 0, whose size is dynamic: the block's start needs a static block size}}
+  %i = nn.iota dim = 0 {hspmd.result_layouts = [#S0]} : tensor<?x4xi64>
+  return {hspmd.operand_layouts = [#S0]} %i : tensor<?x4xi64>
+}
