@@ -104,7 +104,7 @@ double LocalView::getOperandShare(unsigned index,
 }
 
 InFlightDiagnostic LocalView::emitError(const Twine &why) const {
-  return global->emitError() << "cannot be localised for its layouts "
+  return global->emitOpError() << "cannot be localised for its layouts "
                              << describeLayouts() << ": " << why;
 }
 

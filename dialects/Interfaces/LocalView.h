@@ -87,7 +87,8 @@ public:
   }
   llvm::ArrayRef<mlir::Value> getReplacedValues() const { return replaced; }
 
-  /// An error at the global op: "cannot be localised for <layouts>: <why>".
+  /// An error at the global op, naming it: "'<op>' op cannot be localised
+  /// for its layouts <layouts>: <why>".
   mlir::InFlightDiagnostic emitError(const llvm::Twine &why) const;
 
 protected:

@@ -33,7 +33,7 @@ func.func @ratios(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<split(0) shar
 // An iota along a dimension split across groups whose offset is computed
 // at run time: the group's start cannot be added to it.
 func.func @iota_offset(%o: tensor<i64>) -> (tensor<4x8xi64> {hspmd.layout = #hspmd.union<split(1) shares [1, 1]: {[0, 1]: [D:2]}, {[2]: []}>}) {
-  // expected-error @+1 {{cannot be localised for its layouts across device groups (group 0's part; operands replicated; results split(1)): its result #0 is split along dimension 1 and the block's start would have to be added to an offset computed at run time, which is not supported}}
+  // expected-error @+1 {{'nn.iota' op cannot be localised for its layouts across device groups (group 0's part; operands replicated; results split(1)): its result #0 is split along dimension 1 and the block's start would have to be added to an offset computed at run time, which is not supported}}
   %i = nn.iota dim = 1 offset %o : tensor<4x8xi64>
   return %i : tensor<4x8xi64>
 }

@@ -36,7 +36,7 @@ func.func @not_lowered(%x: tensor<8xf64> {hspmd.layout = #S0}) -> (tensor<8xf64>
 #S1 = #hspmd.union<{[0, 1]: [S1:2]}>
 #D2 = #hspmd.union<{[0, 1]: [D:2]}>
 func.func @iota_offset_split(%o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<4x8xi64> {hspmd.layout = #S1}) {
-  // expected-error @+1 {{cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [D:2]}>; results #hspmd.union<{[0, 1]: [S1:2]}>): its result #0 is split along dimension 1 and the block's start would have to be added to an offset computed at run time, which is not supported}}
+  // expected-error @+1 {{'nn.iota' op cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [D:2]}>; results #hspmd.union<{[0, 1]: [S1:2]}>): its result #0 is split along dimension 1 and the block's start would have to be added to an offset computed at run time, which is not supported}}
   %i = nn.iota dim = 1 offset %o {hspmd.operand_layouts = [#D2], hspmd.result_layouts = [#S1]} : tensor<4x8xi64>
   return {hspmd.operand_layouts = [#S1]} %i : tensor<4x8xi64>
 }
@@ -49,7 +49,7 @@ func.func @iota_offset_split(%o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<4x
 // A lookup that already reads from an offset cannot be split again.
 func.func @vocab_split_offset(%t: tensor<8x4xf64> {hspmd.layout = #S0}, %ids: tensor<3xi64> {hspmd.layout = #D2},
     %o: tensor<i64> {hspmd.layout = #D2}) -> (tensor<3x4xf64> {hspmd.layout = #P2}) {
-  // expected-error @+1 {{cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [S0:2]}>, #hspmd.union<{[0, 1]: [D:2]}>, #hspmd.union<{[0, 1]: [D:2]}>; results #hspmd.union<{[0, 1]: [P(sum):2]}>): its operand #0 is split along dimension 0 and the block's start would have to be added to an offset computed at run time}}
+  // expected-error @+1 {{'nn.embedding' op cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [S0:2]}>, #hspmd.union<{[0, 1]: [D:2]}>, #hspmd.union<{[0, 1]: [D:2]}>; results #hspmd.union<{[0, 1]: [P(sum):2]}>): its operand #0 is split along dimension 0 and the block's start would have to be added to an offset computed at run time}}
   %e = nn.embedding %t, %ids offset %o {hspmd.operand_layouts = [#S0, #D2, #D2], hspmd.result_layouts = [#P2]} : tensor<8x4xf64>, tensor<3xi64>
   return {hspmd.operand_layouts = [#P2]} %e : tensor<3x4xf64>
 }
@@ -79,7 +79,7 @@ func.func @taken_group0() {
 #S0 = #hspmd.union<{[0, 1]: [S0:2]}>
 // A split dropout needs the global shape to number its elements.
 func.func @dropout_dynamic(%x: tensor<?x4xf64> {hspmd.layout = #S0}) -> (tensor<?x4xf64> {hspmd.layout = #S0}) {
-  // expected-error @+1 {{cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [S0:2]}>; results #hspmd.union<{[0, 1]: [S0:2]}>): its input is split and has a dynamic shape: the mask's global indices need the global shape}}
+  // expected-error @+1 {{'nn.dropout' op cannot be localised for its layouts (operands #hspmd.union<{[0, 1]: [S0:2]}>; results #hspmd.union<{[0, 1]: [S0:2]}>): its input is split and has a dynamic shape: the mask's global indices need the global shape}}
   %y = nn.dropout %x {rate = 5.000000e-01 : f64, seed = 1 : i64, hspmd.operand_layouts = [#S0], hspmd.result_layouts = [#S0]} : tensor<?x4xf64>
   return {hspmd.operand_layouts = [#S0]} %y : tensor<?x4xf64>
 }
