@@ -1,0 +1,984 @@
+//===- KernelConformanceTest.cpp - Every target's kernels, one suite -----===//
+//
+// The kernel conformance suite: each case is defined once, as a one-op
+// function (its text reading the arguments %a0, %a1, ...) with inputs, and
+// runs on every target that has a kernel for its op and element types:
+// the reference interpreter computes the expected results; the kernel's
+// arguments are built from the op through the kernel contract table
+// (codegen/Common/KernelContract.h) exactly as --loom-lower-to-calls
+// builds them (results, operands by ODS group, attributes by name), in the
+// target's memory, and the target's generated dispatcher calls
+// `loom::<target>::<op>` with them (KernelCall.h, Targets.h).
+//
+// Agreement (per target, Targets.h):
+//   host    bit for bit: the host kernels mirror the interpreter's loops,
+//           accumulation types and constants.
+//   ascend  bit for bit (f32 only, Ascend has no f64): Loom's CPU test
+//           double of CANN computes with the host kernels, so what is
+//           checked is the runtime's use of the operators (views, strides,
+//           argument order), as test/ascend/AscendRuntimeTest.cpp does.
+//   cuda    within 1e-12 (f64) and 1e-5 (f32), norm-wise relative, as
+//           test/unit/CudaKernelsTest.cpp; integers and i1 exactly; skipped
+//           without a device.
+//
+// Adding an op: add its cases once, to caseSets() below; the test
+// EveryKernelHasCases fails for an op with a kernel and no case.
+//
+//===----------------------------------------------------------------------===//
+
+#include "test/conformance/Targets.h"
+
+#include "codegen/Common/KernelContract.h"
+#include "dialects/nn/IR/NNDialect.h"
+#include "runtime/ascend/Program.h"
+#include "runtime/interpreter/Interpreter.h"
+#include "runtime/interpreter/Tensor.h"
+#if LOOM_CONFORMANCE_CUDA
+#include "runtime/cuda/CudaKernels.h"
+#endif
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+using loom::codegen::KernelAttr;
+using loom::codegen::KernelContract;
+using loom::codegen::KernelTensor;
+using loom::interp::ElementKind;
+using loom::interp::Tensor;
+namespace conf = loom::conformance;
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+//===----------------------------------------------------------------------===//
+// Targets
+//===----------------------------------------------------------------------===//
+
+bool ascendStarted = false;
+
+const conf::Target kHost = {
+    "host",
+    [] { return static_cast<const char *>(nullptr); },
+    [](size_t bytes) { return std::malloc(bytes ? bytes : 1); },
+    [](void *p) { std::free(p); },
+    [](void *to, const void *from, size_t bytes) {
+      if (bytes)
+        std::memcpy(to, from, bytes);
+    },
+    [](void *to, const void *from, size_t bytes) {
+      if (bytes)
+        std::memcpy(to, from, bytes);
+    },
+    conf::dispatchHost,
+    conf::Agreement::Bitwise,
+};
+
+const conf::Target kAscend = {
+    "ascend",
+    [] {
+      return ascendStarted ? static_cast<const char *>(nullptr)
+                           : "the Ascend test double did not start";
+    },
+    [](size_t bytes) {
+      return loom::ascend::target().allocate(bytes ? bytes : 1);
+    },
+    [](void *p) { loom::ascend::target().release(p); },
+    loom::ascend::copyToDevice,
+    loom::ascend::copyToHost,
+    conf::dispatchAscend,
+    conf::Agreement::Bitwise,
+};
+
+#if LOOM_CONFORMANCE_CUDA
+const conf::Target kCuda = {
+    "cuda",
+    [] {
+      static const bool have = loom::cuda::deviceCount() > 0;
+      return have ? static_cast<const char *>(nullptr) : "no CUDA device";
+    },
+    [](size_t bytes) { return loom::cuda::deviceAlloc(bytes ? bytes : 1); },
+    loom::cuda::deviceFree,
+    loom::cuda::copyToDevice,
+    loom::cuda::copyToHost,
+    conf::dispatchCuda,
+    conf::Agreement::Tolerance,
+};
+#endif
+
+const conf::Target *const kTargets[] = {
+    &kHost, &kAscend,
+#if LOOM_CONFORMANCE_CUDA
+    &kCuda,
+#endif
+};
+
+//===----------------------------------------------------------------------===//
+// Text and inputs
+//===----------------------------------------------------------------------===//
+
+MLIRContext &getContext() {
+  static MLIRContext *context = [] {
+    auto *ctx = new MLIRContext();
+    ctx->loadDialect<loom::nn::NNDialect, func::FuncDialect,
+                     arith::ArithDialect>();
+    return ctx;
+  }();
+  return *context;
+}
+
+std::string elementName(ElementKind kind) {
+  return loom::interp::getElementKindName(kind).str();
+}
+
+/// `tensor<4x8xf32>`.
+std::string ty(ElementKind kind, const Dims &shape) {
+  std::string text = "tensor<";
+  for (int64_t size : shape)
+    text += std::to_string(size) + "x";
+  return text + elementName(kind) + ">";
+}
+std::string ty(const Tensor &tensor) { return tensor.getTypeString(); }
+
+std::mt19937_64 &rng() {
+  static std::mt19937_64 generator(20261201);
+  return generator;
+}
+
+Tensor randomFloat(ElementKind kind, const Dims &shape, double lo = -1.0,
+                   double hi = 1.0) {
+  Tensor tensor(kind, shape);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+    tensor.setDouble(i, dist(rng()));
+  return tensor;
+}
+
+Tensor randomInt(ElementKind kind, const Dims &shape, int64_t lo, int64_t hi) {
+  Tensor tensor(kind, shape);
+  std::uniform_int_distribution<int64_t> dist(lo, hi);
+  for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
+    int64_t value = dist(rng());
+    if (kind == ElementKind::I64)
+      tensor.data<int64_t>()[i] = value;
+    else if (kind == ElementKind::I32)
+      tensor.data<int32_t>()[i] = static_cast<int32_t>(value);
+    else
+      tensor.setDouble(i, static_cast<double>(value));
+  }
+  return tensor;
+}
+
+/// Random values of any kind (small integers, booleans).
+Tensor randomOf(ElementKind kind, const Dims &shape) {
+  if (loom::interp::isFloatKind(kind))
+    return randomFloat(kind, shape);
+  return randomInt(kind, shape, kind == ElementKind::I1 ? 0 : -50,
+                   kind == ElementKind::I1 ? 1 : 50);
+}
+
+Tensor scalarI64(int64_t value) {
+  return Tensor::fromValues<int64_t>({}, {value});
+}
+
+//===----------------------------------------------------------------------===//
+// Cases
+//===----------------------------------------------------------------------===//
+
+struct Case {
+  /// Names the case in failures.
+  std::string name;
+  /// The op's text, reading %a0, %a1, ...
+  std::string op;
+  std::vector<Tensor> args;
+  std::vector<std::string> resultTypes;
+};
+
+using Cases = std::vector<Case>;
+
+/// The cases of one op, made per element type (`kinds`; a target runs
+/// those whose tensors' types it has kernels for).
+struct CaseSet {
+  const char *op;
+  std::vector<ElementKind> kinds;
+  std::function<void(ElementKind, Cases &)> make;
+};
+
+const std::vector<ElementKind> kFloats = {ElementKind::F32, ElementKind::F64};
+const std::vector<ElementKind> kAll = {ElementKind::F32, ElementKind::F64,
+                                       ElementKind::I32, ElementKind::I64,
+                                       ElementKind::I1};
+const std::vector<ElementKind> kNumeric = {ElementKind::F32, ElementKind::F64,
+                                           ElementKind::I32, ElementKind::I64};
+const ElementKind kIndexKinds[] = {ElementKind::I64, ElementKind::I32};
+
+CaseSet unary(const char *op) {
+  return {op, kFloats, [op](ElementKind k, Cases &cases) {
+            std::string name = std::string(op).substr(3);
+            bool positive = name == "log" || name == "sqrt" || name == "rsqrt";
+            for (Dims shape : {Dims{7, 9}, Dims{}}) {
+              Tensor x = positive ? randomFloat(k, shape, 0.1, 4)
+                                  : randomFloat(k, shape, -3, 3);
+              cases.push_back(
+                  {name, std::string(op) + " %a0 : " + ty(x), {x}, {ty(x)}});
+            }
+          }};
+}
+
+CaseSet binary(const char *op) {
+  return {op, kFloats, [op](ElementKind k, Cases &cases) {
+            for (auto [l, r] : {std::pair{Dims{4, 5}, Dims{4, 5}},
+                                std::pair{Dims{4, 1}, Dims{1, 5}},
+                                std::pair{Dims{2, 3, 4}, Dims{4}}}) {
+              Tensor a = randomFloat(k, l), b = randomFloat(k, r, 0.5, 2);
+              Dims shape = l.size() >= r.size() ? l : r;
+              for (size_t i = 0; i < std::min(l.size(), r.size()); ++i) {
+                size_t d = shape.size() - 1 - i;
+                shape[d] = std::max(l[l.size() - 1 - i], r[r.size() - 1 - i]);
+              }
+              cases.push_back({op, std::string(op) + " %a0, %a1 : " + ty(a) +
+                                       ", " + ty(b),
+                               {a, b}, {ty(k, shape)}});
+            }
+          }};
+}
+
+std::vector<CaseSet> makeCaseSets() {
+  std::vector<CaseSet> sets;
+  for (const char *op : {"nn.exp", "nn.log", "nn.neg", "nn.relu", "nn.rsqrt",
+                         "nn.silu", "nn.sin", "nn.cos", "nn.sqrt", "nn.tanh"})
+    sets.push_back(unary(op));
+  for (const char *op : {"nn.add", "nn.sub", "nn.mul", "nn.div", "nn.maximum",
+                         "nn.minimum"})
+    sets.push_back(binary(op));
+
+  sets.push_back({"nn.fill", kFloats, [](ElementKind k, Cases &cases) {
+                    cases.push_back({"fill", "nn.fill 3.0 : " + ty(k, {4, 5}),
+                                     {}, {ty(k, {4, 5})}});
+                  }});
+  sets.push_back({"nn.matmul", kFloats, [](ElementKind k, Cases &cases) {
+    struct M { Dims lhs, rhs, out; const char *flags; };
+    for (const M &m : {M{{5, 7}, {7, 3}, {5, 3}, ""},
+                       M{{7, 5}, {3, 7}, {5, 3}, " transpose_lhs transpose_rhs"},
+                       M{{2, 5, 7}, {7, 3}, {2, 5, 3}, ""},
+                       M{{300, 40}, {40, 70}, {300, 70}, ""}}) {
+      Tensor a = randomFloat(k, m.lhs), b = randomFloat(k, m.rhs);
+      cases.push_back({"matmul", std::string("nn.matmul %a0, %a1") + m.flags +
+                                     " : " + ty(a) + ", " + ty(b),
+                       {a, b}, {ty(k, m.out)}});
+    }
+  }});
+  sets.push_back({"nn.gelu", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {6, 7}, -5, 5);
+    cases.push_back({"gelu", "nn.gelu %a0 : " + ty(x), {x}, {ty(x)}});
+    cases.push_back({"gelu tanh", "nn.gelu %a0 approximate = tanh : " + ty(x),
+                     {x}, {ty(x)}});
+  }});
+  sets.push_back({"nn.gelu_grad", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {6, 7}, -5, 5), dy = randomFloat(k, {6, 7});
+    for (const char *suffix : {"", " approximate = tanh"})
+      cases.push_back({"gelu_grad", std::string("nn.gelu_grad %a0, %a1") +
+                                        suffix + " : " + ty(x),
+                       {dy, x}, {ty(x)}});
+  }});
+  sets.push_back({"nn.compare", kNumeric, [](ElementKind k, Cases &cases) {
+    for (const char *p : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+      Tensor a = randomInt(k, {4, 5}, -2, 2), b = randomInt(k, {5}, -2, 2);
+      cases.push_back({std::string("compare ") + p,
+                       std::string("nn.compare ") + p + ", %a0, %a1 : " +
+                           ty(a) + ", " + ty(b),
+                       {a, b}, {ty(ElementKind::I1, {4, 5})}});
+    }
+  }});
+  sets.push_back({"nn.select", kNumeric, [](ElementKind k, Cases &cases) {
+    Tensor c = randomInt(ElementKind::I1, {4, 1}, 0, 1);
+    Tensor t = randomOf(k, {1, 5}), f = randomOf(k, {4, 5});
+    cases.push_back({"select", "nn.select %a0, %a1, %a2 : " + ty(c) + ", " +
+                                   ty(t) + ", " + ty(f),
+                     {c, t, f}, {ty(k, {4, 5})}});
+  }});
+  sets.push_back({"nn.clamp", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {9, 11}, -1, 7);
+    cases.push_back({"clamp",
+                     "nn.clamp %a0 {max = 6.0 : f64, min = 0.5 : f64} : " +
+                         ty(x),
+                     {x}, {ty(x)}});
+  }});
+  sets.push_back({"nn.cast", kAll, [](ElementKind from, Cases &cases) {
+    for (ElementKind to : kAll) {
+      Tensor x(from, {8});
+      const double values[] = {0.0, -0.0, 1.5, -2.5, 3.99, -7.0, 1e6, 42.0};
+      for (int64_t i = 0; i < 8; ++i)
+        x.setDouble(i, values[i]);
+      cases.push_back({"cast to " + elementName(to),
+                       "nn.cast %a0 : " + ty(x) + " to " + ty(to, {8}), {x},
+                       {ty(to, {8})}});
+    }
+  }});
+  sets.push_back({"nn.reduce", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {3, 4, 5});
+    for (const char *kind : {"sum", "mean", "max"}) {
+      cases.push_back({std::string("reduce ") + kind,
+                       std::string("nn.reduce ") + kind +
+                           " %a0 dims = [1] : " + ty(x),
+                       {x}, {ty(k, {3, 5})}});
+      cases.push_back({std::string("reduce keep_dims ") + kind,
+                       std::string("nn.reduce ") + kind +
+                           " %a0 dims = [0, 2] keep_dims : " + ty(x),
+                       {x}, {ty(k, {1, 4, 1})}});
+    }
+  }});
+  sets.push_back({"nn.broadcast", kAll, [](ElementKind k, Cases &cases) {
+    Tensor x = randomOf(k, {3});
+    cases.push_back({"broadcast", "nn.broadcast %a0 : " + ty(x) + " to " +
+                                      ty(k, {2, 3}),
+                     {x}, {ty(k, {2, 3})}});
+    Tensor y = randomOf(k, {2});
+    cases.push_back({"broadcast dims",
+                     "nn.broadcast %a0 broadcast_dims = [0] : " + ty(y) +
+                         " to " + ty(k, {2, 4}),
+                     {y}, {ty(k, {2, 4})}});
+  }});
+  sets.push_back({"nn.reshape", kAll, [](ElementKind k, Cases &cases) {
+    Tensor x = randomOf(k, {2, 6});
+    cases.push_back({"reshape", "nn.reshape %a0 : " + ty(x) + " to " +
+                                    ty(k, {3, 4}),
+                     {x}, {ty(k, {3, 4})}});
+  }});
+  sets.push_back({"nn.transpose", kAll, [](ElementKind k, Cases &cases) {
+    Tensor x = randomOf(k, {2, 3, 4});
+    cases.push_back({"transpose",
+                     "nn.transpose %a0 permutation = [2, 0, 1] : " + ty(x),
+                     {x}, {ty(k, {4, 2, 3})}});
+  }});
+  sets.push_back({"nn.slice", kAll, [](ElementKind k, Cases &cases) {
+    Tensor x = randomOf(k, {6, 8});
+    cases.push_back({"slice",
+                     "nn.slice %a0 offsets = [1, 2] sizes = [2, 3] strides = "
+                     "[2, 1] : " + ty(x),
+                     {x}, {ty(k, {2, 3})}});
+  }});
+  sets.push_back({"nn.slice_grad", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor dy = randomFloat(k, {2, 3});
+    cases.push_back({"slice_grad",
+                     "nn.slice_grad %a0 offsets = [1, 2] strides = [2, 1] : " +
+                         ty(dy) + " to " + ty(k, {6, 8}),
+                     {dy}, {ty(k, {6, 8})}});
+  }});
+  sets.push_back({"nn.concat", kAll, [](ElementKind k, Cases &cases) {
+    // Variadic: one to three inputs.
+    Tensor a = randomOf(k, {2, 3}), b = randomOf(k, {1, 3}),
+           c = randomOf(k, {4, 3});
+    cases.push_back({"concat 1", "nn.concat %a0 dim = 0 : " + ty(a), {a},
+                     {ty(a)}});
+    cases.push_back({"concat 3",
+                     "nn.concat %a0, %a1, %a2 dim = 0 : " + ty(a) + ", " +
+                         ty(b) + ", " + ty(c),
+                     {a, b, c}, {ty(k, {7, 3})}});
+  }});
+  sets.push_back({"nn.iota", kNumeric, [](ElementKind k, Cases &cases) {
+    cases.push_back({"iota", "nn.iota dim = 1 : " + ty(k, {3, 4}), {},
+                     {ty(k, {3, 4})}});
+    cases.push_back({"iota offset",
+                     "nn.iota dim = 0 offset %a0 : " + ty(k, {3, 4}),
+                     {scalarI64(-5)}, {ty(k, {3, 4})}});
+  }});
+  sets.push_back({"nn.gather", kAll, [](ElementKind k, Cases &cases) {
+    for (ElementKind ik : kIndexKinds) {
+      Tensor x = randomOf(k, {4, 5, 6});
+      Tensor idx = randomInt(ik, {4, 3, 6}, 0, 4);
+      cases.push_back({"gather " + elementName(ik),
+                       "nn.gather %a0, %a1 dim = 1 : " + ty(x) + ", " + ty(idx),
+                       {x, idx}, {ty(k, {4, 3, 6})}});
+    }
+  }});
+  sets.push_back({"nn.embedding", kFloats, [](ElementKind k, Cases &cases) {
+    for (ElementKind ik : kIndexKinds) {
+      Tensor table = randomFloat(k, {16, 8});
+      Tensor ids = randomInt(ik, {3, 5}, 0, 15);
+      cases.push_back({"embedding " + elementName(ik),
+                       "nn.embedding %a0, %a1 : " + ty(table) + ", " + ty(ids),
+                       {table, ids}, {ty(k, {3, 5, 8})}});
+      Tensor far = randomInt(ik, {3, 5}, 0, 63);
+      cases.push_back({"embedding offset " + elementName(ik),
+                       "nn.embedding %a0, %a1 offset %a2 : " + ty(table) +
+                           ", " + ty(far),
+                       {table, far, scalarI64(16)}, {ty(k, {3, 5, 8})}});
+    }
+  }});
+  sets.push_back({"nn.gather_grad", kFloats, [](ElementKind k, Cases &cases) {
+    for (ElementKind ik : kIndexKinds) {
+      Tensor dy = randomFloat(k, {4, 3});
+      Tensor idx = randomInt(ik, {4, 3}, -1, 10);
+      cases.push_back({"gather_grad " + elementName(ik),
+                       "nn.gather_grad %a0, %a1 dim = 1 : " + ty(dy) + ", " +
+                           ty(idx) + " to " + ty(k, {4, 5}),
+                       {dy, idx}, {ty(k, {4, 5})}});
+      cases.push_back({"gather_grad offset " + elementName(ik),
+                       "nn.gather_grad %a0, %a1 dim = 1 offset %a2 : " +
+                           ty(dy) + ", " + ty(idx) + " to " + ty(k, {4, 5}),
+                       {dy, idx, scalarI64(2)}, {ty(k, {4, 5})}});
+    }
+  }});
+  for (const char *op : {"nn.softmax", "nn.log_softmax"})
+    sets.push_back({op, kFloats, [op](ElementKind k, Cases &cases) {
+      Tensor x = randomFloat(k, {3, 4, 5}, -20, 20);
+      for (int dim : {0, 2})
+        cases.push_back({op, std::string(op) + " %a0 dim = " +
+                                 std::to_string(dim) + " : " + ty(x),
+                         {x}, {ty(x)}});
+    }});
+
+  // Optional operands: each combination of scale and bias.
+  sets.push_back({"nn.layer_norm", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3);
+    Tensor scale = randomFloat(k, {8}, 0.5, 1.5), bias = randomFloat(k, {8});
+    cases.push_back({"layer_norm", "nn.layer_norm %a0 : " + ty(x), {x},
+                     {ty(x)}});
+    cases.push_back({"layer_norm scale bias",
+                     "nn.layer_norm %a0 scale %a1 bias %a2 {epsilon = "
+                     "1.0e-06 : f64} : " + ty(x) + ", " + ty(scale) + ", " +
+                         ty(bias),
+                     {x, scale, bias}, {ty(x)}});
+    cases.push_back({"layer_norm bias", "nn.layer_norm %a0 bias %a1 : " +
+                                            ty(x) + ", " + ty(bias),
+                     {x, bias}, {ty(x)}});
+    Tensor scale2 = randomFloat(k, {6, 8}, 0.5, 1.5);
+    cases.push_back({"layer_norm 2 dims",
+                     "nn.layer_norm %a0 scale %a1 {normalized_dims = 2 : i64} "
+                     ": " + ty(x) + ", " + ty(scale2),
+                     {x, scale2}, {ty(x)}});
+  }});
+  sets.push_back({"nn.layer_norm_grad", kFloats, [](ElementKind k,
+                                                    Cases &cases) {
+    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3), dy = randomFloat(k, {4, 6, 8});
+    Tensor scale = randomFloat(k, {8}, 0.5, 1.5);
+    cases.push_back({"layer_norm_grad", "nn.layer_norm_grad %a0, %a1 : " +
+                                            ty(dy) + ", " + ty(x),
+                     {dy, x}, {ty(x)}});
+    cases.push_back({"layer_norm_grad scale",
+                     "nn.layer_norm_grad %a0, %a1 scale %a2 : " + ty(dy) +
+                         ", " + ty(x) + ", " + ty(scale),
+                     {dy, x, scale}, {ty(x)}});
+  }});
+  sets.push_back({"nn.rms_norm", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3);
+    Tensor scale = randomFloat(k, {8}, 0.5, 1.5);
+    cases.push_back({"rms_norm", "nn.rms_norm %a0 : " + ty(x), {x}, {ty(x)}});
+    cases.push_back({"rms_norm scale",
+                     "nn.rms_norm %a0 scale %a1 {epsilon = 1.0e-05 : f64} : " +
+                         ty(x) + ", " + ty(scale),
+                     {x, scale}, {ty(x)}});
+  }});
+  sets.push_back({"nn.rms_norm_grad", kFloats, [](ElementKind k,
+                                                  Cases &cases) {
+    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3), dy = randomFloat(k, {4, 6, 8});
+    Tensor scale = randomFloat(k, {8}, 0.5, 1.5);
+    cases.push_back({"rms_norm_grad", "nn.rms_norm_grad %a0, %a1 : " + ty(dy) +
+                                          ", " + ty(x),
+                     {dy, x}, {ty(x)}});
+    cases.push_back({"rms_norm_grad scale",
+                     "nn.rms_norm_grad %a0, %a1 scale %a2 : " + ty(dy) + ", " +
+                         ty(x) + ", " + ty(scale),
+                     {dy, x, scale}, {ty(x)}});
+  }});
+  // Enumerations (mask), optional index operands of both widths, an
+  // absent optional F64Attr (scale).
+  for (bool backward : {false, true})
+    sets.push_back({backward ? "nn.attention_grad" : "nn.attention", kFloats,
+                    [backward](ElementKind k, Cases &cases) {
+      const char *name = backward ? "nn.attention_grad" : "nn.attention";
+      Tensor q = randomFloat(k, {2, 6, 4, 8}, -2, 2);
+      Tensor key = randomFloat(k, {2, 6, 2, 8}, -2, 2);
+      Tensor v = randomFloat(k, {2, 6, 2, 5});
+      Tensor dout = randomFloat(k, {2, 6, 4, 5});
+      std::vector<std::string> results = {ty(k, {2, 6, 4, 5})};
+      if (backward)
+        results = {ty(q), ty(key), ty(v)};
+      auto make = [&](const std::string &label, const std::string &suffix,
+                      std::vector<Tensor> extra) {
+        std::vector<Tensor> args;
+        std::string operands, types;
+        if (backward)
+          args.push_back(dout);
+        for (const Tensor &t : {q, key, v})
+          args.push_back(t);
+        for (size_t i = 0; i < args.size(); ++i) {
+          operands += (i ? ", %a" : "%a") + std::to_string(i);
+          types += (i ? ", " : "") + ty(args[i]);
+        }
+        std::string text = suffix;
+        for (Tensor &t : extra) {
+          size_t at = text.find("%?");
+          text.replace(at, 2, "%a" + std::to_string(args.size()));
+          types += ", " + ty(t);
+          args.push_back(t);
+        }
+        size_t brace = text.find(" {");
+        std::string attrs = brace == std::string::npos ? "" : text.substr(brace);
+        text = text.substr(0, brace);
+        cases.push_back({label, std::string(name) + " " + operands + text +
+                                    attrs + " : " + types,
+                         args, results});
+      };
+      make("causal", " mask = causal", {});
+      make("none scale", " mask = none {scale = 0.25 : f64}", {});
+      for (ElementKind ik : kIndexKinds) {
+        // A chain: every key an ancestor of the later ones.
+        Tensor ends(ik, {2, 6});
+        for (int64_t i = 0; i < 12; ++i)
+          ends.setDouble(i, 5);
+        Tensor positions = randomInt(ik, {2, 6}, -1, 5);
+        make("tree " + elementName(ik),
+             " mask = tree subtree_end %? positions %?", {ends, positions});
+        make("causal positions " + elementName(ik),
+             " mask = causal positions %?", {positions});
+      }
+    }});
+  sets.push_back({"nn.cross_entropy", kFloats, [](ElementKind k,
+                                                  Cases &cases) {
+    for (ElementKind ik : kIndexKinds) {
+      Tensor logits = randomFloat(k, {6, 10}, -8, 8);
+      Tensor labels = randomInt(ik, {6}, 0, 9);
+      Tensor weights = randomFloat(k, {6}, 0, 2);
+      Tensor norm = randomFloat(k, {}, 10, 20);
+      // Padding: a zero weight with any label, -100 included.
+      Tensor padded = labels;
+      weights.setDouble(0, 0);
+      padded.setDouble(0, -100);
+      std::string types = ty(logits) + ", " + ty(labels);
+      cases.push_back({"cross_entropy " + elementName(ik),
+                       "nn.cross_entropy %a0, %a1 {normalizer = 6.0 : f64} : " +
+                           types,
+                       {logits, labels}, {ty(k, {})}});
+      cases.push_back({"cross_entropy weights normalizer " + elementName(ik),
+                       "nn.cross_entropy %a0, %a1 weights %a2 normalizer %a3 : " +
+                           types + ", " + ty(weights) + ", " + ty(norm),
+                       {logits, padded, weights, norm}, {ty(k, {})}});
+    }
+  }});
+  sets.push_back({"nn.cross_entropy_grad", kFloats, [](ElementKind k,
+                                                       Cases &cases) {
+    for (ElementKind ik : kIndexKinds) {
+      Tensor dloss = randomFloat(k, {}, 0.5, 2);
+      Tensor logits = randomFloat(k, {6, 10}, -8, 8);
+      Tensor labels = randomInt(ik, {6}, 0, 9);
+      Tensor weights = randomFloat(k, {6}, 0, 2);
+      std::string types = ty(dloss) + ", " + ty(logits) + ", " + ty(labels);
+      cases.push_back({"cross_entropy_grad " + elementName(ik),
+                       "nn.cross_entropy_grad %a0, %a1, %a2 {normalizer = 6.0 "
+                       ": f64} : " + types,
+                       {dloss, logits, labels}, {ty(logits)}});
+      cases.push_back({"cross_entropy_grad weights " + elementName(ik),
+                       "nn.cross_entropy_grad %a0, %a1, %a2 weights %a3 "
+                       "{normalizer = 4.0 : f64} : " + types + ", " +
+                           ty(weights),
+                       {dloss, logits, labels, weights}, {ty(logits)}});
+    }
+  }});
+  sets.push_back({"nn.sgd_update", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor p = randomFloat(k, {5, 7}), g = randomFloat(k, {5, 7}),
+           b = randomFloat(k, {5, 7});
+    cases.push_back({"sgd_update",
+                     "nn.sgd_update %a0, %a1, %a2 {lr = 1.0e-01 : f64} : " +
+                         ty(p),
+                     {p, g, b}, {ty(p), ty(p)}});
+    cases.push_back({"sgd_update nesterov",
+                     "nn.sgd_update %a0, %a1, %a2 {lr = 1.0e-01 : f64, momentum "
+                     "= 9.0e-01 : f64, nesterov, weight_decay = 1.0e-02 : f64} "
+                     ": " + ty(p),
+                     {p, g, b}, {ty(p), ty(p)}});
+  }});
+  sets.push_back({"nn.adamw_update", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor p = randomFloat(k, {5, 7}), g = randomFloat(k, {5, 7}),
+           m = randomFloat(k, {5, 7}), v = randomFloat(k, {5, 7}, 0, 1);
+    cases.push_back({"adamw_update",
+                     "nn.adamw_update %a0, %a1, %a2, %a3, %a4 {lr = 1.0e-03 : "
+                     "f64, weight_decay = 1.0e-02 : f64} : " + ty(p),
+                     {p, g, m, v, scalarI64(3)}, {ty(p), ty(p), ty(p)}});
+  }});
+  sets.push_back({"nn.rope", kFloats, [](ElementKind k, Cases &cases) {
+    for (ElementKind ik : kIndexKinds) {
+      Tensor x = randomFloat(k, {2, 6, 4, 8});
+      Tensor positions = randomInt(ik, {2, 6}, 0, 4000);
+      cases.push_back({"rope " + elementName(ik),
+                       "nn.rope %a0, %a1 : " + ty(x) + ", " + ty(positions),
+                       {x, positions}, {ty(x)}});
+      cases.push_back({"rope inverse theta " + elementName(ik),
+                       "nn.rope %a0, %a1 inverse {theta = 5.0e+02 : f64} : " +
+                           ty(x) + ", " + ty(positions),
+                       {x, positions}, {ty(x)}});
+    }
+  }});
+  // The offset operand (optional), and a block's starts (variadic 0-d i64)
+  // with the global shape.
+  sets.push_back({"nn.dropout", kFloats, [](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {8, 32});
+    cases.push_back({"dropout", "nn.dropout %a0 {rate = 1.0e-01 : f64, seed "
+                                "= 42 : i64} : " + ty(x),
+                     {x}, {ty(x)}});
+    cases.push_back({"dropout offset",
+                     "nn.dropout %a0, %a1 {rate = 5.0e-01 : f64, seed = 42 : "
+                     "i64} : " + ty(x),
+                     {x, scalarI64(12345)}, {ty(x)}});
+    Tensor block = randomFloat(k, {3, 10, 8});
+    cases.push_back({"dropout of a block",
+                     "nn.dropout %a0, %a1 at [%a2, %a3, %a4] {global_shape = "
+                     "array<i64: 6, 10, 12>, rate = 5.0e-01 : f64, seed = 9 : "
+                     "i64} : " + ty(block),
+                     {block, scalarI64(3), scalarI64(2), scalarI64(0),
+                      scalarI64(4)},
+                     {ty(block)}});
+  }});
+  return sets;
+}
+
+const std::vector<CaseSet> &caseSets() {
+  static const std::vector<CaseSet> sets = makeCaseSets();
+  return sets;
+}
+
+//===----------------------------------------------------------------------===//
+// Running a case on a target
+//===----------------------------------------------------------------------===//
+
+/// `f32`, `i1`, ... of a tensor type.
+std::string elementTypeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  cast<RankedTensorType>(type).getElementType().print(os);
+  return text;
+}
+
+loom::host::Shape shapeOf(Type type) {
+  loom::host::Shape shape;
+  for (int64_t size : cast<RankedTensorType>(type).getShape())
+    shape.dims[shape.rank++] = size;
+  return shape;
+}
+
+/// An enumeration's keyword as the call layer passes it (LowerToCalls.cpp:
+/// the last word of the printed attribute inside its brackets).
+std::string keywordOf(Attribute attr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os, /*elideType=*/true);
+  llvm::StringRef keyword = text;
+  size_t open = keyword.find('<'), close = keyword.rfind('>');
+  if (open != llvm::StringRef::npos && close != llvm::StringRef::npos &&
+      close > open)
+    keyword = keyword.slice(open + 1, close);
+  keyword = keyword.trim();
+  if (!keyword.rsplit(' ').second.empty())
+    keyword = keyword.rsplit(' ').second;
+  return keyword.str();
+}
+
+/// Results agree: bit for bit, or (Tolerance) norm-wise within 1e-12 (f64)
+/// or 1e-5 (f32) with NaNs in the same places; integers exactly.
+void expectAgree(const conf::Target &target, const std::string &what,
+                 const Tensor &got, const Tensor &want) {
+  ASSERT_EQ(got.getByteSize(), want.getByteSize()) << what;
+  bool exact = std::memcmp(got.rawData(), want.rawData(), got.getByteSize()) == 0;
+  if (exact)
+    return;
+  if (target.agreement == conf::Agreement::Bitwise ||
+      !loom::interp::isFloatKind(want.getKind())) {
+    int64_t first = 0;
+    for (; first < want.getNumElements(); ++first)
+      if (!(got.getDouble(first) == want.getDouble(first)) &&
+          !(std::isnan(got.getDouble(first)) &&
+            std::isnan(want.getDouble(first))))
+        break;
+    ADD_FAILURE() << what << ": not bit for bit the interpreter's"
+                  << (first < want.getNumElements()
+                          ? ", first at element " + std::to_string(first) +
+                                ": " + std::to_string(got.getDouble(first)) +
+                                " (want " +
+                                std::to_string(want.getDouble(first)) + ")"
+                          : std::string(" (NaN payloads or signed zeros)"));
+    return;
+  }
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < want.getNumElements(); ++i) {
+    double a = got.getDouble(i), b = want.getDouble(i);
+    if (std::isnan(a) || std::isnan(b)) {
+      EXPECT_TRUE(std::isnan(a) && std::isnan(b))
+          << what << ": element " << i << " is " << a << " (want " << b << ")";
+      continue;
+    }
+    diff += (a - b) * (a - b);
+    norm += b * b;
+  }
+  double tolerance = want.getKind() == ElementKind::F64 ? 1e-12 : 1e-5;
+  EXPECT_LE(std::sqrt(diff), tolerance * std::max(std::sqrt(norm), 1.0))
+      << what << ": relative error over " << tolerance;
+}
+
+/// Runs `c` on `target`; false when the target has no kernel for its
+/// element types (the case is not counted).
+bool runCase(const conf::Target &target, const KernelContract &contract,
+             const Case &c) {
+  std::string text = "func.func @f(";
+  for (size_t i = 0; i < c.args.size(); ++i)
+    text += (i ? ", " : "") + std::string("%a") + std::to_string(i) + ": " +
+            ty(c.args[i]);
+  std::string types = llvm::join(c.resultTypes, ", ");
+  text += ") -> (" + types + ") {\n  %r";
+  if (c.resultTypes.size() > 1)
+    text += ":" + std::to_string(c.resultTypes.size());
+  text += " = " + c.op + "\n  return ";
+  for (size_t i = 0; i < c.resultTypes.size(); ++i)
+    text += (i ? ", " : "") + std::string("%r") +
+            (c.resultTypes.size() > 1 ? "#" + std::to_string(i) : "");
+  text += " : " + types + "\n}\n";
+  std::string what = std::string(target.name) + " " + contract.op + " (" +
+                     c.name + "): " + c.op;
+
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&getContext(), [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, &getContext());
+  if (!module) {
+    ADD_FAILURE() << "cannot parse:\n" << text << diagnostics;
+    return true;
+  }
+  auto func = cast<func::FuncOp>(module->getBody()->front());
+  Operation *op = &func.getBody().front().front();
+  if (op->getName().getStringRef() != contract.op) {
+    ADD_FAILURE() << what << ": the case's op is " << op->getName().getStringRef().str();
+    return true;
+  }
+
+  // The element types of the typed tensors, results first: the overload.
+  std::vector<std::string> typed;
+  auto addTyped = [&](KernelTensor::Kind kind, ValueRange values) {
+    if (kind == KernelTensor::Typed && !values.empty())
+      typed.push_back(elementTypeName(values.front().getType()));
+  };
+  for (auto [i, tensor] : llvm::enumerate(contract.results))
+    addTyped(tensor.kind, op->getResult(i));
+
+  // Operands by ODS group, as LowerToCalls.cpp groups them.
+  std::vector<ValueRange> groups;
+  {
+    auto segments = dyn_cast_or_null<DenseI32ArrayAttr>(
+        op->getInherentAttr(OpTrait::AttrSizedOperandSegments<
+                                void>::getOperandSegmentSizeAttr())
+            .value_or(Attribute()));
+    llvm::ArrayRef<KernelTensor> tensors = contract.operands;
+    unsigned variable = llvm::count_if(tensors, [](const KernelTensor &t) {
+      return t.optional || t.variadic;
+    });
+    unsigned rest = op->getNumOperands() - (tensors.size() - variable);
+    unsigned next = 0;
+    for (auto [i, tensor] : llvm::enumerate(tensors)) {
+      unsigned size = segments                            ? segments[i]
+                      : tensor.optional || tensor.variadic ? rest
+                                                           : 1;
+      groups.push_back(op->getOperands().slice(next, size));
+      addTyped(tensor.kind, groups.back());
+      next += size;
+    }
+  }
+  size_t slots = 0;
+  for (const KernelTensor &t : contract.results)
+    slots += t.kind == KernelTensor::Typed;
+  for (const KernelTensor &t : contract.operands)
+    slots += t.kind == KernelTensor::Typed;
+  if (!contract.typesIndependent && !typed.empty())
+    typed.assign(slots, typed.front());
+  const loom::codegen::KernelTarget *has = contract.getTarget(target.name);
+  for (const std::string &type : typed)
+    if (!has->hasType(type))
+      return false;
+
+  // The reference.
+  loom::interp::Interpreter interpreter(*module);
+  FailureOr<std::vector<Tensor>> want = interpreter.call("f", c.args);
+  if (failed(want)) {
+    ADD_FAILURE() << "the interpreter failed on:\n" << text << diagnostics;
+    return true;
+  }
+
+  // The kernel's arguments in the target's memory.
+  std::vector<void *> allocated;
+  auto buffer = [&](const Tensor &tensor, bool copy) {
+    void *memory = target.allocate(tensor.getByteSize());
+    allocated.push_back(memory);
+    if (copy) {
+      target.toDevice(memory, tensor.rawData(), tensor.getByteSize());
+    } else {
+      // Garbage the kernel must overwrite.
+      std::vector<unsigned char> bytes(tensor.getByteSize(), 0xA5);
+      target.toDevice(memory, bytes.data(), bytes.size());
+    }
+    conf::KernelBuffer b;
+    b.data = memory;
+    b.index64 = tensor.getKind() == ElementKind::I64;
+    return b;
+  };
+  conf::KernelCall call;
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    conf::KernelBuffer b = buffer((*want)[i], false);
+    b.shape = shapeOf(result.getType());
+    call.results.push_back(b);
+  }
+  for (ValueRange group : groups) {
+    call.operands.emplace_back();
+    for (Value value : group) {
+      auto arg = cast<BlockArgument>(value);
+      conf::KernelBuffer b = buffer(c.args[arg.getArgNumber()], true);
+      b.shape = shapeOf(value.getType());
+      call.operands.back().push_back(b);
+    }
+  }
+  std::deque<std::string> keywords;
+  for (const KernelAttr &a : contract.attributes) {
+    conf::KernelValue value;
+    Attribute attr = op->getAttr(a.name);
+    // Absent: a flag is false; the other kinds have an absent value.
+    value.f64 = loom::host::kAbsent;
+    value.i64 = std::numeric_limits<int64_t>::min();
+    value.shape = loom::host::kAbsentShape;
+    if (attr) {
+      if (auto flag = dyn_cast<BoolAttr>(attr))
+        value.flag = flag.getValue();
+      else if (isa<UnitAttr>(attr))
+        value.flag = true;
+      else if (auto number = dyn_cast<FloatAttr>(attr))
+        value.f64 = number.getValueAsDouble();
+      else if (auto number = dyn_cast<IntegerAttr>(attr))
+        value.i64 = number.getInt();
+      else if (auto array = dyn_cast<DenseI64ArrayAttr>(attr)) {
+        value.shape = {};
+        for (int64_t v : array.asArrayRef())
+          value.shape.dims[value.shape.rank++] = v;
+      } else {
+        keywords.push_back(keywordOf(attr));
+        value.keyword = keywords.back().c_str();
+      }
+    }
+    call.attributes.push_back(value);
+  }
+
+  EXPECT_TRUE(target.dispatch(contract.op, typed, call))
+      << what << ": the " << target.name << " dispatcher has no kernel for "
+      << llvm::join(typed, ", ");
+  for (size_t i = 0; i < want->size(); ++i) {
+    Tensor got((*want)[i].getKind(), (*want)[i].getShape());
+    target.toHost(got.rawData(), call.results[i].data, got.getByteSize());
+    expectAgree(target, what + " result " + std::to_string(i), got,
+                (*want)[i]);
+  }
+  for (void *memory : allocated)
+    target.release(memory);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The suite
+//===----------------------------------------------------------------------===//
+
+using Param = std::tuple<const conf::Target *, const CaseSet *>;
+
+class Conformance : public testing::TestWithParam<Param> {};
+
+TEST_P(Conformance, AgreesWithTheInterpreter) {
+  const conf::Target &target = *std::get<0>(GetParam());
+  const CaseSet &set = *std::get<1>(GetParam());
+  if (const char *why = target.unavailable())
+    GTEST_SKIP() << why;
+  const KernelContract *contract = loom::codegen::lookupKernelContract(set.op);
+  ASSERT_TRUE(contract) << set.op << " has no kernel contract";
+  if (!contract->getTarget(target.name)->implemented)
+    GTEST_SKIP() << "the " << target.name << " target has no kernel for "
+                 << set.op;
+  int ran = 0;
+  for (ElementKind kind : set.kinds) {
+    Cases cases;
+    set.make(kind, cases);
+    for (const Case &c : cases)
+      ran += runCase(target, *contract, c);
+  }
+  if (!ran)
+    GTEST_SKIP() << "no case of an element type the " << target.name
+                 << " target has";
+  RecordProperty("cases", ran);
+}
+
+std::string paramName(const testing::TestParamInfo<Param> &info) {
+  return std::string(std::get<0>(info.param)->name) + "_" +
+         std::string(std::get<1>(info.param)->op).substr(3);
+}
+
+std::vector<const CaseSet *> allCaseSets() {
+  std::vector<const CaseSet *> list;
+  for (const CaseSet &set : caseSets())
+    list.push_back(&set);
+  return list;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Conformance,
+                         testing::Combine(testing::ValuesIn(kTargets),
+                                          testing::ValuesIn(allCaseSets())),
+                         paramName);
+
+// Every op with a kernel on some target has conformance cases, and every
+// case set names an op of the contract: a new op fails here until its
+// cases are added to caseSets().
+TEST(ConformanceCoverage, EveryKernelHasCases) {
+  std::set<std::string> covered;
+  for (const CaseSet &set : caseSets()) {
+    EXPECT_TRUE(loom::codegen::lookupKernelContract(set.op))
+        << set.op << " has cases but no kernel contract";
+    covered.insert(set.op);
+  }
+  for (const KernelContract &contract : loom::codegen::getKernelContracts())
+    if (contract.host.implemented || contract.cuda.implemented ||
+        contract.ascend.implemented)
+      EXPECT_TRUE(covered.count(contract.op))
+          << contract.op << " has kernels but no conformance cases "
+          << "(test/conformance/KernelConformanceTest.cpp, caseSets())";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (::testing::GTEST_FLAG(list_tests))
+    return RUN_ALL_TESTS();
+  // The Ascend kernels on Loom's CPU test double of CANN (on the library
+  // path): one rank, without mpirun.
+  unsetenv("LOOM_ASCEND_DOUBLE_DEVICES");
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  loom::rt::Runtime::init(&argc, &argv);
+  loom::ascend::startDevice(0);
+  ascendStarted = true;
+  int code = RUN_ALL_TESTS();
+  loom::ascend::finishDevice();
+  loom::rt::Runtime::finalize();
+  return code;
+}
