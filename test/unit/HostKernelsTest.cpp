@@ -73,14 +73,6 @@ std::string ty(ElementKind kind, const Dims &shape) {
 }
 std::string ty(const Tensor &tensor) { return tensor.getTypeString(); }
 
-/// `[0, 2]`.
-std::string list(const Dims &values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 /// An f64 attribute value as MLIR parses it.
 std::string f64(double value) {
   char buffer[64];
@@ -176,10 +168,6 @@ Tensor garbageLike(const Tensor &like) {
   return tensor;
 }
 
-void setNaN(Tensor &tensor, int64_t index) {
-  tensor.setDouble(index, std::numeric_limits<double>::quiet_NaN());
-}
-
 //===----------------------------------------------------------------------===//
 // Host kernel arguments
 //===----------------------------------------------------------------------===//
@@ -187,12 +175,6 @@ void setNaN(Tensor &tensor, int64_t index) {
 host::Shape sh(const Tensor &tensor) {
   host::Shape shape;
   for (int64_t size : tensor.getShape())
-    shape.dims[shape.rank++] = size;
-  return shape;
-}
-host::Shape sh(const Dims &values) {
-  host::Shape shape;
-  for (int64_t size : values)
     shape.dims[shape.rank++] = size;
   return shape;
 }
@@ -345,17 +327,6 @@ const auto *const kReport =
 
 const ElementKind kFloats[] = {ElementKind::F32, ElementKind::F64};
 
-Dims broadcastDims(const Dims &a, const Dims &b) {
-  size_t rank = std::max(a.size(), b.size());
-  Dims result(rank, 1);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t x = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
-    int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
-    result[d] = x == 1 ? y : x;
-  }
-  return result;
-}
-
 //===----------------------------------------------------------------------===//
 // Shape and attribute plumbing
 //===----------------------------------------------------------------------===//
@@ -435,25 +406,8 @@ TEST(HostKernels, Copy) {
 }
 
 //===----------------------------------------------------------------------===//
-// fill, matmul
+// Beyond the contracts: splat constants, the concat and dropout arrays
 //===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Fill) {
-  for (ElementKind kind : kFloats)
-    for (Dims shape : {Dims{}, Dims{4, 8}, Dims{3, 5, 7}})
-      for (double value : {1.0, 0.1, -3.25e7, 128.0}) {
-        std::vector<Tensor> ref =
-            interpret("nn.fill " + f64(value) + " : " + ty(kind, shape), {},
-                      {ty(kind, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::fill(ptr<T>(out), sh(out), value);
-        });
-        expectAgree("fill", out, ref[0]);
-      }
-}
 
 TEST(HostKernels, FillSplatConstants) {
   // The generator lowers splat arith.constants of any element type to fill.
@@ -479,343 +433,6 @@ TEST(HostKernels, FillSplatConstants) {
     }
 }
 
-TEST(HostKernels, Matmul) {
-  struct Case {
-    Dims lhs, rhs;
-    bool transLhs, transRhs;
-  };
-  const Case cases[] = {
-      {{5, 7}, {7, 3}, false, false},
-      {{7, 5}, {7, 3}, true, false},
-      {{5, 7}, {3, 7}, false, true},
-      {{7, 5}, {3, 7}, true, true},
-      {{1, 1}, {1, 9}, false, false},
-      {{16, 128}, {128, 33}, false, false},
-      {{2, 5, 7}, {7, 3}, false, false},
-      {{2, 1, 5, 7}, {3, 7, 4}, false, false},
-      {{3, 7, 5}, {2, 1, 4, 7}, true, true},
-      {{4, 6, 8}, {4, 6, 8}, false, true},
-      // More rows than one GEMM block (GemmBlocks.h): several blocks and a
-      // short last one, which LOOM_HOST_THREADS threads share.
-      {{300, 40}, {40, 70}, false, false},
-      {{40, 300}, {70, 40}, true, true},
-      {{2, 520, 9}, {9, 5}, false, false},
-  };
-  for (ElementKind kind : kFloats)
-    for (const Case &c : cases) {
-      Tensor lhs = randomFloat(kind, c.lhs), rhs = randomFloat(kind, c.rhs);
-      size_t lr = c.lhs.size(), rr = c.rhs.size();
-      int64_t m = c.transLhs ? c.lhs[lr - 1] : c.lhs[lr - 2];
-      int64_t n = c.transRhs ? c.rhs[rr - 2] : c.rhs[rr - 1];
-      Dims shape = broadcastDims(Dims(c.lhs.begin(), c.lhs.end() - 2),
-                                 Dims(c.rhs.begin(), c.rhs.end() - 2));
-      shape.push_back(m);
-      shape.push_back(n);
-      std::string op = std::string("nn.matmul %a0, %a1") +
-                       (c.transLhs ? " transpose_lhs" : "") +
-                       (c.transRhs ? " transpose_rhs" : "") + " : " + ty(lhs) +
-                       ", " + ty(rhs);
-      std::vector<Tensor> ref = interpret(op, {lhs, rhs}, {ty(kind, shape)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::matmul(ptr<T>(out), sh(out), cptr<T>(lhs), sh(lhs), cptr<T>(rhs),
-                     sh(rhs), c.transLhs, c.transRhs);
-      });
-      expectAgree("matmul", out, ref[0]);
-    }
-}
-
-//===----------------------------------------------------------------------===//
-// Element-wise
-//===----------------------------------------------------------------------===//
-
-const std::pair<Dims, Dims> kBroadcastPairs[] = {
-    {{4, 8}, {4, 8}},
-    {{4, 8}, {8}},
-    {{8}, {4, 8}},
-    {{4, 1}, {1, 8}},
-    {{}, {3, 5}},
-    {{3, 5}, {}},
-    {{2, 3, 1, 5}, {3, 4, 1}},
-    {{8, 16, 32}, {8, 16, 1}},
-    {{}, {}},
-    {{1, 7}, {5, 1}},
-};
-
-TEST(HostKernels, Binary) {
-  using Fn = void (*)(ElementKind, Tensor &, const Tensor &, const Tensor &);
-  struct Op {
-    const char *name;
-    Fn fn;
-  };
-#define OP(NAME)                                                               \
-  Op {                                                                         \
-#NAME, [](ElementKind kind, Tensor &out, const Tensor &a,                  \
-              const Tensor &b) {                                               \
-      withFloat(kind, [&](auto tag) {                                          \
-        using T = decltype(tag);                                               \
-        host::NAME(ptr<T>(out), sh(out), cptr<T>(a), sh(a), cptr<T>(b),        \
-                   sh(b));                                                     \
-      });                                                                      \
-    }   \
-  }
-  const Op ops[] = {OP(add), OP(sub),     OP(mul),
-                    OP(div), OP(maximum), OP(minimum)};
-#undef OP
-  for (const Op &op : ops)
-    for (ElementKind kind : kFloats)
-      for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
-        Tensor a = randomFloat(kind, lhsShape), b = randomFloat(kind, rhsShape);
-        // NaNs and ties for maximum and minimum.
-        if (a.getNumElements() > 3) {
-          setNaN(a, 1);
-          a.setDouble(2, b.getDouble(0));
-        }
-        Dims shape = broadcastDims(lhsShape, rhsShape);
-        std::vector<Tensor> ref =
-            interpret(std::string("nn.") + op.name + " %a0, %a1 : " + ty(a) +
-                          ", " + ty(b),
-                      {a, b}, {ty(kind, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        op.fn(kind, out, a, b);
-        expectAgree(op.name, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Unary) {
-  using Fn = void (*)(ElementKind, Tensor &, const Tensor &);
-  struct Op {
-    const char *name;
-    Fn fn;
-    double lo, hi;
-  };
-#define OP(NAME, LO, HI)                                                       \
-  Op {                                                                         \
-#NAME,                                                                     \
-        [](ElementKind kind, Tensor &out, const Tensor &x) {                   \
-          withFloat(kind, [&](auto tag) {                                      \
-            using T = decltype(tag);                                           \
-            host::NAME(ptr<T>(out), sh(out), cptr<T>(x), sh(x));               \
-          });                                                                  \
-        },                                                                     \
-        LO, HI   \
-  }
-  const Op ops[] = {OP(neg, -3, 3),  OP(exp, -5, 5),      OP(log, 0.01, 10),
-                    OP(sqrt, 0, 10), OP(rsqrt, 0.01, 10), OP(tanh, -4, 4),
-                    OP(relu, -2, 2), OP(silu, -6, 6),     OP(sin, -7, 7),
-                    OP(cos, -7, 7)};
-#undef OP
-  for (const Op &op : ops)
-    for (ElementKind kind : kFloats)
-      for (Dims shape : {Dims{7, 9}, Dims{}, Dims{3, 1, 4}}) {
-        Tensor x = randomFloat(kind, shape, op.lo, op.hi);
-        if (x.getNumElements() > 2)
-          setNaN(x, 1);
-        std::vector<Tensor> ref = interpret(
-            std::string("nn.") + op.name + " %a0 : " + ty(x), {x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        op.fn(kind, out, x);
-        expectAgree(op.name, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, GeluAndGrad) {
-  for (ElementKind kind : kFloats)
-    for (const char *approximate : {"none", "tanh"})
-      for (Dims shape : {Dims{16, 33}, Dims{5}}) {
-        Tensor x = randomFloat(kind, shape, -5, 5);
-        Tensor dy = randomFloat(kind, shape);
-        std::string suffix =
-            std::string(approximate) == "tanh" ? " approximate = tanh" : "";
-        std::vector<Tensor> ref =
-            interpret("nn.gelu %a0" + suffix + " : " + ty(x), {x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gelu(ptr<T>(out), sh(out), cptr<T>(x), sh(x), approximate);
-        });
-        expectAgree(std::string("gelu ") + approximate, out, ref[0]);
-
-        ref = interpret("nn.gelu_grad %a0, %a1" + suffix + " : " + ty(x),
-                        {dy, x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gelu_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy), cptr<T>(x),
-                          sh(x), approximate);
-        });
-        expectAgree(std::string("gelu_grad ") + approximate, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Compare) {
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::I32, ElementKind::I64})
-    for (const char *predicate : {"eq", "ne", "lt", "le", "gt", "ge"})
-      for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
-        // Small integers, so that ties occur; NaNs in float operands.
-        Tensor a = randomInt(kind, lhsShape, -2, 2);
-        Tensor b = randomInt(kind, rhsShape, -2, 2);
-        if (loom::interp::isFloatKind(kind) && a.getNumElements() > 3)
-          setNaN(a, 3);
-        Dims shape = broadcastDims(lhsShape, rhsShape);
-        std::vector<Tensor> ref =
-            interpret(std::string("nn.compare ") + predicate +
-                          ", %a0, %a1 : " + ty(a) + ", " + ty(b),
-                      {a, b}, {ty(ElementKind::I1, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withType(kind, [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (!std::is_same_v<T, bool>)
-            host::compare(ptr<bool>(out), sh(out), cptr<T>(a), sh(a),
-                          cptr<T>(b), sh(b), predicate);
-        });
-        expectAgree(std::string("compare ") + elementName(kind), out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Select) {
-  struct Case {
-    Dims condition, onTrue, onFalse;
-  };
-  const Case cases[] = {{{8, 16, 32}, {8, 16, 32}, {}},
-                        {{8, 16, 32}, {}, {}},
-                        {{4, 1}, {1, 5}, {4, 5}},
-                        {{3, 4}, {3, 4}, {3, 4}},
-                        {{}, {2, 3}, {3}}};
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::I32, ElementKind::I64})
-    for (const Case &c : cases) {
-      Tensor cond = randomInt(ElementKind::I1, c.condition, 0, 1);
-      Tensor t = randomInt(kind, c.onTrue, -50, 50);
-      Tensor f = randomInt(kind, c.onFalse, -50, 50);
-      if (loom::interp::isFloatKind(kind)) {
-        t = randomFloat(kind, c.onTrue);
-        f = randomFloat(kind, c.onFalse);
-      }
-      Dims shape =
-          broadcastDims(broadcastDims(c.condition, c.onTrue), c.onFalse);
-      std::vector<Tensor> ref = interpret(
-          "nn.select %a0, %a1, %a2 : " + ty(cond) + ", " + ty(t) + ", " + ty(f),
-          {cond, t, f}, {ty(kind, shape)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        if constexpr (!std::is_same_v<T, bool>)
-          host::select(ptr<T>(out), sh(out), cptr<bool>(cond), sh(cond),
-                       cptr<T>(t), sh(t), cptr<T>(f), sh(f));
-      });
-      expectAgree("select", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Clamp) {
-  for (ElementKind kind : kFloats)
-    for (auto bounds :
-         {std::pair{-0.2, 0.6}, std::pair{0.0, 6.0}, std::pair{0.1, 0.1}}) {
-      double lo = bounds.first, hi = bounds.second;
-      Tensor x = randomFloat(kind, {9, 11}, -1, 7);
-      setNaN(x, 4);
-      std::vector<Tensor> ref =
-          interpret("nn.clamp %a0 {max = " + f64(hi) +
-                        " : f64, min = " + f64(lo) + " : f64} : " + ty(x),
-                    {x}, {ty(x)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::clamp(ptr<T>(out), sh(out), cptr<T>(x), sh(x), hi, lo);
-      });
-      expectAgree("clamp", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Cast) {
-  const ElementKind kinds[] = {ElementKind::F32, ElementKind::F64,
-                               ElementKind::I32, ElementKind::I64,
-                               ElementKind::I1};
-  for (ElementKind from : kinds)
-    for (ElementKind to : kinds) {
-      Tensor x(from, {12});
-      // Fractions, negatives, large values, NaN, zero and signed zero.
-      const double values[] = {0.0,  -0.0,  1.5, -2.5,  3.99,  -7.0,
-                               1e10, -1e10, 3e9, 1e300, -1e20, 42.0};
-      for (int64_t i = 0; i < 12; ++i)
-        x.setDouble(i, values[i]);
-      if (loom::interp::isFloatKind(from))
-        setNaN(x, 9);
-      if (from == ElementKind::I64)
-        x.data<int64_t>()[10] = (int64_t{1} << 40) + 3;
-      std::vector<Tensor> ref =
-          interpret("nn.cast %a0 : " + ty(x) + " to " + ty(to, {12}), {x},
-                    {ty(to, {12})});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(to, [&](auto toTag) {
-        using To = decltype(toTag);
-        withType(from, [&](auto fromTag) {
-          using From = decltype(fromTag);
-          host::cast(ptr<To>(out), sh(out), cptr<From>(x), sh(x));
-        });
-      });
-      expectAgree("cast " + elementName(from) + " to", out, ref[0]);
-    }
-}
-
-//===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Reduce) {
-  struct Case {
-    Dims shape, dims;
-  };
-  const Case cases[] = {{{4, 5, 6}, {0}},       {{4, 5, 6}, {1}},
-                        {{4, 5, 6}, {2}},       {{4, 5, 6}, {0, 1}},
-                        {{4, 5, 6}, {0, 2}},    {{4, 5, 6}, {2, 1}},
-                        {{4, 5, 6}, {0, 1, 2}}, {{8, 16, 32}, {0, 1}},
-                        {{8, 16, 32}, {2}},     {{17}, {0}},
-                        {{3, 1, 5}, {1}},       {{128, 32}, {0}}};
-  for (ElementKind kind : kFloats)
-    for (const char *reduceKind : {"sum", "mean", "max"})
-      for (bool keepDims : {false, true})
-        for (const Case &c : cases) {
-          Tensor x = randomFloat(kind, c.shape, -10, 10);
-          if (std::string(reduceKind) == "max" && x.getNumElements() > 20)
-            setNaN(x, 7);
-          Dims shape;
-          for (size_t d = 0; d < c.shape.size(); ++d) {
-            bool reduced = std::find(c.dims.begin(), c.dims.end(),
-                                     int64_t(d)) != c.dims.end();
-            if (!reduced)
-              shape.push_back(c.shape[d]);
-            else if (keepDims)
-              shape.push_back(1);
-          }
-          std::vector<Tensor> ref =
-              interpret(std::string("nn.reduce ") + reduceKind +
-                            " %a0 dims = " + list(c.dims) +
-                            (keepDims ? " keep_dims" : "") + " : " + ty(x),
-                        {x}, {ty(kind, shape)});
-          ASSERT_EQ(ref.size(), 1u);
-          Tensor out = garbageLike(ref[0]);
-          withFloat(kind, [&](auto tag) {
-            using T = decltype(tag);
-            host::reduce(ptr<T>(out), sh(out), cptr<T>(x), sh(x), sh(c.dims),
-                         keepDims, reduceKind);
-          });
-          expectAgree(std::string("reduce ") + reduceKind, out, ref[0]);
-        }
-}
-
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
@@ -831,131 +448,9 @@ Tensor randomOf(ElementKind kind, const Dims &shape) {
                    kind == ElementKind::I1 ? 1 : 1000);
 }
 
-TEST(HostKernels, Broadcast) {
-  struct Case {
-    Dims input, result;
-    std::optional<Dims> dims;
-  };
-  const Case cases[] = {
-      {{8}, {4, 8}, std::nullopt},   {{128, 1}, {128, 32}, std::nullopt},
-      {{4}, {4, 8}, Dims{0}},        {{3, 1}, {3, 4, 5}, Dims{0, 2}},
-      {{}, {2, 3}, std::nullopt},    {{1, 5}, {2, 3, 5}, std::nullopt},
-      {{2, 3}, {2, 3}, std::nullopt}};
-  for (ElementKind kind : kAllKinds)
-    for (const Case &c : cases) {
-      Tensor x = randomOf(kind, c.input);
-      std::string op = "nn.broadcast %a0";
-      if (c.dims)
-        op += " broadcast_dims = " + list(*c.dims);
-      op += " : " + ty(x) + " to " + ty(kind, c.result);
-      std::vector<Tensor> ref = interpret(op, {x}, {ty(kind, c.result)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::broadcast(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
-                        c.dims ? sh(*c.dims) : host::kAbsentShape);
-      });
-      expectAgree("broadcast", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Reshape) {
-  for (ElementKind kind : kAllKinds)
-    for (auto [from, to] :
-         {std::pair{Dims{8, 16, 32}, Dims{128, 32}},
-          std::pair{Dims{6}, Dims{2, 1, 3}}, std::pair{Dims{}, Dims{1, 1}}}) {
-      Tensor x = randomOf(kind, from);
-      std::vector<Tensor> ref =
-          interpret("nn.reshape %a0 : " + ty(x) + " to " + ty(kind, to), {x},
-                    {ty(kind, to)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::reshape(ptr<T>(out), sh(out), cptr<T>(x), sh(x));
-      });
-      expectAgree("reshape", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Transpose) {
-  for (ElementKind kind : kAllKinds)
-    for (const auto &entry : {std::pair{Dims{2, 16, 4, 8}, Dims{0, 2, 1, 3}},
-                              std::pair{Dims{3, 5}, Dims{1, 0}},
-                              std::pair{Dims{2, 3, 4}, Dims{2, 0, 1}},
-                              std::pair{Dims{4, 1, 3}, Dims{1, 0, 2}}}) {
-      const Dims &shape = entry.first, &perm = entry.second;
-      Tensor x = randomOf(kind, shape);
-      Dims result;
-      for (int64_t p : perm)
-        result.push_back(shape[p]);
-      std::vector<Tensor> ref = interpret(
-          "nn.transpose %a0 permutation = " + list(perm) + " : " + ty(x), {x},
-          {ty(kind, result)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::transpose(ptr<T>(out), sh(out), cptr<T>(x), sh(x), sh(perm));
-      });
-      expectAgree("transpose", out, ref[0]);
-    }
-}
-
-struct SliceCase {
-  Dims input, offsets, sizes, strides;
-};
-const SliceCase kSlices[] = {
-    {{4, 8}, {0, 2}, {4, 3}, {1, 2}},
-    {{1, 1032}, {0, 0}, {1, 1024}, {1, 1}},
-    {{5, 6, 7}, {1, 0, 2}, {2, 3, 2}, {2, 2, 3}},
-    {{5, 6}, {4, 5}, {1, 1}, {1, 1}},
-    {{5, 6}, {0, 0}, {0, 6}, {1, 1}},
-    {{3, 4, 5}, {0, 1, 0}, {3, 2, 5}, {1, 1, 1}},
-};
-
-TEST(HostKernels, Slice) {
-  for (ElementKind kind : kAllKinds)
-    for (const SliceCase &c : kSlices) {
-      Tensor x = randomOf(kind, c.input);
-      std::vector<Tensor> ref =
-          interpret("nn.slice %a0 offsets = " + list(c.offsets) +
-                        " sizes = " + list(c.sizes) +
-                        " strides = " + list(c.strides) + " : " + ty(x),
-                    {x}, {ty(kind, c.sizes)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::slice(ptr<T>(out), sh(out), cptr<T>(x), sh(x), sh(c.offsets),
-                    sh(c.sizes), sh(c.strides));
-      });
-      expectAgree("slice", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, SliceGrad) {
-  for (ElementKind kind : kFloats)
-    for (const SliceCase &c : kSlices) {
-      Tensor dy = randomFloat(kind, c.sizes);
-      std::vector<Tensor> ref =
-          interpret("nn.slice_grad %a0 offsets = " + list(c.offsets) +
-                        " strides = " + list(c.strides) + " : " + ty(dy) +
-                        " to " + ty(kind, c.input),
-                    {dy}, {ty(kind, c.input)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::slice_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy),
-                         sh(c.offsets), sh(c.strides));
-      });
-      expectAgree("slice_grad", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Concat) {
+// The array overload (not the contract's braced lists, which the
+// conformance suite checks): what the Ascend double's operator calls.
+TEST(HostKernels, ConcatArrays) {
   struct Case {
     std::vector<Dims> inputs;
     int64_t dim;
@@ -994,15 +489,7 @@ TEST(HostKernels, Concat) {
         host::concat(ptr<T>(out), sh(out),
                      static_cast<int64_t>(pointers.size()), pointers.data(),
                      shapes.data(), c.dim);
-        expectAgree("concat", out, ref[0]);
-        // The braced-list form the generator emits.
-        if (inputs.size() == 2) {
-          Tensor again = garbageLike(ref[0]);
-          host::concat(ptr<T>(again), sh(again),
-                       {cptr<T>(inputs[0]), cptr<T>(inputs[1])},
-                       {sh(inputs[0]), sh(inputs[1])}, c.dim);
-          expectAgree("concat", again, ref[0]);
-        }
+        expectAgree("concat (arrays)", out, ref[0]);
       });
     }
 }
@@ -1035,37 +522,6 @@ TEST(HostKernels, Iota) {
                        withOffset ? sh(offset) : host::Shape{}, dim);
         });
         expectAgree("iota", out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Gather) {
-  struct Case {
-    Dims input, indices;
-    int64_t dim;
-  };
-  const Case cases[] = {{{16, 64}, {16, 1}, 1},
-                        {{4, 5, 6}, {4, 3, 6}, 1},
-                        {{4, 5, 6}, {2, 5, 6}, 0},
-                        {{4, 5, 6}, {4, 5, 9}, 2}};
-  for (ElementKind kind : kAllKinds)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (const Case &c : cases) {
-        Tensor x = randomOf(kind, c.input);
-        // One index out of range: an undefined element (NaN or 0).
-        Tensor indices = randomInt(indexKind, c.indices, 0, c.input[c.dim] - 1);
-        indices.setDouble(0, static_cast<double>(c.input[c.dim]));
-        std::vector<Tensor> ref =
-            interpret("nn.gather %a0, %a1 dim = " + std::to_string(c.dim) +
-                          " : " + ty(x) + ", " + ty(indices),
-                      {x, indices}, {ty(kind, c.indices)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withType(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gather(ptr<T>(out), sh(out), cptr<T>(x), sh(x), idx(&indices),
-                       sh(indices), c.dim);
-        });
-        expectAgree("gather", out, ref[0]);
       }
 }
 
@@ -1153,33 +609,6 @@ TEST(HostKernels, GatherGrad) {
 //===----------------------------------------------------------------------===//
 // Softmax and normalisation
 //===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Softmax) {
-  for (ElementKind kind : kFloats)
-    for (bool logarithm : {false, true})
-      for (const auto &entry :
-           {std::pair{Dims{3, 4, 5}, int64_t{0}}, std::pair{Dims{3, 4, 5}, 1l},
-            std::pair{Dims{3, 4, 5}, 2l}, std::pair{Dims{8, 64}, 1l}}) {
-        const Dims &shape = entry.first;
-        int64_t dim = entry.second;
-        Tensor x = randomFloat(kind, shape, -20, 20);
-        const char *name = logarithm ? "log_softmax" : "softmax";
-        std::vector<Tensor> ref =
-            interpret(std::string("nn.") + name +
-                          " %a0 dim = " + std::to_string(dim) + " : " + ty(x),
-                      {x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          if (logarithm)
-            host::log_softmax(ptr<T>(out), sh(out), cptr<T>(x), sh(x), dim);
-          else
-            host::softmax(ptr<T>(out), sh(out), cptr<T>(x), sh(x), dim);
-        });
-        expectAgree(name, out, ref[0]);
-      }
-}
 
 struct NormCase {
   Dims shape;
