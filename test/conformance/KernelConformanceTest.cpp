@@ -547,12 +547,21 @@ std::vector<CaseSet> makeCaseSets() {
                        inputs, {ty(k, shape)}});
     }
   }});
+  // The optional offset operand (0-d i64).
   sets.push_back({"nn.iota", kNumeric, [](ElementKind k, Cases &cases) {
-    cases.push_back({"iota", "nn.iota dim = 1 : " + ty(k, {3, 4}), {},
-                     {ty(k, {3, 4})}});
-    cases.push_back({"iota offset",
-                     "nn.iota dim = 0 offset %a0 : " + ty(k, {3, 4}),
-                     {scalarI64(-5)}, {ty(k, {3, 4})}});
+    for (const auto &[shape, dim] :
+         {std::pair{Dims{8, 16}, int64_t{1}}, std::pair{Dims{3, 4, 5}, 0l},
+          std::pair{Dims{3, 4, 5}, 2l}, std::pair{Dims{8, 16, 64}, 2l}})
+      for (bool withOffset : {false, true}) {
+        std::string op = "nn.iota dim = " + std::to_string(dim);
+        std::vector<Tensor> args;
+        if (withOffset) {
+          op += " offset %a0";
+          args.push_back(scalarI64(995));
+        }
+        cases.push_back({"iota", op + " : " + ty(k, shape), args,
+                         {ty(k, shape)}});
+      }
   }});
   // Index operands of both widths; one index out of range: an undefined
   // element (NaN or 0), the same on every target.
@@ -571,32 +580,49 @@ std::vector<CaseSet> makeCaseSets() {
       }
   }});
   sets.push_back({"nn.embedding", kFloats, [](ElementKind k, Cases &cases) {
-    for (ElementKind ik : kIndexKinds) {
-      Tensor table = randomFloat(k, {16, 8});
-      Tensor ids = randomInt(ik, {3, 5}, 0, 15);
-      cases.push_back({"embedding " + elementName(ik),
-                       "nn.embedding %a0, %a1 : " + ty(table) + ", " + ty(ids),
-                       {table, ids}, {ty(k, {3, 5, 8})}});
-      Tensor far = randomInt(ik, {3, 5}, 0, 63);
-      cases.push_back({"embedding offset " + elementName(ik),
-                       "nn.embedding %a0, %a1 offset %a2 : " + ty(table) +
-                           ", " + ty(far),
-                       {table, far, scalarI64(16)}, {ty(k, {3, 5, 8})}});
-    }
+    for (ElementKind ik : kIndexKinds)
+      for (bool withOffset : {false, true}) {
+        Tensor table = randomFloat(k, withOffset ? Dims{32, 32} : Dims{16, 32});
+        Tensor ids = randomInt(ik, {8, 16}, 0, withOffset ? 63 : 15);
+        // Without an offset, one id outside the table (undefined: NaN).
+        if (!withOffset)
+          ids.setDouble(5, 16);
+        std::string op = "nn.embedding %a0, %a1";
+        std::vector<Tensor> args = {table, ids};
+        if (withOffset) {
+          op += " offset %a2";
+          args.push_back(scalarI64(16));
+        }
+        cases.push_back({"embedding " + elementName(ik),
+                         op + " : " + ty(table) + ", " + ty(ids), args,
+                         {ty(k, {8, 16, 32})}});
+      }
   }});
+  // Indices of a larger range than the result: repeats add up, and some
+  // fall outside (with or without offset) and add nothing.
   sets.push_back({"nn.gather_grad", kFloats, [](ElementKind k, Cases &cases) {
-    for (ElementKind ik : kIndexKinds) {
-      Tensor dy = randomFloat(k, {4, 3});
-      Tensor idx = randomInt(ik, {4, 3}, -1, 10);
-      cases.push_back({"gather_grad " + elementName(ik),
-                       "nn.gather_grad %a0, %a1 dim = 1 : " + ty(dy) + ", " +
-                           ty(idx) + " to " + ty(k, {4, 5}),
-                       {dy, idx}, {ty(k, {4, 5})}});
-      cases.push_back({"gather_grad offset " + elementName(ik),
-                       "nn.gather_grad %a0, %a1 dim = 1 offset %a2 : " +
-                           ty(dy) + ", " + ty(idx) + " to " + ty(k, {4, 5}),
-                       {dy, idx, scalarI64(2)}, {ty(k, {4, 5})}});
-    }
+    struct G { Dims grad, result; int64_t dim; bool withOffset; };
+    for (const G &c : {G{{128, 32}, {16, 32}, 0, false},
+                       G{{128, 32}, {64, 32}, 0, false},
+                       G{{128, 32}, {32, 32}, 0, true},
+                       G{{16, 1}, {16, 64}, 1, false},
+                       G{{4, 5, 6}, {4, 3, 6}, 1, true}})
+      for (ElementKind ik : kIndexKinds) {
+        Tensor dy = randomFloat(k, c.grad);
+        int64_t size = c.result[c.dim];
+        Tensor indices = randomInt(ik, c.grad, -1, 2 * size);
+        std::string op =
+            "nn.gather_grad %a0, %a1 dim = " + std::to_string(c.dim);
+        std::vector<Tensor> args = {dy, indices};
+        if (c.withOffset) {
+          op += " offset %a2";
+          args.push_back(scalarI64(size / 2));
+        }
+        cases.push_back({"gather_grad " + elementName(ik),
+                         op + " : " + ty(dy) + ", " + ty(indices) + " to " +
+                             ty(k, c.result),
+                         args, {ty(k, c.result)}});
+      }
   }});
   for (const char *op : {"nn.softmax", "nn.log_softmax"})
     sets.push_back({op, kFloats, [op](ElementKind k, Cases &cases) {
@@ -609,59 +635,65 @@ std::vector<CaseSet> makeCaseSets() {
                          {x}, {ty(x)}});
       }
     }});
-  // Optional operands: each combination of scale and bias.
-  sets.push_back({"nn.layer_norm", kFloats, [](ElementKind k, Cases &cases) {
-    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3);
-    Tensor scale = randomFloat(k, {8}, 0.5, 1.5), bias = randomFloat(k, {8});
-    cases.push_back({"layer_norm", "nn.layer_norm %a0 : " + ty(x), {x},
-                     {ty(x)}});
-    cases.push_back({"layer_norm scale bias",
-                     "nn.layer_norm %a0 scale %a1 bias %a2 {epsilon = "
-                     "1.0e-06 : f64} : " + ty(x) + ", " + ty(scale) + ", " +
-                         ty(bias),
-                     {x, scale, bias}, {ty(x)}});
-    cases.push_back({"layer_norm bias", "nn.layer_norm %a0 bias %a1 : " +
-                                            ty(x) + ", " + ty(bias),
-                     {x, bias}, {ty(x)}});
-    Tensor scale2 = randomFloat(k, {6, 8}, 0.5, 1.5);
-    cases.push_back({"layer_norm 2 dims",
-                     "nn.layer_norm %a0 scale %a1 {normalized_dims = 2 : i64} "
-                     ": " + ty(x) + ", " + ty(scale2),
-                     {x, scale2}, {ty(x)}});
-  }});
-  sets.push_back({"nn.layer_norm_grad", kFloats, [](ElementKind k,
-                                                    Cases &cases) {
-    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3), dy = randomFloat(k, {4, 6, 8});
-    Tensor scale = randomFloat(k, {8}, 0.5, 1.5);
-    cases.push_back({"layer_norm_grad", "nn.layer_norm_grad %a0, %a1 : " +
-                                            ty(dy) + ", " + ty(x),
-                     {dy, x}, {ty(x)}});
-    cases.push_back({"layer_norm_grad scale",
-                     "nn.layer_norm_grad %a0, %a1 scale %a2 : " + ty(dy) +
-                         ", " + ty(x) + ", " + ty(scale),
-                     {dy, x, scale}, {ty(x)}});
-  }});
-  sets.push_back({"nn.rms_norm", kFloats, [](ElementKind k, Cases &cases) {
-    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3);
-    Tensor scale = randomFloat(k, {8}, 0.5, 1.5);
-    cases.push_back({"rms_norm", "nn.rms_norm %a0 : " + ty(x), {x}, {ty(x)}});
-    cases.push_back({"rms_norm scale",
-                     "nn.rms_norm %a0 scale %a1 {epsilon = 1.0e-05 : f64} : " +
-                         ty(x) + ", " + ty(scale),
-                     {x, scale}, {ty(x)}});
-  }});
-  sets.push_back({"nn.rms_norm_grad", kFloats, [](ElementKind k,
-                                                  Cases &cases) {
-    Tensor x = randomFloat(k, {4, 6, 8}, -3, 3), dy = randomFloat(k, {4, 6, 8});
-    Tensor scale = randomFloat(k, {8}, 0.5, 1.5);
-    cases.push_back({"rms_norm_grad", "nn.rms_norm_grad %a0, %a1 : " + ty(dy) +
-                                          ", " + ty(x),
-                     {dy, x}, {ty(x)}});
-    cases.push_back({"rms_norm_grad scale",
-                     "nn.rms_norm_grad %a0, %a1 scale %a2 : " + ty(dy) + ", " +
-                         ty(x) + ", " + ty(scale),
-                     {dy, x, scale}, {ty(x)}});
-  }});
+  // Optional operands (scale, bias: each combination), defaults left out
+  // or given.
+  struct NormCase {
+    Dims shape;
+    int64_t normalizedDims;
+    const char *epsilon; // null: the default
+    bool scale, bias;
+  };
+  static const NormCase kNorms[] = {
+      {{8, 16, 32}, 1, nullptr, true, true},
+      {{8, 16, 32}, 1, nullptr, false, false},
+      {{8, 16, 32}, 2, "1.0e-06", true, false},
+      {{6, 7}, 1, "1.0e-03", false, true},
+      {{5}, 1, nullptr, true, true},
+      {{3, 4, 5}, 3, "1.0e-05", true, true}};
+  for (const char *name :
+       {"nn.layer_norm", "nn.layer_norm_grad", "nn.rms_norm",
+        "nn.rms_norm_grad"})
+    sets.push_back({name, kFloats, [name](ElementKind k, Cases &cases) {
+      std::string op = name;
+      bool grad = op.find("_grad") != std::string::npos;
+      bool layer = op.find("layer") != std::string::npos;
+      for (const NormCase &c : kNorms) {
+        Dims trailing(c.shape.end() - c.normalizedDims, c.shape.end());
+        Tensor x = randomFloat(k, c.shape, -3, 3), dy = randomFloat(k, c.shape);
+        std::vector<Tensor> args;
+        std::string text = op + " ";
+        if (grad) {
+          args = {dy, x};
+          text += "%a0, %a1";
+        } else {
+          args = {x};
+          text += "%a0";
+        }
+        auto optional = [&](bool present, const char *keyword, Tensor t) {
+          if (!present)
+            return;
+          text += std::string(" ") + keyword + " %a" +
+                  std::to_string(args.size());
+          args.push_back(t);
+        };
+        optional(c.scale, "scale", randomFloat(k, trailing, 0.5, 1.5));
+        // The gradients take no bias; rms_norm has none.
+        optional(c.bias && layer && !grad, "bias", randomFloat(k, trailing));
+        std::string attrs;
+        if (c.epsilon)
+          attrs += std::string("epsilon = ") + c.epsilon + " : f64";
+        if (c.normalizedDims != 1)
+          attrs += std::string(attrs.empty() ? "" : ", ") +
+                   "normalized_dims = " + std::to_string(c.normalizedDims) +
+                   " : i64";
+        if (!attrs.empty())
+          text += " {" + attrs + "}";
+        std::string types;
+        for (size_t i = 0; i < args.size(); ++i)
+          types += (i ? ", " : "") + ty(args[i]);
+        cases.push_back({op, text + " : " + types, args, {ty(x)}});
+      }
+    }});
   // Enumerations (mask), optional index operands of both widths, an
   // absent optional F64Attr (scale).
   for (bool backward : {false, true})
@@ -756,51 +788,78 @@ std::vector<CaseSet> makeCaseSets() {
                        {dloss, logits, labels, weights}, {ty(logits)}});
     }
   }});
+  // Optional (default-valued) attributes left out: passed absent.
   sets.push_back({"nn.sgd_update", kFloats, [](ElementKind k, Cases &cases) {
-    Tensor p = randomFloat(k, {5, 7}), g = randomFloat(k, {5, 7}),
-           b = randomFloat(k, {5, 7});
-    cases.push_back({"sgd_update",
-                     "nn.sgd_update %a0, %a1, %a2 {lr = 1.0e-01 : f64} : " +
-                         ty(p),
-                     {p, g, b}, {ty(p), ty(p)}});
-    cases.push_back({"sgd_update nesterov",
-                     "nn.sgd_update %a0, %a1, %a2 {lr = 1.0e-01 : f64, momentum "
-                     "= 9.0e-01 : f64, nesterov, weight_decay = 1.0e-02 : f64} "
-                     ": " + ty(p),
-                     {p, g, b}, {ty(p), ty(p)}});
+    struct S { const char *lr, *momentum, *weightDecay; bool nesterov; };
+    for (const S &c : {S{"1.0e-02", nullptr, nullptr, false},
+                       S{"1.0e-01", "9.0e-01", nullptr, false},
+                       S{"5.0e-02", "9.0e-01", "1.0e-04", true},
+                       S{"2.0e-02", "5.0e-01", "1.0e-02", false}}) {
+      Tensor p = randomFloat(k, {37, 5}), g = randomFloat(k, {37, 5}),
+             b = randomFloat(k, {37, 5});
+      std::string attrs = std::string("lr = ") + c.lr + " : f64";
+      if (c.momentum)
+        attrs += std::string(", momentum = ") + c.momentum + " : f64";
+      if (c.nesterov)
+        attrs += ", nesterov";
+      if (c.weightDecay)
+        attrs += std::string(", weight_decay = ") + c.weightDecay + " : f64";
+      cases.push_back({"sgd_update",
+                       "nn.sgd_update %a0, %a1, %a2 {" + attrs + "} : " + ty(p),
+                       {p, g, b}, {ty(p), ty(p)}});
+    }
   }});
   sets.push_back({"nn.adamw_update", kFloats, [](ElementKind k, Cases &cases) {
-    Tensor p = randomFloat(k, {5, 7}), g = randomFloat(k, {5, 7}),
-           m = randomFloat(k, {5, 7}), v = randomFloat(k, {5, 7}, 0, 1);
-    cases.push_back({"adamw_update",
-                     "nn.adamw_update %a0, %a1, %a2, %a3, %a4 {lr = 1.0e-03 : "
-                     "f64, weight_decay = 1.0e-02 : f64} : " + ty(p),
-                     {p, g, m, v, scalarI64(3)}, {ty(p), ty(p), ty(p)}});
+    struct A { const char *lr; int64_t step; const char *rest; };
+    for (const A &c :
+         {A{"1.0e-02", 1, ""}, A{"1.0e-03", 7, ""},
+          A{"3.0e-04", 1000,
+            ", beta1 = 8.0e-01 : f64, beta2 = 9.5e-01 : f64, epsilon = "
+            "1.0e-06 : f64, weight_decay = 1.0e-01 : f64"}}) {
+      Tensor p = randomFloat(k, {16, 33}), g = randomFloat(k, {16, 33}),
+             m = randomFloat(k, {16, 33}, -0.1, 0.1),
+             v = randomFloat(k, {16, 33}, 0, 0.01);
+      cases.push_back({"adamw_update",
+                       std::string("nn.adamw_update %a0, %a1, %a2, %a3, %a4 "
+                                   "{lr = ") +
+                           c.lr + " : f64" + c.rest + "} : " + ty(p),
+                       {p, g, m, v, scalarI64(c.step)},
+                       {ty(p), ty(p), ty(p)}});
+    }
   }});
   sets.push_back({"nn.rope", kFloats, [](ElementKind k, Cases &cases) {
-    for (ElementKind ik : kIndexKinds) {
-      Tensor x = randomFloat(k, {2, 6, 4, 8});
-      Tensor positions = randomInt(ik, {2, 6}, 0, 4000);
-      cases.push_back({"rope " + elementName(ik),
-                       "nn.rope %a0, %a1 : " + ty(x) + ", " + ty(positions),
-                       {x, positions}, {ty(x)}});
-      cases.push_back({"rope inverse theta " + elementName(ik),
-                       "nn.rope %a0, %a1 inverse {theta = 5.0e+02 : f64} : " +
-                           ty(x) + ", " + ty(positions),
-                       {x, positions}, {ty(x)}});
-    }
+    for (ElementKind ik : kIndexKinds)
+      for (bool inverse : {false, true})
+        for (const char *theta : {(const char *)nullptr, "5.0e+02"})
+          for (Dims shape : {Dims{2, 16, 4, 8}, Dims{5, 3, 6}}) {
+            Tensor x = randomFloat(k, shape);
+            Tensor positions =
+                randomInt(ik, Dims(shape.begin(), shape.end() - 2), 0, 4000);
+            std::string attrs =
+                theta ? std::string(" {theta = ") + theta + " : f64}" : "";
+            cases.push_back({"rope " + elementName(ik),
+                             std::string("nn.rope %a0, %a1") +
+                                 (inverse ? " inverse" : "") + attrs + " : " +
+                                 ty(x) + ", " + ty(positions),
+                             {x, positions}, {ty(x)}});
+          }
   }});
   // The offset operand (optional), and a block's starts (variadic 0-d i64)
   // with the global shape.
   sets.push_back({"nn.dropout", kFloats, [](ElementKind k, Cases &cases) {
-    Tensor x = randomFloat(k, {8, 32});
-    cases.push_back({"dropout", "nn.dropout %a0 {rate = 1.0e-01 : f64, seed "
-                                "= 42 : i64} : " + ty(x),
-                     {x}, {ty(x)}});
-    cases.push_back({"dropout offset",
-                     "nn.dropout %a0, %a1 {rate = 5.0e-01 : f64, seed = 42 : "
-                     "i64} : " + ty(x),
-                     {x, scalarI64(12345)}, {ty(x)}});
+    for (const char *rate : {"0.0", "1.0e-01", "5.0e-01"})
+      for (bool withOffset : {false, true}) {
+        Tensor x = randomFloat(k, {8, 32});
+        std::vector<Tensor> args = {x};
+        if (withOffset)
+          args.push_back(scalarI64(12345));
+        cases.push_back({"dropout",
+                         std::string("nn.dropout %a0") +
+                             (withOffset ? ", %a1" : "") + " {rate = " + rate +
+                             " : f64, seed = 42 : i64} : " + ty(x),
+                         args, {ty(x)}});
+      }
+    // The block [2:5, 0:10, 4:12] of a [6, 10, 12] tensor.
     Tensor block = randomFloat(k, {3, 10, 8});
     cases.push_back({"dropout of a block",
                      "nn.dropout %a0, %a1 at [%a2, %a3, %a4] {global_shape = "
