@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -304,6 +305,94 @@ const SliceCase kSlices[] = {
     {{5, 6}, {0, 0}, {0, 6}, {1, 1}},
     {{3, 4, 5}, {0, 1, 0}, {3, 2, 5}, {1, 1, 1}},
 };
+
+/// An f64 attribute value as MLIR parses it.
+std::string f64(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.17e", value);
+  return buffer;
+}
+
+/// Subtree ends of a random prefix tree of `count` tokens packed in
+/// depth-first order (token 0 the root).
+std::vector<int64_t> randomSubtreeEnds(int64_t count) {
+  std::vector<int64_t> parent(count, -1), path = {0};
+  for (int64_t j = 1; j < count; ++j) {
+    std::uniform_int_distribution<size_t> pops(0, path.size() - 1);
+    path.resize(path.size() - pops(rng()));
+    parent[j] = path.back();
+    path.push_back(j);
+  }
+  std::vector<int64_t> end(count);
+  for (int64_t j = count - 1; j >= 0; --j)
+    end[j] = std::max(end[j], j);
+  for (int64_t j = count - 1; j >= 1; --j)
+    end[parent[j]] = std::max(end[parent[j]], end[j]);
+  return end;
+}
+
+struct AttentionCase {
+  int64_t batch, seqQ, seqK, heads, kvHeads, dim, valueDim;
+  const char *mask;
+  bool positions;
+  double scale; // NaN: absent
+};
+
+const AttentionCase kAttention[] = {
+    {2, 16, 16, 4, 4, 8, 8, "causal", false, NAN},
+    {2, 16, 16, 4, 4, 8, 8, "none", false, NAN},
+    {3, 9, 9, 4, 2, 8, 6, "causal", false, 0.3},
+    {2, 7, 13, 2, 1, 4, 5, "none", false, NAN},
+    {2, 8, 16, 4, 2, 8, 8, "causal", true, NAN},
+    {2, 12, 12, 2, 2, 4, 4, "tree", false, NAN},
+    {1, 6, 12, 2, 1, 4, 3, "tree", true, 0.5},
+};
+
+/// The operands and the MLIR spelling of one attention case.
+struct AttentionInputs {
+  Tensor query, key, value, dout, subtreeEnd, positions;
+  std::string operands, types, suffix;
+};
+
+AttentionInputs makeAttentionInputs(ElementKind kind, ElementKind indexKind,
+                                    const AttentionCase &c, bool backward) {
+  AttentionInputs in;
+  in.query = randomFloat(kind, {c.batch, c.seqQ, c.heads, c.dim}, -2, 2);
+  in.key = randomFloat(kind, {c.batch, c.seqK, c.kvHeads, c.dim}, -2, 2);
+  in.value = randomFloat(kind, {c.batch, c.seqK, c.kvHeads, c.valueDim});
+  in.dout = randomFloat(kind, {c.batch, c.seqQ, c.heads, c.valueDim});
+  int next = 0;
+  auto arg = [&](const Tensor &t) {
+    in.operands += (next ? ", %a" : "%a") + std::to_string(next);
+    ++next;
+    in.types += (in.types.empty() ? "" : ", ") + ty(t);
+  };
+  if (backward)
+    arg(in.dout);
+  arg(in.query);
+  arg(in.key);
+  arg(in.value);
+  in.suffix = std::string(" mask = ") + c.mask;
+  if (std::string(c.mask) == "tree") {
+    in.subtreeEnd = Tensor(indexKind, {c.batch, c.seqK});
+    for (int64_t b = 0; b < c.batch; ++b) {
+      std::vector<int64_t> ends = randomSubtreeEnds(c.seqK);
+      for (int64_t j = 0; j < c.seqK; ++j)
+        in.subtreeEnd.setDouble(b * c.seqK + j, static_cast<double>(ends[j]));
+    }
+    in.suffix += " subtree_end %a" + std::to_string(next);
+    arg(in.subtreeEnd);
+  }
+  if (c.positions) {
+    // Positions in [-1, seq_k): -1 sees no key (a zero row).
+    in.positions = randomInt(indexKind, {c.batch, c.seqQ}, -1, c.seqK - 1);
+    in.suffix += " positions %a" + std::to_string(next);
+    arg(in.positions);
+  }
+  if (!std::isnan(c.scale))
+    in.suffix += " {scale = " + f64(c.scale) + " : f64}";
+  return in;
+}
 
 std::vector<CaseSet> makeCaseSets() {
   std::vector<CaseSet> sets;
@@ -694,100 +783,82 @@ std::vector<CaseSet> makeCaseSets() {
         cases.push_back({op, text + " : " + types, args, {ty(x)}});
       }
     }});
-  // Enumerations (mask), optional index operands of both widths, an
-  // absent optional F64Attr (scale).
+  // Enumerations (mask), the optional index operands (subtree_end,
+  // positions) of both widths, an absent optional F64Attr (scale).
   for (bool backward : {false, true})
     sets.push_back({backward ? "nn.attention_grad" : "nn.attention", kFloats,
                     [backward](ElementKind k, Cases &cases) {
-      const char *name = backward ? "nn.attention_grad" : "nn.attention";
-      Tensor q = randomFloat(k, {2, 6, 4, 8}, -2, 2);
-      Tensor key = randomFloat(k, {2, 6, 2, 8}, -2, 2);
-      Tensor v = randomFloat(k, {2, 6, 2, 5});
-      Tensor dout = randomFloat(k, {2, 6, 4, 5});
-      std::vector<std::string> results = {ty(k, {2, 6, 4, 5})};
-      if (backward)
-        results = {ty(q), ty(key), ty(v)};
-      auto make = [&](const std::string &label, const std::string &suffix,
-                      std::vector<Tensor> extra) {
-        std::vector<Tensor> args;
-        std::string operands, types;
-        if (backward)
-          args.push_back(dout);
-        for (const Tensor &t : {q, key, v})
-          args.push_back(t);
-        for (size_t i = 0; i < args.size(); ++i) {
-          operands += (i ? ", %a" : "%a") + std::to_string(i);
-          types += (i ? ", " : "") + ty(args[i]);
+      for (ElementKind ik : kIndexKinds)
+        for (const AttentionCase &c : kAttention) {
+          AttentionInputs in = makeAttentionInputs(k, ik, c, backward);
+          std::vector<Tensor> args = {in.query, in.key, in.value};
+          if (backward)
+            args.insert(args.begin(), in.dout);
+          if (std::string(c.mask) == "tree")
+            args.push_back(in.subtreeEnd);
+          if (c.positions)
+            args.push_back(in.positions);
+          std::vector<std::string> results = {
+              ty(k, {c.batch, c.seqQ, c.heads, c.valueDim})};
+          if (backward)
+            results = {ty(in.query), ty(in.key), ty(in.value)};
+          cases.push_back(
+              {std::string("attention ") + c.mask + " " + elementName(ik),
+               std::string(backward ? "nn.attention_grad %a0, %a1, %a2, %a3"
+                                    : "nn.attention %a0, %a1, %a2") +
+                   in.suffix + " : " + in.types,
+               args, results});
         }
-        std::string text = suffix;
-        for (Tensor &t : extra) {
-          size_t at = text.find("%?");
-          text.replace(at, 2, "%a" + std::to_string(args.size()));
-          types += ", " + ty(t);
-          args.push_back(t);
-        }
-        size_t brace = text.find(" {");
-        std::string attrs = brace == std::string::npos ? "" : text.substr(brace);
-        text = text.substr(0, brace);
-        cases.push_back({label, std::string(name) + " " + operands + text +
-                                    attrs + " : " + types,
-                         args, results});
-      };
-      make("causal", " mask = causal", {});
-      make("none scale", " mask = none {scale = 0.25 : f64}", {});
-      for (ElementKind ik : kIndexKinds) {
-        // A chain: every key an ancestor of the later ones.
-        Tensor ends(ik, {2, 6});
-        for (int64_t i = 0; i < 12; ++i)
-          ends.setDouble(i, 5);
-        Tensor positions = randomInt(ik, {2, 6}, -1, 5);
-        make("tree " + elementName(ik),
-             " mask = tree subtree_end %? positions %?", {ends, positions});
-        make("causal positions " + elementName(ik),
-             " mask = causal positions %?", {positions});
-      }
     }});
-  sets.push_back({"nn.cross_entropy", kFloats, [](ElementKind k,
-                                                  Cases &cases) {
-    for (ElementKind ik : kIndexKinds) {
-      Tensor logits = randomFloat(k, {6, 10}, -8, 8);
-      Tensor labels = randomInt(ik, {6}, 0, 9);
-      Tensor weights = randomFloat(k, {6}, 0, 2);
-      Tensor norm = randomFloat(k, {}, 10, 20);
-      // Padding: a zero weight with any label, -100 included.
-      Tensor padded = labels;
-      weights.setDouble(0, 0);
-      padded.setDouble(0, -100);
-      std::string types = ty(logits) + ", " + ty(labels);
-      cases.push_back({"cross_entropy " + elementName(ik),
-                       "nn.cross_entropy %a0, %a1 {normalizer = 6.0 : f64} : " +
-                           types,
-                       {logits, labels}, {ty(k, {})}});
-      cases.push_back({"cross_entropy weights normalizer " + elementName(ik),
-                       "nn.cross_entropy %a0, %a1 weights %a2 normalizer %a3 : " +
-                           types + ", " + ty(weights) + ", " + ty(norm),
-                       {logits, padded, weights, norm}, {ty(k, {})}});
-    }
-  }});
-  sets.push_back({"nn.cross_entropy_grad", kFloats, [](ElementKind k,
-                                                       Cases &cases) {
-    for (ElementKind ik : kIndexKinds) {
-      Tensor dloss = randomFloat(k, {}, 0.5, 2);
-      Tensor logits = randomFloat(k, {6, 10}, -8, 8);
-      Tensor labels = randomInt(ik, {6}, 0, 9);
-      Tensor weights = randomFloat(k, {6}, 0, 2);
-      std::string types = ty(dloss) + ", " + ty(logits) + ", " + ty(labels);
-      cases.push_back({"cross_entropy_grad " + elementName(ik),
-                       "nn.cross_entropy_grad %a0, %a1, %a2 {normalizer = 6.0 "
-                       ": f64} : " + types,
-                       {dloss, logits, labels}, {ty(logits)}});
-      cases.push_back({"cross_entropy_grad weights " + elementName(ik),
-                       "nn.cross_entropy_grad %a0, %a1, %a2 weights %a3 "
-                       "{normalizer = 4.0 : f64} : " + types + ", " +
-                           ty(weights),
-                       {dloss, logits, labels, weights}, {ty(logits)}});
-    }
-  }});
+  // Weights (padding: zero weights with any label, -100 included) and the
+  // normalizer as an attribute or an operand.
+  for (bool backward : {false, true})
+    sets.push_back({backward ? "nn.cross_entropy_grad" : "nn.cross_entropy",
+                    kFloats, [backward](ElementKind k, Cases &cases) {
+      struct C { Dims logits; bool weights, normalizerOperand; };
+      for (ElementKind ik : kIndexKinds)
+        for (const C &c : {C{{8, 16, 64}, false, false}, C{{48, 64}, false, false},
+                           C{{8, 16, 64}, true, false}, C{{6, 10}, true, true},
+                           C{{6, 10}, false, true}, C{{64}, false, false}}) {
+          Dims rows(c.logits.begin(), c.logits.end() - 1);
+          int64_t vocab = c.logits.back();
+          Tensor logits = randomFloat(k, c.logits, -8, 8);
+          Tensor labels = randomInt(ik, rows, 0, vocab - 1);
+          Tensor weights = randomFloat(k, rows, 0, 2);
+          if (c.weights) {
+            weights.setDouble(0, 0);
+            labels.setDouble(0, -100);
+            weights.setDouble(2, 0);
+          }
+          std::vector<Tensor> args = {logits, labels};
+          std::string operands = "%a0, %a1";
+          if (backward) {
+            args.insert(args.begin(), randomFloat(k, {}, 0.5, 2));
+            operands = "%a0, %a1, %a2";
+          }
+          auto optional = [&](bool present, const char *keyword, Tensor t) {
+            if (!present)
+              return;
+            operands += std::string(" ") + keyword + " %a" +
+                        std::to_string(args.size());
+            args.push_back(t);
+          };
+          optional(c.weights, "weights", weights);
+          optional(c.normalizerOperand, "normalizer",
+                   randomFloat(k, {}, 10, 20));
+          std::string types;
+          for (size_t i = 0; i < args.size(); ++i)
+            types += (i ? ", " : "") + ty(args[i]);
+          std::string attrs =
+              c.normalizerOperand ? "" : " {normalizer = 1.28e+02 : f64}";
+          cases.push_back(
+              {std::string("cross_entropy ") + elementName(ik),
+               std::string(backward ? "nn.cross_entropy_grad "
+                                    : "nn.cross_entropy ") +
+                   operands + attrs + " : " + types,
+               args, {backward ? ty(logits) : ty(k, {})}});
+        }
+    }});
   // Optional (default-valued) attributes left out: passed absent.
   sets.push_back({"nn.sgd_update", kFloats, [](ElementKind k, Cases &cases) {
     struct S { const char *lr, *momentum, *weightDecay; bool nesterov; };
