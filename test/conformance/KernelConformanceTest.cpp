@@ -1239,9 +1239,9 @@ INSTANTIATE_TEST_SUITE_P(Kernels, Conformance,
                                           testing::ValuesIn(allCaseSets())),
                          paramName);
 
-// Every op with a kernel on some target has conformance cases, and every
-// case set names an op of the contract: a new op fails here until its
-// cases are added to caseSets().
+// Every op with kernels on a target has conformance cases of an element
+// type they take, and every case set names an op of the contract: a new
+// op fails here until its cases are added to caseSets().
 TEST(ConformanceCoverage, EveryKernelHasCases) {
   std::set<std::string> covered;
   for (const CaseSet &set : caseSets()) {
@@ -1249,12 +1249,26 @@ TEST(ConformanceCoverage, EveryKernelHasCases) {
         << set.op << " has cases but no kernel contract";
     covered.insert(set.op);
   }
-  for (const KernelContract &contract : loom::codegen::getKernelContracts())
-    if (contract.host.implemented || contract.cuda.implemented ||
-        contract.ascend.implemented)
-      EXPECT_TRUE(covered.count(contract.op))
-          << contract.op << " has kernels but no conformance cases "
-          << "(test/conformance/KernelConformanceTest.cpp, caseSets())";
+  for (const KernelContract &contract : loom::codegen::getKernelContracts()) {
+    const CaseSet *set = nullptr;
+    for (const CaseSet &candidate : caseSets())
+      if (contract.op == std::string(candidate.op))
+        set = &candidate;
+    for (const conf::Target *target : kTargets) {
+      const loom::codegen::KernelTarget *has =
+          contract.getTarget(target->name);
+      if (!has->implemented)
+        continue;
+      // Some case of an element type the target has kernels for.
+      bool typed = false;
+      for (ElementKind kind : set ? set->kinds : std::vector<ElementKind>())
+        typed |= has->hasType(elementName(kind));
+      EXPECT_TRUE(typed) << contract.op << " has " << target->name
+                         << " kernels but no conformance cases of their "
+                            "types (test/conformance/"
+                            "KernelConformanceTest.cpp, caseSets())";
+    }
+  }
 }
 
 } // namespace
