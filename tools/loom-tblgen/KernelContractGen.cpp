@@ -564,6 +564,10 @@ const char *attrMember(StringRef kind) {
 bool emitDispatch(const RecordKeeper &records, raw_ostream &os,
                   const Target Contract::*target) {
   emitSourceFileHeader("Kernel dispatcher of the nn ops", os, records);
+  // A variadic group of any size a Shape allows.
+  constexpr int kMaxRank = 8;
+  os << "static_assert(::loom::host::kMaxRank == " << kMaxRank
+     << ", \"the variadic switches cover lists of up to kMaxRank\");\n\n";
   std::vector<Contract> contracts = collect(records);
   std::string ns = "loom::" + (contracts.empty()
                                    ? std::string("host")
@@ -636,7 +640,7 @@ bool emitDispatch(const RecordKeeper &records, raw_ostream &os,
         std::string group =
             "call.operands[" + std::to_string(variadicIndex) + "]";
         os << "    switch (" << group << ".size()) {\n";
-        for (int n = 0; n <= 8; ++n) {
+        for (int n = 0; n <= kMaxRank; ++n) {
           std::vector<std::string> pointers, shapes;
           for (int k = 0; k < n; ++k) {
             std::string b = group + "[" + std::to_string(k) + "]";
