@@ -29,3 +29,7 @@ const KernelContract *loom::codegen::lookupKernelContract(llvm::StringRef name) 
   }();
   return byName.lookup(name);
 }
+
+llvm::ArrayRef<KernelContract> loom::codegen::getKernelContracts() {
+  return kKernelContracts;
+}

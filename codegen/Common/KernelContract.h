@@ -69,6 +69,10 @@ struct KernelContract {
 /// The contract of the op named `name` ("nn.layer_norm"), or null.
 const KernelContract *lookupKernelContract(llvm::StringRef name);
 
+/// Every op's contract, by name (the conformance suite checks each op with
+/// a kernel has cases).
+llvm::ArrayRef<KernelContract> getKernelContracts();
+
 } // namespace loom::codegen
 
 #endif // LOOM_CODEGEN_COMMON_KERNELCONTRACT_H

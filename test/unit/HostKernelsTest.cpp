@@ -1,13 +1,15 @@
-//===- HostKernelsTest.cpp - Host kernels against the interpreter ---------===//
+//===- HostKernelsTest.cpp - Host kernel conventions -----------*- C++ -*-===//
 //
-// Every host kernel (runtime/kernels/HostKernels.h) against the reference
-// interpreter: each case parses a one-op function, runs it in the
-// interpreter on random inputs, runs the host kernel on the same inputs into
-// results filled with garbage, and compares. The host kernels mirror the
-// interpreter's loops, accumulation types and constants, so every case
-// checks bitwise agreement, f32 and f64 alike (the norm-wise relative error
-// bounds, 1e-13 for f64 and 1e-5 for f32, are checked as well and reported).
-// The agreement measured per op and element type is printed at the end.
+// What the kernel conformance suite (test/conformance) does not express
+// for the host kernels (runtime/kernels/HostKernels.h): the Shape and
+// absent-value conventions, the generated call syntax, what is beyond the
+// contracts (copy, splat constants lowered to fill, the concat arrays
+// overload), the update ops in place, explicit kAbsent defaults, a dropout
+// block against the cut of the whole tensor's, and a kernel's failure
+// message. Each result is compared with the reference interpreter, bit for
+// bit (the norm-wise relative error bounds, 1e-13 for f64 and 1e-5 for
+// f32, are checked as well and reported at the end). Every op's cases
+// against the interpreter, on every target, are the conformance suite's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,14 +74,6 @@ std::string ty(ElementKind kind, const Dims &shape) {
   return text + elementName(kind) + ">";
 }
 std::string ty(const Tensor &tensor) { return tensor.getTypeString(); }
-
-/// `[0, 2]`.
-std::string list(const Dims &values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + "]";
-}
 
 /// An f64 attribute value as MLIR parses it.
 std::string f64(double value) {
@@ -176,10 +170,6 @@ Tensor garbageLike(const Tensor &like) {
   return tensor;
 }
 
-void setNaN(Tensor &tensor, int64_t index) {
-  tensor.setDouble(index, std::numeric_limits<double>::quiet_NaN());
-}
-
 //===----------------------------------------------------------------------===//
 // Host kernel arguments
 //===----------------------------------------------------------------------===//
@@ -187,12 +177,6 @@ void setNaN(Tensor &tensor, int64_t index) {
 host::Shape sh(const Tensor &tensor) {
   host::Shape shape;
   for (int64_t size : tensor.getShape())
-    shape.dims[shape.rank++] = size;
-  return shape;
-}
-host::Shape sh(const Dims &values) {
-  host::Shape shape;
-  for (int64_t size : values)
     shape.dims[shape.rank++] = size;
   return shape;
 }
@@ -208,20 +192,6 @@ template <typename T> const T *cptr(const Tensor &tensor) {
     return reinterpret_cast<const bool *>(tensor.data<uint8_t>());
   else
     return tensor.data<T>();
-}
-
-host::IndexPtr idx(const Tensor *tensor) {
-  if (!tensor)
-    return nullptr;
-  if (tensor->getKind() == ElementKind::I32)
-    return tensor->data<int32_t>();
-  return tensor->data<int64_t>();
-}
-host::Shape shOrEmpty(const Tensor *tensor) {
-  return tensor ? sh(*tensor) : host::Shape{};
-}
-template <typename T> const T *cptrOrNull(const Tensor *tensor) {
-  return tensor ? cptr<T>(*tensor) : nullptr;
 }
 
 /// Calls `fn(T{})` with the C++ type of `kind`.
@@ -345,17 +315,6 @@ const auto *const kReport =
 
 const ElementKind kFloats[] = {ElementKind::F32, ElementKind::F64};
 
-Dims broadcastDims(const Dims &a, const Dims &b) {
-  size_t rank = std::max(a.size(), b.size());
-  Dims result(rank, 1);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t x = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
-    int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
-    result[d] = x == 1 ? y : x;
-  }
-  return result;
-}
-
 //===----------------------------------------------------------------------===//
 // Shape and attribute plumbing
 //===----------------------------------------------------------------------===//
@@ -435,25 +394,8 @@ TEST(HostKernels, Copy) {
 }
 
 //===----------------------------------------------------------------------===//
-// fill, matmul
+// Beyond the contracts: splat constants, the concat and dropout arrays
 //===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Fill) {
-  for (ElementKind kind : kFloats)
-    for (Dims shape : {Dims{}, Dims{4, 8}, Dims{3, 5, 7}})
-      for (double value : {1.0, 0.1, -3.25e7, 128.0}) {
-        std::vector<Tensor> ref =
-            interpret("nn.fill " + f64(value) + " : " + ty(kind, shape), {},
-                      {ty(kind, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::fill(ptr<T>(out), sh(out), value);
-        });
-        expectAgree("fill", out, ref[0]);
-      }
-}
 
 TEST(HostKernels, FillSplatConstants) {
   // The generator lowers splat arith.constants of any element type to fill.
@@ -479,343 +421,6 @@ TEST(HostKernels, FillSplatConstants) {
     }
 }
 
-TEST(HostKernels, Matmul) {
-  struct Case {
-    Dims lhs, rhs;
-    bool transLhs, transRhs;
-  };
-  const Case cases[] = {
-      {{5, 7}, {7, 3}, false, false},
-      {{7, 5}, {7, 3}, true, false},
-      {{5, 7}, {3, 7}, false, true},
-      {{7, 5}, {3, 7}, true, true},
-      {{1, 1}, {1, 9}, false, false},
-      {{16, 128}, {128, 33}, false, false},
-      {{2, 5, 7}, {7, 3}, false, false},
-      {{2, 1, 5, 7}, {3, 7, 4}, false, false},
-      {{3, 7, 5}, {2, 1, 4, 7}, true, true},
-      {{4, 6, 8}, {4, 6, 8}, false, true},
-      // More rows than one GEMM block (GemmBlocks.h): several blocks and a
-      // short last one, which LOOM_HOST_THREADS threads share.
-      {{300, 40}, {40, 70}, false, false},
-      {{40, 300}, {70, 40}, true, true},
-      {{2, 520, 9}, {9, 5}, false, false},
-  };
-  for (ElementKind kind : kFloats)
-    for (const Case &c : cases) {
-      Tensor lhs = randomFloat(kind, c.lhs), rhs = randomFloat(kind, c.rhs);
-      size_t lr = c.lhs.size(), rr = c.rhs.size();
-      int64_t m = c.transLhs ? c.lhs[lr - 1] : c.lhs[lr - 2];
-      int64_t n = c.transRhs ? c.rhs[rr - 2] : c.rhs[rr - 1];
-      Dims shape = broadcastDims(Dims(c.lhs.begin(), c.lhs.end() - 2),
-                                 Dims(c.rhs.begin(), c.rhs.end() - 2));
-      shape.push_back(m);
-      shape.push_back(n);
-      std::string op = std::string("nn.matmul %a0, %a1") +
-                       (c.transLhs ? " transpose_lhs" : "") +
-                       (c.transRhs ? " transpose_rhs" : "") + " : " + ty(lhs) +
-                       ", " + ty(rhs);
-      std::vector<Tensor> ref = interpret(op, {lhs, rhs}, {ty(kind, shape)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::matmul(ptr<T>(out), sh(out), cptr<T>(lhs), sh(lhs), cptr<T>(rhs),
-                     sh(rhs), c.transLhs, c.transRhs);
-      });
-      expectAgree("matmul", out, ref[0]);
-    }
-}
-
-//===----------------------------------------------------------------------===//
-// Element-wise
-//===----------------------------------------------------------------------===//
-
-const std::pair<Dims, Dims> kBroadcastPairs[] = {
-    {{4, 8}, {4, 8}},
-    {{4, 8}, {8}},
-    {{8}, {4, 8}},
-    {{4, 1}, {1, 8}},
-    {{}, {3, 5}},
-    {{3, 5}, {}},
-    {{2, 3, 1, 5}, {3, 4, 1}},
-    {{8, 16, 32}, {8, 16, 1}},
-    {{}, {}},
-    {{1, 7}, {5, 1}},
-};
-
-TEST(HostKernels, Binary) {
-  using Fn = void (*)(ElementKind, Tensor &, const Tensor &, const Tensor &);
-  struct Op {
-    const char *name;
-    Fn fn;
-  };
-#define OP(NAME)                                                               \
-  Op {                                                                         \
-#NAME, [](ElementKind kind, Tensor &out, const Tensor &a,                  \
-              const Tensor &b) {                                               \
-      withFloat(kind, [&](auto tag) {                                          \
-        using T = decltype(tag);                                               \
-        host::NAME(ptr<T>(out), sh(out), cptr<T>(a), sh(a), cptr<T>(b),        \
-                   sh(b));                                                     \
-      });                                                                      \
-    }   \
-  }
-  const Op ops[] = {OP(add), OP(sub),     OP(mul),
-                    OP(div), OP(maximum), OP(minimum)};
-#undef OP
-  for (const Op &op : ops)
-    for (ElementKind kind : kFloats)
-      for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
-        Tensor a = randomFloat(kind, lhsShape), b = randomFloat(kind, rhsShape);
-        // NaNs and ties for maximum and minimum.
-        if (a.getNumElements() > 3) {
-          setNaN(a, 1);
-          a.setDouble(2, b.getDouble(0));
-        }
-        Dims shape = broadcastDims(lhsShape, rhsShape);
-        std::vector<Tensor> ref =
-            interpret(std::string("nn.") + op.name + " %a0, %a1 : " + ty(a) +
-                          ", " + ty(b),
-                      {a, b}, {ty(kind, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        op.fn(kind, out, a, b);
-        expectAgree(op.name, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Unary) {
-  using Fn = void (*)(ElementKind, Tensor &, const Tensor &);
-  struct Op {
-    const char *name;
-    Fn fn;
-    double lo, hi;
-  };
-#define OP(NAME, LO, HI)                                                       \
-  Op {                                                                         \
-#NAME,                                                                     \
-        [](ElementKind kind, Tensor &out, const Tensor &x) {                   \
-          withFloat(kind, [&](auto tag) {                                      \
-            using T = decltype(tag);                                           \
-            host::NAME(ptr<T>(out), sh(out), cptr<T>(x), sh(x));               \
-          });                                                                  \
-        },                                                                     \
-        LO, HI   \
-  }
-  const Op ops[] = {OP(neg, -3, 3),  OP(exp, -5, 5),      OP(log, 0.01, 10),
-                    OP(sqrt, 0, 10), OP(rsqrt, 0.01, 10), OP(tanh, -4, 4),
-                    OP(relu, -2, 2), OP(silu, -6, 6),     OP(sin, -7, 7),
-                    OP(cos, -7, 7)};
-#undef OP
-  for (const Op &op : ops)
-    for (ElementKind kind : kFloats)
-      for (Dims shape : {Dims{7, 9}, Dims{}, Dims{3, 1, 4}}) {
-        Tensor x = randomFloat(kind, shape, op.lo, op.hi);
-        if (x.getNumElements() > 2)
-          setNaN(x, 1);
-        std::vector<Tensor> ref = interpret(
-            std::string("nn.") + op.name + " %a0 : " + ty(x), {x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        op.fn(kind, out, x);
-        expectAgree(op.name, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, GeluAndGrad) {
-  for (ElementKind kind : kFloats)
-    for (const char *approximate : {"none", "tanh"})
-      for (Dims shape : {Dims{16, 33}, Dims{5}}) {
-        Tensor x = randomFloat(kind, shape, -5, 5);
-        Tensor dy = randomFloat(kind, shape);
-        std::string suffix =
-            std::string(approximate) == "tanh" ? " approximate = tanh" : "";
-        std::vector<Tensor> ref =
-            interpret("nn.gelu %a0" + suffix + " : " + ty(x), {x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gelu(ptr<T>(out), sh(out), cptr<T>(x), sh(x), approximate);
-        });
-        expectAgree(std::string("gelu ") + approximate, out, ref[0]);
-
-        ref = interpret("nn.gelu_grad %a0, %a1" + suffix + " : " + ty(x),
-                        {dy, x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gelu_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy), cptr<T>(x),
-                          sh(x), approximate);
-        });
-        expectAgree(std::string("gelu_grad ") + approximate, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Compare) {
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::I32, ElementKind::I64})
-    for (const char *predicate : {"eq", "ne", "lt", "le", "gt", "ge"})
-      for (const auto &[lhsShape, rhsShape] : kBroadcastPairs) {
-        // Small integers, so that ties occur; NaNs in float operands.
-        Tensor a = randomInt(kind, lhsShape, -2, 2);
-        Tensor b = randomInt(kind, rhsShape, -2, 2);
-        if (loom::interp::isFloatKind(kind) && a.getNumElements() > 3)
-          setNaN(a, 3);
-        Dims shape = broadcastDims(lhsShape, rhsShape);
-        std::vector<Tensor> ref =
-            interpret(std::string("nn.compare ") + predicate +
-                          ", %a0, %a1 : " + ty(a) + ", " + ty(b),
-                      {a, b}, {ty(ElementKind::I1, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withType(kind, [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (!std::is_same_v<T, bool>)
-            host::compare(ptr<bool>(out), sh(out), cptr<T>(a), sh(a),
-                          cptr<T>(b), sh(b), predicate);
-        });
-        expectAgree(std::string("compare ") + elementName(kind), out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Select) {
-  struct Case {
-    Dims condition, onTrue, onFalse;
-  };
-  const Case cases[] = {{{8, 16, 32}, {8, 16, 32}, {}},
-                        {{8, 16, 32}, {}, {}},
-                        {{4, 1}, {1, 5}, {4, 5}},
-                        {{3, 4}, {3, 4}, {3, 4}},
-                        {{}, {2, 3}, {3}}};
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::I32, ElementKind::I64})
-    for (const Case &c : cases) {
-      Tensor cond = randomInt(ElementKind::I1, c.condition, 0, 1);
-      Tensor t = randomInt(kind, c.onTrue, -50, 50);
-      Tensor f = randomInt(kind, c.onFalse, -50, 50);
-      if (loom::interp::isFloatKind(kind)) {
-        t = randomFloat(kind, c.onTrue);
-        f = randomFloat(kind, c.onFalse);
-      }
-      Dims shape =
-          broadcastDims(broadcastDims(c.condition, c.onTrue), c.onFalse);
-      std::vector<Tensor> ref = interpret(
-          "nn.select %a0, %a1, %a2 : " + ty(cond) + ", " + ty(t) + ", " + ty(f),
-          {cond, t, f}, {ty(kind, shape)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        if constexpr (!std::is_same_v<T, bool>)
-          host::select(ptr<T>(out), sh(out), cptr<bool>(cond), sh(cond),
-                       cptr<T>(t), sh(t), cptr<T>(f), sh(f));
-      });
-      expectAgree("select", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Clamp) {
-  for (ElementKind kind : kFloats)
-    for (auto bounds :
-         {std::pair{-0.2, 0.6}, std::pair{0.0, 6.0}, std::pair{0.1, 0.1}}) {
-      double lo = bounds.first, hi = bounds.second;
-      Tensor x = randomFloat(kind, {9, 11}, -1, 7);
-      setNaN(x, 4);
-      std::vector<Tensor> ref =
-          interpret("nn.clamp %a0 {max = " + f64(hi) +
-                        " : f64, min = " + f64(lo) + " : f64} : " + ty(x),
-                    {x}, {ty(x)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::clamp(ptr<T>(out), sh(out), cptr<T>(x), sh(x), hi, lo);
-      });
-      expectAgree("clamp", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Cast) {
-  const ElementKind kinds[] = {ElementKind::F32, ElementKind::F64,
-                               ElementKind::I32, ElementKind::I64,
-                               ElementKind::I1};
-  for (ElementKind from : kinds)
-    for (ElementKind to : kinds) {
-      Tensor x(from, {12});
-      // Fractions, negatives, large values, NaN, zero and signed zero.
-      const double values[] = {0.0,  -0.0,  1.5, -2.5,  3.99,  -7.0,
-                               1e10, -1e10, 3e9, 1e300, -1e20, 42.0};
-      for (int64_t i = 0; i < 12; ++i)
-        x.setDouble(i, values[i]);
-      if (loom::interp::isFloatKind(from))
-        setNaN(x, 9);
-      if (from == ElementKind::I64)
-        x.data<int64_t>()[10] = (int64_t{1} << 40) + 3;
-      std::vector<Tensor> ref =
-          interpret("nn.cast %a0 : " + ty(x) + " to " + ty(to, {12}), {x},
-                    {ty(to, {12})});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(to, [&](auto toTag) {
-        using To = decltype(toTag);
-        withType(from, [&](auto fromTag) {
-          using From = decltype(fromTag);
-          host::cast(ptr<To>(out), sh(out), cptr<From>(x), sh(x));
-        });
-      });
-      expectAgree("cast " + elementName(from) + " to", out, ref[0]);
-    }
-}
-
-//===----------------------------------------------------------------------===//
-// Reductions
-//===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Reduce) {
-  struct Case {
-    Dims shape, dims;
-  };
-  const Case cases[] = {{{4, 5, 6}, {0}},       {{4, 5, 6}, {1}},
-                        {{4, 5, 6}, {2}},       {{4, 5, 6}, {0, 1}},
-                        {{4, 5, 6}, {0, 2}},    {{4, 5, 6}, {2, 1}},
-                        {{4, 5, 6}, {0, 1, 2}}, {{8, 16, 32}, {0, 1}},
-                        {{8, 16, 32}, {2}},     {{17}, {0}},
-                        {{3, 1, 5}, {1}},       {{128, 32}, {0}}};
-  for (ElementKind kind : kFloats)
-    for (const char *reduceKind : {"sum", "mean", "max"})
-      for (bool keepDims : {false, true})
-        for (const Case &c : cases) {
-          Tensor x = randomFloat(kind, c.shape, -10, 10);
-          if (std::string(reduceKind) == "max" && x.getNumElements() > 20)
-            setNaN(x, 7);
-          Dims shape;
-          for (size_t d = 0; d < c.shape.size(); ++d) {
-            bool reduced = std::find(c.dims.begin(), c.dims.end(),
-                                     int64_t(d)) != c.dims.end();
-            if (!reduced)
-              shape.push_back(c.shape[d]);
-            else if (keepDims)
-              shape.push_back(1);
-          }
-          std::vector<Tensor> ref =
-              interpret(std::string("nn.reduce ") + reduceKind +
-                            " %a0 dims = " + list(c.dims) +
-                            (keepDims ? " keep_dims" : "") + " : " + ty(x),
-                        {x}, {ty(kind, shape)});
-          ASSERT_EQ(ref.size(), 1u);
-          Tensor out = garbageLike(ref[0]);
-          withFloat(kind, [&](auto tag) {
-            using T = decltype(tag);
-            host::reduce(ptr<T>(out), sh(out), cptr<T>(x), sh(x), sh(c.dims),
-                         keepDims, reduceKind);
-          });
-          expectAgree(std::string("reduce ") + reduceKind, out, ref[0]);
-        }
-}
-
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
@@ -831,131 +436,9 @@ Tensor randomOf(ElementKind kind, const Dims &shape) {
                    kind == ElementKind::I1 ? 1 : 1000);
 }
 
-TEST(HostKernels, Broadcast) {
-  struct Case {
-    Dims input, result;
-    std::optional<Dims> dims;
-  };
-  const Case cases[] = {
-      {{8}, {4, 8}, std::nullopt},   {{128, 1}, {128, 32}, std::nullopt},
-      {{4}, {4, 8}, Dims{0}},        {{3, 1}, {3, 4, 5}, Dims{0, 2}},
-      {{}, {2, 3}, std::nullopt},    {{1, 5}, {2, 3, 5}, std::nullopt},
-      {{2, 3}, {2, 3}, std::nullopt}};
-  for (ElementKind kind : kAllKinds)
-    for (const Case &c : cases) {
-      Tensor x = randomOf(kind, c.input);
-      std::string op = "nn.broadcast %a0";
-      if (c.dims)
-        op += " broadcast_dims = " + list(*c.dims);
-      op += " : " + ty(x) + " to " + ty(kind, c.result);
-      std::vector<Tensor> ref = interpret(op, {x}, {ty(kind, c.result)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::broadcast(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
-                        c.dims ? sh(*c.dims) : host::kAbsentShape);
-      });
-      expectAgree("broadcast", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Reshape) {
-  for (ElementKind kind : kAllKinds)
-    for (auto [from, to] :
-         {std::pair{Dims{8, 16, 32}, Dims{128, 32}},
-          std::pair{Dims{6}, Dims{2, 1, 3}}, std::pair{Dims{}, Dims{1, 1}}}) {
-      Tensor x = randomOf(kind, from);
-      std::vector<Tensor> ref =
-          interpret("nn.reshape %a0 : " + ty(x) + " to " + ty(kind, to), {x},
-                    {ty(kind, to)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::reshape(ptr<T>(out), sh(out), cptr<T>(x), sh(x));
-      });
-      expectAgree("reshape", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Transpose) {
-  for (ElementKind kind : kAllKinds)
-    for (const auto &entry : {std::pair{Dims{2, 16, 4, 8}, Dims{0, 2, 1, 3}},
-                              std::pair{Dims{3, 5}, Dims{1, 0}},
-                              std::pair{Dims{2, 3, 4}, Dims{2, 0, 1}},
-                              std::pair{Dims{4, 1, 3}, Dims{1, 0, 2}}}) {
-      const Dims &shape = entry.first, &perm = entry.second;
-      Tensor x = randomOf(kind, shape);
-      Dims result;
-      for (int64_t p : perm)
-        result.push_back(shape[p]);
-      std::vector<Tensor> ref = interpret(
-          "nn.transpose %a0 permutation = " + list(perm) + " : " + ty(x), {x},
-          {ty(kind, result)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::transpose(ptr<T>(out), sh(out), cptr<T>(x), sh(x), sh(perm));
-      });
-      expectAgree("transpose", out, ref[0]);
-    }
-}
-
-struct SliceCase {
-  Dims input, offsets, sizes, strides;
-};
-const SliceCase kSlices[] = {
-    {{4, 8}, {0, 2}, {4, 3}, {1, 2}},
-    {{1, 1032}, {0, 0}, {1, 1024}, {1, 1}},
-    {{5, 6, 7}, {1, 0, 2}, {2, 3, 2}, {2, 2, 3}},
-    {{5, 6}, {4, 5}, {1, 1}, {1, 1}},
-    {{5, 6}, {0, 0}, {0, 6}, {1, 1}},
-    {{3, 4, 5}, {0, 1, 0}, {3, 2, 5}, {1, 1, 1}},
-};
-
-TEST(HostKernels, Slice) {
-  for (ElementKind kind : kAllKinds)
-    for (const SliceCase &c : kSlices) {
-      Tensor x = randomOf(kind, c.input);
-      std::vector<Tensor> ref =
-          interpret("nn.slice %a0 offsets = " + list(c.offsets) +
-                        " sizes = " + list(c.sizes) +
-                        " strides = " + list(c.strides) + " : " + ty(x),
-                    {x}, {ty(kind, c.sizes)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withType(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::slice(ptr<T>(out), sh(out), cptr<T>(x), sh(x), sh(c.offsets),
-                    sh(c.sizes), sh(c.strides));
-      });
-      expectAgree("slice", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, SliceGrad) {
-  for (ElementKind kind : kFloats)
-    for (const SliceCase &c : kSlices) {
-      Tensor dy = randomFloat(kind, c.sizes);
-      std::vector<Tensor> ref =
-          interpret("nn.slice_grad %a0 offsets = " + list(c.offsets) +
-                        " strides = " + list(c.strides) + " : " + ty(dy) +
-                        " to " + ty(kind, c.input),
-                    {dy}, {ty(kind, c.input)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::slice_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy),
-                         sh(c.offsets), sh(c.strides));
-      });
-      expectAgree("slice_grad", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, Concat) {
+// The array overload (not the contract's braced lists, which the
+// conformance suite checks): what the Ascend double's operator calls.
+TEST(HostKernels, ConcatArrays) {
   struct Case {
     std::vector<Dims> inputs;
     int64_t dim;
@@ -994,319 +477,14 @@ TEST(HostKernels, Concat) {
         host::concat(ptr<T>(out), sh(out),
                      static_cast<int64_t>(pointers.size()), pointers.data(),
                      shapes.data(), c.dim);
-        expectAgree("concat", out, ref[0]);
-        // The braced-list form the generator emits.
-        if (inputs.size() == 2) {
-          Tensor again = garbageLike(ref[0]);
-          host::concat(ptr<T>(again), sh(again),
-                       {cptr<T>(inputs[0]), cptr<T>(inputs[1])},
-                       {sh(inputs[0]), sh(inputs[1])}, c.dim);
-          expectAgree("concat", again, ref[0]);
-        }
+        expectAgree("concat (arrays)", out, ref[0]);
       });
     }
 }
 
-TEST(HostKernels, Iota) {
-  for (ElementKind kind :
-       {ElementKind::F32, ElementKind::F64, ElementKind::I32, ElementKind::I64})
-    for (const auto &entry :
-         {std::pair{Dims{8, 16}, int64_t{1}}, std::pair{Dims{3, 4, 5}, 0l},
-          std::pair{Dims{3, 4, 5}, 2l}, std::pair{Dims{8, 16, 64}, 2l}})
-      for (bool withOffset : {false, true}) {
-        const Dims &shape = entry.first;
-        int64_t dim = entry.second;
-        Tensor offset = scalarI64(-5 + 1000 * withOffset);
-        std::string op = "nn.iota dim = " + std::to_string(dim);
-        std::vector<Tensor> args;
-        if (withOffset) {
-          op += " offset %a0";
-          args.push_back(offset);
-        }
-        std::vector<Tensor> ref =
-            interpret(op + " : " + ty(kind, shape), args, {ty(kind, shape)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withType(kind, [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (!std::is_same_v<T, bool>)
-            host::iota(ptr<T>(out), sh(out),
-                       withOffset ? offset.data<int64_t>() : nullptr,
-                       withOffset ? sh(offset) : host::Shape{}, dim);
-        });
-        expectAgree("iota", out, ref[0]);
-      }
-}
-
-TEST(HostKernels, Gather) {
-  struct Case {
-    Dims input, indices;
-    int64_t dim;
-  };
-  const Case cases[] = {{{16, 64}, {16, 1}, 1},
-                        {{4, 5, 6}, {4, 3, 6}, 1},
-                        {{4, 5, 6}, {2, 5, 6}, 0},
-                        {{4, 5, 6}, {4, 5, 9}, 2}};
-  for (ElementKind kind : kAllKinds)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (const Case &c : cases) {
-        Tensor x = randomOf(kind, c.input);
-        // One index out of range: an undefined element (NaN or 0).
-        Tensor indices = randomInt(indexKind, c.indices, 0, c.input[c.dim] - 1);
-        indices.setDouble(0, static_cast<double>(c.input[c.dim]));
-        std::vector<Tensor> ref =
-            interpret("nn.gather %a0, %a1 dim = " + std::to_string(c.dim) +
-                          " : " + ty(x) + ", " + ty(indices),
-                      {x, indices}, {ty(kind, c.indices)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withType(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gather(ptr<T>(out), sh(out), cptr<T>(x), sh(x), idx(&indices),
-                       sh(indices), c.dim);
-        });
-        expectAgree("gather", out, ref[0]);
-      }
-}
-
 //===----------------------------------------------------------------------===//
-// embedding, gather_grad
+// Normalisation
 //===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Embedding) {
-  for (ElementKind kind : kFloats)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (bool withOffset : {false, true}) {
-        Dims tableShape = withOffset ? Dims{32, 32} : Dims{16, 32};
-        Tensor table = randomFloat(kind, tableShape);
-        Tensor ids = randomInt(indexKind, {8, 16}, 0, withOffset ? 63 : 15);
-        // Without an offset, one id outside the table (undefined: NaN).
-        if (!withOffset)
-          ids.setDouble(5, 16);
-        Tensor offset = scalarI64(16);
-        std::string op = "nn.embedding %a0, %a1";
-        std::vector<Tensor> args = {table, ids};
-        if (withOffset) {
-          op += " offset %a2";
-          args.push_back(offset);
-        }
-        std::vector<Tensor> ref =
-            interpret(op + " : " + ty(table) + ", " + ty(ids), args,
-                      {ty(kind, {8, 16, 32})});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::embedding(ptr<T>(out), sh(out), cptr<T>(table), sh(table),
-                          idx(&ids), sh(ids),
-                          withOffset ? offset.data<int64_t>() : nullptr,
-                          withOffset ? sh(offset) : host::Shape{});
-        });
-        expectAgree("embedding", out, ref[0]);
-      }
-}
-
-TEST(HostKernels, GatherGrad) {
-  struct Case {
-    Dims grad, result;
-    int64_t dim;
-    bool withOffset;
-  };
-  const Case cases[] = {{{128, 32}, {16, 32}, 0, false},
-                        {{128, 32}, {64, 32}, 0, false},
-                        {{128, 32}, {32, 32}, 0, true},
-                        {{16, 1}, {16, 64}, 1, false},
-                        {{4, 5, 6}, {4, 3, 6}, 1, true}};
-  for (ElementKind kind : kFloats)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (const Case &c : cases) {
-        Tensor dy = randomFloat(kind, c.grad);
-        // Indices of a larger range than the result: repeats add up, and
-        // some fall outside (with or without offset) and add nothing.
-        int64_t size = c.result[c.dim];
-        Tensor indices = randomInt(indexKind, c.grad, -1, 2 * size);
-        Tensor offset = scalarI64(size / 2);
-        std::string op =
-            "nn.gather_grad %a0, %a1 dim = " + std::to_string(c.dim);
-        std::vector<Tensor> args = {dy, indices};
-        if (c.withOffset) {
-          op += " offset %a2";
-          args.push_back(offset);
-        }
-        std::vector<Tensor> ref =
-            interpret(op + " : " + ty(dy) + ", " + ty(indices) + " to " +
-                          ty(kind, c.result),
-                      args, {ty(kind, c.result)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::gather_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy),
-                            idx(&indices), sh(indices),
-                            c.withOffset ? offset.data<int64_t>() : nullptr,
-                            c.withOffset ? sh(offset) : host::Shape{}, c.dim);
-        });
-        expectAgree("gather_grad", out, ref[0]);
-      }
-}
-
-//===----------------------------------------------------------------------===//
-// Softmax and normalisation
-//===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Softmax) {
-  for (ElementKind kind : kFloats)
-    for (bool logarithm : {false, true})
-      for (const auto &entry :
-           {std::pair{Dims{3, 4, 5}, int64_t{0}}, std::pair{Dims{3, 4, 5}, 1l},
-            std::pair{Dims{3, 4, 5}, 2l}, std::pair{Dims{8, 64}, 1l}}) {
-        const Dims &shape = entry.first;
-        int64_t dim = entry.second;
-        Tensor x = randomFloat(kind, shape, -20, 20);
-        const char *name = logarithm ? "log_softmax" : "softmax";
-        std::vector<Tensor> ref =
-            interpret(std::string("nn.") + name +
-                          " %a0 dim = " + std::to_string(dim) + " : " + ty(x),
-                      {x}, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          if (logarithm)
-            host::log_softmax(ptr<T>(out), sh(out), cptr<T>(x), sh(x), dim);
-          else
-            host::softmax(ptr<T>(out), sh(out), cptr<T>(x), sh(x), dim);
-        });
-        expectAgree(name, out, ref[0]);
-      }
-}
-
-struct NormCase {
-  Dims shape;
-  int64_t normalizedDims;
-  double epsilon;
-  bool scale, bias;
-};
-const NormCase kNorms[] = {
-    {{8, 16, 32}, 1, 1e-5, true, true},  {{8, 16, 32}, 1, 1e-5, false, false},
-    {{8, 16, 32}, 2, 1e-6, true, false}, {{6, 7}, 1, 1e-3, false, true},
-    {{5}, 1, 1e-5, true, true},          {{3, 4, 5}, 3, 1e-5, true, true}};
-
-/// The attribute dictionary of a norm op, defaults left out.
-std::string normAttrs(const NormCase &c, double defaultEpsilon) {
-  std::string attrs;
-  if (c.epsilon != defaultEpsilon)
-    attrs += "epsilon = " + f64(c.epsilon) + " : f64";
-  if (c.normalizedDims != 1)
-    attrs += std::string(attrs.empty() ? "" : ", ") +
-             "normalized_dims = " + std::to_string(c.normalizedDims) + " : i64";
-  return attrs.empty() ? "" : " {" + attrs + "}";
-}
-
-TEST(HostKernels, LayerNormAndGrad) {
-  for (ElementKind kind : kFloats)
-    for (const NormCase &c : kNorms) {
-      Dims trailing(c.shape.end() - c.normalizedDims, c.shape.end());
-      Tensor x = randomFloat(kind, c.shape, -3, 3);
-      Tensor dy = randomFloat(kind, c.shape);
-      Tensor scale = randomFloat(kind, trailing, 0.5, 1.5);
-      Tensor bias = randomFloat(kind, trailing);
-      const Tensor *s = c.scale ? &scale : nullptr;
-      const Tensor *b = c.bias ? &bias : nullptr;
-      std::string op = "nn.layer_norm %a0";
-      std::vector<Tensor> args = {x};
-      std::string types = ty(x);
-      if (s) {
-        op += " scale %a" + std::to_string(args.size());
-        args.push_back(scale);
-        types += ", " + ty(scale);
-      }
-      if (b) {
-        op += " bias %a" + std::to_string(args.size());
-        args.push_back(bias);
-        types += ", " + ty(bias);
-      }
-      std::vector<Tensor> ref =
-          interpret(op + normAttrs(c, 1e-5) + " : " + types, args, {ty(x)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::layer_norm(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
-                         cptrOrNull<T>(s), shOrEmpty(s), cptrOrNull<T>(b),
-                         shOrEmpty(b), c.epsilon, c.normalizedDims);
-      });
-      expectAgree("layer_norm", out, ref[0]);
-
-      op = "nn.layer_norm_grad %a0, %a1";
-      args = {dy, x};
-      types = ty(dy) + ", " + ty(x);
-      if (s) {
-        op += " scale %a2";
-        args.push_back(scale);
-        types += ", " + ty(scale);
-      }
-      ref = interpret(op + normAttrs(c, 1e-5) + " : " + types, args, {ty(x)});
-      ASSERT_EQ(ref.size(), 1u);
-      out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::layer_norm_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy),
-                              cptr<T>(x), sh(x), cptrOrNull<T>(s), shOrEmpty(s),
-                              c.epsilon, c.normalizedDims);
-      });
-      expectAgree("layer_norm_grad", out, ref[0]);
-    }
-}
-
-TEST(HostKernels, RmsNormAndGrad) {
-  for (ElementKind kind : kFloats)
-    for (const NormCase &c : kNorms) {
-      Dims trailing(c.shape.end() - c.normalizedDims, c.shape.end());
-      Tensor x = randomFloat(kind, c.shape, -3, 3);
-      Tensor dy = randomFloat(kind, c.shape);
-      Tensor scale = randomFloat(kind, trailing, 0.5, 1.5);
-      const Tensor *s = c.scale ? &scale : nullptr;
-      std::string op = "nn.rms_norm %a0";
-      std::vector<Tensor> args = {x};
-      std::string types = ty(x);
-      if (s) {
-        op += " scale %a1";
-        args.push_back(scale);
-        types += ", " + ty(scale);
-      }
-      std::vector<Tensor> ref =
-          interpret(op + normAttrs(c, 1e-6) + " : " + types, args, {ty(x)});
-      ASSERT_EQ(ref.size(), 1u);
-      Tensor out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::rms_norm(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
-                       cptrOrNull<T>(s), shOrEmpty(s), c.epsilon,
-                       c.normalizedDims);
-      });
-      expectAgree("rms_norm", out, ref[0]);
-
-      op = "nn.rms_norm_grad %a0, %a1";
-      args = {dy, x};
-      types = ty(dy) + ", " + ty(x);
-      if (s) {
-        op += " scale %a2";
-        args.push_back(scale);
-        types += ", " + ty(scale);
-      }
-      ref = interpret(op + normAttrs(c, 1e-6) + " : " + types, args, {ty(x)});
-      ASSERT_EQ(ref.size(), 1u);
-      out = garbageLike(ref[0]);
-      withFloat(kind, [&](auto tag) {
-        using T = decltype(tag);
-        host::rms_norm_grad(ptr<T>(out), sh(out), cptr<T>(dy), sh(dy),
-                            cptr<T>(x), sh(x), cptrOrNull<T>(s), shOrEmpty(s),
-                            c.epsilon, c.normalizedDims);
-      });
-      expectAgree("rms_norm_grad", out, ref[0]);
-    }
-}
 
 TEST(HostKernels, NormDefaultsFromAbsentValues) {
   // kAbsent and INT64_MIN stand for the ODS defaults (epsilon 1e-5,
@@ -1322,246 +500,12 @@ TEST(HostKernels, NormDefaultsFromAbsentValues) {
 }
 
 //===----------------------------------------------------------------------===//
-// Attention
-//===----------------------------------------------------------------------===//
-
-/// Subtree ends of a random prefix tree of `count` tokens packed in
-/// depth-first order (token 0 the root).
-std::vector<int64_t> randomSubtreeEnds(int64_t count) {
-  std::vector<int64_t> parent(count, -1), path = {0};
-  for (int64_t j = 1; j < count; ++j) {
-    std::uniform_int_distribution<size_t> pops(0, path.size() - 1);
-    path.resize(path.size() - pops(rng()));
-    parent[j] = path.back();
-    path.push_back(j);
-  }
-  std::vector<int64_t> end(count);
-  for (int64_t j = count - 1; j >= 0; --j)
-    end[j] = std::max(end[j], j);
-  for (int64_t j = count - 1; j >= 1; --j)
-    end[parent[j]] = std::max(end[parent[j]], end[j]);
-  return end;
-}
-
-struct AttentionCase {
-  int64_t batch, seqQ, seqK, heads, kvHeads, dim, valueDim;
-  const char *mask;
-  bool positions;
-  double scale; // NaN: absent
-};
-
-const AttentionCase kAttention[] = {
-    {2, 16, 16, 4, 4, 8, 8, "causal", false, NAN},
-    {2, 16, 16, 4, 4, 8, 8, "none", false, NAN},
-    {3, 9, 9, 4, 2, 8, 6, "causal", false, 0.3},
-    {2, 7, 13, 2, 1, 4, 5, "none", false, NAN},
-    {2, 8, 16, 4, 2, 8, 8, "causal", true, NAN},
-    {2, 12, 12, 2, 2, 4, 4, "tree", false, NAN},
-    {1, 6, 12, 2, 1, 4, 3, "tree", true, 0.5},
-};
-
-/// The operands and the MLIR spelling of one attention case.
-struct AttentionInputs {
-  Tensor query, key, value, dout, subtreeEnd, positions;
-  std::string operands, types, suffix;
-};
-
-AttentionInputs makeAttentionInputs(ElementKind kind, ElementKind indexKind,
-                                    const AttentionCase &c, bool backward) {
-  AttentionInputs in;
-  in.query = randomFloat(kind, {c.batch, c.seqQ, c.heads, c.dim}, -2, 2);
-  in.key = randomFloat(kind, {c.batch, c.seqK, c.kvHeads, c.dim}, -2, 2);
-  in.value = randomFloat(kind, {c.batch, c.seqK, c.kvHeads, c.valueDim});
-  in.dout = randomFloat(kind, {c.batch, c.seqQ, c.heads, c.valueDim});
-  int next = 0;
-  auto arg = [&](const Tensor &t) {
-    in.operands += (next ? ", %a" : "%a") + std::to_string(next);
-    ++next;
-    in.types += (in.types.empty() ? "" : ", ") + ty(t);
-  };
-  if (backward)
-    arg(in.dout);
-  arg(in.query);
-  arg(in.key);
-  arg(in.value);
-  in.suffix = std::string(" mask = ") + c.mask;
-  if (std::string(c.mask) == "tree") {
-    in.subtreeEnd = Tensor(indexKind, {c.batch, c.seqK});
-    for (int64_t b = 0; b < c.batch; ++b) {
-      std::vector<int64_t> ends = randomSubtreeEnds(c.seqK);
-      for (int64_t j = 0; j < c.seqK; ++j)
-        in.subtreeEnd.setDouble(b * c.seqK + j, static_cast<double>(ends[j]));
-    }
-    in.suffix += " subtree_end %a" + std::to_string(next);
-    arg(in.subtreeEnd);
-  }
-  if (c.positions) {
-    // Positions in [-1, seq_k): -1 sees no key (a zero row).
-    in.positions = randomInt(indexKind, {c.batch, c.seqQ}, -1, c.seqK - 1);
-    in.suffix += " positions %a" + std::to_string(next);
-    arg(in.positions);
-  }
-  if (!std::isnan(c.scale))
-    in.suffix += " {scale = " + f64(c.scale) + " : f64}";
-  return in;
-}
-
-TEST(HostKernels, Attention) {
-  for (ElementKind kind : kFloats)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (const AttentionCase &c : kAttention) {
-        AttentionInputs in = makeAttentionInputs(kind, indexKind, c, false);
-        std::vector<Tensor> args = {in.query, in.key, in.value};
-        bool tree = std::string(c.mask) == "tree";
-        if (tree)
-          args.push_back(in.subtreeEnd);
-        if (c.positions)
-          args.push_back(in.positions);
-        // Operands come before the suffix's keywords: rebuild the text.
-        std::string op =
-            "nn.attention %a0, %a1, %a2" + in.suffix + " : " + in.types;
-        std::vector<Tensor> ref = interpret(
-            op, args, {ty(kind, {c.batch, c.seqQ, c.heads, c.valueDim})});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::attention(ptr<T>(out), sh(out), cptr<T>(in.query), sh(in.query),
-                          cptr<T>(in.key), sh(in.key), cptr<T>(in.value),
-                          sh(in.value), idx(tree ? &in.subtreeEnd : nullptr),
-                          shOrEmpty(tree ? &in.subtreeEnd : nullptr),
-                          idx(c.positions ? &in.positions : nullptr),
-                          shOrEmpty(c.positions ? &in.positions : nullptr),
-                          c.mask,
-                          std::isnan(c.scale) ? host::kAbsent : c.scale);
-        });
-        expectAgree(std::string("attention ") + c.mask, out, ref[0]);
-      }
-}
-
-TEST(HostKernels, AttentionGrad) {
-  for (ElementKind kind : kFloats)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (const AttentionCase &c : kAttention) {
-        AttentionInputs in = makeAttentionInputs(kind, indexKind, c, true);
-        std::vector<Tensor> args = {in.dout, in.query, in.key, in.value};
-        bool tree = std::string(c.mask) == "tree";
-        if (tree)
-          args.push_back(in.subtreeEnd);
-        if (c.positions)
-          args.push_back(in.positions);
-        std::string op = "nn.attention_grad %a0, %a1, %a2, %a3" + in.suffix +
-                         " : " + in.types;
-        std::vector<Tensor> ref =
-            interpret(op, args, {ty(in.query), ty(in.key), ty(in.value)});
-        ASSERT_EQ(ref.size(), 3u);
-        Tensor dq = garbageLike(ref[0]), dk = garbageLike(ref[1]),
-               dv = garbageLike(ref[2]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::attention_grad(
-              ptr<T>(dq), sh(dq), ptr<T>(dk), sh(dk), ptr<T>(dv), sh(dv),
-              cptr<T>(in.dout), sh(in.dout), cptr<T>(in.query), sh(in.query),
-              cptr<T>(in.key), sh(in.key), cptr<T>(in.value), sh(in.value),
-              idx(tree ? &in.subtreeEnd : nullptr),
-              shOrEmpty(tree ? &in.subtreeEnd : nullptr),
-              idx(c.positions ? &in.positions : nullptr),
-              shOrEmpty(c.positions ? &in.positions : nullptr), c.mask,
-              std::isnan(c.scale) ? host::kAbsent : c.scale);
-        });
-        std::string name = std::string("attention_grad ") + c.mask;
-        expectAgree(name, dq, ref[0]);
-        expectAgree(name, dk, ref[1]);
-        expectAgree(name, dv, ref[2]);
-      }
-}
-
-//===----------------------------------------------------------------------===//
-// Loss
-//===----------------------------------------------------------------------===//
-
-TEST(HostKernels, CrossEntropyAndGrad) {
-  struct Case {
-    Dims logits;
-    bool weights, normalizerOperand;
-  };
-  const Case cases[] = {{{8, 16, 64}, false, false}, {{48, 64}, false, false},
-                        {{8, 16, 64}, true, false},  {{6, 10}, true, true},
-                        {{6, 10}, false, true},      {{64}, false, false}};
-  for (ElementKind kind : kFloats)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (const Case &c : cases) {
-        Dims rows(c.logits.begin(), c.logits.end() - 1);
-        int64_t vocab = c.logits.back();
-        Tensor logits = randomFloat(kind, c.logits, -8, 8);
-        Tensor labels = randomInt(indexKind, rows, 0, vocab - 1);
-        Tensor weights = randomFloat(kind, rows, 0, 2);
-        Tensor normalizer = randomFloat(kind, {}, 10, 20);
-        Tensor dloss = randomFloat(kind, {}, 0.5, 2);
-        if (c.weights) {
-          // Padding: zero weights with any label, -100 included.
-          weights.setDouble(0, 0);
-          labels.setDouble(0, -100);
-          weights.setDouble(2, 0);
-        }
-        const Tensor *w = c.weights ? &weights : nullptr;
-        const Tensor *n = c.normalizerOperand ? &normalizer : nullptr;
-        double attr = c.normalizerOperand ? host::kAbsent : 128.0;
-        std::string operands = "%a0, %a1",
-                    types = ty(logits) + ", " + ty(labels);
-        std::vector<Tensor> args = {logits, labels};
-        auto optional = [&](const Tensor *t, const char *keyword) {
-          if (!t)
-            return;
-          operands +=
-              std::string(" ") + keyword + " %a" + std::to_string(args.size());
-          args.push_back(*t);
-          types += ", " + ty(*t);
-        };
-        optional(w, "weights");
-        optional(n, "normalizer");
-        std::string attrs = n ? "" : " {normalizer = " + f64(attr) + " : f64}";
-        std::vector<Tensor> ref =
-            interpret("nn.cross_entropy " + operands + attrs + " : " + types,
-                      args, {ty(kind, {})});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::cross_entropy(ptr<T>(out), sh(out), cptr<T>(logits), sh(logits),
-                              idx(&labels), sh(labels), cptrOrNull<T>(w),
-                              shOrEmpty(w), cptrOrNull<T>(n), shOrEmpty(n),
-                              attr);
-        });
-        expectAgree("cross_entropy", out, ref[0]);
-
-        // The gradient: the operands shift by one (grad first).
-        operands = "%a0, %a1, %a2";
-        types = ty(dloss) + ", " + ty(logits) + ", " + ty(labels);
-        args = {dloss, logits, labels};
-        optional(w, "weights");
-        optional(n, "normalizer");
-        ref = interpret("nn.cross_entropy_grad " + operands + attrs + " : " +
-                            types,
-                        args, {ty(logits)});
-        ASSERT_EQ(ref.size(), 1u);
-        out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::cross_entropy_grad(
-              ptr<T>(out), sh(out), cptr<T>(dloss), sh(dloss), cptr<T>(logits),
-              sh(logits), idx(&labels), sh(labels), cptrOrNull<T>(w),
-              shOrEmpty(w), cptrOrNull<T>(n), shOrEmpty(n), attr);
-        });
-        expectAgree("cross_entropy_grad", out, ref[0]);
-      }
-}
-
-//===----------------------------------------------------------------------===//
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-TEST(HostKernels, SgdUpdate) {
+// In place (each result the operand it updates, which the contract
+// allows): the conformance suite runs the update ops into fresh buffers.
+TEST(HostKernels, SgdUpdateInPlace) {
   struct Case {
     double lr, momentum, weightDecay;
     bool nesterov;
@@ -1572,7 +516,7 @@ TEST(HostKernels, SgdUpdate) {
                         {0.02, 0.5, 0.01, false}};
   for (ElementKind kind : kFloats)
     for (const Case &c : cases)
-      for (bool inPlace : {false, true}) {
+      for (bool inPlace : {true}) {
         Dims shape = {37, 5};
         Tensor param = randomFloat(kind, shape),
                grad = randomFloat(kind, shape),
@@ -1605,7 +549,8 @@ TEST(HostKernels, SgdUpdate) {
       }
 }
 
-TEST(HostKernels, AdamWUpdate) {
+// In place, and the defaults passed explicitly as kAbsent.
+TEST(HostKernels, AdamWUpdateInPlace) {
   struct Case {
     double lr, beta1, beta2, epsilon, weightDecay;
     int64_t step;
@@ -1616,7 +561,7 @@ TEST(HostKernels, AdamWUpdate) {
                         {3e-4, 0.8, 0.95, 1e-6, 0.1, 1000, false}};
   for (ElementKind kind : kFloats)
     for (const Case &c : cases)
-      for (bool inPlace : {false, true})
+      for (bool inPlace : {true})
         for (bool absent : {false, true}) {
           if (absent && !c.defaults)
             continue;
@@ -1663,63 +608,8 @@ TEST(HostKernels, AdamWUpdate) {
 }
 
 //===----------------------------------------------------------------------===//
-// rope, dropout
+// Dropout
 //===----------------------------------------------------------------------===//
-
-TEST(HostKernels, Rope) {
-  for (ElementKind kind : kFloats)
-    for (ElementKind indexKind : {ElementKind::I64, ElementKind::I32})
-      for (bool inverse : {false, true})
-        for (double theta : {10000.0, 500.0})
-          for (Dims shape : {Dims{2, 16, 4, 8}, Dims{5, 3, 6}}) {
-            Tensor x = randomFloat(kind, shape);
-            Tensor positions = randomInt(
-                indexKind, Dims(shape.begin(), shape.end() - 2), 0, 4000);
-            std::string attrs =
-                theta == 10000.0 ? "" : " {theta = " + f64(theta) + " : f64}";
-            std::vector<Tensor> ref = interpret(
-                std::string("nn.rope %a0, %a1") + (inverse ? " inverse" : "") +
-                    attrs + " : " + ty(x) + ", " + ty(positions),
-                {x, positions}, {ty(x)});
-            ASSERT_EQ(ref.size(), 1u);
-            Tensor out = garbageLike(ref[0]);
-            withFloat(kind, [&](auto tag) {
-              using T = decltype(tag);
-              host::rope(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
-                         idx(&positions), sh(positions), inverse, theta);
-            });
-            expectAgree("rope", out, ref[0]);
-          }
-}
-
-TEST(HostKernels, Dropout) {
-  for (ElementKind kind : kFloats)
-    for (double rate : {0.0, 0.1, 0.5})
-      for (bool withOffset : {false, true}) {
-        Tensor x = randomFloat(kind, {8, 32});
-        Tensor offset = scalarI64(12345);
-        std::string op = "nn.dropout %a0";
-        std::vector<Tensor> args = {x};
-        if (withOffset) {
-          op += ", %a1";
-          args.push_back(offset);
-        }
-        std::vector<Tensor> ref =
-            interpret(op + " {rate = " + f64(rate) +
-                          " : f64, seed = 42 : i64} : " + ty(x),
-                      args, {ty(x)});
-        ASSERT_EQ(ref.size(), 1u);
-        Tensor out = garbageLike(ref[0]);
-        withFloat(kind, [&](auto tag) {
-          using T = decltype(tag);
-          host::dropout(ptr<T>(out), sh(out), cptr<T>(x), sh(x),
-                        withOffset ? offset.data<int64_t>() : nullptr,
-                        withOffset ? sh(offset) : host::Shape{}, {}, {},
-                        host::kAbsentShape, rate, 42);
-        });
-        expectAgree("dropout", out, ref[0]);
-      }
-}
 
 // A block of a larger tensor draws the mask elements of its global
 // indices: the same bits as the interpreter, and as the same block cut

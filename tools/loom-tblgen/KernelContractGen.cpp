@@ -13,6 +13,10 @@
 //   -gen-ascend-loom-ops       Loom's own operators (LoomOps.h)
 //   -gen-kernel-contracts      the table the call layer is built from and
 //                              final emission checks (KernelContract.cpp)
+//   -gen-{host,cuda,ascend}-kernel-dispatch
+//                              per target, a call of any kernel from a
+//                              generic argument list (the conformance
+//                              suite, test/conformance)
 //
 // A kernel takes, in this order: each result (a pointer and its Shape),
 // each operand (the same; an optional one may be absent, a variadic one is
@@ -503,6 +507,170 @@ bool emitContracts(const RecordKeeper &records, raw_ostream &os) {
   return false;
 }
 
+
+//===----------------------------------------------------------------------===//
+// -gen-{host,cuda,ascend}-kernel-dispatch
+//===----------------------------------------------------------------------===//
+
+/// The argument of one tensor in a dispatcher: `what` is the generic
+/// buffer expression (a KernelBuffer).
+std::string dispatchArg(const Tensor &t, bool result, StringRef elem,
+                        StringRef what) {
+  switch (t.kind) {
+  case Kind::Index:
+    return ("indexPtr(" + what + "), " + what + ".shape").str();
+  case Kind::Typed:
+  case Kind::Bool:
+  case Kind::Scalar:
+    break;
+  }
+  return ("static_cast<" + Twine(result ? "" : "const ") + elem + " *>(" +
+          what + ".data), " + what + ".shape")
+      .str();
+}
+
+std::string elemOf(const Tensor &t, ArrayRef<ElementType> types,
+                   size_t &slot) {
+  switch (t.kind) {
+  case Kind::Typed:
+    return types[slot++].cpp;
+  case Kind::Bool:
+    return "bool";
+  case Kind::Scalar:
+  case Kind::Index:
+    return "int64_t";
+  }
+  return "";
+}
+
+const char *attrMember(StringRef kind) {
+  if (kind == "F64")
+    return "f64";
+  if (kind == "I64")
+    return "i64";
+  if (kind == "I64Array")
+    return "shape";
+  if (kind == "Enum")
+    return "keyword";
+  return "flag"; // Unit, Bool
+}
+
+/// The dispatcher of one target: `dispatch(op, types, call)` calls
+/// `loom::<target>::<op>` with the overload of `types` (the element types
+/// of the typed tensors, results first) and the arguments of `call`
+/// (test/conformance/KernelCall.h), and returns false when the target has
+/// no such kernel. Variadic groups become braced lists by a switch on
+/// their size (up to kMaxRank).
+bool emitDispatch(const RecordKeeper &records, raw_ostream &os,
+                  const Target Contract::*target) {
+  emitSourceFileHeader("Kernel dispatcher of the nn ops", os, records);
+  // A variadic group of any size a Shape allows.
+  constexpr int kMaxRank = 8;
+  os << "static_assert(::loom::host::kMaxRank == " << kMaxRank
+     << ", \"the variadic switches cover lists of up to kMaxRank\");\n\n";
+  std::vector<Contract> contracts = collect(records);
+  std::string ns = "loom::" + (contracts.empty()
+                                   ? std::string("host")
+                                   : (contracts.front().*target).name);
+  for (const Contract &c : contracts) {
+    const Target &t = c.*target;
+    if (!t.implemented)
+      continue;
+    unsigned variadics = llvm::count_if(
+        c.operands, [](const Tensor &x) { return x.variadic; });
+    if (variadics > 1)
+      PrintFatalError(c.def->getLoc(),
+                      "the kernel dispatcher takes one variadic group");
+    os << "// " << summary(c) << "\n";
+    os << "inline bool dispatch_" << c.mnemonic
+       << "(const std::vector<std::string> &types, const KernelCall &call) "
+          "{\n";
+    os << "  if (call.results.size() != " << c.results.size()
+       << " || call.operands.size() != " << c.operands.size()
+       << " || call.attributes.size() != " << c.attrs.size()
+       << ")\n    return false;\n";
+    for (const auto &types : overloads(c, t)) {
+      std::vector<std::string> conds;
+      for (size_t i = 0; i < types.size(); ++i)
+        conds.push_back("types[" + std::to_string(i) + "] == \"" +
+                        types[i].name + "\"");
+      os << "  if (types.size() == " << types.size();
+      for (const std::string &cond : conds)
+        os << " && " << cond;
+      os << ") {\n";
+      // The arguments before and after the variadic group.
+      std::vector<std::string> before, after;
+      std::string variadicElem;
+      int variadicIndex = -1;
+      size_t slot = 0;
+      for (size_t i = 0; i < c.results.size(); ++i) {
+        std::string elem = elemOf(c.results[i], types, slot);
+        before.push_back(dispatchArg(c.results[i], true, elem,
+                                     "call.results[" + std::to_string(i) +
+                                         "]"));
+      }
+      for (size_t i = 0; i < c.operands.size(); ++i) {
+        const Tensor &x = c.operands[i];
+        std::string elem = elemOf(x, types, slot);
+        if (x.variadic) {
+          variadicElem = elem;
+          variadicIndex = static_cast<int>(i);
+          continue;
+        }
+        (variadicIndex < 0 ? before : after)
+            .push_back(dispatchArg(x, false, elem,
+                                   "one(call.operands[" + std::to_string(i) +
+                                       "])"));
+      }
+      for (size_t i = 0; i < c.attrs.size(); ++i)
+        (variadicIndex < 0 ? before : after)
+            .push_back("call.attributes[" + std::to_string(i) + "]." +
+                       attrMember(c.attrs[i].kind));
+      auto emitCall = [&](StringRef indent, ArrayRef<std::string> middle) {
+        std::vector<std::string> all(before);
+        all.insert(all.end(), middle.begin(), middle.end());
+        all.insert(all.end(), after.begin(), after.end());
+        os << indent << ns << "::" << c.mnemonic << "(" << join(all, ", ")
+           << ");\n"
+           << indent << "return true;\n";
+      };
+      if (variadicIndex < 0) {
+        emitCall("    ", {});
+      } else {
+        std::string group =
+            "call.operands[" + std::to_string(variadicIndex) + "]";
+        os << "    switch (" << group << ".size()) {\n";
+        for (int n = 0; n <= kMaxRank; ++n) {
+          std::vector<std::string> pointers, shapes;
+          for (int k = 0; k < n; ++k) {
+            std::string b = group + "[" + std::to_string(k) + "]";
+            pointers.push_back("static_cast<const " + variadicElem + " *>(" +
+                               b + ".data)");
+            shapes.push_back(b + ".shape");
+          }
+          os << "    case " << n << ": {\n";
+          emitCall("      ", {"{" + join(pointers, ", ") + "}",
+                              "{" + join(shapes, ", ") + "}"});
+          os << "    }\n";
+        }
+        os << "    default:\n      return false;\n    }\n";
+      }
+      os << "  }\n";
+    }
+    os << "  return false;\n}\n\n";
+  }
+  os << "/// Calls the kernel of `op` (\"nn.add\") for `types`; false when the "
+        "target has none.\n";
+  os << "inline bool dispatch(const std::string &op, const "
+        "std::vector<std::string> &types, const KernelCall &call) {\n";
+  for (const Contract &c : contracts)
+    if ((c.*target).implemented)
+      os << "  if (op == \"nn." << c.mnemonic << "\")\n    return dispatch_"
+         << c.mnemonic << "(types, call);\n";
+  os << "  return false;\n}\n";
+  return false;
+}
+
 mlir::GenRegistration
     genHost("gen-host-kernel-decls", "Generate the host kernel declarations",
             [](const RecordKeeper &records, raw_ostream &os) {
@@ -522,6 +690,21 @@ mlir::GenRegistration genAscendDefs(
 mlir::GenRegistration genLoomOps("gen-ascend-loom-ops",
                                  "Generate Loom's own Ascend operators",
                                  emitLoomOps);
+mlir::GenRegistration genHostDispatch(
+    "gen-host-kernel-dispatch", "Generate the host kernel dispatcher",
+    [](const RecordKeeper &records, raw_ostream &os) {
+      return emitDispatch(records, os, &Contract::host);
+    });
+mlir::GenRegistration genCudaDispatch(
+    "gen-cuda-kernel-dispatch", "Generate the CUDA kernel dispatcher",
+    [](const RecordKeeper &records, raw_ostream &os) {
+      return emitDispatch(records, os, &Contract::cuda);
+    });
+mlir::GenRegistration genAscendDispatch(
+    "gen-ascend-kernel-dispatch", "Generate the Ascend kernel dispatcher",
+    [](const RecordKeeper &records, raw_ostream &os) {
+      return emitDispatch(records, os, &Contract::ascend);
+    });
 mlir::GenRegistration genContracts("gen-kernel-contracts",
                                    "Generate the kernel contract table",
                                    emitContracts);
