@@ -16,6 +16,7 @@
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "runtime/layout/Shards.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -1226,6 +1227,154 @@ TEST_F(HSPMDShapeFitTest, ShardsExistWhereTheShapeFits) {
 TEST_F(HSPMDShapeFitTest, NoShardWhereTheShapeDoesNotFit) {
   seed(0xf175);
   EXPECT_GT(checkOtherShapes(/*fits=*/false), 100);
+}
+
+//===----------------------------------------------------------------------===//
+// Property 9: the runtime's layout core (runtime/layout) agrees with the
+// compiler's layout arithmetic, and its shards put back what they cut.
+//===----------------------------------------------------------------------===//
+
+/// A random shape: the layout's own, or one of random rank and sizes (which
+/// the layout may not fit).
+class LayoutCoreTest : public HSPMDPropertyTest {
+protected:
+  std::vector<int64_t> shapeFor(const LayoutSpec &spec, int attempt) {
+    if (attempt == 0)
+      return std::vector<int64_t>(spec.shape.begin(), spec.shape.end());
+    std::vector<int64_t> shape;
+    int64_t rank = uniform(0, kMaxRank);
+    for (int64_t i = 0; i < rank; ++i)
+      shape.push_back(uniform(1, kMaxDimSize));
+    return shape;
+  }
+  const GenOptions everything{{Relation::Single, Relation::Split,
+                               Relation::Partial, Relation::Replicated},
+                              /*duplicates=*/true,
+                              /*partials=*/true};
+};
+
+TEST_F(LayoutCoreTest, ShardsEqualGetShard) {
+  seed(0xc0de);
+  int64_t compared = 0, refused = 0, partial = 0, replicated = 0;
+  for (int iteration = 0; iteration < 300 && !HasFailure(); ++iteration) {
+    std::optional<LayoutSpec> spec = generate(everything);
+    if (!spec)
+      return;
+    loom::layout::Layout core = toLayoutCore(spec->attr);
+    // The core spells the layout as the dialect prints it.
+    EXPECT_EQ(core.str(), spec->text);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::vector<int64_t> shape = shapeFor(*spec, attempt);
+      SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " +
+                   spec->text + " on " + loom::layout::toString(shape));
+      llvm::SmallVector<int64_t> devices = spec->allDevices();
+      devices.push_back(1000); // in no layout
+      for (int64_t device : devices) {
+        std::optional<Shard> expected = getShard(spec->attr, shape, device);
+        absl::StatusOr<loom::layout::Shard> actual =
+            loom::layout::getShard(core, shape, device);
+        ASSERT_EQ(expected.has_value(), actual.ok())
+            << "device " << device << ": " << actual.status();
+        if (!expected) {
+          ++refused;
+          EXPECT_FALSE(actual.status().message().empty());
+          continue;
+        }
+        ++compared;
+        partial += expected->numPartials > 1;
+        replicated += expected->numReplicas > 1;
+        EXPECT_EQ(llvm::ArrayRef<int64_t>(actual->offsets),
+                  llvm::ArrayRef<int64_t>(expected->offsets));
+        EXPECT_EQ(llvm::ArrayRef<int64_t>(actual->sizes),
+                  llvm::ArrayRef<int64_t>(expected->sizes));
+        EXPECT_EQ(actual->partialIndex, expected->partialIndex);
+        EXPECT_EQ(actual->numPartials, expected->numPartials);
+        EXPECT_EQ(actual->replicaIndex, expected->replicaIndex);
+        EXPECT_EQ(actual->numReplicas, expected->numReplicas);
+        EXPECT_EQ(actual->reduction.has_value(),
+                  expected->reduction.has_value());
+        if (actual->reduction && expected->reduction)
+          EXPECT_EQ(*actual->reduction, toLayoutCore(*expected->reduction));
+      }
+      // The shape check agrees with verifyLayoutForShape.
+      ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+      bool fits = succeeded(verifyLayoutForShape(
+          spec->attr, llvm::ArrayRef<int64_t>(shape),
+          [&]() { return emitError(UnknownLoc::get(&ctx)); }));
+      EXPECT_EQ(fits, loom::layout::checkLayout(core, shape).ok());
+    }
+  }
+  // Every kind of shard, and refusals, were compared.
+  EXPECT_GT(compared, 2000);
+  EXPECT_GT(refused, 300);
+  EXPECT_GT(partial, 200);
+  EXPECT_GT(replicated, 200);
+}
+
+// Cutting a global array into every device's shard and putting it back
+// gives the array bitwise (f64 small integers, so that a mean of equal
+// contributions is exact), and a replica changed in one element is caught.
+TEST_F(LayoutCoreTest, CutShardsAssembleBack) {
+  using loom::layout::DType;
+  seed(0xa55e);
+  int64_t roundTrips = 0, faultsCaught = 0;
+  for (int iteration = 0; iteration < 300 && !HasFailure(); ++iteration) {
+    std::optional<LayoutSpec> spec = generate(everything);
+    if (!spec)
+      return;
+    SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + spec->text);
+    loom::layout::Layout core = toLayoutCore(spec->attr);
+    std::vector<int64_t> shape(spec->shape.begin(), spec->shape.end());
+    std::vector<double> global(spec->numElements());
+    for (double &value : global)
+      value = static_cast<double>(uniform(-50, 50));
+    std::vector<std::vector<double>> pieces;
+    std::vector<loom::layout::Shard> held;
+    for (int64_t device : spec->allDevices()) {
+      absl::StatusOr<loom::layout::Shard> shard =
+          loom::layout::getShard(core, shape, device);
+      ASSERT_TRUE(shard.ok()) << shard.status();
+      pieces.emplace_back(shard->getNumElements());
+      loom::layout::cutShard(global.data(), shape, DType::F64, *shard,
+                             pieces.back().data());
+      held.push_back(*shard);
+    }
+    auto assembleAll = [&](std::vector<double> &out) {
+      std::vector<loom::layout::ShardData> data;
+      for (auto [i, device] : llvm::enumerate(spec->allDevices()))
+        data.push_back({device, pieces[i].data(), held[i].sizes});
+      return loom::layout::assemble(core, shape, DType::F64, data, out.data());
+    };
+    std::vector<double> back(global.size(), -1);
+    absl::Status status = assembleAll(back);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(back, global);
+    ++roundTrips;
+    // A replica (of a complete block) that differs in one element.
+    for (auto [i, shard] : llvm::enumerate(held)) {
+      if (shard.numReplicas < 2 || shard.numPartials > 1 ||
+          shard.getNumElements() == 0)
+        continue;
+      pieces[i][0] += 1.0;
+      EXPECT_FALSE(assembleAll(back).ok());
+      pieces[i][0] -= 1.0;
+      ++faultsCaught;
+      break;
+    }
+    // A shard of the wrong shape is refused with the device named.
+    if (!held.empty() && !held[0].sizes.empty()) {
+      held[0].sizes[0] += 1;
+      absl::Status wrong = assembleAll(back);
+      EXPECT_FALSE(wrong.ok());
+      EXPECT_NE(wrong.message().find("device " +
+                                     std::to_string(spec->allDevices()[0])),
+                std::string::npos)
+          << wrong;
+      held[0].sizes[0] -= 1;
+    }
+  }
+  EXPECT_EQ(roundTrips, 300);
+  EXPECT_GT(faultsCaught, 100);
 }
 
 } // namespace

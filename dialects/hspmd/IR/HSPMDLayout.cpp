@@ -309,6 +309,63 @@ bool loom::hspmd::areEquivalent(UnionAttr lhs, UnionAttr rhs,
 }
 
 //===----------------------------------------------------------------------===//
+// The runtime's layout core
+//===----------------------------------------------------------------------===//
+
+loom::layout::Reduction loom::hspmd::toLayoutCore(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+    return layout::Reduction::Sum;
+  case ReductionKind::Mean:
+    return layout::Reduction::Mean;
+  case ReductionKind::Max:
+    return layout::Reduction::Max;
+  case ReductionKind::Min:
+    return layout::Reduction::Min;
+  }
+  llvm_unreachable("unknown reduction kind");
+}
+
+loom::layout::Layout loom::hspmd::toLayoutCore(UnionAttr attr) {
+  layout::Layout core;
+  switch (attr.getRelation()) {
+  case UnionRelation::Split:
+    core.relation = layout::Relation::Split;
+    break;
+  case UnionRelation::Replicated:
+    core.relation = layout::Relation::Replicated;
+    break;
+  case UnionRelation::Partial:
+    core.relation = layout::Relation::Partial;
+    break;
+  }
+  core.splitDim = attr.getSplitDim();
+  core.shares.assign(attr.getShares().begin(), attr.getShares().end());
+  core.explicitSizes = attr.getExplicitSizes();
+  core.reduction = toLayoutCore(attr.getReduction());
+  for (auto [group, states] : llvm::zip_equal(attr.getGroups(), attr.getStates())) {
+    layout::Member member;
+    member.devices.assign(group.getDevices().begin(), group.getDevices().end());
+    for (const Axis &axis : states.getAxes()) {
+      switch (axis.kind) {
+      case AxisKind::Split:
+        member.states.axes.push_back(layout::Axis::split(axis.dim, axis.degree));
+        break;
+      case AxisKind::Duplicate:
+        member.states.axes.push_back(layout::Axis::duplicate(axis.degree));
+        break;
+      case AxisKind::Partial:
+        member.states.axes.push_back(
+            layout::Axis::partial(axis.degree, toLayoutCore(axis.reduction)));
+        break;
+      }
+    }
+    core.members.push_back(std::move(member));
+  }
+  return core;
+}
+
+//===----------------------------------------------------------------------===//
 // Duality
 //===----------------------------------------------------------------------===//
 

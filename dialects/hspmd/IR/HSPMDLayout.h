@@ -11,6 +11,7 @@
 #define LOOM_DIALECTS_HSPMD_IR_HSPMDLAYOUT_H
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "runtime/layout/Layout.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/LLVM.h"
@@ -76,6 +77,15 @@ bool areEquivalent(UnionAttr lhs, UnionAttr rhs, llvm::ArrayRef<int64_t> shape);
 
 /// Whether the two layouts span exactly the same set of devices.
 bool haveSameDevices(UnionAttr lhs, UnionAttr rhs);
+
+//===----------------------------------------------------------------------===//
+// The runtime's layout core
+//===----------------------------------------------------------------------===//
+
+/// The layout as the MLIR-free layout core's plain data
+/// (runtime/layout/Layout.h), which everything outside the compiler uses.
+layout::Layout toLayoutCore(UnionAttr layout);
+layout::Reduction toLayoutCore(ReductionKind kind);
 
 //===----------------------------------------------------------------------===//
 // Duality: the layout of a gradient

@@ -1,0 +1,317 @@
+//===- Collectives.cpp - What each collective means, once -----------------===//
+
+#include "runtime/layout/Collectives.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using namespace loom::layout;
+
+std::vector<int64_t>
+loom::layout::toDigits(int64_t index, const std::vector<int64_t> &radices) {
+  std::vector<int64_t> digits(radices.size());
+  for (size_t i = radices.size(); i-- > 0;) {
+    digits[i] = index % radices[i];
+    index /= radices[i];
+  }
+  return digits;
+}
+
+int64_t loom::layout::fromDigits(const std::vector<int64_t> &digits,
+                                 const std::vector<int64_t> &radices) {
+  int64_t index = 0;
+  for (size_t i = 0; i < radices.size(); ++i)
+    index = index * radices[i] + digits[i];
+  return index;
+}
+
+std::vector<int64_t>
+loom::layout::getAxisSizes(const std::vector<int64_t> &mesh,
+                           const std::vector<int64_t> &axes) {
+  std::vector<int64_t> sizes;
+  for (int64_t axis : axes)
+    sizes.push_back(mesh[axis]);
+  return sizes;
+}
+
+Subgroup loom::layout::getSubgroup(const std::vector<int64_t> &mesh,
+                                   const std::vector<int64_t> &axes,
+                                   int64_t index) {
+  std::vector<int64_t> digits = toDigits(index, mesh);
+  std::vector<int64_t> sizes = getAxisSizes(mesh, axes);
+  Subgroup subgroup;
+  std::vector<int64_t> own;
+  for (int64_t axis : axes)
+    own.push_back(digits[axis]);
+  subgroup.position = fromDigits(own, sizes);
+  int64_t k = getNumElements(sizes);
+  for (int64_t position = 0; position < k; ++position) {
+    std::vector<int64_t> memberDigits = digits;
+    std::vector<int64_t> axisDigits = toDigits(position, sizes);
+    for (size_t i = 0; i < axes.size(); ++i)
+      memberDigits[axes[i]] = axisDigits[i];
+    subgroup.members.push_back(fromDigits(memberDigits, mesh));
+  }
+  return subgroup;
+}
+
+bool loom::layout::isAxisPermutation(const std::vector<int64_t> &perm,
+                                     const std::vector<int64_t> &sizes) {
+  if (perm.size() != sizes.size())
+    return false;
+  std::vector<bool> seen(perm.size(), false);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    int64_t p = perm[i];
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p] ||
+        sizes[p] != sizes[i])
+      return false;
+    seen[p] = true;
+  }
+  return true;
+}
+
+int64_t loom::layout::getPermuteSource(int64_t q,
+                                       const std::vector<int64_t> &perm,
+                                       const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> digits = toDigits(q, sizes), from(digits.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    from[i] = digits[perm[i]];
+  return fromDigits(from, sizes);
+}
+
+int64_t
+loom::layout::getPermuteDestination(int64_t q, const std::vector<int64_t> &perm,
+                                    const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> digits = toDigits(q, sizes), to(digits.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    to[perm[i]] = digits[i];
+  return fromDigits(to, sizes);
+}
+
+int64_t loom::layout::getChunkSize(int64_t count, int64_t k, int64_t j) {
+  return count / k + (j < count % k ? 1 : 0);
+}
+
+int64_t loom::layout::getChunkStart(int64_t count, int64_t k, int64_t j) {
+  return j * (count / k) + std::min<int64_t>(j, count % k);
+}
+
+namespace {
+constexpr std::pair<Collective, const char *> kCollectiveNames[] = {
+    {Collective::AllReduce, "all_reduce"},
+    {Collective::AllGather, "all_gather"},
+    {Collective::ReduceScatter, "reduce_scatter"},
+    {Collective::AllToAll, "all_to_all"},
+    {Collective::Permute, "permute"},
+    {Collective::LocalSlice, "local_slice"},
+    {Collective::MakePartial, "make_partial"},
+};
+} // namespace
+
+std::optional<Collective>
+loom::layout::parseCollective(const std::string &name) {
+  for (auto [collective, spelling] : kCollectiveNames)
+    if (name == spelling)
+      return collective;
+  return std::nullopt;
+}
+
+const char *loom::layout::getName(Collective collective) {
+  for (auto [kind, spelling] : kCollectiveNames)
+    if (kind == collective)
+      return spelling;
+  return "?";
+}
+
+Traffic loom::layout::getTraffic(Collective collective, int64_t bytes,
+                                 int64_t elementBytes, int64_t k,
+                                 int64_t position) {
+  switch (collective) {
+  case Collective::AllReduce: {
+    int64_t elements = elementBytes ? bytes / elementBytes : 0;
+    int64_t own = getChunkSize(elements, k, position) * elementBytes;
+    int64_t others = bytes - own;
+    return {others + (k - 1) * own, (k - 1) * own + others};
+  }
+  case Collective::AllGather:
+    return {(k - 1) * bytes, (k - 1) * bytes};
+  case Collective::ReduceScatter:
+  case Collective::AllToAll:
+    return {bytes / k * (k - 1), bytes / k * (k - 1)};
+  case Collective::Permute:
+  case Collective::LocalSlice:
+  case Collective::MakePartial:
+    return {};
+  }
+  return {};
+}
+
+Traffic loom::layout::getPermuteTraffic(int64_t bytes, int64_t position,
+                                        const std::vector<int64_t> &perm,
+                                        const std::vector<int64_t> &sizes) {
+  Traffic traffic;
+  if (getPermuteSource(position, perm, sizes) != position)
+    traffic.received = bytes;
+  if (getPermuteDestination(position, perm, sizes) != position)
+    traffic.sent = bytes;
+  return traffic;
+}
+
+std::optional<Reduction> loom::layout::parseReduction(const std::string &name) {
+  for (Reduction reduction :
+       {Reduction::Sum, Reduction::Mean, Reduction::Max, Reduction::Min})
+    if (name == getName(reduction))
+      return reduction;
+  return std::nullopt;
+}
+
+int64_t loom::layout::getElementBytes(DType type) {
+  switch (type) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::BF16:
+    return 2;
+  case DType::I1:
+    return 1;
+  }
+  return 1;
+}
+
+const char *loom::layout::getName(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::BF16:
+    return "bf16";
+  case DType::I1:
+    return "i1";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+float loom::layout::bf16ToFloat(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+uint16_t loom::layout::floatToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if (std::isnan(value))
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+namespace {
+
+template <typename T>
+void combineTyped(void *acc, const void *value, int64_t count,
+                  Reduction kind) {
+  T *a = static_cast<T *>(acc);
+  const T *v = static_cast<const T *>(value);
+  for (int64_t i = 0; i < count; ++i)
+    a[i] = combine<T>(a[i], v[i], kind);
+}
+
+absl::Status cannotReduce(DType type, Reduction kind) {
+  return absl::InvalidArgumentError(std::string("cannot reduce ") +
+                                    getName(type) + " with '" + getName(kind) +
+                                    "'");
+}
+
+} // namespace
+
+absl::Status loom::layout::combineInto(void *acc, const void *value,
+                                       int64_t count, DType type,
+                                       Reduction kind) {
+  switch (type) {
+  case DType::F32:
+    combineTyped<float>(acc, value, count, kind);
+    return absl::OkStatus();
+  case DType::F64:
+    combineTyped<double>(acc, value, count, kind);
+    return absl::OkStatus();
+  case DType::BF16: {
+    uint16_t *a = static_cast<uint16_t *>(acc);
+    const uint16_t *v = static_cast<const uint16_t *>(value);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] = floatToBf16(
+          combine<float>(bf16ToFloat(a[i]), bf16ToFloat(v[i]), kind));
+    return absl::OkStatus();
+  }
+  case DType::I32:
+  case DType::I64:
+    if (kind == Reduction::Mean)
+      return cannotReduce(type, kind);
+    if (type == DType::I32)
+      combineTyped<int32_t>(acc, value, count, kind);
+    else
+      combineTyped<int64_t>(acc, value, count, kind);
+    return absl::OkStatus();
+  case DType::I1:
+    break;
+  }
+  return cannotReduce(type, kind);
+}
+
+absl::Status loom::layout::finishMean(void *acc, int64_t count, DType type,
+                                      int64_t contributions) {
+  switch (type) {
+  case DType::F32: {
+    float *a = static_cast<float *>(acc);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] = a[i] / static_cast<float>(contributions);
+    return absl::OkStatus();
+  }
+  case DType::F64: {
+    double *a = static_cast<double *>(acc);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] = a[i] / static_cast<double>(contributions);
+    return absl::OkStatus();
+  }
+  case DType::BF16: {
+    uint16_t *a = static_cast<uint16_t *>(acc);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] = floatToBf16(bf16ToFloat(a[i]) / static_cast<float>(contributions));
+    return absl::OkStatus();
+  }
+  default:
+    return cannotReduce(type, Reduction::Mean);
+  }
+}
+
+absl::Status loom::layout::reduce(void *out,
+                                  const std::vector<const void *> &contributions,
+                                  int64_t count, DType type, Reduction kind) {
+  if (contributions.empty())
+    return absl::InvalidArgumentError("a reduction of no contributions");
+  int64_t bytes = count * getElementBytes(type);
+  if (out != contributions.front() && bytes > 0)
+    std::memmove(out, contributions.front(), static_cast<size_t>(bytes));
+  for (size_t i = 1; i < contributions.size(); ++i)
+    if (absl::Status status =
+            combineInto(out, contributions[i], count, type, kind);
+        !status.ok())
+      return status;
+  // A lone contribution of a kind that cannot be reduced still fails.
+  if (contributions.size() == 1 && type == DType::I1)
+    return cannotReduce(type, kind);
+  if (kind == Reduction::Mean)
+    return finishMean(out, count, type,
+                      static_cast<int64_t>(contributions.size()));
+  return absl::OkStatus();
+}

@@ -1,0 +1,166 @@
+//===- Collectives.h - What each collective means, once --------*- C++ -*-===//
+//
+// The semantics every executor of Loom's collectives shares (the simulator,
+// the host runtime over MPI, the device runtimes over NCCL/HCCL) and the
+// communication report counts:
+//
+//  - Sub-groups. A collective over mesh axes `axes` of a group's mesh
+//    `mesh` (row-major: the first axis slowest) runs among the devices that
+//    differ from each other only in the digits of those axes, ordered by
+//    those digits (the first listed axis slowest).
+//  - Combination order. Contributions combine left to right in sub-group
+//    order (member 0 first), in the element type (bf16 through f32, rounded
+//    after every step); a mean divides the sum by the count at the end; max
+//    and min let a NaN win.
+//  - Bytes. What each rank sends and receives, for a buffer of B bytes on a
+//    sub-group of k (the buffer being the rank's operand):
+//      all_gather      B to each of the k - 1 others
+//      reduce_scatter  block j (B / k) to member j, for every j != own
+//      all_reduce      a reduce-scatter of the flattened buffer cut into k
+//                      near-equal chunks (chunk j reduced at member j; the
+//                      first N mod k chunks one element larger), then an
+//                      all-gather of the reduced chunks: every other chunk
+//                      once, plus its own chunk k - 1 times
+//      all_to_all      block j (B / k) to member j, for every j != own
+//      permute         B to its destination unless that is itself
+//      local_slice, make_partial  nothing
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_LAYOUT_COLLECTIVES_H
+#define LOOM_RUNTIME_LAYOUT_COLLECTIVES_H
+
+#include "runtime/layout/Layout.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace loom::layout {
+
+//===----------------------------------------------------------------------===//
+// Meshes and sub-groups
+//===----------------------------------------------------------------------===//
+
+/// The digits of `index` in the mixed radix `radices` (the first slowest).
+std::vector<int64_t> toDigits(int64_t index,
+                              const std::vector<int64_t> &radices);
+/// The inverse of toDigits.
+int64_t fromDigits(const std::vector<int64_t> &digits,
+                   const std::vector<int64_t> &radices);
+
+/// The sub-group of the device at `index` of a group with mesh `mesh` for
+/// a collective over `axes`: the group indices of its members in sub-group
+/// order, and where `index` is among them.
+struct Subgroup {
+  std::vector<int64_t> members;
+  int64_t position = 0;
+};
+Subgroup getSubgroup(const std::vector<int64_t> &mesh,
+                     const std::vector<int64_t> &axes, int64_t index);
+
+/// The sizes of `axes` of `mesh`.
+std::vector<int64_t> getAxisSizes(const std::vector<int64_t> &mesh,
+                                  const std::vector<int64_t> &axes);
+
+/// Whether `perm` permutes axes of equal size among `sizes` (the sizes of
+/// a permute's mesh axes).
+bool isAxisPermutation(const std::vector<int64_t> &perm,
+                       const std::vector<int64_t> &sizes);
+/// For a permute of the sub-group positions whose digits over `sizes` are
+/// permuted by `perm`: member q receives from the member whose digit i is
+/// q's digit perm[i], and sends to the one whose digit perm[i] is q's
+/// digit i.
+int64_t getPermuteSource(int64_t q, const std::vector<int64_t> &perm,
+                         const std::vector<int64_t> &sizes);
+int64_t getPermuteDestination(int64_t q, const std::vector<int64_t> &perm,
+                              const std::vector<int64_t> &sizes);
+
+//===----------------------------------------------------------------------===//
+// Bytes
+//===----------------------------------------------------------------------===//
+
+/// The elements of chunk `j` when `count` are cut into `k` near-equal
+/// chunks (the first `count mod k` one element larger), and where it
+/// starts.
+int64_t getChunkSize(int64_t count, int64_t k, int64_t j);
+int64_t getChunkStart(int64_t count, int64_t k, int64_t j);
+
+enum class Collective {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Permute,
+  LocalSlice,
+  MakePartial,
+};
+
+/// "all_reduce", ... as the hspmd ops are named; nullopt for another name.
+std::optional<Collective> parseCollective(const std::string &name);
+const char *getName(Collective collective);
+
+struct Traffic {
+  int64_t sent = 0, received = 0;
+  bool operator==(const Traffic &other) const {
+    return sent == other.sent && received == other.received;
+  }
+};
+
+/// What member `position` of a sub-group of `k` sends and receives in one
+/// collective of kind `collective` (not Permute) on its operand of `bytes`
+/// bytes of `elementBytes`-byte elements.
+Traffic getTraffic(Collective collective, int64_t bytes, int64_t elementBytes,
+                   int64_t k, int64_t position);
+/// The same for a permute (see getPermuteSource).
+Traffic getPermuteTraffic(int64_t bytes, int64_t position,
+                          const std::vector<int64_t> &perm,
+                          const std::vector<int64_t> &sizes);
+
+//===----------------------------------------------------------------------===//
+// Combining contributions
+//===----------------------------------------------------------------------===//
+
+/// "sum", "mean", "max", "min" -> the reduction; nullopt otherwise.
+std::optional<Reduction> parseReduction(const std::string &name);
+
+/// One step of a reduction: `acc` combined with the next contribution.
+template <typename T> T combine(T acc, T value, Reduction kind) {
+  switch (kind) {
+  case Reduction::Sum:
+  case Reduction::Mean:
+    return acc + value;
+  case Reduction::Max:
+    return acc >= value || acc != acc ? acc : value;
+  case Reduction::Min:
+    return acc <= value || acc != acc ? acc : value;
+  }
+  return acc;
+}
+
+/// The element types the layout core moves and combines.
+enum class DType { F32, F64, BF16, I1, I32, I64 };
+int64_t getElementBytes(DType type);
+const char *getName(DType type);
+
+/// bf16 (the upper half of an IEEE float) to float and back, rounding to
+/// nearest even (a NaN stays a quiet NaN).
+float bf16ToFloat(uint16_t bits);
+uint16_t floatToBf16(float value);
+
+/// Combines `count` elements of `value` into `acc` (acc = combine(acc,
+/// value)); a mean only adds here (finishMean divides). InvalidArgument
+/// for a type that cannot be combined so (i1; a mean of integers).
+absl::Status combineInto(void *acc, const void *value, int64_t count,
+                         DType type, Reduction kind);
+/// Divides each of `count` summed elements by `contributions`.
+absl::Status finishMean(void *acc, int64_t count, DType type,
+                        int64_t contributions);
+/// The reduction of `contributions` (each `count` elements) into `out`, in
+/// the order given; `out` may be the first contribution.
+absl::Status reduce(void *out, const std::vector<const void *> &contributions,
+                    int64_t count, DType type, Reduction kind);
+
+} // namespace loom::layout
+
+#endif // LOOM_RUNTIME_LAYOUT_COLLECTIVES_H

@@ -1,0 +1,158 @@
+//===- Layout.h - Layouts as plain data, and what they mean -----*- C++ -*-===//
+//
+// The MLIR-free layout core (runtime/README.md, "layout/"): device groups,
+// their distributed states and unions of them as plain data, and the
+// arithmetic everything outside the compiler needs of a layout: which block
+// of a global tensor each device holds, which contribution of a pending
+// reduction, which replica. The simulator, the host and device runtimes,
+// `loom-run` and the compiled-program library use this; the compiler's
+// attributes (#hspmd.union) convert to it (dialects/hspmd/IR/HSPMDCore.h).
+//
+// Layouts here have the meaning the hspmd dialect gives them
+// (docs/rationale/partitioning.md): a member's device index is read as
+// coordinates over its axes, the first axis slowest; a split axis of
+// degree n cuts its dimension into n equal blocks; across members of a
+// union, a split relation cuts one dimension by shares, a replicated one
+// holds the whole value on every member, a partial one holds one
+// contribution per member.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_LAYOUT_LAYOUT_H
+#define LOOM_RUNTIME_LAYOUT_LAYOUT_H
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loom::layout {
+
+/// How contributions of a pending reduction combine (Collectives.h says in
+/// which order).
+enum class Reduction { Sum, Mean, Max, Min };
+
+/// "sum", "mean", "max", "min".
+const char *getName(Reduction reduction);
+
+enum class AxisKind { Split, Duplicate, Partial };
+
+/// One axis of a device group's mesh: `S<dim>:<degree>`, `D:<degree>` or
+/// `P(<reduction>):<degree>`.
+struct Axis {
+  AxisKind kind = AxisKind::Duplicate;
+  int64_t dim = 0; // Split only
+  int64_t degree = 1;
+  Reduction reduction = Reduction::Sum; // Partial only
+
+  static Axis split(int64_t dim, int64_t degree) {
+    return {AxisKind::Split, dim, degree, Reduction::Sum};
+  }
+  static Axis duplicate(int64_t degree) {
+    return {AxisKind::Duplicate, 0, degree, Reduction::Sum};
+  }
+  static Axis partial(int64_t degree, Reduction reduction = Reduction::Sum) {
+    return {AxisKind::Partial, 0, degree, reduction};
+  }
+  bool operator==(const Axis &other) const;
+  std::string str() const;
+};
+
+/// The distributed states of one device group: its axes, first slowest.
+struct States {
+  std::vector<Axis> axes;
+
+  /// The product of the degrees.
+  int64_t getNumDevices() const;
+  /// The coordinates of the device at `index` of its group, one per axis.
+  std::vector<int64_t> getCoordinates(int64_t index) const;
+  /// The product of the degrees of the duplicate (partial) axes.
+  int64_t getDuplicateDegree() const;
+  int64_t getPartialDegree() const;
+  std::string str() const;
+};
+
+enum class Relation { Split, Replicated, Partial };
+
+/// One member of a union: a device group and its states.
+struct Member {
+  std::vector<int64_t> devices;
+  States states;
+};
+
+/// A layout: a union of device groups. One group is a union of one member
+/// (its relation does not matter).
+struct Layout {
+  Relation relation = Relation::Replicated;
+  /// Split relation: the dimension cut among the members, and their shares
+  /// of it (ratios, or with `explicitSizes` the extents themselves; empty:
+  /// equal).
+  int64_t splitDim = 0;
+  std::vector<int64_t> shares;
+  bool explicitSizes = false;
+  /// Partial relation: how the members' contributions combine.
+  Reduction reduction = Reduction::Sum;
+  std::vector<Member> members;
+
+  /// One group of `devices` with `axes`.
+  static Layout group(std::vector<int64_t> devices, std::vector<Axis> axes);
+
+  /// The member holding `device`, or -1.
+  int64_t getMemberOf(int64_t device) const;
+  /// Every device, member by member, in group order.
+  std::vector<int64_t> getDevices() const;
+  /// The layout's spelling, as the hspmd dialect prints it.
+  std::string str() const;
+};
+
+/// The part of a tensor that one device holds.
+struct Shard {
+  /// The block of the global tensor, per dimension.
+  std::vector<int64_t> offsets, sizes;
+  /// The device's contribution among `numPartials` still to be combined
+  /// with `reduction` (numPartials == 1: no reduction pending).
+  int64_t partialIndex = 0;
+  int64_t numPartials = 1;
+  std::optional<Reduction> reduction;
+  /// Which of the `numReplicas` devices holding this very contribution of
+  /// this block the device is.
+  int64_t replicaIndex = 0;
+  int64_t numReplicas = 1;
+
+  bool operator==(const Shard &other) const;
+  bool operator!=(const Shard &other) const { return !(*this == other); }
+  int64_t getNumElements() const;
+  std::string str() const;
+};
+
+/// Whether `layout` is well formed (members' device counts match their
+/// states, no device twice, degrees positive, shares fit the members) and
+/// can lay out a tensor of `shape` (split dimensions exist; blocks are
+/// equal). InvalidArgument naming the first problem otherwise.
+absl::Status checkLayout(const Layout &layout,
+                         const std::vector<int64_t> &shape);
+
+/// The extent of dimension `layout.splitDim` each member holds, in member
+/// order, for a split union and a dimension of `dimSize`.
+absl::StatusOr<std::vector<int64_t>> getGroupExtents(const Layout &layout,
+                                                     int64_t dimSize);
+
+/// The shard `device` holds of a tensor of `shape` laid out as `layout`.
+/// NotFound when the device is not in the layout; InvalidArgument when the
+/// layout does not fit the shape (checkLayout).
+absl::StatusOr<Shard> getShard(const Layout &layout,
+                               const std::vector<int64_t> &shape,
+                               int64_t device);
+
+/// The product of `sizes` (1 for none).
+int64_t getNumElements(const std::vector<int64_t> &sizes);
+
+/// "[a, b, c]".
+std::string toString(const std::vector<int64_t> &values);
+
+} // namespace loom::layout
+
+#endif // LOOM_RUNTIME_LAYOUT_LAYOUT_H
