@@ -11,9 +11,9 @@
 // holds it (split by columns): nothing is gathered first.
 // CHECK-LABEL: func.func @stages_part0(
 // CHECK-SAME: %arg0: tensor<8x16xf64>
-// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.data}
+// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.data, nn.name = "x"}
 // CHECK-SAME: %arg2: tensor<0x0xf64>
-// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[2]: []}>, nn.param}
+// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[2]: []}>, nn.name = "w2", nn.param}
 // CHECK-SAME: -> (tensor<f64>
 // CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[2]: []}>})
 // CHECK: %[[H:.*]] = nn.gelu
