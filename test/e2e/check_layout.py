@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end check of one layout: a forward function with hspmd layouts on
 some arguments goes through the training pipeline and the partitioning
-passes (propagate, insert and lower reshards, specialise, bucket); the
+pipeline (--loom-partition-pipeline: propagate, insert and lower reshards,
+specialise, bucket); the
 local function runs on N simulated ranks from the same global inputs as the
 global training step on one device, and must match it.
 
@@ -201,10 +202,7 @@ def main():
         with open(stepped, "w") as f:
             f.write(text)
     lowered = os.path.join(args.work_dir, "spmd.mlir")
-    run([args.opt, stepped,
-         "--hspmd-propagate-layouts", "--hspmd-insert-reshards",
-         "--hspmd-lower-reshards", "--hspmd-specialize",
-         "--hspmd-bucket-gradients", "-o", lowered])
+    run([args.opt, stepped, "--loom-partition-pipeline", "-o", lowered])
     with open(lowered) as f:
         ir = f.read()
     step = re.search(r"func\.func @(\w+_train_step)\(", ir).group(1)

@@ -1,5 +1,5 @@
 // RUN: loom-opt %s --hspmd-propagate-layouts -split-input-file | FileCheck %s
-// RUN: loom-opt %s --loom-training-pipeline="optimizer=sgd lr=0.01" --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize -o %t.mlir
+// RUN: loom-opt %s --loom-training-pipeline="optimizer=sgd lr=0.01" --loom-partition-pipeline=bucket=false -o %t.mlir
 // RUN: loom-run --interpret %t.mlir --simulate 3 --global-entry stages_train_step --random-inputs --tolerance 1e-14 --comm-stats | FileCheck %s --check-prefix=SIM
 
 // Two pipeline stages: the first layer on group {0, 1} (its weight split by
