@@ -197,8 +197,10 @@ def main():
             if not dims or dims[0] % args.ranks:
                 return m.group(0)
             return (f"{m.group(1)} {{hspmd.layout = #hspmd.union<{{{group}: "
-                    f"[S0:{args.ranks}]}}>, nn.state")
-        text = re.sub(r"(tensor<[^>]*>) \{nn\.state", split_state, text)
+                    f"[S0:{args.ranks}]}}>, {m.group(2) or ''}nn.state")
+        # (The state may carry its name first: {nn.name = "w.m", nn.state.)
+        text = re.sub(r"(tensor<[^>]*>) \{(nn\.name = \"[^\"]*\", )?nn\.state",
+                      split_state, text)
         with open(stepped, "w") as f:
             f.write(text)
     lowered = os.path.join(args.work_dir, "spmd.mlir")
