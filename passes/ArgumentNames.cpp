@@ -21,8 +21,8 @@ loom::getSourceArgumentName(Location loc, llvm::SourceMgr &sourceMgr) {
     const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(id);
     if (buffer->getBufferIdentifier() != file.getFilename().strref())
       continue;
-    llvm::SMLoc at = sourceMgr.FindLocForLineAndColumn(
-        id, file.getStartLine(), file.getStartColumn());
+    llvm::SMLoc at = sourceMgr.FindLocForLineAndColumn(id, file.getStartLine(),
+                                                       file.getStartColumn());
     if (!at.isValid())
       return std::nullopt;
     llvm::StringRef text(at.getPointer(),
@@ -31,9 +31,8 @@ loom::getSourceArgumentName(Location loc, llvm::SourceMgr &sourceMgr) {
       return std::nullopt;
     // An SSA name: a suffix-id, [A-Za-z_$.-][A-Za-z0-9_$.-]* or digits.
     size_t size = 0;
-    while (size < text.size() &&
-           (llvm::isAlnum(text[size]) ||
-            llvm::StringRef("_$.-").contains(text[size])))
+    while (size < text.size() && (llvm::isAlnum(text[size]) ||
+                                  llvm::StringRef("_$.-").contains(text[size])))
       ++size;
     llvm::StringRef name = text.take_front(size);
     // %0, and %argN as the printer writes unnamed arguments: no name.
@@ -85,26 +84,35 @@ void loom::nameArgumentsFromSourceFiles(Operation *root) {
 
 namespace {
 
+/// With a source manager, names from its buffers (loom-opt's input); without
+/// one (`--nn-name-arguments-from-source` on the command line, a crash
+/// reproducer), from the files the locations name.
 struct NameArgumentsFromSourcePass
-    : public PassWrapper<NameArgumentsFromSourcePass,
-                         OperationPass<ModuleOp>> {
+    : public PassWrapper<NameArgumentsFromSourcePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(NameArgumentsFromSourcePass)
 
+  NameArgumentsFromSourcePass() = default;
   explicit NameArgumentsFromSourcePass(llvm::SourceMgr &sourceMgr)
-      : sourceMgr(sourceMgr) {}
+      : sourceMgr(&sourceMgr) {}
 
-  StringRef getArgument() const final { return "nn-name-arguments-from-source"; }
+  StringRef getArgument() const final {
+    return "nn-name-arguments-from-source";
+  }
+  StringRef getName() const final { return "NameArgumentsFromSourcePass"; }
   StringRef getDescription() const final {
-    return "Records function arguments' source names as nn.name";
+    return "Records function arguments' source names (%tokens) as nn.name";
   }
   void getDependentDialects(DialectRegistry &registry) const final {
     registry.insert<loom::nn::NNDialect>();
   }
   void runOnOperation() final {
-    loom::nameArgumentsFromSource(getOperation(), sourceMgr);
+    if (sourceMgr)
+      loom::nameArgumentsFromSource(getOperation(), *sourceMgr);
+    else
+      loom::nameArgumentsFromSourceFiles(getOperation());
   }
 
-  llvm::SourceMgr &sourceMgr;
+  llvm::SourceMgr *sourceMgr = nullptr;
 };
 
 } // namespace
@@ -112,4 +120,8 @@ struct NameArgumentsFromSourcePass
 std::unique_ptr<Pass>
 loom::createNameArgumentsFromSourcePass(llvm::SourceMgr &sourceMgr) {
   return std::make_unique<NameArgumentsFromSourcePass>(sourceMgr);
+}
+
+void loom::registerNameArgumentsFromSourcePass() {
+  PassRegistration<NameArgumentsFromSourcePass>();
 }

@@ -33,8 +33,7 @@ getSourceArgumentName(mlir::Location loc, llvm::SourceMgr &sourceMgr);
 
 /// Records the source name (getSourceArgumentName) of every argument of every
 /// `func.func` under `root` as `nn.name`, leaving existing names alone.
-void nameArgumentsFromSource(mlir::Operation *root,
-                             llvm::SourceMgr &sourceMgr);
+void nameArgumentsFromSource(mlir::Operation *root, llvm::SourceMgr &sourceMgr);
 
 /// nameArgumentsFromSource with the files the arguments' locations name, read
 /// from disk (for a tool that gets the IR without its buffer, like a
@@ -43,10 +42,16 @@ void nameArgumentsFromSource(mlir::Operation *root,
 void nameArgumentsFromSourceFiles(mlir::Operation *root);
 
 /// A pass that runs nameArgumentsFromSource on the module; `sourceMgr` (the
-/// buffer the module was parsed from) must outlive it. Not registered: a tool
-/// adds it in front of its pipeline (loom-opt).
+/// buffer the module was parsed from) must outlive it. loom-opt adds it in
+/// front of the command line's pipeline.
 std::unique_ptr<mlir::Pass>
 createNameArgumentsFromSourcePass(llvm::SourceMgr &sourceMgr);
+
+/// Registers `--nn-name-arguments-from-source`: the pass without a source
+/// manager, which reads the files the locations name
+/// (nameArgumentsFromSourceFiles), so that pipelines loom-opt prints (crash
+/// reproducers, --dump-pass-pipeline) parse again.
+void registerNameArgumentsFromSourcePass();
 
 } // namespace loom
 

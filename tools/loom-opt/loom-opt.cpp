@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
   loom::registerAllDialects(registry);
   loom::registerLoomPasses();
   loom::registerLoomPipelines();
+  loom::registerNameArgumentsFromSourcePass();
   loom::codegen::registerLoomCodegenPasses();
   loom::codegen::registerLoomCodegenPipelines();
   // Generic upstream transforms (canonicalize, cse, inline, ...); no

@@ -10,6 +10,24 @@
 // RUN: loom-opt %s -split-input-file | loom-opt -split-input-file | FileCheck %s
 // From standard input too.
 // RUN: cat %s | loom-opt -split-input-file | FileCheck %s
+// IR printed with its locations and without the names: loom-opt's own
+// naming finds no %name tokens (the locations point into this file, the
+// tokens are %argN), --nn-name-arguments-from-source reads this file.
+// RUN: loom-opt %s -split-input-file --mlir-print-debuginfo | sed -e 's/ {nn.name = "[^"]*"}//g' -e 's/, nn.name = "[^"]*"//g' -e 's/nn.name = "[^"]*", //g' > %t.located.mlir
+// RUN: loom-opt %t.located.mlir -split-input-file | FileCheck %s --check-prefix=NONE
+// RUN: loom-opt %t.located.mlir -split-input-file --nn-name-arguments-from-source | FileCheck %s --check-prefix=FILES
+// NONE-LABEL: func.func @mlp
+// NONE-NOT: nn.name
+// NONE-LABEL: func.func @unnamed
+// NONE-SAME: %arg1: tensor<4xf32>,
+// (The sed above removed "given" too: @unnamed's %a is named from its token.)
+// FILES-LABEL: func.func @mlp
+// FILES-SAME: %arg0: tensor<2x4xf32> {nn.data, nn.name = "x"}
+// FILES-SAME: %arg2: tensor<2x3xf32> {nn.data, nn.name = "target.values"}
+// FILES-LABEL: func.func @unnamed
+// FILES-SAME: %arg0: tensor<4xf32>,
+// FILES-SAME: %arg1: tensor<4xf32> {nn.name = "a"},
+// FILES-SAME: %arg2: tensor<4xf32> {nn.name = "b"})
 
 // Source names become nn.name on the forward function's arguments.
 // CHECK-LABEL: func.func @mlp
