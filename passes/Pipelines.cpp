@@ -28,10 +28,43 @@ void loom::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+SelectSharesPassOptions PartitionOptions::getSelectSharesOptions() const {
+  SelectSharesPassOptions options;
+  options.alignment = alignment;
+  options.reservedGib = reservedGib;
+  return options;
+}
+
+GradientBucketingPassOptions
+PartitionOptions::getGradientBucketingOptions() const {
+  GradientBucketingPassOptions options;
+  options.bucketBytes = bucketBytes;
+  return options;
+}
+
+void loom::buildPartitionPipeline(OpPassManager &pm,
+                                  const PartitionOptions &options) {
+  if (options.selectShares)
+    pm.addPass(createSelectSharesPass(options.getSelectSharesOptions()));
+  pm.addPass(createLayoutPropagationPass());
+  pm.addPass(createReshardInsertionPass());
+  pm.addPass(createReshardLoweringPass());
+  pm.addPass(createSpecializationPass());
+  if (options.bucket)
+    pm.addPass(
+        createGradientBucketingPass(options.getGradientBucketingOptions()));
+}
+
 void loom::registerLoomPipelines() {
   PassPipelineRegistration<TrainingOptions>(
       "loom-training-pipeline",
       "Builds a training step (forward, backward, optimizer update) from a "
       "forward function returning a scalar loss",
       buildTrainingPipeline);
+  PassPipelineRegistration<PartitionOptions>(
+      "loom-partition-pipeline",
+      "Partitions a global-view training step into one local program per "
+      "device group: propagate layouts, insert and lower reshards, "
+      "specialise, bucket collectives",
+      buildPartitionPipeline);
 }

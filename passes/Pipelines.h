@@ -64,8 +64,48 @@ struct TrainingOptions : public mlir::PassPipelineOptions<TrainingOptions> {
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingOptions &options);
 
+/// Options of the partition pipeline: which optional steps run, and the
+/// options of its passes that users set.
+struct PartitionOptions : public mlir::PassPipelineOptions<PartitionOptions> {
+  Option<bool> selectShares{
+      *this, "select-shares",
+      llvm::cl::desc("First choose the shares of splits across device groups "
+                     "from the module's cluster (hspmd-select-shares)"),
+      llvm::cl::init(false)};
+  Option<int64_t> alignment{
+      *this, "alignment",
+      llvm::cl::desc("hspmd-select-shares: shares are multiples of this many "
+                     "units of the split dimension"),
+      llvm::cl::init(1)};
+  Option<double> reservedGib{
+      *this, "reserved-gib",
+      llvm::cl::desc("hspmd-select-shares: memory per device kept for other "
+                     "uses, in GiB"),
+      llvm::cl::init(0.0)};
+  Option<bool> bucket{
+      *this, "bucket",
+      llvm::cl::desc("Finally fuse the local programs' collectives into "
+                     "buckets (hspmd-bucket-gradients)"),
+      llvm::cl::init(true)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("hspmd-bucket-gradients: the largest bucket, in bytes"),
+      llvm::cl::init(26214400)};
+
+  /// The options of the passes these amount to.
+  SelectSharesPassOptions getSelectSharesOptions() const;
+  GradientBucketingPassOptions getGradientBucketingOptions() const;
+};
+
+/// One local program per device group from a global-view training step with
+/// layouts on its arguments: [hspmd-select-shares when `select-shares`],
+/// hspmd-propagate-layouts, hspmd-insert-reshards, hspmd-lower-reshards,
+/// hspmd-specialize, [hspmd-bucket-gradients unless `bucket=false`].
+void buildPartitionPipeline(mlir::OpPassManager &pm,
+                            const PartitionOptions &options);
+
 /// Registers Loom's pipelines with the command line:
-/// `--loom-training-pipeline`.
+/// `--loom-training-pipeline` and `--loom-partition-pipeline`.
 void registerLoomPipelines();
 
 } // namespace loom

@@ -96,13 +96,24 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       args.push_back({forward.getArgumentTypes()[index],
                       forward.getArgAttrDict(index),
                       forward.getArgument(index).getLoc(), index});
+    // Optimizer state: named after its parameter where that has a name
+    // (`w.momentum`; `w.m` and `w.v`, AdamW's first and second moments).
     for (unsigned kind = 0; kind < numStates(); ++kind)
-      for (unsigned k = 0; k < numParams; ++k)
+      for (unsigned k = 0; k < numParams; ++k) {
+        SmallVector<NamedAttribute, 2> attrs{b.getNamedAttr(
+            NNDialect::getStateAttrName(), b.getI64IntegerAttr(k))};
+        if (auto paramName = forward.getArgAttrOfType<StringAttr>(
+                params[k], NNDialect::getNameAttrName())) {
+          StringRef suffix = optimizer == OptimizerKind::SGD ? ".momentum"
+                             : kind == 0                     ? ".m"
+                                                             : ".v";
+          attrs.push_back(
+              b.getNamedAttr(NNDialect::getNameAttrName(),
+                             b.getStringAttr(paramName.getValue() + suffix)));
+        }
         args.push_back(
-            {args[k].type,
-             b.getDictionaryAttr(b.getNamedAttr(NNDialect::getStateAttrName(),
-                                                b.getI64IntegerAttr(k))),
-             loc, std::nullopt});
+            {args[k].type, b.getDictionaryAttr(attrs), loc, std::nullopt});
+      }
     std::optional<unsigned> stepIndex;
     if (optimizer == OptimizerKind::AdamW) {
       stepIndex = args.size();

@@ -34,9 +34,8 @@ echo "== 1. loom-opt --hspmd-print-shards $(basename "$input")"
 
 echo "== 2. the training step, partitioned into one program per device group"
 "$opt" "$input" --loom-training-pipeline="optimizer=sgd lr=0.2 momentum=0.9" \
-    --hspmd-select-shares=alignment=16 --hspmd-propagate-layouts \
-    --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize \
-    --hspmd-bucket-gradients -o "$work/step.mlir"
+    --loom-partition-pipeline="select-shares=true alignment=16" \
+    -o "$work/step.mlir"
 step=$(sed -n 's/.*func\.func @\([A-Za-z0-9_]*_train_step\)(.*/\1/p' "$work/step.mlir" | head -1)
 # The local programs: every function that specialises the step.
 awk -v step="$step" '

@@ -5,9 +5,9 @@ blocks and the number of devices.
 For a chain of N transformer blocks (the GPT-mini's block: causal attention
 and a GELU MLP, Megatron-annotated: Q, K, V, W1 by columns, Wo, W2, b1 by
 rows) it builds the AdamW training step (`--loom-training-pipeline`, not
-timed) and then times the passes through specialisation
-(`--hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards
---hspmd-specialize --hspmd-bucket-gradients`, from `--mlir-timing`), on
+timed) and then times the partitioning passes (`--loom-partition-pipeline`:
+propagate, insert and lower reshards, specialise, bucket; from
+`--mlir-timing`), on
 
   * 4 devices: data parallel 2 x tensor parallel 2;
   * one group of 1024 devices: data parallel 256 x tensor parallel 4 (the
@@ -31,9 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 sys.path.insert(0, os.path.join(ROOT, "test", "examples"))
 import gpt_mini_reference as ref  # noqa: E402
 
-PASSES = ["--hspmd-propagate-layouts", "--hspmd-insert-reshards",
-          "--hspmd-lower-reshards", "--hspmd-specialize",
-          "--hspmd-bucket-gradients"]
+PASSES = ["--loom-partition-pipeline"]
 COLUMNS = ("wq", "wk", "wv", "w1")
 ROWS = ("wo", "w2", "b1")
 

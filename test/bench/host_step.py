@@ -83,9 +83,7 @@ def loom_side(args, cfg, name, work):
         with open(forward, "w") as f:
             f.write(src)
         check([opt, forward, "--loom-training-pipeline=optimizer=adamw lr=1e-2",
-               "--hspmd-propagate-layouts", "--hspmd-insert-reshards",
-               "--hspmd-lower-reshards", "--hspmd-specialize",
-               "--hspmd-bucket-gradients", "-o", step])
+               "--loom-partition-pipeline", "-o", step])
         if ranks == 1:
             out = check([run, "--interpret", step, "--train", "--steps",
                          str(args.steps), "--vocab", str(cfg.vocab)])

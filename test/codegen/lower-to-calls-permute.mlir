@@ -21,15 +21,15 @@
 // CPP: loom::rt::Communicator* comm_0 = loom::host::subgroup({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {0, 1, 2});
 // CPP: loom::rt::Communicator* comm_1 = loom::host::subgroup({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {1, 2});
 // CPP: void forward() {
-// CPP-NEXT: loom::host::permute(permute_0, {4, 2}, data_0, {4, 2}, comm_0, {2, 0, 1}, {2, 2, 2});
+// CPP-NEXT: loom::host::permute(permute_0, {4, 2}, x, {4, 2}, comm_0, {2, 0, 1}, {2, 2, 2});
 // CPP-NEXT: loom::host::permute(permute_1, {4, 2}, permute_0, {4, 2}, comm_1, {1, 0}, {2, 2});
 
 // CUDA: loom::cuda::Communicator* comm_0 = loom::cuda::subgroup({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {0, 1, 2});
-// CUDA: loom::cuda::permute(permute_0, {4, 2}, data_0, {4, 2}, comm_0, {2, 0, 1}, {2, 2, 2});
+// CUDA: loom::cuda::permute(permute_0, {4, 2}, x, {4, 2}, comm_0, {2, 0, 1}, {2, 2, 2});
 // CUDA-NEXT: loom::cuda::permute(permute_1, {4, 2}, permute_0, {4, 2}, comm_1, {1, 0}, {2, 2});
 
 // ASCEND: loom::ascend::Communicator* comm_0 = loom::ascend::subgroup({0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2}, {0, 1, 2});
-// ASCEND: loom::ascend::permute(permute_0, {4, 2}, data_0, {4, 2}, comm_0, {2, 0, 1}, {2, 2, 2});
+// ASCEND: loom::ascend::permute(permute_0, {4, 2}, x, {4, 2}, comm_0, {2, 0, 1}, {2, 2, 2});
 // ASCEND-NEXT: loom::ascend::permute(permute_1, {4, 2}, permute_0, {4, 2}, comm_1, {1, 0}, {2, 2});
 
 module {

@@ -11,8 +11,8 @@
 
 // CHECK-LABEL: emitc.class @step_group0
 // CHECK: emitc.field @arena : !emitc.opaque<"loom.arena"> {loom.arena, loom.bytes = 448 : i64, loom.persistent_bytes = 320 : i64, loom.transient_peak = 128 : i64}
-// CHECK: emitc.field @param_0 : !emitc.ptr<f32> {loom.bytes = 32 : i64, loom.offset = 0 : i64}
-// CHECK: emitc.field @data_2 : !emitc.ptr<f32> {loom.bytes = 32 : i64, loom.offset = 128 : i64}
+// CHECK: emitc.field @w : !emitc.ptr<f32> {loom.bytes = 32 : i64, loom.offset = 0 : i64}
+// CHECK: emitc.field @x : !emitc.ptr<f32> {loom.bytes = 32 : i64, loom.offset = 128 : i64}
 // CHECK: emitc.field @loss : !emitc.ptr<f32> {loom.bytes = 4 : i64, loom.offset = 256 : i64}
 // CHECK: emitc.field @matmul_0 : !emitc.ptr<f32> {loom.bytes = 16 : i64, loom.offset = 320 : i64}
 // CHECK: emitc.field @arg_offsets : !emitc.array<4xi64> = dense<[0, 64, 128, 192]>
@@ -39,11 +39,11 @@
 // CPP: // @step_group0 (host target) on devices {0, 1}; arena of 448 bytes per device.
 // CPP: class step_group0 {
 // CPP: loom::host::Arena arena = loom::host::Arena(448);
-// CPP: float* param_0 = loom::host::at<float>(arena, 0);
+// CPP: float* w = loom::host::at<float>(arena, 0);
 // CPP: loom::rt::Communicator* comm_0 = loom::host::subgroup({0, 1}, {2}, {0});
 // CPP: loom::host::ExchangePlan plan_0 = loom::host::ExchangePlan({0, 1, 2}, {
 // CPP: void forward() {
-// CPP-NEXT: loom::host::matmul(matmul_0, {2, 2}, data_2, {2, 4}, param_0, {4, 2}, loom::kAbsent, loom::kAbsent);
+// CPP-NEXT: loom::host::matmul(matmul_0, {2, 2}, x, {2, 4}, w, {4, 2}, loom::kAbsent, loom::kAbsent);
 // CPP-NEXT: loom::host::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
 // CPP: void step() {
 // CPP: int32_t main(int32_t [[ARGC:[a-z0-9]+]], char** [[ARGV:[a-z0-9]+]]) {
@@ -53,10 +53,10 @@
 // (device arena, NCCL communicators, Loom's CUDA kernels).
 // CUDA: #include "runtime/cuda/Program.h"
 // CUDA: loom::cuda::Arena arena = loom::cuda::Arena(448);
-// CUDA: float* param_0 = loom::cuda::at<float>(arena, 0);
+// CUDA: float* w = loom::cuda::at<float>(arena, 0);
 // CUDA: loom::cuda::Communicator* comm_0 = loom::cuda::subgroup({0, 1}, {2}, {0});
 // CUDA: void forward() {
-// CUDA-NEXT: loom::cuda::matmul(matmul_0, {2, 2}, data_2, {2, 4}, param_0, {4, 2}, loom::kAbsent, loom::kAbsent);
+// CUDA-NEXT: loom::cuda::matmul(matmul_0, {2, 2}, x, {2, 4}, w, {4, 2}, loom::kAbsent, loom::kAbsent);
 // CUDA-NEXT: loom::cuda::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
 // CUDA: loom::cuda::runPrograms<step_group0, step_group1>(
 
@@ -64,11 +64,11 @@
 // communicators, each kernel an aclnn operator: runtime/ascend).
 // ASCEND: #include "runtime/ascend/Program.h"
 // ASCEND: loom::ascend::Arena arena = loom::ascend::Arena(448);
-// ASCEND: float* param_0 = loom::ascend::at<float>(arena, 0);
+// ASCEND: float* w = loom::ascend::at<float>(arena, 0);
 // ASCEND: loom::ascend::Communicator* comm_0 = loom::ascend::subgroup({0, 1}, {2}, {0});
 // ASCEND: loom::ascend::ExchangePlan plan_0 = loom::ascend::ExchangePlan({0, 1, 2}, {
 // ASCEND: void forward() {
-// ASCEND-NEXT: loom::ascend::matmul(matmul_0, {2, 2}, data_2, {2, 4}, param_0, {4, 2}, loom::kAbsent, loom::kAbsent);
+// ASCEND-NEXT: loom::ascend::matmul(matmul_0, {2, 2}, x, {2, 4}, w, {4, 2}, loom::kAbsent, loom::kAbsent);
 // ASCEND-NEXT: loom::ascend::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
 // ASCEND: loom::ascend::sgd_update(
 // ASCEND: loom::ascend::runPrograms<step_group0, step_group1>(

@@ -2,7 +2,7 @@
 """The device library calls a device target's runtime made against the ones
 the communication report predicts, call by call.
 
-A partitioned training step (the output of --hspmd-specialize) trains for
+A partitioned training step (the output of --loom-partition-pipeline) trains for
 K steps on N ranks of a device target (loom-run --train --target ascend
 --ascend-double --comm-calls; CUDA the same where there are GPUs). Each
 rank's runtime records, at every NCCL/HCCL call site, what it passed: the

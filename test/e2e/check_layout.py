@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end check of one layout: a forward function with hspmd layouts on
 some arguments goes through the training pipeline and the partitioning
-passes (propagate, insert and lower reshards, specialise, bucket); the
+pipeline (--loom-partition-pipeline: propagate, insert and lower reshards,
+specialise, bucket); the
 local function runs on N simulated ranks from the same global inputs as the
 global training step on one device, and must match it.
 
@@ -196,15 +197,14 @@ def main():
             if not dims or dims[0] % args.ranks:
                 return m.group(0)
             return (f"{m.group(1)} {{hspmd.layout = #hspmd.union<{{{group}: "
-                    f"[S0:{args.ranks}]}}>, nn.state")
-        text = re.sub(r"(tensor<[^>]*>) \{nn\.state", split_state, text)
+                    f"[S0:{args.ranks}]}}>, {m.group(2) or ''}nn.state")
+        # (The state may carry its name first: {nn.name = "w.m", nn.state.)
+        text = re.sub(r"(tensor<[^>]*>) \{(nn\.name = \"[^\"]*\", )?nn\.state",
+                      split_state, text)
         with open(stepped, "w") as f:
             f.write(text)
     lowered = os.path.join(args.work_dir, "spmd.mlir")
-    run([args.opt, stepped,
-         "--hspmd-propagate-layouts", "--hspmd-insert-reshards",
-         "--hspmd-lower-reshards", "--hspmd-specialize",
-         "--hspmd-bucket-gradients", "-o", lowered])
+    run([args.opt, stepped, "--loom-partition-pipeline", "-o", lowered])
     with open(lowered) as f:
         ir = f.read()
     step = re.search(r"func\.func @(\w+_train_step)\(", ir).group(1)

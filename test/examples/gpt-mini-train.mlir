@@ -4,11 +4,11 @@
 // RUN: loom-opt %loom_src_root/examples/gpt_mini.mlir --nn-autodiff | FileCheck %s --check-prefix=GRAD
 
 // CHECK-LABEL: func.func @gpt_mini_train_step(
-// CHECK-SAME: %{{.*}}: tensor<64x32xf32> {nn.param}
-// CHECK-SAME: %{{.*}}: tensor<64x32xf32> {nn.state = 0 : i64}
-// CHECK-SAME: %{{.*}}: tensor<32x64xf32> {nn.state = 28 : i64}
+// CHECK-SAME: %{{.*}}: tensor<64x32xf32> {nn.name = "wte", nn.param}
+// CHECK-SAME: %{{.*}}: tensor<64x32xf32> {nn.name = "wte.m", nn.state = 0 : i64}
+// CHECK-SAME: %{{.*}}: tensor<32x64xf32> {nn.name = "whead.m", nn.state = 28 : i64}
 // CHECK-SAME: %{{.*}}: tensor<i64> {nn.step}
-// CHECK-SAME: %{{.*}}: tensor<8x16xi64> {nn.data}, %{{.*}}: tensor<8x16xi64> {nn.data})
+// CHECK-SAME: %{{.*}}: tensor<8x16xi64> {nn.data, nn.name = "tokens"}, %{{.*}}: tensor<8x16xi64> {nn.data, nn.name = "targets"})
 // CHECK-SAME: -> (tensor<f32> {nn.loss}, tensor<64x32xf32> {nn.updates = 0 : i64}
 // CHECK-SAME: tensor<32x64xf32> {nn.updates = 86 : i64})
 // CHECK: nn.cross_entropy_grad

@@ -10,7 +10,7 @@
 // ones 1/4. The weight is replicated across the groups (and duplicated
 // inside the first), so its gradient is a partial sum across and inside.
 // CHECK-LABEL: func.func @hetero_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<32x16xf32> {nn.param}, %[[X:.*]]: tensor<64x32xf32> {nn.data})
+// CHECK-SAME: %[[W:.*]]: tensor<32x16xf32> {nn.name = "w", nn.param}, %[[X:.*]]: tensor<64x32xf32> {nn.data, nn.name = "x"})
 // CHECK:      %[[WA:.*]] = hspmd.annotate %[[W]] : tensor<32x16xf32> as #hspmd.union<replicated: {[0, 1, 2, 3]: [D:2, S1:2]}, {[4, 5]: [S1:2]}>
 // CHECK:      %[[XA:.*]] = hspmd.annotate %[[X]]
 // CHECK:      %[[DY:.*]] = nn.broadcast %{{.*}} : tensor<1x1xf32> to tensor<64x16xf32>

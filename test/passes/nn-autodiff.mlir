@@ -4,7 +4,7 @@
 // gradient. The forward function stays; @f_grad returns (loss, dloss/dw).
 // CHECK-LABEL: func.func @matmul(
 // CHECK-LABEL: func.func @matmul_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {nn.param}, %[[X:.*]]: tensor<2x4xf32> {nn.data}) -> (tensor<f32>, tensor<4x8xf32>)
+// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {nn.name = "w", nn.param}, %[[X:.*]]: tensor<2x4xf32> {nn.data, nn.name = "x"}) -> (tensor<f32>, tensor<4x8xf32>)
 // CHECK:      %[[Y:.*]] = nn.matmul %[[X]], %[[W]] : tensor<2x4xf32>, tensor<4x8xf32>
 // CHECK-NEXT: %[[L:.*]] = nn.reduce sum %[[Y]] dims = [0, 1] : tensor<2x8xf32>
 // CHECK-NEXT: %[[SEED:.*]] = nn.fill 1.000000e+00 : tensor<f32>
@@ -23,7 +23,7 @@ func.func @matmul(%w: tensor<4x8xf32> {nn.param}, %x: tensor<2x4xf32> {nn.data})
 // Transposed and batched matmul: both gradients read the stored layouts;
 // the unbatched operand's gradient is summed over the batch.
 // CHECK-LABEL: func.func @matmul_transposed_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<8x4xf32> {nn.param}, %[[X:.*]]: tensor<3x4x2xf32> {nn.param})
+// CHECK-SAME: %[[W:.*]]: tensor<8x4xf32> {nn.name = "w", nn.param}, %[[X:.*]]: tensor<3x4x2xf32> {nn.name = "x", nn.param})
 // CHECK:      %[[DY:.*]] = nn.broadcast %{{.*}} : tensor<1x1x1xf32> to tensor<3x2x8xf32>
 // CHECK-NEXT: %[[DX:.*]] = nn.matmul %[[W]], %[[DY]] transpose_lhs transpose_rhs : tensor<8x4xf32>, tensor<3x2x8xf32>
 // CHECK-NEXT: %[[DWB:.*]] = nn.matmul %[[DY]], %[[X]] transpose_lhs transpose_rhs : tensor<3x2x8xf32>, tensor<3x4x2xf32>
@@ -41,7 +41,7 @@ func.func @matmul_transposed(%w: tensor<8x4xf32> {nn.param}, %x: tensor<3x4x2xf3
 // gradient over dimension 0; a [4, 1] operand sums over dimension 1 and is
 // reshaped back.
 // CHECK-LABEL: func.func @broadcasting_grad(
-// CHECK-SAME: %[[B:.*]]: tensor<8xf32> {nn.param}, %[[C:.*]]: tensor<4x1xf32> {nn.param}, %[[X:.*]]: tensor<4x8xf32> {nn.data})
+// CHECK-SAME: %[[B:.*]]: tensor<8xf32> {nn.name = "b", nn.param}, %[[C:.*]]: tensor<4x1xf32> {nn.name = "c", nn.param}, %[[X:.*]]: tensor<4x8xf32> {nn.data, nn.name = "x"})
 // CHECK:      %[[XB:.*]] = nn.add %[[X]], %[[B]] : tensor<4x8xf32>, tensor<8xf32>
 // CHECK:      %[[DY:.*]] = nn.broadcast %{{.*}} : tensor<1x1xf32> to tensor<4x8xf32>
 // CHECK-NEXT: %[[DXB:.*]] = nn.mul %[[DY]], %[[C]] : tensor<4x8xf32>, tensor<4x1xf32>
@@ -62,7 +62,7 @@ func.func @broadcasting(%b: tensor<8xf32> {nn.param}, %c: tensor<4x1xf32> {nn.pa
 // Reduce mean divides by the count and broadcasts back; reduce max splits
 // the gradient evenly among the maxima.
 // CHECK-LABEL: func.func @reductions_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {nn.param})
+// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {nn.name = "w", nn.param})
 // CHECK:      %[[MEAN:.*]] = nn.reduce mean %[[W]] dims = [1] : tensor<4x8xf32>
 // CHECK-NEXT: %[[MAX:.*]] = nn.reduce max %[[MEAN]] dims = [0] : tensor<4xf32>
 // CHECK-NEXT: %[[SEED:.*]] = nn.fill 1.000000e+00 : tensor<f32>
@@ -90,7 +90,7 @@ func.func @reductions(%w: tensor<4x8xf32> {nn.param}) -> tensor<f32> {
 
 // Softmax: dx = y * (dy - sum(dy * y)) along the softmax dimension.
 // CHECK-LABEL: func.func @softmax_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {nn.param}, %[[T:.*]]: tensor<4x8xf32> {nn.data})
+// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32> {nn.name = "w", nn.param}, %[[T:.*]]: tensor<4x8xf32> {nn.data, nn.name = "t"})
 // CHECK:      %[[Y:.*]] = nn.softmax %[[W]] dim = 1 : tensor<4x8xf32>
 // CHECK:      nn.broadcast %{{.*}} : tensor<1x1xf32> to tensor<4x8xf32>
 // CHECK-NEXT: %[[DY:.*]] = nn.mul %{{.*}}, %[[T]] : tensor<4x8xf32>, tensor<4x8xf32>
@@ -111,7 +111,7 @@ func.func @softmax(%w: tensor<4x8xf32> {nn.param}, %t: tensor<4x8xf32> {nn.data}
 // A value used twice (and a product of a value with itself): the
 // contributions add up with nn.add.
 // CHECK-LABEL: func.func @used_twice_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<4xf32> {nn.param})
+// CHECK-SAME: %[[W:.*]]: tensor<4xf32> {nn.name = "w", nn.param})
 // CHECK:      %[[E:.*]] = nn.exp %[[W]] : tensor<4xf32>
 // CHECK:      %[[DY:.*]] = nn.broadcast %{{.*}} : tensor<1xf32> to tensor<4xf32>
 // CHECK-NEXT: %[[DEXP:.*]] = nn.mul %[[DY]], %[[E]] : tensor<4xf32>, tensor<4xf32>
@@ -134,7 +134,7 @@ func.func @used_twice(%w: tensor<4xf32> {nn.param}) -> tensor<f32> {
 // xhat the normalisation without scale and bias; dbias = sum(dy); both over
 // the leading dimensions.
 // CHECK-LABEL: func.func @layer_norm_grad(
-// CHECK-SAME: %[[X:.*]]: tensor<2x4x8xf32> {nn.data}, %[[G:.*]]: tensor<8xf32> {nn.param}, %[[B:.*]]: tensor<8xf32> {nn.param}, %[[W:.*]]: tensor<8x8xf32> {nn.param})
+// CHECK-SAME: %[[X:.*]]: tensor<2x4x8xf32> {nn.data, nn.name = "x"}, %[[G:.*]]: tensor<8xf32> {nn.name = "g", nn.param}, %[[B:.*]]: tensor<8xf32> {nn.name = "b", nn.param}, %[[W:.*]]: tensor<8x8xf32> {nn.name = "w", nn.param})
 // CHECK:      %[[H:.*]] = nn.matmul %[[X]], %[[W]] : tensor<2x4x8xf32>, tensor<8x8xf32>
 // CHECK:      %[[N:.*]] = nn.fill 6.400000e+01 : tensor<f32>
 // CHECK:      %[[DY:.*]] = nn.broadcast %{{.*}} : tensor<1x1x1xf32> to tensor<2x4x8xf32>
@@ -158,7 +158,7 @@ func.func @layer_norm(%x: tensor<2x4x8xf32> {nn.data}, %g: tensor<8xf32> {nn.par
 // Attention with a tree mask and grouped-query heads: nn.attention_grad with
 // the same mask; value is data, so its gradient is left out.
 // CHECK-LABEL: func.func @attention_grad(
-// CHECK-SAME: %[[Q:.*]]: tensor<1x8x4x2xf32> {nn.param}, %[[K:.*]]: tensor<1x8x2x2xf32> {nn.param}, %[[V:.*]]: tensor<1x8x2x2xf32> {nn.data}, %[[E:.*]]: tensor<1x8xi32> {nn.data})
+// CHECK-SAME: %[[Q:.*]]: tensor<1x8x4x2xf32> {nn.name = "q", nn.param}, %[[K:.*]]: tensor<1x8x2x2xf32> {nn.name = "k", nn.param}, %[[V:.*]]: tensor<1x8x2x2xf32> {nn.data, nn.name = "v"}, %[[E:.*]]: tensor<1x8xi32> {nn.data, nn.name = "ends"})
 // CHECK:      %[[DO:.*]] = nn.broadcast %{{.*}} : tensor<1x1x1x1xf32> to tensor<1x8x4x2xf32>
 // CHECK-NEXT: %[[DQ:.*]], %[[DK:.*]], %{{.*}} = nn.attention_grad %[[DO]], %[[Q]], %[[K]], %[[V]] mask = tree subtree_end %[[E]] : tensor<1x8x4x2xf32>, tensor<1x8x4x2xf32>, tensor<1x8x2x2xf32>, tensor<1x8x2x2xf32>, tensor<1x8xi32>
 // CHECK-NEXT: return %{{.*}}, %[[DQ]], %[[DK]] : tensor<f32>, tensor<1x8x4x2xf32>, tensor<1x8x2x2xf32>
@@ -174,7 +174,7 @@ func.func @attention(%q: tensor<1x8x4x2xf32> {nn.param}, %k: tensor<1x8x2x2xf32>
 // dy * (per-token loss) / N, the per-token loss being -log_softmax at the
 // label; the normalizer operand gets -(dy * loss) / N.
 // CHECK-LABEL: func.func @cross_entropy_grad(
-// CHECK-SAME: %[[Z:.*]]: tensor<4x16xf32> {nn.param}, %[[Y:.*]]: tensor<4xi64> {nn.data}, %[[W:.*]]: tensor<4xf32> {nn.param}, %[[N:.*]]: tensor<f32> {nn.param})
+// CHECK-SAME: %[[Z:.*]]: tensor<4x16xf32> {nn.name = "z", nn.param}, %[[Y:.*]]: tensor<4xi64> {nn.data, nn.name = "y"}, %[[W:.*]]: tensor<4xf32> {nn.name = "w", nn.param}, %[[N:.*]]: tensor<f32> {nn.name = "n", nn.param})
 // CHECK:      %[[L:.*]] = nn.cross_entropy %[[Z]], %[[Y]] weights %[[W]] normalizer %[[N]]
 // CHECK-NEXT: %[[SEED:.*]] = nn.fill 1.000000e+00 : tensor<f32>
 // CHECK-NEXT: %[[DZ:.*]] = nn.cross_entropy_grad %[[SEED]], %[[Z]], %[[Y]] weights %[[W]] normalizer %[[N]] : tensor<f32>, tensor<4x16xf32>, tensor<4xi64>, tensor<4xf32>, tensor<f32>
@@ -216,7 +216,7 @@ func.func @not_forward_two(%w: tensor<f32> {nn.param}) -> (tensor<f32>, tensor<f
 // A parameter that is the loss itself: its gradient is the seed. Result
 // attributes of the loss are kept.
 // CHECK-LABEL: func.func @identity_grad(
-// CHECK-SAME: %[[W:.*]]: tensor<f64> {nn.param}) -> (tensor<f64> {nn.loss}, tensor<f64>)
+// CHECK-SAME: %[[W:.*]]: tensor<f64> {nn.name = "w", nn.param}) -> (tensor<f64> {nn.loss}, tensor<f64>)
 // CHECK-NEXT: %[[SEED:.*]] = nn.fill 1.000000e+00 : tensor<f64>
 // CHECK-NEXT: return %[[W]], %[[SEED]] : tensor<f64>, tensor<f64>
 func.func @identity(%w: tensor<f64> {nn.param}) -> (tensor<f64> {nn.loss}) {

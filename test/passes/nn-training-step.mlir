@@ -21,9 +21,9 @@ func.func @lin(%x: tensor<2x4xf32> {nn.data}, %w: tensor<4x8xf32> {nn.param},
 // The forward function stays.
 // SGD-LABEL: func.func @lin(
 // SGD-LABEL: func.func @lin_train_step(
-// SGD-SAME: %[[W:[a-z0-9]+]]: tensor<4x8xf32> {nn.param}, %[[B:[a-z0-9]+]]: tensor<8xf32> {nn.param},
-// SGD-SAME: %[[MW:[a-z0-9]+]]: tensor<4x8xf32> {nn.state = 0 : i64}, %[[MB:[a-z0-9]+]]: tensor<8xf32> {nn.state = 1 : i64},
-// SGD-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32> {nn.data}, %[[T:[a-z0-9]+]]: tensor<2x8xf32> {nn.data})
+// SGD-SAME: %[[W:[a-z0-9]+]]: tensor<4x8xf32> {nn.name = "w", nn.param}, %[[B:[a-z0-9]+]]: tensor<8xf32> {nn.name = "b", nn.param},
+// SGD-SAME: %[[MW:[a-z0-9]+]]: tensor<4x8xf32> {nn.name = "w.momentum", nn.state = 0 : i64}, %[[MB:[a-z0-9]+]]: tensor<8xf32> {nn.name = "b.momentum", nn.state = 1 : i64},
+// SGD-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32> {nn.data, nn.name = "x"}, %[[T:[a-z0-9]+]]: tensor<2x8xf32> {nn.data, nn.name = "t"})
 // SGD-SAME: -> (tensor<f32> {nn.loss}, tensor<4x8xf32> {nn.updates = 0 : i64}, tensor<8xf32> {nn.updates = 1 : i64}, tensor<4x8xf32> {nn.updates = 2 : i64}, tensor<8xf32> {nn.updates = 3 : i64})
 // SGD:      %[[Y:.*]] = nn.matmul %[[X]], %[[W]]
 // SGD:      %[[L:.*]] = nn.reduce mean
@@ -40,11 +40,11 @@ func.func @lin(%x: tensor<2x4xf32> {nn.data}, %w: tensor<4x8xf32> {nn.param},
 // AdamW: first moments of all parameters, then second moments, then the
 // step counter.
 // ADAMW-LABEL: func.func @lin_train_step(
-// ADAMW-SAME: %[[W:[a-z0-9]+]]: tensor<4x8xf32> {nn.param}, %[[B:[a-z0-9]+]]: tensor<8xf32> {nn.param},
-// ADAMW-SAME: %[[MW:[a-z0-9]+]]: tensor<4x8xf32> {nn.state = 0 : i64}, %[[MB:[a-z0-9]+]]: tensor<8xf32> {nn.state = 1 : i64},
-// ADAMW-SAME: %[[VW:[a-z0-9]+]]: tensor<4x8xf32> {nn.state = 0 : i64}, %[[VB:[a-z0-9]+]]: tensor<8xf32> {nn.state = 1 : i64},
+// ADAMW-SAME: %[[W:[a-z0-9]+]]: tensor<4x8xf32> {nn.name = "w", nn.param}, %[[B:[a-z0-9]+]]: tensor<8xf32> {nn.name = "b", nn.param},
+// ADAMW-SAME: %[[MW:[a-z0-9]+]]: tensor<4x8xf32> {nn.name = "w.m", nn.state = 0 : i64}, %[[MB:[a-z0-9]+]]: tensor<8xf32> {nn.name = "b.m", nn.state = 1 : i64},
+// ADAMW-SAME: %[[VW:[a-z0-9]+]]: tensor<4x8xf32> {nn.name = "w.v", nn.state = 0 : i64}, %[[VB:[a-z0-9]+]]: tensor<8xf32> {nn.name = "b.v", nn.state = 1 : i64},
 // ADAMW-SAME: %[[STEP:[a-z0-9]+]]: tensor<i64> {nn.step},
-// ADAMW-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32> {nn.data}, %[[T:[a-z0-9]+]]: tensor<2x8xf32> {nn.data})
+// ADAMW-SAME: %[[X:[a-z0-9]+]]: tensor<2x4xf32> {nn.data, nn.name = "x"}, %[[T:[a-z0-9]+]]: tensor<2x8xf32> {nn.data, nn.name = "t"})
 // ADAMW-SAME: -> (tensor<f32> {nn.loss}, tensor<4x8xf32> {nn.updates = 0 : i64}, tensor<8xf32> {nn.updates = 1 : i64}, tensor<4x8xf32> {nn.updates = 2 : i64}, tensor<8xf32> {nn.updates = 3 : i64}, tensor<4x8xf32> {nn.updates = 4 : i64}, tensor<8xf32> {nn.updates = 5 : i64})
 // ADAMW:      %[[L:.*]] = nn.reduce mean
 // ADAMW:      %[[DB:.*]] = nn.reduce sum %{{.*}} dims = [0] : tensor<2x8xf32>

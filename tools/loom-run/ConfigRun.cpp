@@ -3,6 +3,7 @@
 #include "tools/loom-run/ConfigRun.h"
 
 #include "dialects/InitAllDialects.h"
+#include "passes/ArgumentNames.h"
 #include "passes/Passes.h"
 #include "passes/Partitioning/Attributes.h"
 #include "passes/Pipelines.h"
@@ -11,11 +12,9 @@
 #include "dialects/nn/IR/NNDialect.h"
 
 #include "mlir/AsmParser/AsmParser.h"
-#include "mlir/AsmParser/AsmParserState.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/WithColor.h"
 
 #include <cmath>
@@ -33,38 +32,11 @@ int fail(const llvm::Twine &message) { return reportError(message); }
 OwningOpRef<ModuleOp>
 loom::interp::parseWithArgumentNames(llvm::SourceMgr &sourceMgr,
                                      MLIRContext *context) {
-  Block block;
-  AsmParserState state;
-  ParserConfig config(context);
-  if (failed(parseAsmSourceFile(sourceMgr, &block, config, &state)))
-    return nullptr;
-  // The names of block arguments, from their definitions' source text.
-  for (const AsmParserState::BlockDefinition &def : state.getBlockDefs()) {
-    auto func = dyn_cast_or_null<func::FuncOp>(def.block->getParentOp());
-    if (!func || !def.block->isEntryBlock())
-      continue;
-    for (auto [index, arg] : llvm::enumerate(def.arguments)) {
-      if (index >= func.getNumArguments() ||
-          func.getArgAttr(index, nn::NNDialect::getNameAttrName()))
-        continue;
-      const char *start = arg.loc.Start.getPointer();
-      const char *end = arg.loc.End.getPointer();
-      if (!start || end <= start)
-        continue;
-      llvm::StringRef text(start, end - start);
-      text.consume_front("%");
-      // %0, and %argN as the printer writes unnamed arguments: no name.
-      llvm::StringRef digits = text;
-      if (text.empty() || llvm::isDigit(text.front()) ||
-          (digits.consume_front("arg") && !digits.empty() &&
-           llvm::all_of(digits, llvm::isDigit)))
-        continue;
-      func.setArgAttr(index, nn::NNDialect::getNameAttrName(),
-                      StringAttr::get(context, text));
-    }
-  }
-  return detail::constructContainerOpForParserIfNecessary<ModuleOp>(
-      &block, context, UnknownLoc::get(context));
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context));
+  if (module)
+    nameArgumentsFromSource(*module, sourceMgr);
+  return module;
 }
 
 int loom::interp::runFromConfig(const config::Config &config,
@@ -146,18 +118,13 @@ int loom::interp::runFromConfig(const config::Config &config,
   }
 
   // The step, partitioned.
-  loom::registerLoomPasses();
   PassManager pm(&context);
   TrainingOptions options;
   options.optimizer =
       run.optimizer() == "sgd" ? OptimizerKind::SGD : OptimizerKind::AdamW;
   options.lr = run.learning_rate() > 0 ? run.learning_rate() : 1e-2;
   buildTrainingPipeline(pm, options);
-  if (failed(parsePassPipeline("hspmd-propagate-layouts,hspmd-insert-reshards,"
-                               "hspmd-lower-reshards,hspmd-specialize,"
-                               "hspmd-bucket-gradients",
-                               pm, llvm::errs())))
-    return fail("cannot build the partitioning pipeline");
+  buildPartitionPipeline(pm, PartitionOptions());
   if (failed(pm.run(*module)))
     return 1;
 

@@ -6,7 +6,7 @@
 #include "tools/loom-run/CudaToolchain.h"
 #endif
 
-#include "codegen/Passes.h"
+#include "codegen/Pipelines.h"
 #include "passes/Partitioning/Attributes.h"
 #include "runtime/interpreter/Npy.h"
 #include "runtime/simulator/Sharding.h"
@@ -14,8 +14,6 @@
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Target/Cpp/CppEmitter.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -211,33 +209,24 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   std::string binary = host.binary;
   if (binary.empty()) {
     OwningOpRef<ModuleOp> copy = module.clone();
-    PassManager pm(module.getContext());
-    codegen::LowerToCallsPassOptions lowerOptions;
-    lowerOptions.entry = name.str();
-    pm.addPass(codegen::createLowerToCallsPass(lowerOptions));
-    bool cuda = host.target == "cuda";
-    bool ascend = host.target == "ascend";
+    std::optional<codegen::Target> target = codegen::parseTarget(host.target);
+    if (!target)
+      return fail("unknown target '" + host.target +
+                  "' (host, cuda, ascend or cluster)");
 #ifndef LOOM_CUDA_LIBS
-    if (cuda)
+    if (*target == codegen::Target::Cuda)
       return fail(
           "this build has no CUDA target (configure with "
           "LOOM_ENABLE_CUDA where nvcc, cuBLAS and NCCL are installed)");
 #endif
-    if (host.target == "cluster")
-      pm.addPass(codegen::createEmitClusterPass());
-    else if (cuda)
-      pm.addPass(codegen::createEmitCudaPass());
-    else if (ascend)
-      pm.addPass(codegen::createEmitAscendPass());
-    else
-      pm.addPass(codegen::createEmitHostPass());
-    if (failed(pm.run(*copy)))
-      return 1;
+    codegen::CompileOptions compile;
+    compile.target = *target;
+    compile.entry = name.str();
     std::string source = work + "/program.cpp";
     std::string text;
     {
       llvm::raw_string_ostream os(text);
-      if (failed(emitc::translateToCpp(*copy, os)))
+      if (failed(codegen::emitTargetSources(*copy, compile, os)))
         return 1;
       std::error_code ec;
       llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
@@ -246,9 +235,9 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       file << text;
     }
     // A cluster's programs may be of several targets: link what it uses.
-    cuda =
+    bool cuda =
         llvm::StringRef(text).contains("#include \"runtime/cuda/Program.h\"");
-    ascend =
+    bool ascend =
         llvm::StringRef(text).contains("#include \"runtime/ascend/Program.h\"");
 #ifndef LOOM_CUDA_LIBS
     if (cuda)

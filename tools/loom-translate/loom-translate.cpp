@@ -1,21 +1,21 @@
 //===- loom-translate.cpp - Loom programs to C++ --------------------------===//
 //
-// `--loom-to-host-cpp` / `--loom-to-cuda-cpp` / `--loom-to-ascend-cpp`:
-// lowers the local programs
-// of a training step (after --hspmd-specialize, or a single-device step) to
-// the call layer, emits them for the target and prints C++; `--loom-entry NAME`
-// picks the step when the module has several. `--mlir-to-cpp` prints a module
-// that is already in the emitc dialect.
+// `--loom-to-host-cpp` / `--loom-to-cuda-cpp` / `--loom-to-ascend-cpp` /
+// `--loom-to-cluster-cpp`: runs the compile pipeline (codegen/Pipelines.h) on
+// the local programs of a training step (after --loom-partition-pipeline, or
+// a single-device step) and prints C++; `--loom-entry NAME` picks the step
+// when the module has several. Arguments keep the source file's names
+// (`nn.name`, the generated buffers' names) as loom-opt records them.
+// `--mlir-to-cpp` prints a module that is already in the emitc dialect.
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/Pipelines.h"
 #include "dialects/InitAllDialects.h"
+#include "passes/ArgumentNames.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Target/Cpp/CppEmitter.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
@@ -36,23 +36,21 @@ static llvm::cl::opt<std::string>
 
 int main(int argc, char **argv) {
   registerToCppTranslation();
-  // One translation per target: the call layer, then the target's emission.
+  // One translation per target: the compile pipeline, then C++.
   auto registerTarget = [](llvm::StringRef name, llvm::StringRef description,
-                           auto createEmission) {
+                           loom::codegen::Target target) {
     TranslateFromMLIRRegistration(
         name, description,
-        [createEmission](Operation *op, raw_ostream &output) -> LogicalResult {
+        [target](Operation *op, raw_ostream &output) -> LogicalResult {
           auto module = dyn_cast<ModuleOp>(op);
           if (!module)
             return op->emitError() << "expected a module";
-          PassManager pm(op->getContext());
-          loom::codegen::LowerToCallsPassOptions options;
+          // The source's argument names, as loom-opt records them.
+          loom::nameArgumentsFromSourceFiles(module);
+          loom::codegen::CompileOptions options;
+          options.target = target;
           options.entry = entryName;
-          pm.addPass(loom::codegen::createLowerToCallsPass(options));
-          pm.addPass(createEmission());
-          if (failed(pm.run(module)))
-            return failure();
-          return emitc::translateToCpp(module, output);
+          return loom::codegen::emitTargetSources(module, options, output);
         },
         [](DialectRegistry &registry) {
           loom::registerAllDialects(registry);
@@ -62,19 +60,19 @@ int main(int argc, char **argv) {
   registerTarget(
       "loom-to-host-cpp",
       "Emit a training step's per-group programs as C++ for the host target",
-      [] { return loom::codegen::createEmitHostPass(); });
+      loom::codegen::Target::Host);
   registerTarget(
       "loom-to-cuda-cpp",
       "Emit a training step's per-group programs as C++ for the CUDA target",
-      [] { return loom::codegen::createEmitCudaPass(); });
+      loom::codegen::Target::Cuda);
   registerTarget(
       "loom-to-ascend-cpp",
       "Emit a training step's per-group programs as C++ for the Ascend target",
-      [] { return loom::codegen::createEmitAscendPass(); });
+      loom::codegen::Target::Ascend);
   registerTarget(
       "loom-to-cluster-cpp",
       "Emit a training step's per-group programs as C++, each for the target "
       "of its devices' kind (hspmd.cluster)",
-      [] { return loom::codegen::createEmitClusterPass(); });
+      loom::codegen::Target::Cluster);
   return failed(mlirTranslateMain(argc, argv, "Loom translation driver\n"));
 }

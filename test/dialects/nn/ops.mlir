@@ -266,8 +266,8 @@ func.func @optimizers(%p: tensor<32x64xf32> {nn.param}, %g: tensor<32x64xf32>,
 }
 
 // CHECK-LABEL: func.func @arg_classes
-// CHECK-SAME: {nn.param}
-// CHECK-SAME: {nn.data}
+// CHECK-SAME: {nn.name = "w", nn.param}
+// CHECK-SAME: {nn.data, nn.name = "tokens"}
 func.func @arg_classes(%w: tensor<32x64xf32> {nn.param},
                        %tokens: tensor<8x16xi64> {nn.data},
                        %lr: f32) -> tensor<32x64xf32> {

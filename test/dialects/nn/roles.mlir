@@ -6,10 +6,10 @@
 // next step's arguments.
 
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: {nn.param}
-// CHECK-SAME: {nn.state = 0 : i64}
-// CHECK-SAME: {nn.step}
-// CHECK-SAME: {nn.data}
+// CHECK-SAME: {nn.name = "w", nn.param}
+// CHECK-SAME: {nn.name = "m", nn.state = 0 : i64}
+// CHECK-SAME: {nn.name = "step", nn.step}
+// CHECK-SAME: {nn.data, nn.name = "x"}
 // CHECK-SAME: -> (tensor<f32> {nn.loss}, tensor<4xf32> {nn.updates = 0 : i64}, tensor<4xf32> {nn.updates = 1 : i64})
 func.func @step(%w: tensor<4xf32> {nn.param},
                 %m: tensor<4xf32> {nn.state = 0 : i64},

@@ -14,8 +14,8 @@
 
 // CHECK-LABEL: func.func @gpt_mini_train_step
 // Wk, Wv follow Wq; Wo and W2 are split by rows.
-// CHECK-SAME: %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S0:2]}>, nn.param}
-// CHECK-SAME: %{{[a-z0-9_]+}}: tensor<128x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S0:2]}>, nn.param}
+// CHECK-SAME: %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.name = "l0_wq", nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.name = "l0_wk", nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S1:2]}>, nn.name = "l0_wv", nn.param}, %{{[a-z0-9_]+}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S0:2]}>, nn.name = "l0_wo", nn.param}
+// CHECK-SAME: %{{[a-z0-9_]+}}: tensor<128x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:2, S0:2]}>, nn.name = "l0_w2", nn.param}
 // CHECK-SAME: -> (tensor<f32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [P(sum):2, D:2]}>, nn.loss}
 // Both blocks: attention on split batch and heads, then the row-parallel
 // projections (Wo, W2) produce pending sums on the tensor-parallel axis

@@ -11,8 +11,8 @@
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: attributes {hspmd.parts = [@step_part0, @step_part1]}
 // CHECK-NEXT: nn.matmul %arg0, %arg1 : tensor<8x16xf64>, tensor<16x4xf64>
-// CHECK: func.func @step_part0(%arg0: tensor<6x16xf64> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, hspmd.whole_layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}>, nn.data}
-// CHECK-SAME: %arg1: tensor<16x4xf64> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, hspmd.whole_layout = #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[2]: []}>, nn.param}
+// CHECK: func.func @step_part0(%arg0: tensor<6x16xf64> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, hspmd.whole_layout = #hspmd.union<split(0) shares [3, 1]: {[0, 1]: [S0:2]}, {[2]: []}>, nn.data, nn.name = "x"}
+// CHECK-SAME: %arg1: tensor<16x4xf64> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, hspmd.whole_layout = #hspmd.union<replicated: {[0, 1]: [S1:2]}, {[2]: []}>, nn.name = "w", nn.param}
 // CHECK-SAME: -> (tensor<f64> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>, hspmd.whole_layout = #hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>}
 // CHECK-SAME: attributes {hspmd.part = 0 : i64, hspmd.part_of = @step}
 // CHECK: %[[M0:.*]] = nn.reduce mean {{.*}} : tensor<6x4xf64>

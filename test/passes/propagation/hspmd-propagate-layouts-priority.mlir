@@ -6,7 +6,7 @@
 // The matmul follows w: its result is split by columns, and x is needed
 // duplicated (a reshard from its own split).
 // CHECK-LABEL: func.func @param_beats_data
-// CHECK-SAME: %{{.*}}: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.param}
+// CHECK-SAME: %{{.*}}: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.name = "w", nn.param}
 // CHECK: nn.matmul {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [D:2]}>, #hspmd.union<{[0, 1]: [S1:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]}
 func.func @param_beats_data(%x: tensor<8x16xf32> {nn.data}, %w: tensor<16x4xf32> {nn.param})
     -> (tensor<8x4xf32>, tensor<8x16xf32>, tensor<16x4xf32>) {
@@ -23,7 +23,7 @@ func.func @param_beats_data(%x: tensor<8x16xf32> {nn.data}, %w: tensor<16x4xf32>
 // pending sum. w's layout follows (user beats its param hint), and the
 // annotation on w reshards it.
 // CHECK-LABEL: func.func @user_beats_param
-// CHECK-SAME: %{{.*}}: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.param}
+// CHECK-SAME: %{{.*}}: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.name = "w", nn.param}
 // CHECK: nn.matmul {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>, #hspmd.union<{[0, 1]: [S0:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [P(sum):2]}>]}
 func.func @user_beats_param(%x: tensor<8x16xf32> {nn.data, hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>},
                             %w: tensor<16x4xf32> {nn.param})
@@ -53,8 +53,8 @@ func.func @data_beats_derived(%x: tensor<8x16xf32> {nn.data}, %w: tensor<16x4xf3
 // computed before it, through the add, the relu and the matmul, down to the
 // arguments: x is split by rows, w duplicated.
 // CHECK-LABEL: func.func @backward_flow
-// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>}
-// CHECK-SAME: %{{.*}}: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>}
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.name = "x"}
+// CHECK-SAME: %{{.*}}: tensor<16x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w"}
 // CHECK: nn.matmul {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, #hspmd.union<{[0, 1, 2, 3]: [D:4]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]}
 // CHECK: nn.relu {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]}
 // CHECK: nn.add {{.*}} hspmd.result_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]
@@ -75,8 +75,8 @@ func.func @backward_flow(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>,
 // layout: the annotation's operand layout differs from the producer's (a
 // reshard goes in between).
 // CHECK-LABEL: func.func @annotation_boundary
-// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}
-// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>}
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.name = "x"}
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>, nn.name = "z"}
 // CHECK: nn.neg {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>]}
 // CHECK: hspmd.annotate {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S0:2]}>]}
 // CHECK: nn.matmul {{.*}} hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]

@@ -1,5 +1,5 @@
 // RUN: loom-opt %s --hspmd-propagate-layouts -split-input-file | FileCheck %s
-// RUN: loom-opt %s --loom-training-pipeline="optimizer=sgd lr=0.01" --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize -o %t.mlir
+// RUN: loom-opt %s --loom-training-pipeline="optimizer=sgd lr=0.01" --loom-partition-pipeline=bucket=false -o %t.mlir
 // RUN: loom-run --interpret %t.mlir --simulate 3 --global-entry stages_train_step --random-inputs --tolerance 1e-14 --comm-stats | FileCheck %s --check-prefix=SIM
 
 // Two pipeline stages: the first layer on group {0, 1} (its weight split by
@@ -11,9 +11,9 @@
 // holds it (split by columns): nothing is gathered first.
 // CHECK-LABEL: func.func @stages_part0(
 // CHECK-SAME: %arg0: tensor<8x16xf64>
-// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.data}
+// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.data, nn.name = "x"}
 // CHECK-SAME: %arg2: tensor<0x0xf64>
-// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[2]: []}>, nn.param}
+// CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[2]: []}>, nn.name = "w2", nn.param}
 // CHECK-SAME: -> (tensor<f64>
 // CHECK-SAME: hspmd.whole_layout = #hspmd.union<{[2]: []}>})
 // CHECK: %[[H:.*]] = nn.gelu

@@ -12,11 +12,11 @@
 // the momentum state is duplicated like its parameter. ZeRO is a user
 // choice (hspmd-propagate-layouts-zero.mlir).
 // CHECK-LABEL: func.func @mlp_train_step
-// CHECK-SAME: %[[W1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.param}
-// CHECK-SAME: %[[W2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.param}
-// CHECK-SAME: %{{.*}}: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.state = 0 : i64}
-// CHECK-SAME: %{{.*}}: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.state = 1 : i64}
-// CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.data}
+// CHECK-SAME: %[[W1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w1", nn.param}
+// CHECK-SAME: %[[W2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w2", nn.param}
+// CHECK-SAME: %{{.*}}: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w1.momentum", nn.state = 0 : i64}
+// CHECK-SAME: %{{.*}}: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w2.momentum", nn.state = 1 : i64}
+// CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.data, nn.name = "x"}
 // CHECK-SAME: -> (tensor<f32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [P(sum):4]}>, nn.loss}
 // CHECK-SAME: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.updates = 0 : i64}
 // CHECK-SAME: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.updates = 1 : i64}

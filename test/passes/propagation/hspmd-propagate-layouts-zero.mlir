@@ -12,21 +12,21 @@
 // all-gather); the state stays S0 end to end. The step's whole body is
 // pinned below, so no other reshard can appear.
 // RUN: loom-opt %s --loom-training-pipeline="optimizer=sgd momentum=0.9" \
-// RUN:   | sed -e 's/{nn.state = \([0-9]*\) : i64}/{hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = \1 : i64}/g' \
+// RUN:   | sed -e 's/nn.state = \([0-9]*\) : i64}/hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = \1 : i64}/g' \
 // RUN:   | loom-opt --hspmd-propagate-layouts | FileCheck %s
 // ZeRO is per parameter: with only W1's AdamW states (m and v, `nn.state =
 // 0`) split, W1 is updated as above and W2 stays plain data parallel (its
 // gradient all-reduced, its states duplicated).
 // RUN: loom-opt %s --loom-training-pipeline="optimizer=adamw" \
-// RUN:   | sed -e 's/{nn.state = 0 : i64}/{hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = 0 : i64}/g' \
+// RUN:   | sed -e 's/nn.state = 0 : i64}/hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = 0 : i64}/g' \
 // RUN:   | loom-opt --hspmd-propagate-layouts | FileCheck %s --check-prefix=ADAMW
 
 // CHECK-LABEL: func.func @mlp_train_step
-// CHECK-SAME: %[[W1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.param}
-// CHECK-SAME: %[[W2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.param}
-// CHECK-SAME: %[[M1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = 0 : i64}
-// CHECK-SAME: %[[M2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = 1 : i64}
-// CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.data}
+// CHECK-SAME: %[[W1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w1", nn.param}
+// CHECK-SAME: %[[W2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w2", nn.param}
+// CHECK-SAME: %[[M1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.name = "w1.momentum", nn.state = 0 : i64}
+// CHECK-SAME: %[[M2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.name = "w2.momentum", nn.state = 1 : i64}
+// CHECK-SAME: %[[X:[a-z0-9_]+]]: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.data, nn.name = "x"}
 // CHECK-SAME: -> (tensor<f32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [P(sum):4]}>, nn.loss}
 // CHECK-SAME: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.updates = 0 : i64}
 // CHECK-SAME: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.updates = 1 : i64}
@@ -50,13 +50,13 @@
 // CHECK-NEXT: return {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [P(sum):4]}>, #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]} %{{[a-z0-9_]+}}, %[[NP1]], %[[NP2]], %[[NM1]], %[[NM2]] :
 
 // ADAMW-LABEL: func.func @mlp_train_step
-// ADAMW-SAME: %[[W1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.param}
-// ADAMW-SAME: %[[W2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.param}
-// ADAMW-SAME: %[[M1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = 0 : i64}
-// ADAMW-SAME: %[[M2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.state = 1 : i64}
-// ADAMW-SAME: %[[V1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = 0 : i64}
-// ADAMW-SAME: %[[V2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.state = 1 : i64}
-// ADAMW-SAME: %[[X:[a-z0-9_]+]]: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.data}
+// ADAMW-SAME: %[[W1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w1", nn.param}
+// ADAMW-SAME: %[[W2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w2", nn.param}
+// ADAMW-SAME: %[[M1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.name = "w1.m", nn.state = 0 : i64}
+// ADAMW-SAME: %[[M2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w2.m", nn.state = 1 : i64}
+// ADAMW-SAME: %[[V1:[a-z0-9_]+]]: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.name = "w1.v", nn.state = 0 : i64}
+// ADAMW-SAME: %[[V2:[a-z0-9_]+]]: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.name = "w2.v", nn.state = 1 : i64}
+// ADAMW-SAME: %[[X:[a-z0-9_]+]]: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.data, nn.name = "x"}
 // ADAMW-SAME: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.updates = 0 : i64}
 // ADAMW-SAME: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [D:4]}>, nn.updates = 1 : i64}
 // ADAMW-SAME: tensor<16x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.updates = 2 : i64}

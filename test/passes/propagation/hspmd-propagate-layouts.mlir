@@ -5,8 +5,8 @@
 // duplicated, the second matmul contracts the split factor: its output is
 // a pending sum, which the function returns as such.
 // CHECK-LABEL: func.func @megatron
-// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>, nn.data}
-// CHECK-SAME: %{{.*}}: tensor<32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.param}
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>, nn.data, nn.name = "x"}
+// CHECK-SAME: %{{.*}}: tensor<32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.name = "b1", nn.param}
 // CHECK-SAME: -> (tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [P(sum):2]}>})
 // CHECK: nn.matmul {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [D:2]}>, #hspmd.union<{[0, 1]: [S1:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]}
 // CHECK: nn.add {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>, #hspmd.union<{[0, 1]: [S0:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S1:2]}>]}
@@ -63,7 +63,7 @@ func.func @finer_mesh(%x: tensor<8x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2
 // the query heads split; K and V follow through the attention rule (heads
 // are parallel), so Wk and Wv are split by columns too and Wo by rows.
 // CHECK-LABEL: func.func @attention_heads
-// CHECK-SAME: %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.param}, %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.param}, %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.param}, %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.param}
+// CHECK-SAME: %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.name = "wq", nn.param}, %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.name = "wk", nn.param}, %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.name = "wv", nn.param}, %{{.*}}: tensor<32x32xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.name = "wo", nn.param}
 // CHECK: nn.reshape {{.*}} hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S2:2]}>]} : tensor<8x16x32xf32> to tensor<8x16x4x8xf32>
 // CHECK: nn.attention {{.*}} {hspmd.operand_layouts = [#hspmd.union<{[0, 1]: [S2:2]}>, #hspmd.union<{[0, 1]: [S2:2]}>, #hspmd.union<{[0, 1]: [S2:2]}>], hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S2:2]}>]}
 // CHECK: nn.reshape {{.*}} hspmd.result_layouts = [#hspmd.union<{[0, 1]: [S2:2]}>]} : tensor<8x16x4x8xf32> to tensor<8x16x32xf32>

@@ -9,7 +9,7 @@
 // RUN: loom-opt %s --loom-training-pipeline="optimizer=sgd momentum=0.9" > %t.step.mlir
 // RUN: loom-opt %t.step.mlir --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards > %t.dp.mlir
 // RUN: FileCheck %s --check-prefix=DP < %t.dp.mlir
-// RUN: sed -e 's/{nn.state = \([0-9]*\) : i64}/{hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = \1 : i64}/g' %t.step.mlir \
+// RUN: sed -e 's/nn.state = \([0-9]*\) : i64}/hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>, nn.state = \1 : i64}/g' %t.step.mlir \
 // RUN:   | loom-opt --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards > %t.zero.mlir
 // RUN: FileCheck %s --check-prefix=ZERO < %t.zero.mlir
 // RUN: loom-run --interpret %t.step.mlir --entry mlp_train_step --random-inputs --seed 7 --print > %t.step.out

@@ -9,7 +9,7 @@
 // groups: {0, 1} runs both groups' ops (the two halves of the exchange
 // become one), {2, 3} only the TP4 group's.
 // CHECK-NOT: func.func @change_group
-// CHECK-LABEL: func.func @change_cell0(%arg0: tensor<8x8xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [S1:2]}>}) -> (tensor<8x4xf64> {hspmd.global_layout = #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>})
+// CHECK-LABEL: func.func @change_cell0(%arg0: tensor<8x8xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.name = "x"}) -> (tensor<8x4xf64> {hspmd.global_layout = #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>})
 // CHECK-SAME: attributes {hspmd.group = #hspmd.group<[0, 1]>, hspmd.specializes = @change}
 // CHECK-NEXT: %[[X:.*]] = hspmd.exchange %arg0 shape [8, 16] : tensor<8x8xf64> -> tensor<8x4xf64> from <{[0, 1]: [S1:2]}> to <{[0, 1, 2, 3]: [S1:4]}>
 // CHECK-NEXT: return %[[X]]

@@ -15,9 +15,9 @@
 
 // Megatron MLP, lowered: W1 by columns, W2 by rows, one all-reduce.
 // CHECK-LABEL: func.func @mlp_tp_group0(
-// CHECK-SAME: %{{.*}}: tensor<8x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [D:2]}>}
-// CHECK-SAME: %{{.*}}: tensor<16x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [S1:2]}>}
-// CHECK-SAME: %{{.*}}: tensor<16x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [S0:2]}>})
+// CHECK-SAME: %{{.*}}: tensor<8x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [D:2]}>, nn.name = "x"}
+// CHECK-SAME: %{{.*}}: tensor<16x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [S1:2]}>, nn.name = "w1"}
+// CHECK-SAME: %{{.*}}: tensor<16x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [S0:2]}>, nn.name = "w2"})
 // CHECK-SAME: -> (tensor<8x16xf64> {hspmd.global_layout = #hspmd.union<{[0, 1]: [D:2]}>})
 // CHECK-SAME: attributes {hspmd.group = #hspmd.group<[0, 1]>, hspmd.specializes = @mlp_tp}
 // CHECK-NEXT: nn.matmul %{{.*}}, %{{.*}} : tensor<8x16xf64>, tensor<16x16xf64>
