@@ -14,6 +14,7 @@
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/hspmd/IR/HSPMDTransfers.h"
+#include "runtime/layout/Collectives.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -41,16 +42,6 @@ int64_t getBytes(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return tensor.getNumElements() *
          ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
-
-/// The digits of `index` in the mixed radix `sizes` (first slowest).
-SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> sizes) {
-  SmallVector<int64_t> digits(sizes.size());
-  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
-    digits[i] = index % sizes[i];
-    index /= sizes[i];
-  }
-  return digits;
 }
 
 /// What a collective runs over: its mesh, the mesh axes of its sub-groups,
@@ -94,41 +85,25 @@ LogicalResult account(Operation *op,
   int64_t elements =
       cast<RankedTensorType>(op->getOperand(0).getType()).getNumElements();
   int64_t element = elements ? bytes / elements : 0;
+  std::vector<int64_t> meshSizes(mesh.begin(), mesh.end());
+  std::vector<int64_t> axisList(axes.begin(), axes.end());
+  std::optional<layout::Collective> collective = layout::parseCollective(kind);
   for (int64_t rank = 0; rank < devices; ++rank) {
-    SmallVector<int64_t> digits = toDigits(rank, mesh);
-    int64_t position = 0;
-    SmallVector<int64_t> own;
-    for (int64_t axis : axes) {
-      position = position * mesh[axis] + digits[axis];
-      own.push_back(digits[axis]);
-    }
+    int64_t position = layout::getSubgroup(meshSizes, axisList, rank).position;
     Traffic &entry = traffic[rank][kind];
     ++entry.calls;
-    if (isa<hspmd::AllReduceOp>(op)) {
-      // Reduce-scatter of k near-equal chunks, then all-gather of them.
-      int64_t chunk =
-          (elements / k + (position < elements % k ? 1 : 0)) * element;
-      entry.sent += (bytes - chunk) + (k - 1) * chunk;
-      entry.received += (k - 1) * chunk + (bytes - chunk);
-    } else if (isa<hspmd::AllGatherOp>(op)) {
-      entry.sent += (k - 1) * bytes;
-      entry.received += (k - 1) * bytes;
-    } else if (isa<hspmd::ReduceScatterOp, hspmd::AllToAllOp>(op)) {
-      entry.sent += bytes / k * (k - 1);
-      entry.received += bytes / k * (k - 1);
-    } else if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
-      // The device receives from the one whose digit i is its digit
-      // perm[i]; it sends to the one whose digit perm[i] is its digit i.
-      ArrayRef<int64_t> perm = permute.getPerm();
-      bool receives = false, sends = false;
-      for (auto [i, p] : llvm::enumerate(perm)) {
-        receives |= own[p] != own[i];
-        sends |= own[i] != own[p];
-      }
-      entry.received += receives ? bytes : 0;
-      entry.sent += sends ? bytes : 0;
-    }
-    // local_slice and make_partial move nothing.
+    // What the layout core says the collective moves.
+    layout::Traffic moved;
+    if (auto permute = dyn_cast<hspmd::PermuteOp>(op))
+      moved = layout::getPermuteTraffic(
+          bytes, position,
+          std::vector<int64_t>(permute.getPerm().begin(),
+                               permute.getPerm().end()),
+          layout::getAxisSizes(meshSizes, axisList));
+    else if (collective)
+      moved = layout::getTraffic(*collective, bytes, element, k, position);
+    entry.sent += moved.sent;
+    entry.received += moved.received;
   }
   return success();
 }
@@ -145,13 +120,6 @@ std::string dtypeName(Type type) {
   llvm::raw_string_ostream os(text);
   type.print(os);
   return text;
-}
-
-int64_t fromDigits(ArrayRef<int64_t> digits, ArrayRef<int64_t> sizes) {
-  int64_t index = 0;
-  for (auto [digit, size] : llvm::zip(digits, sizes))
-    index = index * size + digit;
-  return index;
 }
 
 /// Appends to `calls[i]` the device library calls collective `op` makes
@@ -188,18 +156,13 @@ void predictCalls(Operation *op, hspmd::DeviceGroupAttr group,
     auto it = llvm::find(devices, device);
     if (it == devices.end())
       continue;
-    SmallVector<int64_t> digits = toDigits(it - devices.begin(), mesh);
+    layout::Subgroup subgroup = layout::getSubgroup(
+        std::vector<int64_t>(mesh.begin(), mesh.end()),
+        std::vector<int64_t>(axes.begin(), axes.end()), it - devices.begin());
     SmallVector<int64_t> members;
-    for (int64_t position = 0; position < k; ++position) {
-      SmallVector<int64_t> memberDigits = digits;
-      for (auto [i, digit] : llvm::enumerate(toDigits(position, sizes)))
-        memberDigits[axes[i]] = digit;
-      members.push_back(devices[fromDigits(memberDigits, mesh)]);
-    }
-    SmallVector<int64_t> own;
-    for (int64_t axis : axes)
-      own.push_back(digits[axis]);
-    int64_t me = fromDigits(own, sizes);
+    for (int64_t member : subgroup.members)
+      members.push_back(devices[member]);
+    int64_t me = subgroup.position;
     std::string head = "call rank " + std::to_string(device) + " #" +
                        std::to_string(++numbers[slot]) + " " + kind + ": ";
     std::string over = " over {";
@@ -225,12 +188,12 @@ void predictCalls(Operation *op, hspmd::DeviceGroupAttr group,
       }
     } else if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
       // Position p takes the buffer of the position whose digit i is p's
-      // digit perm[i] (the simulator's rule).
+      // digit perm[i] (the layout core's rule).
+      std::vector<int64_t> perm(permute.getPerm().begin(),
+                                permute.getPerm().end());
+      std::vector<int64_t> axisSizes(sizes.begin(), sizes.end());
       auto sourceOf = [&](int64_t p) {
-        SmallVector<int64_t> to = toDigits(p, sizes), from(to.size());
-        for (auto [i, source] : llvm::enumerate(permute.getPerm()))
-          from[i] = to[source];
-        return fromDigits(from, sizes);
+        return layout::getPermuteSource(p, perm, axisSizes);
       };
       for (int64_t p = 0; p < k; ++p)
         if (p != me && sourceOf(p) == me)

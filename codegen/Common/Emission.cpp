@@ -276,6 +276,13 @@ LogicalResult loom::codegen::emitForTargets(
     emitc::IncludeOp::create(builder, module.getLoc(), header,
                              /*is_standard=*/false);
   builder.setInsertionPointToEnd(module.getBody());
+  // Built with -DLOOM_PROGRAM_LIBRARY, the programs are a shared library
+  // with the C ABI of include/loom-c/Program.h instead of an executable
+  // (host target; runtime/host/ProgramLibrary.h).
+  bool library = !mixed && first.name == "host";
+  if (library)
+    emitc::VerbatimOp::create(builder, module.getLoc(),
+                              "#ifndef LOOM_PROGRAM_LIBRARY");
   Type argvType =
       emitc::PointerType::get(emitc::PointerType::get(opaqueType("char")));
   auto mainType = FunctionType::get(context, {builder.getI32Type(), argvType},
@@ -306,6 +313,15 @@ LogicalResult loom::codegen::emitForTargets(
       ValueRange{entry->getArgument(0), entry->getArgument(1)},
       builder.getArrayAttr(args));
   emitc::ReturnOp::create(builder, module.getLoc(), run.getResult(0));
+  if (library) {
+    builder.setInsertionPointToEnd(module.getBody());
+    emitc::VerbatimOp::create(
+        builder, module.getLoc(),
+        "#else\nLOOM_PROGRAM_LIBRARY_ABI((loom::host::createProgram<" +
+            llvm::join(classNames, ", ") + ">(mpi_comm, program, {" +
+            llvm::join(deviceLists, ", ") + "}, {" +
+            llvm::join(groupLists, ", ") + "})))\n#endif");
+  }
   module->removeAttr(kProgramsAttr);
   module->removeAttr(kGroupsAttr);
   return success();

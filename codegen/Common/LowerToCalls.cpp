@@ -47,15 +47,19 @@ constexpr int64_t kMaxCallRank = 8;
 /// Builds the class of one local program.
 class ProgramLowering {
 public:
-  ProgramLowering(func::FuncOp func, ArrayRef<int64_t> devices,
+  ProgramLowering(func::FuncOp func, func::FuncOp global,
+                  ArrayRef<int64_t> devices,
                   std::set<std::vector<int64_t>> &allGroups)
-      : func(func), devices(devices), allGroups(allGroups),
+      : func(func), global(global), devices(devices), allGroups(allGroups),
         context(func.getContext()), builder(context) {}
 
   LogicalResult lower(OpBuilder &moduleBuilder);
 
 private:
   LogicalResult lowerOp(Operation *op);
+  /// The tables that describe the program's arguments and results to a
+  /// program library (runtime/host/ProgramLibrary.h).
+  LogicalResult addInterfaceTables();
   /// The field holding `value`'s buffer, read in the current method (null
   /// for a value of no bytes).
   Value bufferRef(Value value);
@@ -82,6 +86,8 @@ private:
   SmallVector<int64_t> groupOf(Operation *op) const;
 
   func::FuncOp func;
+  /// The function `func` specialises (itself for one device).
+  func::FuncOp global;
   SmallVector<int64_t> devices;
   std::set<std::vector<int64_t>> &allGroups;
   MLIRContext *context;
@@ -93,6 +99,128 @@ private:
   unsigned numExchanges = 0;
   std::map<std::string, Type> fieldTypes;
 };
+
+/// The layout core's code of an element type (runtime/layout/Collectives.h,
+/// DType), or -1.
+static int64_t dtypeCode(Type type) {
+  if (type.isF32())
+    return static_cast<int64_t>(layout::DType::F32);
+  if (type.isF64())
+    return static_cast<int64_t>(layout::DType::F64);
+  if (type.isBF16())
+    return static_cast<int64_t>(layout::DType::BF16);
+  if (type.isInteger(1))
+    return static_cast<int64_t>(layout::DType::I1);
+  if (type.isInteger(32))
+    return static_cast<int64_t>(layout::DType::I32);
+  if (type.isInteger(64))
+    return static_cast<int64_t>(layout::DType::I64);
+  return -1;
+}
+
+LogicalResult ProgramLowering::addInterfaceTables() {
+  auto int64Table = [&](StringRef name, SmallVector<int64_t> values) {
+    if (values.empty())
+      values.push_back(-1);
+    auto type = emitc::ArrayType::get({static_cast<int64_t>(values.size())},
+                                      builder.getI64Type());
+    auto tensorType = RankedTensorType::get(
+        {static_cast<int64_t>(values.size())}, builder.getI64Type());
+    addField(name, type, {},
+             DenseIntElementsAttr::get(tensorType, ArrayRef<int64_t>(values)));
+  };
+  // Per value: its global rank and shape, then its layout's table (length
+  // first), as runtime/host/ProgramLibrary.h reads them.
+  auto describe = [&](Type localType, Type globalType,
+                      hspmd::UnionAttr layout, SmallVector<int64_t> &table,
+                      SmallVector<int64_t> &dtypes) -> LogicalResult {
+    auto local = dyn_cast<RankedTensorType>(localType);
+    auto whole = dyn_cast<RankedTensorType>(globalType);
+    if (!local || !whole || !whole.hasStaticShape())
+      return func.emitError() << "a program library needs static tensor "
+                                 "types, got "
+                              << globalType;
+    dtypes.push_back(dtypeCode(local.getElementType()));
+    table.push_back(whole.getRank());
+    llvm::append_range(table, whole.getShape());
+    layout::Layout core;
+    if (layout) {
+      core = hspmd::toLayoutCore(layout);
+    } else {
+      // No layout: every device of the group holds the whole value.
+      SmallVector<layout::Axis> axes;
+      if (devices.size() > 1)
+        axes.push_back(layout::Axis::duplicate(devices.size()));
+      core = layout::Layout::group(
+          std::vector<int64_t>(devices.begin(), devices.end()),
+          std::vector<layout::Axis>(axes.begin(), axes.end()));
+    }
+    std::vector<int64_t> encoded = layout::encodeLayout(core);
+    table.push_back(static_cast<int64_t>(encoded.size()));
+    table.append(encoded.begin(), encoded.end());
+    return success();
+  };
+  StringRef globalLayout = hspmd::HSPMDDialect::getGlobalLayoutAttrName();
+  StringRef ownLayout = hspmd::HSPMDDialect::getLayoutAttrName();
+  SmallVector<int64_t> argTable, argDtypes, argRoles, resultTable,
+      resultDtypes;
+  SmallVector<std::string> names;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto layout = func.getArgAttrOfType<hspmd::UnionAttr>(i, globalLayout);
+    if (!layout)
+      layout = global.getArgAttrOfType<hspmd::UnionAttr>(i, ownLayout);
+    if (failed(describe(func.getArgument(i).getType(),
+                        global.getArgument(i).getType(), layout, argTable,
+                        argDtypes)))
+      return failure();
+    int64_t role = 0;
+    if (func.getArgAttr(i, nn::NNDialect::getParamAttrName()))
+      role = 1;
+    else if (func.getArgAttr(i, nn::NNDialect::getStateAttrName()))
+      role = 2;
+    else if (func.getArgAttr(i, nn::NNDialect::getDataAttrName()))
+      role = 3;
+    else if (func.getArgAttr(i, nn::NNDialect::getStepAttrName()))
+      role = 4;
+    argRoles.push_back(role);
+    auto name = func.getArgAttrOfType<StringAttr>(i, nn::NNDialect::getNameAttrName());
+    if (!name)
+      name = global.getArgAttrOfType<StringAttr>(i, nn::NNDialect::getNameAttrName());
+    names.push_back(name ? name.getValue().str() : "");
+  }
+  for (unsigned r = 0; r < func.getNumResults(); ++r) {
+    auto layout = func.getResultAttrOfType<hspmd::UnionAttr>(r, globalLayout);
+    if (!layout)
+      layout = global.getResultAttrOfType<hspmd::UnionAttr>(r, ownLayout);
+    if (failed(describe(func.getResultTypes()[r], global.getResultTypes()[r],
+                        layout, resultTable, resultDtypes)))
+      return failure();
+  }
+  int64Table("arg_layouts", argTable);
+  int64Table("arg_dtypes", argDtypes);
+  int64Table("arg_roles", argRoles);
+  int64Table("result_layouts", resultTable);
+  int64Table("result_dtypes", resultDtypes);
+  std::string initial = "{";
+  for (auto [i, name] : llvm::enumerate(names)) {
+    initial += i ? ", \"" : "\"";
+    for (char c : name) {
+      if (c == '"' || c == '\\')
+        initial += '\\';
+      initial += c;
+    }
+    initial += "\"";
+  }
+  if (names.empty())
+    initial += "nullptr";
+  initial += "}";
+  addField("arg_names",
+           emitc::ArrayType::get({std::max<int64_t>(names.size(), 1)},
+                                 emitc::PointerType::get(emitc::OpaqueType::get(
+                                     context, "const char"))),
+           {}, opaque(initial));
+  return success();
+}
 
 Type ProgramLowering::pointerTo(Type element) {
   if (element.isInteger(1))
@@ -562,6 +690,8 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
       loss = r;
   addField("loss_result", builder.getI64Type(), {},
            builder.getI64IntegerAttr(loss));
+  if (failed(addInterfaceTables()))
+    return failure();
 
   // Phases.
   Block &block = func.getBody().front();
@@ -746,7 +876,7 @@ struct LowerToCallsPass
     builder.setInsertionPointToEnd(module.getBody());
     SmallVector<Attribute> programNames;
     for (auto &[func, devices] : programs) {
-      ProgramLowering lowering(func, devices, allGroups);
+      ProgramLowering lowering(func, global, devices, allGroups);
       if (failed(lowering.lower(builder)))
         return signalPassFailure();
       programNames.push_back(FlatSymbolRefAttr::get(func.getSymNameAttr()));

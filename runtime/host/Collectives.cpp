@@ -22,6 +22,17 @@ struct Communicator::Handle {
 namespace {
 
 Runtime *instance = nullptr;
+/// The runtime's world: MPI_COMM_WORLD, or for a program library the
+/// duplicate of the communicator it was attached to.
+MPI_Comm worldComm = MPI_COMM_WORLD;
+/// Programs attached to the runtime (Runtime::attach) and not detached.
+int attachments = 0;
+
+/// What a failing kernel does in a program library: throws, so that the
+/// error reaches the library's caller.
+[[noreturn]] void throwKernelFailure(const char *message) {
+  throw loom::rt::RuntimeError(message);
+}
 
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -30,14 +41,11 @@ std::string mpiError(int code) {
   return std::string(text, length);
 }
 
-/// The elements of chunk `j` when `count` are cut into `k` near-equal
-/// chunks (the first `count mod k` one element larger), and where it
-/// starts.
 int64_t chunkSize(int64_t count, int k, int j) {
-  return count / k + (j < count % k ? 1 : 0);
+  return loom::layout::getChunkSize(count, k, j);
 }
 int64_t chunkStart(int64_t count, int k, int j) {
-  return j * (count / k) + std::min<int64_t>(j, count % k);
+  return loom::layout::getChunkStart(count, k, j);
 }
 
 /// memcpy that allows empty ranges (whose pointers may be null).
@@ -46,44 +54,18 @@ void copyBytes(void *to, const void *from, int64_t bytes) {
     std::memcpy(to, from, static_cast<size_t>(bytes));
 }
 
-template <typename T> T combine(T acc, T value, Reduction kind) {
-  switch (kind) {
-  case Reduction::Sum:
-  case Reduction::Mean:
-    return acc + value;
-  case Reduction::Max:
-    return acc >= value || acc != acc ? acc : value;
-  case Reduction::Min:
-    return acc <= value || acc != acc ? acc : value;
-  }
-  return acc;
-}
-
-template <typename T>
-void combineInto(void *into, const void *from, int64_t count, Reduction kind) {
-  auto *a = static_cast<T *>(into);
-  auto *b = static_cast<const T *>(from);
-  if (kind == Reduction::Sum || kind == Reduction::Mean) {
-    for (int64_t i = 0; i < count; ++i)
-      a[i] += b[i];
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i)
-    a[i] = combine(a[i], b[i], kind);
-}
-
-/// `into[i] = into[i] (op) from[i]` for `count` elements of `type`, the
-/// simulator's combination (max and min keep a NaN).
+/// `into[i] = into[i] (op) from[i]` for `count` elements of `type`: the
+/// layout core's combination (max and min keep a NaN; a mean adds here and
+/// divides at the end).
 void accumulate(void *into, const void *from, int64_t count, ElementType type,
                 Reduction kind = Reduction::Sum) {
-  switch (type) {
-  case ElementType::F32:
-    return combineInto<float>(into, from, count, kind);
-  case ElementType::F64:
-    return combineInto<double>(into, from, count, kind);
-  case ElementType::I64:
-    return combineInto<int64_t>(into, from, count, kind);
-  }
+  loom::layout::DType dtype = type == ElementType::F32   ? loom::layout::DType::F32
+                        : type == ElementType::F64 ? loom::layout::DType::F64
+                                                   : loom::layout::DType::I64;
+  // Every host element type combines under every kind but a mean of
+  // integers, which is added here like any mean.
+  loom::layout::combineInto(into, from, count, dtype,
+                      kind == Reduction::Mean ? Reduction::Sum : kind);
 }
 
 /// A mean's final division by the number of contributions.
@@ -122,10 +104,69 @@ Runtime &Runtime::init(int *argc, char ***argv) {
     MPI_Init(argc, argv);
     instance->startedMpi = true;
   }
+  worldComm = MPI_COMM_WORLD;
+  instance->start();
+  return *instance;
+}
+
+Runtime &Runtime::attach(const void *mpiComm) {
+  if (instance) {
+    if (!instance->library)
+      instance->fail("a program library was created in a process whose "
+                     "runtime runs a program executable");
+    int same = MPI_UNEQUAL;
+    MPI_Comm_compare(worldComm,
+                     mpiComm ? *static_cast<const MPI_Comm *>(mpiComm)
+                             : MPI_COMM_WORLD,
+                     &same);
+    if (same != MPI_IDENT && same != MPI_CONGRUENT)
+      instance->fail("a program of this library already runs on another "
+                     "communicator; destroy it first");
+    ++attachments;
+    return *instance;
+  }
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    throw RuntimeError("MPI is not initialized; call MPI_Init before "
+                       "creating a program");
+  instance = new Runtime();
+  instance->library = true;
+  loom::host::setFailureHandler(throwKernelFailure);
+  MPI_Comm given =
+      mpiComm ? *static_cast<const MPI_Comm *>(mpiComm) : MPI_COMM_WORLD;
+  if (MPI_Comm_dup(given, &worldComm) != MPI_SUCCESS) {
+    delete instance;
+    instance = nullptr;
+    throw RuntimeError("cannot duplicate the program's MPI communicator");
+  }
+  ++attachments;
+  try {
+    instance->start();
+  } catch (...) {
+    detach();
+    throw;
+  }
+  return *instance;
+}
+
+void Runtime::detach() {
+  if (!instance || !instance->library || --attachments > 0)
+    return;
+  instance->groups.clear();
+  delete instance;
+  instance = nullptr;
+  MPI_Comm_free(&worldComm);
+  worldComm = MPI_COMM_WORLD;
+  loom::host::setFailureHandler(nullptr);
+}
+
+void Runtime::start() {
+  Runtime *instance = this;
   // Errors come back as codes; the runtime reports them itself.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(MPI_COMM_WORLD, &instance->worldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &instance->worldSize);
+  MPI_Comm_set_errhandler(worldComm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(worldComm, &instance->worldRank);
+  MPI_Comm_size(worldComm, &instance->worldSize);
   // A kernel that fails names the rank as the runtime does.
   std::string prefix =
       "loom runtime: rank " + std::to_string(instance->worldRank) + ": ";
@@ -133,7 +174,7 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   // The rank among those on its node (any MPI, not only Open MPI's
   // environment variable).
   MPI_Comm node;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+  if (MPI_Comm_split_type(worldComm, MPI_COMM_TYPE_SHARED,
                           instance->worldRank, MPI_INFO_NULL,
                           &node) == MPI_SUCCESS) {
     MPI_Comm_rank(node, &instance->localRank);
@@ -159,7 +200,7 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   }
   long long limits[3] = {bad, instance->messageLimit, -instance->messageLimit};
   int code = MPI_Allreduce(MPI_IN_PLACE, limits, 3, MPI_LONG_LONG, MPI_MAX,
-                           MPI_COMM_WORLD);
+                           worldComm);
   if (code != MPI_SUCCESS)
     instance->fail("cannot compare the ranks' MPI message limits: " +
                    mpiError(code));
@@ -177,7 +218,6 @@ Runtime &Runtime::init(int *argc, char ***argv) {
                    std::to_string(limits[1]) +
                    " bytes; LOOM_MPI_MESSAGE_LIMIT must be the same on every "
                    "rank)");
-  return *instance;
 }
 
 Runtime &Runtime::get() {
@@ -202,7 +242,7 @@ void Runtime::finalize() {
 int Runtime::getNodeRankAmong(int color) const {
   MPI_Comm node, same;
   int rank = localRank;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank,
+  if (MPI_Comm_split_type(worldComm, MPI_COMM_TYPE_SHARED, worldRank,
                           MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return rank;
   if (MPI_Comm_split(node, color, worldRank, &same) == MPI_SUCCESS) {
@@ -221,7 +261,43 @@ void Runtime::setMessageLimit(int64_t bytes) {
   messageLimit = bytes;
 }
 
+bool Runtime::allAgree(bool ok) {
+  int value = ok ? 1 : 0;
+  int code = MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MIN, worldComm);
+  if (code != MPI_SUCCESS)
+    fail("cannot agree with the other ranks: " + mpiError(code));
+  return value != 0;
+}
+
+void Runtime::gatherAll(const void *data, int64_t bytes, std::vector<char> &out,
+                        std::vector<int64_t> &counts) {
+  long long own = bytes;
+  std::vector<long long> all(static_cast<size_t>(worldSize));
+  int code = MPI_Allgather(&own, 1, MPI_LONG_LONG, all.data(), 1, MPI_LONG_LONG,
+                           worldComm);
+  if (code != MPI_SUCCESS)
+    fail("cannot gather the ranks' sizes: " + mpiError(code));
+  std::vector<int> sizes, displacements;
+  long long total = 0;
+  counts.assign(all.begin(), all.end());
+  for (long long count : all) {
+    if (count > INT_MAX || total > INT_MAX - count)
+      fail("an array of more than 2^31 bytes cannot be gathered yet");
+    sizes.push_back(static_cast<int>(count));
+    displacements.push_back(static_cast<int>(total));
+    total += count;
+  }
+  out.resize(static_cast<size_t>(std::max<long long>(total, 1)));
+  code = MPI_Allgatherv(data, static_cast<int>(own), MPI_BYTE, out.data(),
+                        sizes.data(), displacements.data(), MPI_BYTE, worldComm);
+  if (code != MPI_SUCCESS)
+    fail("cannot gather the ranks' shards: " + mpiError(code));
+}
+
 void Runtime::fail(const std::string &message) const {
+  // In a program library the error goes back to the caller.
+  if (library)
+    throw RuntimeError("rank " + std::to_string(worldRank) + ": " + message);
   std::fprintf(stderr, "loom runtime: rank %d: %s\n", worldRank,
                message.c_str());
   std::fflush(stderr);
@@ -244,12 +320,12 @@ Communicator &Runtime::getGroup(const std::vector<int> &worldRanks) {
   // A group of the world's ranks, in group order: its ranks are the
   // positions in `worldRanks`.
   MPI_Group world, group;
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Comm_group(worldComm, &world);
   MPI_Group_incl(world, static_cast<int>(worldRanks.size()), worldRanks.data(),
                  &group);
   auto handle = std::make_unique<Communicator::Handle>();
   // Collective only over the group's own ranks.
-  int code = MPI_Comm_create_group(MPI_COMM_WORLD, group, 0, &handle->comm);
+  int code = MPI_Comm_create_group(worldComm, group, 0, &handle->comm);
   MPI_Group_free(&group);
   MPI_Group_free(&world);
   if (code != MPI_SUCCESS)

@@ -30,10 +30,13 @@
 #ifndef LOOM_RUNTIME_HOST_COLLECTIVES_H
 #define LOOM_RUNTIME_HOST_COLLECTIVES_H
 
+#include "runtime/layout/Collectives.h"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,8 +45,9 @@ namespace loom::rt {
 enum class ElementType { F32, F64, I64 };
 
 /// How contributions combine: added (mean: then divided by their number),
-/// or the largest or smallest (a NaN wins), in member order.
-enum class Reduction { Sum, Mean, Max, Min };
+/// or the largest or smallest (a NaN wins), in member order (the layout
+/// core's, runtime/layout/Collectives.h).
+using Reduction = layout::Reduction;
 
 /// The size in bytes of one element.
 int64_t getElementSize(ElementType type);
@@ -78,12 +82,31 @@ struct LibraryCall {
 
 class Communicator;
 
+/// What the runtime of a program library throws where a program executable
+/// would end the process (Runtime::fail, failing kernels): the library's
+/// C functions turn it into a status for their caller.
+class RuntimeError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 /// The process's MPI runtime: started once (`init`), ended once
 /// (`finalize`). Not thread-safe: one thread per rank drives it.
 class Runtime {
 public:
   /// Starts MPI (if the process has not) and returns the runtime.
   static Runtime &init(int *argc, char ***argv);
+  /// For a program library: the runtime over a duplicate of `mpiComm` (an
+  /// `MPI_Comm *`; null: MPI_COMM_WORLD), whose ranks are then the
+  /// "world" (collective over it the first time). MPI must be initialized.
+  /// Failures throw RuntimeError instead of ending the process. Attaching
+  /// again (another program of the same library) shares the runtime and
+  /// must name the same communicator; every attach is matched by a detach,
+  /// and the last one ends the runtime (MPI stays initialized).
+  static Runtime &attach(const void *mpiComm);
+  static void detach();
+  /// Whether failures throw (a program library's runtime).
+  bool isLibrary() const { return library; }
   /// The runtime; `init` must have run.
   static Runtime &get();
   /// Ends MPI if this runtime started it.
@@ -142,6 +165,15 @@ public:
   int64_t getMessagesPosted() const { return messagesPosted; }
   void countMessagePosted() { ++messagesPosted; }
 
+  /// Whether `ok` holds on every rank of the world (collective, not
+  /// counted): ranks that agree to fail return together, none waits.
+  bool allAgree(bool ok);
+  /// Every rank's `bytes` bytes of `data`, in world rank order, into `out`,
+  /// with each rank's count in `counts` (collective, not counted: moving
+  /// arrays in and out of a program library is not the program's traffic).
+  void gatherAll(const void *data, int64_t bytes, std::vector<char> &out,
+                 std::vector<int64_t> &counts);
+
   /// Reports `message` as this rank's error and ends the process with
   /// status 1 (every other rank then fails its next collective within the
   /// timeout).
@@ -149,7 +181,10 @@ public:
 
 private:
   Runtime() = default;
+  /// Reads the rank, size and settings of the world (collective).
+  void start();
 
+  bool library = false;
   int worldRank = 0;
   int worldSize = 1;
   int localRank = 0;

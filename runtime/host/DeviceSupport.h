@@ -26,7 +26,7 @@ namespace loom::host::device {
 
 /// How a collective combines. HCCL has no mean: a backend without one
 /// composes it (a sum, then a scale).
-enum class Reduction { Sum, Mean, Max, Min };
+using Reduction = layout::Reduction;
 
 /// A device target: what the driver, the arena, the collectives and the
 /// staged exchanges need of it. Every operation is on the rank's stream

@@ -1,6 +1,8 @@
 //===- Program.cpp - Support of generated host programs -------------------===//
 
 #include "runtime/host/Program.h"
+#include "runtime/layout/Boxes.h"
+#include "runtime/layout/Collectives.h"
 
 #include <algorithm>
 #include <chrono>
@@ -99,22 +101,6 @@ void loom::host::tracePhaseEnd() {
 
 namespace {
 
-std::vector<int64_t> toDigits(int64_t index, const Shape &radices) {
-  std::vector<int64_t> digits(radices.rank);
-  for (int64_t i = radices.rank - 1; i >= 0; --i) {
-    digits[i] = index % radices[i];
-    index /= radices[i];
-  }
-  return digits;
-}
-
-int64_t fromDigits(const std::vector<int64_t> &digits, const Shape &radices) {
-  int64_t index = 0;
-  for (int64_t i = 0; i < radices.rank; ++i)
-    index = index * radices[i] + digits[i];
-  return index;
-}
-
 std::string listOf(const std::vector<int> &values) {
   std::string text = "{";
   for (size_t i = 0; i < values.size(); ++i)
@@ -132,18 +118,12 @@ Communicator *loom::host::subgroup(Ints devices, Shape mesh, Shape axes) {
     runtime.fail("a program of the device group " +
                  listOf(std::vector<int>(group.begin(), group.end())) +
                  " runs on a rank outside it");
-  std::vector<int64_t> digits = toDigits(self - group.begin(), mesh);
-  Shape sizes;
-  for (int64_t i = 0; i < axes.rank; ++i)
-    sizes.dims[sizes.rank++] = mesh[axes[i]];
+  std::vector<int64_t> meshSizes(mesh.dims, mesh.dims + mesh.rank);
+  std::vector<int64_t> axisList(axes.dims, axes.dims + axes.rank);
   std::vector<int> members;
-  for (int64_t position = 0; position < sizes.numElements(); ++position) {
-    std::vector<int64_t> memberDigits = digits;
-    std::vector<int64_t> axisDigits = toDigits(position, sizes);
-    for (int64_t i = 0; i < axes.rank; ++i)
-      memberDigits[axes[i]] = axisDigits[i];
-    members.push_back(static_cast<int>(group[fromDigits(memberDigits, mesh)]));
-  }
+  for (int64_t member :
+       layout::getSubgroup(meshSizes, axisList, self - group.begin()).members)
+    members.push_back(static_cast<int>(group[member]));
   return &runtime.getGroup(members);
 }
 
@@ -163,89 +143,14 @@ void loom::host::openGroups(std::initializer_list<Ints> groups) {
 
 namespace {
 
-/// Copies the box `sizes` starting at `srcStart` of a tensor `srcShape` to
-/// `dstStart` of a tensor `dstShape` (every vector of one rank).
-void copyBox(const char *src, const std::vector<int64_t> &srcShape,
-             const std::vector<int64_t> &srcStart, char *dst,
-             const std::vector<int64_t> &dstShape,
-             const std::vector<int64_t> &dstStart,
-             const std::vector<int64_t> &sizes, int64_t elementBytes) {
-  size_t rank = sizes.size();
-  for (int64_t size : sizes)
-    if (size <= 0)
-      return;
-  if (rank == 0) {
-    std::memcpy(dst, src, static_cast<size_t>(elementBytes));
-    return;
-  }
-  // Row-major strides in elements.
-  std::vector<int64_t> srcStride(rank, 1), dstStride(rank, 1);
-  for (size_t d = rank - 1; d-- > 0;) {
-    srcStride[d] = srcStride[d + 1] * srcShape[d + 1];
-    dstStride[d] = dstStride[d + 1] * dstShape[d + 1];
-  }
-  int64_t rowBytes = sizes[rank - 1] * elementBytes;
-  std::vector<int64_t> index(rank, 0);
-  while (true) {
-    int64_t srcOffset = 0, dstOffset = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      srcOffset += (srcStart[d] + index[d]) * srcStride[d];
-      dstOffset += (dstStart[d] + index[d]) * dstStride[d];
-    }
-    std::memcpy(dst + dstOffset * elementBytes, src + srcOffset * elementBytes,
-                static_cast<size_t>(rowBytes));
-    // Next row: the index over every dimension but the last.
-    size_t d = rank - 1;
-    while (d > 0) {
-      --d;
-      if (++index[d] < sizes[d])
-        break;
-      index[d] = 0;
-      if (d == 0)
-        return;
-    }
-    if (rank == 1)
-      return;
-  }
-}
-
-/// The overlap of the boxes at `aOffsets`/`aSizes` and `bOffsets`/`bSizes`
-/// (global coordinates); false when empty.
-bool overlap(const std::vector<int64_t> &aOffsets,
-             const std::vector<int64_t> &aSizes,
-             const std::vector<int64_t> &bOffsets,
-             const std::vector<int64_t> &bSizes, std::vector<int64_t> &offsets,
-             std::vector<int64_t> &sizes) {
-  size_t rank = aOffsets.size();
-  offsets.assign(rank, 0);
-  sizes.assign(rank, 0);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t lo = std::max(aOffsets[d], bOffsets[d]);
-    int64_t hi = std::min(aOffsets[d] + aSizes[d], bOffsets[d] + bSizes[d]);
-    if (hi <= lo)
-      return false;
-    offsets[d] = lo;
-    sizes[d] = hi - lo;
-  }
-  return true;
-}
-
 /// Copies what the block `from` (at `fromOffsets`, global coordinates) and
-/// the block `to` have in common.
+/// the block `to` have in common (the layout core's copyOverlap).
 void copyOverlap(const char *from, const std::vector<int64_t> &fromOffsets,
                  const std::vector<int64_t> &fromSizes, char *to,
                  const std::vector<int64_t> &toOffsets,
                  const std::vector<int64_t> &toSizes, int64_t elementBytes) {
-  std::vector<int64_t> offsets, sizes;
-  if (!overlap(fromOffsets, fromSizes, toOffsets, toSizes, offsets, sizes))
-    return;
-  std::vector<int64_t> fromStart(offsets.size()), toStart(offsets.size());
-  for (size_t d = 0; d < offsets.size(); ++d) {
-    fromStart[d] = offsets[d] - fromOffsets[d];
-    toStart[d] = offsets[d] - toOffsets[d];
-  }
-  copyBox(from, fromSizes, fromStart, to, toSizes, toStart, sizes,
-          elementBytes);
+  layout::copyOverlap(from, {fromOffsets, fromSizes}, to, {toOffsets, toSizes},
+                      elementBytes);
 }
 
 int64_t product(const std::vector<int64_t> &sizes) {
@@ -355,8 +260,9 @@ void ExchangePlan::run(void *outData, int64_t outElements, const void *inData,
     std::vector<int64_t> start(rank);
     for (int64_t d = 0; d < rank; ++d)
       start[d] = reduction.box.offsets[d] - self->source.offsets[d];
-    copyBox(in, self->source.sizes, start, boxData.data(), reduction.box.sizes,
-            std::vector<int64_t>(rank, 0), reduction.box.sizes, elementBytes);
+    layout::copyBox(in, self->source.sizes, start, boxData.data(),
+                    reduction.box.sizes, std::vector<int64_t>(rank, 0),
+                    reduction.box.sizes, elementBytes);
     std::vector<int> ring;
     for (int64_t device : reduction.devices)
       ring.push_back(positionOf(device));
@@ -587,15 +493,12 @@ void loom::host::makePartialBytes(void *out, Shape outShape, const void *in,
 PermutePeers loom::host::permutePeers(int rank, int members, Shape perm,
                                       Shape sizes) {
   Runtime &runtime = Runtime::get();
+  std::vector<int64_t> permList(perm.dims, perm.dims + std::max<int64_t>(perm.rank, 0));
+  std::vector<int64_t> sizeList(sizes.dims,
+                                sizes.dims + std::max<int64_t>(sizes.rank, 0));
   bool valid = perm.rank == sizes.rank && perm.rank >= 0 &&
-               sizes.numElements() == members && rank >= 0 && rank < members;
-  bool seen[kMaxRank] = {};
-  for (int64_t i = 0; valid && i < perm.rank; ++i) {
-    int64_t p = perm[i];
-    valid = p >= 0 && p < perm.rank && !seen[p] && sizes[p] == sizes[i];
-    if (valid)
-      seen[p] = true;
-  }
+               sizes.numElements() == members && rank >= 0 && rank < members &&
+               layout::isAxisPermutation(permList, sizeList);
   if (!valid) {
     std::string text = "permute: perm {";
     for (int64_t i = 0; i < perm.rank; ++i)
@@ -608,18 +511,13 @@ PermutePeers loom::host::permutePeers(int rank, int members, Shape perm,
                  "sub-group of " +
                  std::to_string(members) + " members");
   }
-  // Member q receives from the member whose digit i is q's digit perm[i].
+  // The layout core's rule (runtime/layout/Collectives.h).
   auto sourceOf = [&](int64_t q) {
-    std::vector<int64_t> digits = toDigits(q, sizes), from(digits.size());
-    for (int64_t i = 0; i < perm.rank; ++i)
-      from[i] = digits[perm[i]];
-    return static_cast<int>(fromDigits(from, sizes));
+    return static_cast<int>(layout::getPermuteSource(q, permList, sizeList));
   };
   auto destinationOf = [&](int64_t q) {
-    std::vector<int64_t> digits = toDigits(q, sizes), to(digits.size());
-    for (int64_t i = 0; i < perm.rank; ++i)
-      to[perm[i]] = digits[i];
-    return static_cast<int>(fromDigits(to, sizes));
+    return static_cast<int>(
+        layout::getPermuteDestination(q, permList, sizeList));
   };
   PermutePeers peers;
   peers.source = sourceOf(rank);

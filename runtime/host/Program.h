@@ -52,6 +52,8 @@
 
 #include "runtime/host/Collectives.h"
 #include "runtime/kernels/HostKernels.h"
+#include "runtime/layout/Boxes.h"
+#include "runtime/layout/Collectives.h"
 
 #include <cstdint>
 #include <functional>
@@ -122,9 +124,7 @@ public:
            rt::ElementType type);
 
 private:
-  struct Box {
-    std::vector<int64_t> offsets, sizes;
-  };
+  using Box = layout::Box;
   struct Device {
     int64_t id = 0;
     bool holdsSource = false, holdsTarget = false;
@@ -295,6 +295,22 @@ int drive(int argc, char **argv, ProgramView &view);
 
 template <typename T> struct Tag { using Type = T; };
 
+/// The driver's view of a generated program object.
+template <typename Program> ProgramView makeProgramView(Program &program) {
+  ProgramView view;
+  view.arena = program.arena.data();
+  view.argOffsets = program.arg_offsets;
+  view.argBytes = program.arg_bytes;
+  view.numArgs = sizeof(program.arg_offsets) / sizeof(int64_t);
+  view.resultOffsets = program.result_offsets;
+  view.resultBytes = program.result_bytes;
+  view.numResults = sizeof(program.result_offsets) / sizeof(int64_t);
+  view.lossResult = program.loss_result;
+  Program *raw = &program;
+  view.step = [raw] { raw->step(); };
+  return view;
+}
+
 /// Runs `Programs[i]` on the ranks in `devices[i]` (the runtime started
 /// and the groups opened), `adjust` completing each program's view.
 template <typename... Programs, typename Adjust>
@@ -320,17 +336,7 @@ int runChosenProgram(int argc, char **argv, std::initializer_list<Ints> devices,
     if (which++ != chosen)
       return;
     auto program = std::make_unique<Program>();
-    ProgramView view;
-    view.arena = program->arena.data();
-    view.argOffsets = program->arg_offsets;
-    view.argBytes = program->arg_bytes;
-    view.numArgs = sizeof(program->arg_offsets) / sizeof(int64_t);
-    view.resultOffsets = program->result_offsets;
-    view.resultBytes = program->result_bytes;
-    view.numResults = sizeof(program->result_offsets) / sizeof(int64_t);
-    view.lossResult = program->loss_result;
-    Program *raw = program.get();
-    view.step = [raw] { raw->step(); };
+    ProgramView view = makeProgramView(*program);
     adjust(view);
     status = drive(argc, argv, view);
   };
@@ -352,5 +358,9 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
 }
 
 } // namespace loom::host
+
+#ifdef LOOM_PROGRAM_LIBRARY
+#include "runtime/host/ProgramLibrary.h"
+#endif
 
 #endif // LOOM_RUNTIME_HOST_PROGRAM_H

@@ -65,6 +65,12 @@ namespace loom::host {
 /// The CUDA kernels use it too.
 void setFailurePrefix(const char *prefix);
 const char *failurePrefix();
+/// What a kernel that fails calls with its message instead of printing it
+/// and aborting the process (a program library's runtime throws from it, so
+/// that the error reaches its caller); null (the default): print and abort.
+/// The handler must not return.
+using FailureHandler = void (*)(const char *message);
+void setFailureHandler(FailureHandler handler);
 
 /// The most dimensions a Shape holds.
 constexpr int kMaxRank = 8;

@@ -12,7 +12,12 @@ using namespace loom::host::detail;
 
 namespace {
 char prefixStorage[128] = "";
+FailureHandler failureHandler = nullptr;
 } // namespace
+
+void loom::host::setFailureHandler(FailureHandler handler) {
+  failureHandler = handler;
+}
 
 void loom::host::setFailurePrefix(const char *prefix) {
   std::snprintf(prefixStorage, sizeof(prefixStorage), "%s", prefix);
@@ -21,12 +26,16 @@ void loom::host::setFailurePrefix(const char *prefix) {
 const char *loom::host::failurePrefix() { return prefixStorage; }
 
 void detail::fatal(const char *kernel, const char *format, ...) {
-  std::fprintf(stderr, "%sloom::host::%s: ", failurePrefix(), kernel);
+  char message[1024];
+  int used = std::snprintf(message, sizeof(message), "loom::host::%s: ", kernel);
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
+  if (used >= 0 && static_cast<size_t>(used) < sizeof(message))
+    std::vsnprintf(message + used, sizeof(message) - used, format, args);
   va_end(args);
-  std::fputc('\n', stderr);
+  if (failureHandler)
+    failureHandler(message); // does not return
+  std::fprintf(stderr, "%s%s\n", failurePrefix(), message);
   std::fflush(stderr);
   std::abort();
 }

@@ -8,6 +8,28 @@
 
 using namespace loom::layout;
 
+const char *loom::layout::getName(Reduction reduction) {
+  switch (reduction) {
+  case Reduction::Sum:
+    return "sum";
+  case Reduction::Mean:
+    return "mean";
+  case Reduction::Max:
+    return "max";
+  case Reduction::Min:
+    return "min";
+  }
+  return "?";
+}
+
+int64_t loom::layout::getNumElements(const std::vector<int64_t> &sizes) {
+  int64_t count = 1;
+  for (int64_t size : sizes)
+    count *= size;
+  return count;
+}
+
+
 std::vector<int64_t>
 loom::layout::toDigits(int64_t index, const std::vector<int64_t> &radices) {
   std::vector<int64_t> digits(radices.size());
@@ -227,91 +249,89 @@ void combineTyped(void *acc, const void *value, int64_t count,
     a[i] = combine<T>(a[i], v[i], kind);
 }
 
-absl::Status cannotReduce(DType type, Reduction kind) {
-  return absl::InvalidArgumentError(std::string("cannot reduce ") +
-                                    getName(type) + " with '" + getName(kind) +
-                                    "'");
-}
-
 } // namespace
 
-absl::Status loom::layout::combineInto(void *acc, const void *value,
-                                       int64_t count, DType type,
-                                       Reduction kind) {
+bool loom::layout::canReduce(DType type, Reduction kind) {
+  switch (type) {
+  case DType::F32:
+  case DType::F64:
+  case DType::BF16:
+    return true;
+  case DType::I32:
+  case DType::I64:
+    return kind != Reduction::Mean;
+  case DType::I1:
+    return false;
+  }
+  return false;
+}
+
+bool loom::layout::combineInto(void *acc, const void *value, int64_t count,
+                               DType type, Reduction kind) {
   switch (type) {
   case DType::F32:
     combineTyped<float>(acc, value, count, kind);
-    return absl::OkStatus();
+    return true;
   case DType::F64:
     combineTyped<double>(acc, value, count, kind);
-    return absl::OkStatus();
+    return true;
   case DType::BF16: {
     uint16_t *a = static_cast<uint16_t *>(acc);
     const uint16_t *v = static_cast<const uint16_t *>(value);
     for (int64_t i = 0; i < count; ++i)
       a[i] = floatToBf16(
           combine<float>(bf16ToFloat(a[i]), bf16ToFloat(v[i]), kind));
-    return absl::OkStatus();
+    return true;
   }
   case DType::I32:
+    combineTyped<int32_t>(acc, value, count, kind);
+    return kind != Reduction::Mean;
   case DType::I64:
-    if (kind == Reduction::Mean)
-      return cannotReduce(type, kind);
-    if (type == DType::I32)
-      combineTyped<int32_t>(acc, value, count, kind);
-    else
-      combineTyped<int64_t>(acc, value, count, kind);
-    return absl::OkStatus();
+    combineTyped<int64_t>(acc, value, count, kind);
+    return kind != Reduction::Mean;
   case DType::I1:
-    break;
+    return false;
   }
-  return cannotReduce(type, kind);
+  return false;
 }
 
-absl::Status loom::layout::finishMean(void *acc, int64_t count, DType type,
-                                      int64_t contributions) {
+bool loom::layout::finishMean(void *acc, int64_t count, DType type,
+                              int64_t contributions) {
   switch (type) {
   case DType::F32: {
     float *a = static_cast<float *>(acc);
     for (int64_t i = 0; i < count; ++i)
       a[i] = a[i] / static_cast<float>(contributions);
-    return absl::OkStatus();
+    return true;
   }
   case DType::F64: {
     double *a = static_cast<double *>(acc);
     for (int64_t i = 0; i < count; ++i)
       a[i] = a[i] / static_cast<double>(contributions);
-    return absl::OkStatus();
+    return true;
   }
   case DType::BF16: {
     uint16_t *a = static_cast<uint16_t *>(acc);
     for (int64_t i = 0; i < count; ++i)
       a[i] = floatToBf16(bf16ToFloat(a[i]) / static_cast<float>(contributions));
-    return absl::OkStatus();
+    return true;
   }
   default:
-    return cannotReduce(type, Reduction::Mean);
+    return false;
   }
 }
 
-absl::Status loom::layout::reduce(void *out,
-                                  const std::vector<const void *> &contributions,
-                                  int64_t count, DType type, Reduction kind) {
-  if (contributions.empty())
-    return absl::InvalidArgumentError("a reduction of no contributions");
+bool loom::layout::reduce(void *out,
+                          const std::vector<const void *> &contributions,
+                          int64_t count, DType type, Reduction kind) {
+  if (contributions.empty() || !canReduce(type, kind))
+    return false;
   int64_t bytes = count * getElementBytes(type);
   if (out != contributions.front() && bytes > 0)
     std::memmove(out, contributions.front(), static_cast<size_t>(bytes));
   for (size_t i = 1; i < contributions.size(); ++i)
-    if (absl::Status status =
-            combineInto(out, contributions[i], count, type, kind);
-        !status.ok())
-      return status;
-  // A lone contribution of a kind that cannot be reduced still fails.
-  if (contributions.size() == 1 && type == DType::I1)
-    return cannotReduce(type, kind);
+    combineInto(out, contributions[i], count, type, kind);
   if (kind == Reduction::Mean)
-    return finishMean(out, count, type,
-                      static_cast<int64_t>(contributions.size()));
-  return absl::OkStatus();
+    finishMean(out, count, type, static_cast<int64_t>(contributions.size()));
+  return true;
 }

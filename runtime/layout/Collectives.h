@@ -30,13 +30,22 @@
 #ifndef LOOM_RUNTIME_LAYOUT_COLLECTIVES_H
 #define LOOM_RUNTIME_LAYOUT_COLLECTIVES_H
 
-#include "runtime/layout/Layout.h"
-
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace loom::layout {
+
+/// How contributions of a pending reduction combine (in the order stated
+/// above).
+enum class Reduction { Sum, Mean, Max, Min };
+
+/// "sum", "mean", "max", "min".
+const char *getName(Reduction reduction);
+
+/// The product of `sizes` (1 for none).
+int64_t getNumElements(const std::vector<int64_t> &sizes);
 
 //===----------------------------------------------------------------------===//
 // Meshes and sub-groups
@@ -148,18 +157,24 @@ const char *getName(DType type);
 float bf16ToFloat(uint16_t bits);
 uint16_t floatToBf16(float value);
 
+/// Whether elements of `type` combine under `kind` (not i1; no mean of
+/// integers).
+bool canReduce(DType type, Reduction kind);
+
 /// Combines `count` elements of `value` into `acc` (acc = combine(acc,
-/// value)); a mean only adds here (finishMean divides). InvalidArgument
-/// for a type that cannot be combined so (i1; a mean of integers).
-absl::Status combineInto(void *acc, const void *value, int64_t count,
-                         DType type, Reduction kind);
-/// Divides each of `count` summed elements by `contributions`.
-absl::Status finishMean(void *acc, int64_t count, DType type,
-                        int64_t contributions);
+/// value)); a mean only adds here (finishMean divides). False, changing
+/// nothing, where !canReduce(type, kind), except that a mean of integers
+/// adds too (for callers that divide themselves).
+bool combineInto(void *acc, const void *value, int64_t count, DType type,
+                 Reduction kind);
+/// Divides each of `count` summed elements by `contributions` (floating
+/// point only; false otherwise).
+bool finishMean(void *acc, int64_t count, DType type, int64_t contributions);
 /// The reduction of `contributions` (each `count` elements) into `out`, in
-/// the order given; `out` may be the first contribution.
-absl::Status reduce(void *out, const std::vector<const void *> &contributions,
-                    int64_t count, DType type, Reduction kind);
+/// the order given; `out` may be the first contribution. False where
+/// !canReduce(type, kind) or there is no contribution.
+bool reduce(void *out, const std::vector<const void *> &contributions,
+            int64_t count, DType type, Reduction kind);
 
 } // namespace loom::layout
 

@@ -8,32 +8,11 @@
 
 using namespace loom::layout;
 
-const char *loom::layout::getName(Reduction reduction) {
-  switch (reduction) {
-  case Reduction::Sum:
-    return "sum";
-  case Reduction::Mean:
-    return "mean";
-  case Reduction::Max:
-    return "max";
-  case Reduction::Min:
-    return "min";
-  }
-  return "?";
-}
-
 std::string loom::layout::toString(const std::vector<int64_t> &values) {
   std::string text = "[";
   for (size_t i = 0; i < values.size(); ++i)
     text += (i ? ", " : "") + std::to_string(values[i]);
   return text + "]";
-}
-
-int64_t loom::layout::getNumElements(const std::vector<int64_t> &sizes) {
-  int64_t count = 1;
-  for (int64_t size : sizes)
-    count *= size;
-  return count;
 }
 
 //===----------------------------------------------------------------------===//
@@ -446,4 +425,85 @@ absl::StatusOr<Shard> loom::layout::getShard(const Layout &layout,
   if (shard.numPartials == 1)
     shard.reduction = std::nullopt;
   return shard;
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts as tables
+//===----------------------------------------------------------------------===//
+
+std::vector<int64_t> loom::layout::encodeLayout(const Layout &layout) {
+  std::vector<int64_t> table = {
+      static_cast<int64_t>(layout.relation), layout.splitDim,
+      static_cast<int64_t>(layout.reduction), layout.explicitSizes ? 1 : 0,
+      static_cast<int64_t>(layout.shares.size())};
+  table.insert(table.end(), layout.shares.begin(), layout.shares.end());
+  table.push_back(static_cast<int64_t>(layout.members.size()));
+  for (const Member &member : layout.members) {
+    table.push_back(static_cast<int64_t>(member.devices.size()));
+    table.insert(table.end(), member.devices.begin(), member.devices.end());
+    table.push_back(static_cast<int64_t>(member.states.axes.size()));
+    for (const Axis &axis : member.states.axes) {
+      table.push_back(static_cast<int64_t>(axis.kind));
+      table.push_back(axis.dim);
+      table.push_back(axis.degree);
+      table.push_back(static_cast<int64_t>(axis.reduction));
+    }
+  }
+  return table;
+}
+
+absl::StatusOr<Layout> loom::layout::decodeLayout(const int64_t *table,
+                                                  int64_t size) {
+  int64_t at = 0;
+  bool truncated = false;
+  auto next = [&]() -> int64_t {
+    if (at >= size) {
+      truncated = true;
+      return 0;
+    }
+    return table[at++];
+  };
+  // A count that the rest of the table can hold (so that a corrupt count
+  // cannot make the decoder allocate without bound).
+  auto count = [&]() -> int64_t {
+    int64_t n = next();
+    if (n < 0 || n > size - at)
+      truncated = true;
+    return truncated ? 0 : n;
+  };
+  auto code = [&](int64_t value, int64_t limit) {
+    if (value < 0 || value > limit)
+      truncated = true;
+    return value;
+  };
+  Layout layout;
+  layout.relation = static_cast<Relation>(code(next(), 2));
+  layout.splitDim = next();
+  layout.reduction = static_cast<Reduction>(code(next(), 3));
+  layout.explicitSizes = code(next(), 1) != 0;
+  for (int64_t n = count(); n > 0 && !truncated; --n)
+    layout.shares.push_back(next());
+  for (int64_t m = count(); m > 0 && !truncated; --m) {
+    Member member;
+    for (int64_t n = count(); n > 0 && !truncated; --n)
+      member.devices.push_back(next());
+    for (int64_t a = count(); a > 0 && !truncated; --a) {
+      Axis axis;
+      axis.kind = static_cast<AxisKind>(code(next(), 2));
+      axis.dim = next();
+      axis.degree = next();
+      axis.reduction = static_cast<Reduction>(code(next(), 3));
+      member.states.axes.push_back(axis);
+    }
+    layout.members.push_back(std::move(member));
+  }
+  if (truncated)
+    return invalid("a layout table of " + std::to_string(size) +
+                   " integers is truncated or holds an unknown code");
+  if (at != size)
+    return invalid("a layout table has " + std::to_string(size - at) +
+                   " integers too many");
+  if (absl::Status status = checkStructure(layout); !status.ok())
+    return status;
+  return layout;
 }

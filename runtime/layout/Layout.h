@@ -21,6 +21,8 @@
 #ifndef LOOM_RUNTIME_LAYOUT_LAYOUT_H
 #define LOOM_RUNTIME_LAYOUT_LAYOUT_H
 
+#include "runtime/layout/Collectives.h"
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -30,13 +32,6 @@
 #include <vector>
 
 namespace loom::layout {
-
-/// How contributions of a pending reduction combine (Collectives.h says in
-/// which order).
-enum class Reduction { Sum, Mean, Max, Min };
-
-/// "sum", "mean", "max", "min".
-const char *getName(Reduction reduction);
 
 enum class AxisKind { Split, Duplicate, Partial };
 
@@ -147,11 +142,21 @@ absl::StatusOr<Shard> getShard(const Layout &layout,
                                const std::vector<int64_t> &shape,
                                int64_t device);
 
-/// The product of `sizes` (1 for none).
-int64_t getNumElements(const std::vector<int64_t> &sizes);
-
 /// "[a, b, c]".
 std::string toString(const std::vector<int64_t> &values);
+
+/// A layout as a flat table of integers, which compiled programs carry
+/// (docs/program-library.md):
+///   relation (0 split, 1 replicated, 2 partial), split dimension,
+///   reduction (0 sum, 1 mean, 2 max, 3 min), explicit sizes (0/1),
+///   number of shares S, shares[S], number of members M, then per member:
+///     number of devices N, devices[N], number of axes A, then per axis:
+///       kind (0 split, 1 duplicate, 2 partial), dimension, degree,
+///       reduction.
+std::vector<int64_t> encodeLayout(const Layout &layout);
+/// The inverse; InvalidArgument for a table that is truncated, too long,
+/// holds an unknown code, or does not describe a well-formed layout.
+absl::StatusOr<Layout> decodeLayout(const int64_t *table, int64_t size);
 
 } // namespace loom::layout
 

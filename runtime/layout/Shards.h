@@ -1,7 +1,6 @@
 //===- Shards.h - Global arrays to shards and back --------------*- C++ -*-===//
 //
-// Row-major boxes of arrays and the two directions between a global array
-// and the shards of a layout: cutting the shard a device holds, and putting
+// The two directions between a global array and the shards of a layout: cutting the shard a device holds, and putting
 // the global array back together from every device's shard, checking what
 // the layout promises (replicas of a block are bitwise equal inside a
 // group; pending contributions are combined in contribution order, as
@@ -13,36 +12,13 @@
 #ifndef LOOM_RUNTIME_LAYOUT_SHARDS_H
 #define LOOM_RUNTIME_LAYOUT_SHARDS_H
 
-#include "runtime/layout/Collectives.h"
+#include "runtime/layout/Boxes.h"
 #include "runtime/layout/Layout.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace loom::layout {
-
-/// A box of a row-major array: offsets and sizes per dimension.
-struct Box {
-  std::vector<int64_t> offsets, sizes;
-};
-
-/// The intersection of `a` and `b` (of one rank) in `out`; false when it is
-/// empty (a rank-0 box always intersects).
-bool intersect(const Box &a, const Box &b, Box &out);
-
-/// Copies the box `sizes` starting at `srcStart` of an array of `srcShape`
-/// to `dstStart` of an array of `dstShape` (every vector of one rank).
-void copyBox(const void *src, const std::vector<int64_t> &srcShape,
-             const std::vector<int64_t> &srcStart, void *dst,
-             const std::vector<int64_t> &dstShape,
-             const std::vector<int64_t> &dstStart,
-             const std::vector<int64_t> &sizes, int64_t elementBytes);
-
-/// Copies what the block `from` (its data laid out as `fromBox.sizes`,
-/// global coordinates `fromBox.offsets`) has in common with the block `to`;
-/// returns the overlap copied (empty sizes and false when none).
-bool copyOverlap(const void *from, const Box &fromBox, void *to,
-                 const Box &toBox, int64_t elementBytes, Box *overlap = nullptr);
 
 /// Writes into `out` (shard.getNumElements() elements) what a device with
 /// `shard` holds of the global array `global` of `shape`: its block; of a

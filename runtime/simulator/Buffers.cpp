@@ -1,6 +1,10 @@
 //===- Buffers.cpp - Moving pieces of tensors around ----------------------===//
 
 #include "runtime/simulator/Buffers.h"
+#include "runtime/simulator/Sharding.h"
+
+#include "dialects/hspmd/IR/HSPMDLayout.h"
+#include "runtime/layout/Shards.h"
 
 #include "runtime/interpreter/Convert.h"
 
@@ -32,52 +36,6 @@ DimView viewAround(const Tensor &tensor, int64_t dim) {
   for (int64_t d = dim + 1, e = shape.size(); d < e; ++d)
     view.innerBytes *= shape[d];
   return view;
-}
-
-template <typename T> T combine(T acc, T value, hspmd::ReductionKind kind) {
-  switch (kind) {
-  case hspmd::ReductionKind::Sum:
-  case hspmd::ReductionKind::Mean:
-    return acc + value;
-  case hspmd::ReductionKind::Max:
-    return acc >= value || acc != acc ? acc : value;
-  case hspmd::ReductionKind::Min:
-    return acc <= value || acc != acc ? acc : value;
-  }
-  return acc;
-}
-
-/// Calls `fn(blockOffset, tensorOffset)` (element offsets) for every
-/// innermost row of a block of `sizes` at `offsets` in a tensor of `shape`.
-void forEachRow(ArrayRef<int64_t> shape, ArrayRef<int64_t> offsets,
-                ArrayRef<int64_t> sizes,
-                llvm::function_ref<void(int64_t, int64_t)> fn) {
-  int64_t rank = shape.size();
-  if (rank == 0) {
-    fn(0, 0);
-    return;
-  }
-  for (int64_t size : sizes)
-    if (size == 0)
-      return;
-  SmallVector<int64_t> index(rank - 1, 0);
-  int64_t blockOffset = 0;
-  while (true) {
-    int64_t tensorOffset = 0;
-    for (int64_t d = 0; d < rank; ++d)
-      tensorOffset =
-          tensorOffset * shape[d] + offsets[d] + (d < rank - 1 ? index[d] : 0);
-    fn(blockOffset, tensorOffset);
-    blockOffset += sizes[rank - 1];
-    int64_t d = rank - 2;
-    for (; d >= 0; --d) {
-      if (++index[d] < sizes[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
-      return;
-  }
 }
 
 } // namespace
@@ -113,79 +71,44 @@ Tensor loom::sim::concatenate(ArrayRef<const Tensor *> parts, int64_t dim) {
   return result;
 }
 
-/// The elementwise reduction of `inputs`, combined in order (input 0 first),
-/// in the element type; a mean divides the sum by the count at the end.
 FailureOr<Tensor> loom::sim::reduce(ArrayRef<const Tensor *> inputs,
                                     hspmd::ReductionKind kind,
                                     std::string &error) {
-  Tensor result = *inputs.front();
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    MutableArrayRef<T> acc = result.values<T>();
-    for (const Tensor *input : inputs.drop_front())
-      for (auto [a, v] : llvm::zip_equal(acc, input->values<T>()))
-        a = combine<T>(a, v, kind);
-    if (kind == hspmd::ReductionKind::Mean)
-      for (T &a : acc)
-        a = a / static_cast<T>(inputs.size());
-  };
-  switch (result.getKind()) {
-  case ElementKind::F32:
-    run(float{});
-    return result;
-  case ElementKind::F64:
-    run(double{});
-    return result;
-  case ElementKind::BF16: {
-    MutableArrayRef<uint16_t> acc = result.values<uint16_t>();
-    for (const Tensor *input : inputs.drop_front())
-      for (auto [a, v] : llvm::zip_equal(acc, input->values<uint16_t>()))
-        a = interp::floatToBf16(combine<float>(interp::bf16ToFloat(a),
-                                               interp::bf16ToFloat(v), kind));
-    if (kind == hspmd::ReductionKind::Mean)
-      for (uint16_t &a : acc)
-        a = interp::floatToBf16(interp::bf16ToFloat(a) /
-                                static_cast<float>(inputs.size()));
-    return result;
+  Tensor result(inputs.front()->getKind(), inputs.front()->getShape());
+  std::vector<const void *> contributions;
+  for (const Tensor *input : inputs)
+    contributions.push_back(input->rawData());
+  if (!layout::reduce(result.rawData(), contributions, result.getNumElements(),
+                      toLayoutType(result.getKind()),
+                      hspmd::toLayoutCore(kind))) {
+    error = "cannot reduce " + result.getTypeString() + " with '" +
+            hspmd::stringifyReductionKind(kind).str() + "'";
+    return failure();
   }
-  case ElementKind::I32:
-  case ElementKind::I64:
-    if (kind == hspmd::ReductionKind::Mean)
-      break;
-    if (result.getKind() == ElementKind::I32)
-      run(int32_t{});
-    else
-      run(int64_t{});
-    return result;
-  case ElementKind::I1:
-    break;
-  }
-  error = "cannot reduce " + result.getTypeString() + " with '" +
-          hspmd::stringifyReductionKind(kind).str() + "'";
-  return failure();
+  return result;
 }
 
 Tensor loom::sim::extractBlock(const Tensor &tensor, ArrayRef<int64_t> offsets,
                                ArrayRef<int64_t> sizes) {
   Tensor block(tensor.getKind(), sizes);
-  int64_t element = interp::getElementSize(tensor.getKind());
-  int64_t rowBytes = (sizes.empty() ? 1 : sizes.back()) * element;
-  forEachRow(tensor.getShape(), offsets, sizes,
-             [&](int64_t blockOffset, int64_t tensorOffset) {
-               std::memcpy(block.rawData() + blockOffset * element,
-                           tensor.rawData() + tensorOffset * element, rowBytes);
-             });
+  std::vector<int64_t> extent(sizes.begin(), sizes.end());
+  layout::copyBox(tensor.rawData(),
+                  std::vector<int64_t>(tensor.getShape().begin(),
+                                       tensor.getShape().end()),
+                  std::vector<int64_t>(offsets.begin(), offsets.end()),
+                  block.rawData(), extent,
+                  std::vector<int64_t>(sizes.size(), 0), extent,
+                  interp::getElementSize(tensor.getKind()));
   return block;
 }
 
 void loom::sim::insertBlock(Tensor &tensor, const Tensor &block,
                             ArrayRef<int64_t> offsets) {
-  ArrayRef<int64_t> sizes = block.getShape();
-  int64_t element = interp::getElementSize(tensor.getKind());
-  int64_t rowBytes = (sizes.empty() ? 1 : sizes.back()) * element;
-  forEachRow(tensor.getShape(), offsets, sizes,
-             [&](int64_t blockOffset, int64_t tensorOffset) {
-               std::memcpy(tensor.rawData() + tensorOffset * element,
-                           block.rawData() + blockOffset * element, rowBytes);
-             });
+  std::vector<int64_t> extent(block.getShape().begin(), block.getShape().end());
+  layout::copyBox(block.rawData(), extent,
+                  std::vector<int64_t>(extent.size(), 0), tensor.rawData(),
+                  std::vector<int64_t>(tensor.getShape().begin(),
+                                       tensor.getShape().end()),
+                  std::vector<int64_t>(offsets.begin(), offsets.end()), extent,
+                  interp::getElementSize(tensor.getKind()));
 }

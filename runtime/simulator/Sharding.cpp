@@ -1,239 +1,77 @@
 //===- Sharding.cpp - Global tensors to shards and back -------------------===//
 
 #include "runtime/simulator/Sharding.h"
-#include "runtime/simulator/Buffers.h"
+#include "runtime/layout/Shards.h"
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 
 #include "mlir/IR/BuiltinTypes.h"
-#include "llvm/Support/InterleavedRange.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <cmath>
-#include <cstring>
 
 using namespace mlir;
 using namespace loom;
 using namespace loom::sim;
 using interp::Tensor;
 
+layout::DType loom::sim::toLayoutType(interp::ElementKind kind) {
+  switch (kind) {
+  case interp::ElementKind::F32:
+    return layout::DType::F32;
+  case interp::ElementKind::F64:
+    return layout::DType::F64;
+  case interp::ElementKind::BF16:
+    return layout::DType::BF16;
+  case interp::ElementKind::I1:
+    return layout::DType::I1;
+  case interp::ElementKind::I32:
+    return layout::DType::I32;
+  case interp::ElementKind::I64:
+    return layout::DType::I64;
+  }
+  llvm_unreachable("unknown element kind");
+}
+
 FailureOr<Tensor> loom::sim::extractShard(const Tensor &global,
                                           hspmd::UnionAttr layout,
                                           int64_t device, std::string &error) {
-  std::optional<hspmd::Shard> shard =
-      hspmd::getShard(layout, global.getShape(), device);
-  if (!shard) {
+  std::vector<int64_t> shape(global.getShape().begin(),
+                             global.getShape().end());
+  absl::StatusOr<layout::Shard> shard =
+      layout::getShard(hspmd::toLayoutCore(layout), shape, device);
+  if (!shard.ok()) {
     llvm::raw_string_ostream(error)
         << "device " << device << " holds no shard of a "
-        << global.getTypeString() << " laid out as " << layout;
+        << global.getTypeString() << " laid out as " << layout << ": "
+        << std::string(shard.status().message());
     return failure();
   }
-  Tensor block = extractBlock(global, shard->offsets, shard->sizes);
-  if (shard->reduction == hspmd::ReductionKind::Sum && shard->partialIndex != 0)
-    return Tensor(block.getKind(), block.getShape());
+  Tensor block(global.getKind(), shard->sizes);
+  layout::cutShard(global.rawData(), shape, toLayoutType(global.getKind()),
+                   *shard, block.rawData());
   return block;
 }
-
-namespace {
-
-/// assembleGlobal for layouts over several groups that hold complete
-/// values: paints every shard into the result, checking overlaps against
-/// what is there. Replicas inside a group must be bitwise equal; replicas
-/// in different groups may have been computed redundantly with different
-/// partitionings (a sum in another order), so floating-point ones must
-/// agree to a tolerance relative to the larger magnitude: 1e-12 in f64; in
-/// f32 and bf16, 1e-4 (or 1e-7 absolute, near zero), a few roundings of
-/// their precision accumulated over a step.
-double getCrossGroupTolerance(interp::ElementKind kind, double &absolute) {
-  absolute = kind == interp::ElementKind::F64 ? 0.0 : 1e-7;
-  return kind == interp::ElementKind::F64 ? 1e-12 : 1e-4;
-}
-
-FailureOr<Tensor> paintGlobal(ArrayRef<int64_t> devices,
-                              ArrayRef<Tensor> shards, hspmd::UnionAttr layout,
-                              ArrayRef<int64_t> shape, llvm::raw_ostream &os) {
-  Tensor result(shards.front().getKind(), shape);
-  size_t elementSize = interp::getElementSize(result.getKind());
-  bool isFloat = result.getKind() == interp::ElementKind::F32 ||
-                 result.getKind() == interp::ElementKind::F64;
-  // Per element: 1 + the member that wrote it first, or 0.
-  std::vector<int64_t> written(result.getNumElements(), 0);
-  int64_t rank = shape.size();
-  for (auto [i, device] : llvm::enumerate(devices)) {
-    std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
-    if (!shard) {
-      os << "device " << device << " is not in the layout " << layout;
-      return failure();
-    }
-    const Tensor &piece = shards[i];
-    if (piece.getShape() != ArrayRef<int64_t>(shard->sizes)) {
-      os << "device " << device << " holds a " << piece.getTypeString()
-         << " but its shard of " << layout << " has shape "
-         << llvm::interleaved_array(shard->sizes);
-      return failure();
-    }
-    if (piece.getNumElements() == 0)
-      continue;
-    SmallVector<int64_t> index(rank, 0);
-    for (int64_t local = 0; local < piece.getNumElements(); ++local) {
-      int64_t flat = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        flat = flat * shape[d] + shard->offsets[d] + index[d];
-      const std::byte *from = piece.rawData() + local * elementSize;
-      std::byte *to = result.rawData() + flat * elementSize;
-      int64_t member = layout.getMemberOf(device) + 1;
-      if (!written[flat]) {
-        std::memcpy(to, from, elementSize);
-        written[flat] = member;
-      } else if (std::memcmp(to, from, elementSize) != 0) {
-        double a = piece.getDouble(local), b = result.getDouble(flat);
-        double absolute = 0;
-        double relative = getCrossGroupTolerance(piece.getKind(), absolute);
-        bool close =
-            isFloat && written[flat] != member &&
-            (std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b)) ||
-             std::abs(a - b) <= absolute);
-        if (!close) {
-          os << "device " << device << " holds element "
-             << llvm::interleaved_array(index) << " of its block as " << a
-             << " but a device of "
-             << (written[flat] == member ? "its own" : "another")
-             << " group holds it as " << b;
-          return failure();
-        }
-      }
-      for (int64_t d = rank - 1; d >= 0 && ++index[d] == shard->sizes[d]; --d)
-        index[d] = 0;
-    }
-  }
-  if (llvm::is_contained(written, false)) {
-    os << "the devices do not cover the whole tensor under " << layout;
-    return failure();
-  }
-  return result;
-}
-
-} // namespace
 
 FailureOr<Tensor> loom::sim::assembleGlobal(ArrayRef<int64_t> devices,
                                             ArrayRef<Tensor> shards,
                                             hspmd::UnionAttr layout,
                                             ArrayRef<int64_t> shape,
                                             std::string &error) {
-  llvm::raw_string_ostream os(error);
   if (shards.empty()) {
-    os << "no shards to put together";
+    error = "no shards to put together";
     return failure();
   }
-  // Layouts without pending reductions: every element comes from the first
-  // shard that holds it, and every other shard holding it must agree (over
-  // several groups, blocks of different groups need not line up).
-  bool complete = llvm::all_of(devices, [&](int64_t device) {
-    std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
-    return shard && shard->numPartials == 1;
-  });
-  if (complete && layout.getNumGroups() > 1)
-    return paintGlobal(devices, shards, layout, shape, os);
-  // Partial across groups: each group's own contribution, put together
-  // from its devices under its states, then combined in group order.
-  if (layout.getNumGroups() > 1 &&
-      layout.getRelation() == hspmd::UnionRelation::Partial) {
-    std::vector<Tensor> terms;
-    for (auto [member, group] : llvm::enumerate(layout.getGroups())) {
-      auto part = hspmd::UnionAttr::get(layout.getContext(), group,
-                                        layout.getStates()[member]);
-      SmallVector<int64_t> memberDevices;
-      std::vector<Tensor> memberShards;
-      for (auto [i, device] : llvm::enumerate(devices))
-        if (layout.getMemberOf(device) == static_cast<int64_t>(member)) {
-          memberDevices.push_back(device);
-          memberShards.push_back(shards[i]);
-        }
-      std::string inner;
-      FailureOr<Tensor> term =
-          assembleGlobal(memberDevices, memberShards, part, shape, inner);
-      if (failed(term)) {
-        os << "group " << member << ": " << inner;
-        return failure();
-      }
-      terms.push_back(std::move(*term));
-    }
-    SmallVector<const Tensor *> pointers;
-    for (const Tensor &term : terms)
-      pointers.push_back(&term);
-    std::string inner;
-    FailureOr<Tensor> value = reduce(pointers, layout.getReduction(), inner);
-    if (failed(value))
-      os << inner;
-    return value;
-  }
-
-  // Contributions per block: (offsets, partial index) -> the first shard
-  // seen; replicas must equal it.
-  struct Block {
-    SmallVector<int64_t> offsets;
-    int64_t partialIndex;
-    int64_t source;
-  };
-  std::vector<Block> blocks;
-  std::optional<hspmd::ReductionKind> reduction;
-  int64_t numPartials = 1;
-  for (auto [i, device] : llvm::enumerate(devices)) {
-    std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
-    if (!shard) {
-      os << "device " << device << " is not in the layout " << layout;
-      return failure();
-    }
-    const Tensor &piece = shards[i];
-    if (piece.getShape() != ArrayRef<int64_t>(shard->sizes)) {
-      os << "device " << device << " holds a " << piece.getTypeString()
-         << " but its shard of " << layout << " has shape "
-         << llvm::interleaved_array(shard->sizes);
-      return failure();
-    }
-    reduction = shard->reduction;
-    numPartials = shard->numPartials;
-    auto it = llvm::find_if(blocks, [&](const Block &block) {
-      return block.offsets == ArrayRef<int64_t>(shard->offsets) &&
-             block.partialIndex == shard->partialIndex;
-    });
-    if (it == blocks.end()) {
-      blocks.push_back(
-          {shard->offsets, shard->partialIndex, static_cast<int64_t>(i)});
-      continue;
-    }
-    if (!piece.bitwiseEqual(shards[it->source])) {
-      os << "devices " << devices[it->source] << " and " << device
-         << " should hold the same replica of the block at "
-         << llvm::interleaved_array(shard->offsets) << " but differ";
-      return failure();
-    }
-  }
-  // Combine the contributions of every block in contribution order.
+  std::vector<layout::ShardData> data;
+  for (auto [device, shard] : llvm::zip_equal(devices, shards))
+    data.push_back({device, shard.rawData(),
+                    std::vector<int64_t>(shard.getShape().begin(),
+                                         shard.getShape().end())});
   Tensor result(shards.front().getKind(), shape);
-  std::vector<bool> placed(blocks.size(), false);
-  for (auto [b, block] : llvm::enumerate(blocks)) {
-    if (placed[b])
-      continue;
-    SmallVector<const Tensor *> contributions(numPartials, nullptr);
-    for (auto [c, other] : llvm::enumerate(blocks))
-      if (other.offsets == block.offsets) {
-        contributions[other.partialIndex] = &shards[other.source];
-        placed[c] = true;
-      }
-    if (llvm::is_contained(contributions, nullptr)) {
-      os << "the block at " << llvm::interleaved_array(block.offsets)
-         << " misses some of its " << numPartials << " contributions";
-      return failure();
-    }
-    Tensor value = *contributions.front();
-    if (numPartials > 1) {
-      FailureOr<Tensor> combined = reduce(contributions, *reduction, error);
-      if (failed(combined))
-        return failure();
-      value = std::move(*combined);
-    }
-    insertBlock(result, value, block.offsets);
+  absl::Status status = layout::assemble(
+      hspmd::toLayoutCore(layout), std::vector<int64_t>(shape.begin(), shape.end()),
+      toLayoutType(result.getKind()), data, result.rawData());
+  if (!status.ok()) {
+    error = std::string(status.message());
+    return failure();
   }
   return result;
 }

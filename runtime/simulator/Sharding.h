@@ -13,6 +13,7 @@
 #ifndef LOOM_RUNTIME_SIMULATOR_SHARDING_H
 #define LOOM_RUNTIME_SIMULATOR_SHARDING_H
 
+#include "runtime/layout/Collectives.h"
 #include "runtime/simulator/Simulator.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
@@ -24,11 +25,15 @@
 
 namespace loom::sim {
 
+/// The layout core's element type of an interpreter tensor kind.
+layout::DType toLayoutType(interp::ElementKind kind);
+
 /// What `device` holds of `global` laid out as `layout`: its block; of a
 /// pending reduction, contribution 0 holds the block and the others the
 /// reduction's identity (0 for a sum; the block itself for mean, max and
 /// min). Fails, with `error` set, when the device is not in the layout or
-/// the layout does not fit the shape.
+/// the layout does not fit the shape. Both this and assembleGlobal are the
+/// layout core's (runtime/layout/Shards.h) on interpreter tensors.
 mlir::FailureOr<interp::Tensor> extractShard(const interp::Tensor &global,
                                              hspmd::UnionAttr layout,
                                              int64_t device,

@@ -2,6 +2,7 @@
 
 #include "runtime/simulator/Simulator.h"
 #include "runtime/simulator/Buffers.h"
+#include "runtime/layout/Shards.h"
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -52,30 +53,6 @@ int64_t product(ArrayRef<int64_t> values) {
   for (int64_t value : values)
     result *= value;
   return result;
-}
-
-/// The digits of `index` in the mixed radix `sizes` (first slowest).
-SmallVector<int64_t> toDigits(int64_t index, ArrayRef<int64_t> sizes) {
-  SmallVector<int64_t> digits(sizes.size());
-  for (int64_t i = sizes.size() - 1; i >= 0; --i) {
-    digits[i] = index % sizes[i];
-    index /= sizes[i];
-  }
-  return digits;
-}
-
-int64_t fromDigits(ArrayRef<int64_t> digits, ArrayRef<int64_t> sizes) {
-  int64_t index = 0;
-  for (auto [digit, size] : llvm::zip_equal(digits, sizes))
-    index = index * size + digit;
-  return index;
-}
-
-/// Bytes of chunk `j` when `elements` are cut into `k` near-equal chunks
-/// (the first `elements mod k` one element larger).
-int64_t chunkBytes(int64_t elements, int64_t k, int64_t j,
-                   int64_t elementSize) {
-  return (elements / k + (j < elements % k ? 1 : 0)) * elementSize;
 }
 
 //===----------------------------------------------------------------------===//
@@ -192,22 +169,15 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
     return failure();
   SmallVector<int64_t> ranks = getGroupRanks(op);
 
-  // The rank's sub-group: the ranks that differ from it only in the digits
-  // of `axes`, in the order of those digits.
-  SmallVector<int64_t> digits = toDigits(*index, mesh);
-  SmallVector<int64_t> axisSizes;
-  for (int64_t axis : axes)
-    axisSizes.push_back(mesh[axis]);
-  int64_t k = product(axisSizes);
+  // The rank's sub-group (the layout core's, runtime/layout/Collectives.h).
+  std::vector<int64_t> meshSizes(mesh.begin(), mesh.end());
+  layout::Subgroup subgroup = layout::getSubgroup(
+      meshSizes, std::vector<int64_t>(axes.begin(), axes.end()), *index);
+  int64_t k = subgroup.members.size();
   std::vector<int64_t> members;
-  for (int64_t position = 0; position < k; ++position) {
-    SmallVector<int64_t> memberDigits = digits;
-    for (auto [axis, digit] :
-         llvm::zip_equal(axes, toDigits(position, axisSizes)))
-      memberDigits[axis] = digit;
-    members.push_back(ranks[fromDigits(memberDigits, mesh)]);
-  }
-  int64_t position = llvm::find(members, rank) - members.begin();
+  for (int64_t member : subgroup.members)
+    members.push_back(ranks[member]);
+  int64_t position = subgroup.position;
   std::string kind = op->getName().stripDialect().str();
   const Tensor &input = call.operand(0);
 
@@ -299,10 +269,12 @@ LogicalResult Simulator::Impl::axisIndex(KernelCall &call) {
   FailureOr<int64_t> index = getGroupIndex(call, rank, product(mesh));
   if (failed(index))
     return failure();
-  SmallVector<int64_t> digits = toDigits(*index, mesh);
-  int64_t position = 0;
-  for (int64_t axis : op.getAxes())
-    position = position * mesh[axis] + digits[axis];
+  int64_t position =
+      layout::getSubgroup(std::vector<int64_t>(mesh.begin(), mesh.end()),
+                          std::vector<int64_t>(op.getAxes().begin(),
+                                               op.getAxes().end()),
+                          *index)
+          .position;
   call.addResult(Tensor::fromValues<int64_t>(
       {}, {position * static_cast<int64_t>(op.getStride()) +
                static_cast<int64_t>(op.getBase())}));
@@ -340,29 +312,26 @@ void Simulator::Impl::complete(Pending &entry) {
   const Tensor &sample = *entry.inputs.front();
   int64_t bytes = sample.getByteSize();
   int64_t elementSize = interp::getElementSize(sample.getKind());
-  auto sendBlocks = [&] {
-    for (int64_t p = 0; p < k; ++p)
-      entry.traffic[p] = {1, bytes / k * (k - 1), bytes / k * (k - 1)};
-  };
-
+  // What each member moves: the layout core's semantics of the collective.
+  std::optional<layout::Collective> collective =
+      layout::parseCollective(first->getName().stripDialect().str());
+  if (collective && *collective != layout::Collective::Permute)
+    for (int64_t p = 0; p < k; ++p) {
+      layout::Traffic traffic =
+          layout::getTraffic(*collective, bytes, elementSize, k, p);
+      entry.traffic[p] = {1, traffic.sent, traffic.received};
+    }
   if (auto op = dyn_cast<hspmd::AllReduceOp>(first)) {
     FailureOr<Tensor> sum =
         reduce(entry.inputs, op.getReduction(), entry.error);
     if (failed(sum))
       return;
-    int64_t n = sample.getNumElements();
-    for (int64_t p = 0; p < k; ++p) {
+    for (int64_t p = 0; p < k; ++p)
       entry.outputs[p] = *sum;
-      int64_t own = chunkBytes(n, k, p, elementSize);
-      int64_t others = n * elementSize - own;
-      entry.traffic[p] = {1, others + (k - 1) * own, (k - 1) * own + others};
-    }
   } else if (auto op = dyn_cast<hspmd::AllGatherOp>(first)) {
     Tensor whole = concatenate(entry.inputs, op.getDim());
-    for (int64_t p = 0; p < k; ++p) {
+    for (int64_t p = 0; p < k; ++p)
       entry.outputs[p] = whole;
-      entry.traffic[p] = {1, bytes * (k - 1), bytes * (k - 1)};
-    }
   } else if (auto op = dyn_cast<hspmd::ReduceScatterOp>(first)) {
     FailureOr<Tensor> sum =
         reduce(entry.inputs, op.getReduction(), entry.error);
@@ -370,7 +339,6 @@ void Simulator::Impl::complete(Pending &entry) {
       return;
     for (int64_t p = 0; p < k; ++p)
       entry.outputs[p] = getBlock(*sum, op.getDim(), k, p);
-    sendBlocks();
   } else if (auto op = dyn_cast<hspmd::AllToAllOp>(first)) {
     for (int64_t p = 0; p < k; ++p) {
       std::vector<Tensor> blocks;
@@ -381,25 +349,16 @@ void Simulator::Impl::complete(Pending &entry) {
         parts.push_back(&block);
       entry.outputs[p] = concatenate(parts, op.getConcatDim());
     }
-    sendBlocks();
   } else if (auto op = dyn_cast<hspmd::PermuteOp>(first)) {
-    SmallVector<int64_t> sizes;
-    for (int64_t axis : op.getAxes())
-      sizes.push_back(op.getMesh()[axis]);
-    ArrayRef<int64_t> perm = op.getPerm();
+    std::vector<int64_t> sizes = layout::getAxisSizes(
+        std::vector<int64_t>(op.getMesh().begin(), op.getMesh().end()),
+        std::vector<int64_t>(op.getAxes().begin(), op.getAxes().end()));
+    std::vector<int64_t> perm(op.getPerm().begin(), op.getPerm().end());
     for (int64_t p = 0; p < k; ++p) {
-      SmallVector<int64_t> to = toDigits(p, sizes), from(to.size());
-      for (auto [i, source] : llvm::enumerate(perm))
-        from[i] = to[source];
-      int64_t source = fromDigits(from, sizes);
-      entry.outputs[p] = *entry.inputs[source];
-      if (source != p) {
-        entry.traffic[source].bytesSent += bytes;
-        entry.traffic[p].bytesReceived += bytes;
-      }
+      entry.outputs[p] = *entry.inputs[layout::getPermuteSource(p, perm, sizes)];
+      layout::Traffic traffic = layout::getPermuteTraffic(bytes, p, perm, sizes);
+      entry.traffic[p] = {1, traffic.sent, traffic.received};
     }
-    for (CommStats::Entry &traffic : entry.traffic)
-      traffic.calls = 1;
   }
 }
 
@@ -463,58 +422,36 @@ LogicalResult Simulator::Impl::exchange(KernelCall &call) {
 
 namespace {
 
-/// The intersection of two boxes, or nothing.
-std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
-intersect(ArrayRef<int64_t> offsetsA, ArrayRef<int64_t> sizesA,
-          ArrayRef<int64_t> offsetsB, ArrayRef<int64_t> sizesB) {
-  SmallVector<int64_t> offsets, sizes;
-  for (size_t d = 0; d < offsetsA.size(); ++d) {
-    int64_t begin = std::max(offsetsA[d], offsetsB[d]);
-    int64_t end =
-        std::min(offsetsA[d] + sizesA[d], offsetsB[d] + sizesB[d]);
-    if (end <= begin)
-      return std::nullopt;
-    offsets.push_back(begin);
-    sizes.push_back(end - begin);
-  }
-  return std::make_pair(offsets, sizes);
-}
-
 /// Copies the part of `from` (a block at `fromOffsets` of the global
 /// tensor) that overlaps `to` (a block at `toOffsets`) into `to`, and adds
 /// one to `covered` for every element of `to` it writes.
 void copyOverlap(const Tensor &from, ArrayRef<int64_t> fromOffsets,
                  Tensor &to, ArrayRef<int64_t> toOffsets,
                  std::vector<int> &covered) {
-  auto box = intersect(fromOffsets, from.getShape(), toOffsets, to.getShape());
-  if (!box)
+  auto boxOf = [](ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
+    return layout::Box{std::vector<int64_t>(offsets.begin(), offsets.end()),
+                       std::vector<int64_t>(sizes.begin(), sizes.end())};
+  };
+  layout::Box toBox = boxOf(toOffsets, to.getShape()), box;
+  if (!layout::copyOverlap(from.rawData(), boxOf(fromOffsets, from.getShape()),
+                           to.rawData(), toBox,
+                           interp::getElementSize(from.getKind()), &box))
     return;
-  SmallVector<int64_t> inFrom, inTo;
-  for (size_t d = 0; d < fromOffsets.size(); ++d) {
-    inFrom.push_back(box->first[d] - fromOffsets[d]);
-    inTo.push_back(box->first[d] - toOffsets[d]);
-  }
-  insertBlock(to, extractBlock(from, inFrom, box->second), inTo);
-  // Mark the elements written, row-major.
-  ArrayRef<int64_t> shape = to.getShape();
-  SmallVector<int64_t> index(inTo);
-  int64_t rank = shape.size();
+  // Mark the elements written.
+  int64_t rank = box.sizes.size();
   if (rank == 0) {
     ++covered[0];
     return;
   }
-  while (true) {
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t n = 0; n < layout::getNumElements(box.sizes); ++n) {
     int64_t flat = 0;
     for (int64_t d = 0; d < rank; ++d)
-      flat = flat * shape[d] + index[d];
+      flat = flat * toBox.sizes[d] + box.offsets[d] - toBox.offsets[d] +
+             index[d];
     ++covered[flat];
-    int64_t d = rank - 1;
-    while (d >= 0 && ++index[d] == inTo[d] + box->second[d]) {
-      index[d] = inTo[d];
-      --d;
-    }
-    if (d < 0)
-      break;
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == box.sizes[d]; --d)
+      index[d] = 0;
   }
 }
 

@@ -245,8 +245,14 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                   "target (configure with LOOM_ENABLE_CUDA where nvcc, "
                   "cuBLAS and NCCL are installed)");
 #endif
-    binary = work + "/program";
+    bool library = !host.emitLibrary.empty();
+    if (library && (cuda || ascend || *target != codegen::Target::Host))
+      return fail("--emit-library builds host-target programs only so far");
+    binary = library ? host.emitLibrary : work + "/program";
     std::vector<std::string> command = {LOOM_HOST_CXX};
+    if (library)
+      for (std::string &word : splitWords(LOOM_HOST_LIBRARY_FLAGS))
+        command.push_back(word);
 #ifdef LOOM_CUDA_INCLUDES
     if (cuda)
       for (std::string &word : splitWords(LOOM_CUDA_INCLUDES))
@@ -268,8 +274,13 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         command.push_back(word);
     for (std::string &word : splitWords(LOOM_HOST_LIBS))
       command.push_back(word);
+    if (library)
+      for (std::string &word : splitWords(LOOM_HOST_LIBRARY_LIBS))
+        command.push_back(word);
     if (int code = run(command, "compiling the generated C++"))
       return code;
+    if (library)
+      return 0;
   }
 
   // 2. Every rank's shards: initial parameters and state, then each step's

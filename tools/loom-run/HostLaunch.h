@@ -37,6 +37,9 @@ struct HostLaunchOptions {
   std::string mpirun = "mpirun";
   /// A binary built before from the same program (skips compiling).
   std::string binary;
+  /// Build the programs as a shared library (runtime/host/ProgramLibrary.h)
+  /// at this path, and stop (host target).
+  std::string emitLibrary;
   /// Print every rank's calls and bytes per collective kind.
   bool commStats = false;
   /// Print every device library call (NCCL, HCCL) each rank made, per

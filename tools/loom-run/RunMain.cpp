@@ -374,6 +374,13 @@ int loom::interp::loomRunMain(int argc, char **argv) {
   llvm::cl::opt<std::string> mpirun(
       "mpirun", llvm::cl::desc("--target host: the mpirun to launch with"),
       llvm::cl::init("mpirun"), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> emitLibrary(
+      "emit-library",
+      llvm::cl::desc("--target host: build the programs as a shared library "
+                     "with the C ABI of include/loom-c/Program.h at this "
+                     "path instead of training"),
+      llvm::cl::value_desc("path"), llvm::cl::init(""),
+      llvm::cl::cat(category));
   llvm::cl::opt<std::string> binary(
       "binary",
       llvm::cl::desc("--target host: run this binary, built before from the "
@@ -453,6 +460,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     host.hostfile = hostfile;
     host.mpirun = mpirun;
     host.binary = binary;
+    host.emitLibrary = emitLibrary;
     host.commStats = commStats;
     host.commCalls = commCalls;
     host.trace = traceFile;

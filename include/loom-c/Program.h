@@ -1,0 +1,129 @@
+/*===- loom-c/Program.h - The C ABI of a compiled Loom program -----*- C -*-===*\
+|*                                                                            *|
+|* A training step compiled by Loom for the host target can be built as a     *|
+|* shared library (`loom-run --emit-library`, docs/program-library.md) that    *|
+|* exports exactly these functions. Every rank of the program's communicator  *|
+|* loads the library, creates the program on its rank, loads parameters,      *|
+|* optimizer state and batches from host arrays, steps, and reads back the    *|
+|* loss, parameters and state. Arrays cross in one of two forms:              *|
+|*   global - the whole array, as one device would hold it (every rank        *|
+|*            passes the same array; reading it back is collective: every     *|
+|*            rank of the program must call it);                              *|
+|*   local  - the rank's own shard under the argument's layout.               *|
+|* No C++ type crosses this boundary. Every function that can fail returns   *|
+|* a status: NULL for success, else an object the caller frees with           *|
+|* loom_status_destroy, which holds a code and a message naming what failed   *|
+|* (the argument, the shape, the rank). Nothing in the library ends the       *|
+|* process.                                                                   *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef LOOM_C_PROGRAM_H
+#define LOOM_C_PROGRAM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this ABI; loom_program_abi_version returns it. */
+#define LOOM_PROGRAM_ABI_VERSION 1
+
+typedef enum loom_status_code {
+  LOOM_STATUS_OK = 0,
+  LOOM_STATUS_INVALID_ARGUMENT = 3,   /* a wrong shape, dtype, name, form */
+  LOOM_STATUS_NOT_FOUND = 5,          /* no such argument */
+  LOOM_STATUS_FAILED_PRECONDITION = 9, /* wrong rank, not created, ... */
+  LOOM_STATUS_INTERNAL = 13,          /* the runtime failed (a collective) */
+} loom_status_code;
+
+typedef struct loom_status loom_status;
+
+loom_status_code loom_status_get_code(const loom_status *status);
+/* Valid until the status is destroyed. */
+const char *loom_status_get_message(const loom_status *status);
+void loom_status_destroy(loom_status *status);
+
+typedef enum loom_dtype {
+  LOOM_DTYPE_F32 = 0,
+  LOOM_DTYPE_F64 = 1,
+  LOOM_DTYPE_BF16 = 2,
+  LOOM_DTYPE_I1 = 3,
+  LOOM_DTYPE_I32 = 4,
+  LOOM_DTYPE_I64 = 5,
+} loom_dtype;
+
+typedef enum loom_form {
+  LOOM_FORM_GLOBAL = 0,
+  LOOM_FORM_LOCAL = 1,
+} loom_form;
+
+typedef enum loom_arg_role {
+  LOOM_ARG_OTHER = 0,
+  LOOM_ARG_PARAM = 1, /* nn.param: a trained parameter */
+  LOOM_ARG_STATE = 2, /* nn.state: optimizer state */
+  LOOM_ARG_DATA = 3,  /* nn.data: a batch input */
+  LOOM_ARG_STEP = 4,  /* nn.step: the step counter, which loom_program_step
+                         sets (1 at the first step, +1 each step) */
+} loom_arg_role;
+
+/* What the program takes as argument `index`; the pointers stay valid as
+ * long as the program. */
+typedef struct loom_arg_info {
+  const char *name; /* the source's name (nn.name), or "" */
+  loom_arg_role role;
+  loom_dtype dtype;
+  int64_t rank;
+  const int64_t *global_shape; /* `rank` sizes */
+  const int64_t *local_shape;  /* this rank's shard, `rank` sizes */
+  int32_t held;                /* 0: this rank holds nothing of it */
+} loom_arg_info;
+
+typedef struct loom_program loom_program;
+
+int32_t loom_program_abi_version(void);
+
+/* Creates the program on the calling rank. `mpi_comm` points to the
+ * MPI_Comm whose ranks run the program (rank r runs device r's program), or
+ * is NULL for MPI_COMM_WORLD; MPI must be initialized. Collective over the
+ * communicator. Fails when the communicator has fewer ranks than the
+ * program has devices. */
+loom_status *loom_program_create(const void *mpi_comm, loom_program **program);
+/* Frees the program (not collective). */
+void loom_program_destroy(loom_program *program);
+
+/* This rank's device and the number of devices the program runs on. */
+int64_t loom_program_get_device(const loom_program *program);
+int64_t loom_program_get_num_devices(const loom_program *program);
+
+int64_t loom_program_get_num_args(const loom_program *program);
+loom_status *loom_program_get_arg_info(const loom_program *program,
+                                       int64_t index, loom_arg_info *info);
+/* The index of the argument named `name`, or -1. */
+int64_t loom_program_find_arg(const loom_program *program, const char *name);
+
+/* Sets argument `index` from `data`, an array of `dtype` with `rank` sizes
+ * `shape`: the global array or the rank's shard (`form`). A rank that holds
+ * nothing of the argument accepts the global form and ignores it. */
+loom_status *loom_program_set_arg(loom_program *program, int64_t index,
+                                  loom_form form, loom_dtype dtype,
+                                  int64_t rank, const int64_t *shape,
+                                  const void *data);
+/* Reads argument `index` (after a step: the updated parameters and state)
+ * into `data`, described as for loom_program_set_arg. The global form is
+ * collective over the program's communicator. */
+loom_status *loom_program_get_arg(loom_program *program, int64_t index,
+                                  loom_form form, loom_dtype dtype,
+                                  int64_t rank, const int64_t *shape,
+                                  void *data);
+
+/* Runs one training step (collective). `loss`, when not NULL, receives the
+ * step's loss (the global value, on every rank) as a double. */
+loom_status *loom_program_step(loom_program *program, double *loss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_C_PROGRAM_H */

@@ -1,0 +1,489 @@
+//===- ProgramLibrary.cpp - A compiled program as a shared library --------===//
+
+#include "runtime/host/ProgramLibrary.h"
+#include "runtime/layout/Shards.h"
+
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+
+using namespace loom;
+using namespace loom::host;
+using loom::rt::Runtime;
+using loom::rt::RuntimeError;
+
+struct loom_status {
+  loom_status_code code;
+  std::string message;
+};
+
+namespace {
+
+/// An argument or result of the program, as the library sees it.
+struct Value {
+  std::string name;
+  loom_arg_role role = LOOM_ARG_OTHER;
+  layout::DType dtype = layout::DType::F32;
+  std::vector<int64_t> globalShape, localShape;
+  layout::Layout layout;
+  /// The rank's shard; none where it holds nothing of the value.
+  std::optional<layout::Shard> shard;
+  /// Where it lives in the arena.
+  int64_t offset = 0, bytes = 0;
+};
+
+loom_status *makeStatus(loom_status_code code, const std::string &message) {
+  return new loom_status{code, message};
+}
+
+loom_status *fromStatus(const absl::Status &status) {
+  if (status.ok())
+    return nullptr;
+  loom_status_code code = LOOM_STATUS_INTERNAL;
+  switch (status.code()) {
+  case absl::StatusCode::kInvalidArgument:
+  case absl::StatusCode::kOutOfRange:
+    code = LOOM_STATUS_INVALID_ARGUMENT;
+    break;
+  case absl::StatusCode::kNotFound:
+    code = LOOM_STATUS_NOT_FOUND;
+    break;
+  case absl::StatusCode::kFailedPrecondition:
+    code = LOOM_STATUS_FAILED_PRECONDITION;
+    break;
+  default:
+    break;
+  }
+  return makeStatus(code, std::string(status.message()));
+}
+
+/// Runs `body` (returning a loom_status *), turning what the runtime and the
+/// kernels throw into a status.
+template <typename Body> loom_status *guarded(Body &&body) {
+  try {
+    return body();
+  } catch (const RuntimeError &error) {
+    return makeStatus(LOOM_STATUS_INTERNAL, error.what());
+  } catch (const std::exception &error) {
+    return makeStatus(LOOM_STATUS_INTERNAL,
+                      std::string("the program failed: ") + error.what());
+  }
+}
+
+std::string shapeText(int64_t rank, const int64_t *shape) {
+  std::vector<int64_t> sizes(shape, shape + std::max<int64_t>(rank, 0));
+  return layout::toString(sizes);
+}
+
+/// Reads the values' descriptions from a program's table (see
+/// ProgramLibrary.h).
+absl::StatusOr<std::vector<Value>>
+readValues(const int64_t *table, int64_t size, int64_t count,
+           const int64_t *dtypes, const int64_t *offsets, const int64_t *bytes,
+           int64_t device) {
+  std::vector<Value> values;
+  int64_t at = 0;
+  auto bad = [&](const std::string &why) {
+    return absl::InternalError("the program's interface table is corrupt: " +
+                               why);
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    Value value;
+    if (at >= size)
+      return bad("truncated");
+    int64_t rank = table[at++];
+    if (rank < 0 || rank > size - at)
+      return bad("a rank of " + std::to_string(rank));
+    value.globalShape.assign(table + at, table + at + rank);
+    at += rank;
+    if (at >= size)
+      return bad("truncated");
+    int64_t length = table[at++];
+    if (length < 0 || length > size - at)
+      return bad("a layout of " + std::to_string(length) + " integers");
+    absl::StatusOr<layout::Layout> decoded =
+        layout::decodeLayout(table + at, length);
+    if (!decoded.ok())
+      return bad(std::string(decoded.status().message()));
+    at += length;
+    value.layout = *std::move(decoded);
+    if (dtypes[i] < 0 || dtypes[i] > static_cast<int64_t>(layout::DType::I64))
+      return bad("an unknown element type");
+    value.dtype = static_cast<layout::DType>(dtypes[i]);
+    absl::StatusOr<layout::Shard> shard =
+        layout::getShard(value.layout, value.globalShape, device);
+    if (shard.ok()) {
+      value.shard = *shard;
+      value.localShape = shard->sizes;
+    } else if (shard.status().code() != absl::StatusCode::kNotFound) {
+      return shard.status();
+    }
+    value.offset = offsets[i];
+    value.bytes = bytes[i];
+    int64_t expected =
+        value.shard ? value.shard->getNumElements() *
+                          layout::getElementBytes(value.dtype)
+                    : value.bytes;
+    if (value.bytes >= 0 && expected != value.bytes)
+      return bad("value #" + std::to_string(i) + " holds " +
+                 std::to_string(value.bytes) + " bytes but its shard " +
+                 std::to_string(expected));
+    values.push_back(std::move(value));
+  }
+  if (at != size && !(count == 0 && size == 1))
+    return bad("unread entries");
+  return values;
+}
+
+} // namespace
+
+struct loom_program {
+  ProgramHandle handle;
+  int64_t device = 0, numDevices = 0;
+  std::vector<Value> args, results;
+  int64_t steps = 0;
+
+  ~loom_program() {
+    handle = ProgramHandle();
+    Runtime::detach();
+  }
+
+  /// The value's bytes in the arena, readable on the host.
+  std::vector<char> read(const Value &value) const {
+    std::vector<char> data(static_cast<size_t>(std::max<int64_t>(value.bytes, 0)));
+    if (value.bytes <= 0)
+      return data;
+    const ProgramView &view = handle.view;
+    if (view.fromArena)
+      view.fromArena(data.data(), view.arena + value.offset, value.bytes);
+    else
+      std::memcpy(data.data(), view.arena + value.offset,
+                  static_cast<size_t>(value.bytes));
+    return data;
+  }
+  void write(const Value &value, const char *data) {
+    if (value.bytes <= 0)
+      return;
+    const ProgramView &view = handle.view;
+    if (view.toArena)
+      view.toArena(view.arena + value.offset, data, value.bytes);
+    else
+      std::memcpy(view.arena + value.offset, data,
+                  static_cast<size_t>(value.bytes));
+  }
+  /// The global array of `value` from every rank's shard (collective).
+  absl::Status gather(const Value &value, void *out) {
+    std::vector<char> own;
+    if (value.shard)
+      own = read(value);
+    std::vector<char> all;
+    std::vector<int64_t> counts;
+    Runtime::get().gatherAll(own.data(), static_cast<int64_t>(own.size()), all,
+                             counts);
+    std::vector<layout::ShardData> shards;
+    int64_t at = 0;
+    for (int64_t rank = 0; rank < static_cast<int64_t>(counts.size()); ++rank) {
+      absl::StatusOr<layout::Shard> shard =
+          layout::getShard(value.layout, value.globalShape, rank);
+      if (shard.ok())
+        shards.push_back({rank, all.data() + at, shard->sizes});
+      at += counts[rank];
+    }
+    return layout::assemble(value.layout, value.globalShape, value.dtype,
+                            shards, out);
+  }
+};
+
+loom_status *loom::host::createProgramFrom(const void *mpiComm,
+                                           loom_program **out,
+                                           std::initializer_list<Ints> devices,
+                                           std::initializer_list<Ints> groups,
+                                           std::vector<ProgramFactory> factories) {
+  if (!out)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_create: the program pointer is null");
+  *out = nullptr;
+  return guarded([&]() -> loom_status * {
+    Runtime &runtime = Runtime::attach(mpiComm);
+    struct Detach {
+      bool armed = true;
+      ~Detach() {
+        if (armed)
+          Runtime::detach();
+      }
+    } detach;
+    int64_t numDevices = 0;
+    for (Ints group : devices)
+      for (int64_t device : group)
+        numDevices = std::max(numDevices, device + 1);
+    // Every rank comes to the same conclusion here, so no rank waits.
+    if (runtime.getWorldSize() != numDevices)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program was compiled for " +
+                            std::to_string(numDevices) +
+                            " devices but its communicator has " +
+                            std::to_string(runtime.getWorldSize()) +
+                            " ranks (rank r runs device r)");
+    int64_t chosen = -1, index = 0;
+    for (Ints group : devices) {
+      for (int64_t device : group)
+        if (device == runtime.getWorldRank())
+          chosen = index;
+      ++index;
+    }
+    if (chosen < 0 || chosen >= static_cast<int64_t>(factories.size()))
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "no program of this library runs on rank " +
+                            std::to_string(runtime.getWorldRank()));
+    openGroups(groups);
+    auto program = std::make_unique<loom_program>();
+    program->handle = factories[chosen]();
+    program->device = runtime.getWorldRank();
+    program->numDevices = numDevices;
+    const ProgramView &view = program->handle.view;
+    absl::StatusOr<std::vector<Value>> args = readValues(
+        program->handle.argLayouts, program->handle.argLayoutsSize,
+        view.argBytes[0] < 0 && view.numArgs == 1 ? 0 : view.numArgs,
+        program->handle.argDtypes, view.argOffsets, view.argBytes,
+        program->device);
+    if (!args.ok())
+      return fromStatus(args.status());
+    absl::StatusOr<std::vector<Value>> results = readValues(
+        program->handle.resultLayouts, program->handle.resultLayoutsSize,
+        view.resultBytes[0] < 0 && view.numResults == 1 ? 0 : view.numResults,
+        program->handle.resultDtypes, view.resultOffsets, view.resultBytes,
+        program->device);
+    if (!results.ok())
+      return fromStatus(results.status());
+    program->args = *std::move(args);
+    program->results = *std::move(results);
+    for (size_t i = 0; i < program->args.size(); ++i) {
+      program->args[i].name = program->handle.argNames[i]
+                                  ? program->handle.argNames[i]
+                                  : "";
+      int64_t role = program->handle.argRoles[i];
+      program->args[i].role =
+          role >= 0 && role <= 4 ? static_cast<loom_arg_role>(role)
+                                 : LOOM_ARG_OTHER;
+    }
+    detach.armed = false; // the program detaches when destroyed
+    *out = program.release();
+    return nullptr;
+  });
+}
+
+namespace {
+
+/// Checks a call's description of argument `index`'s array; "" when it
+/// fits, else what is wrong.
+std::string checkArray(const loom_program *program, int64_t index,
+                       loom_form form, loom_dtype dtype, int64_t rank,
+                       const int64_t *shape, const void *data,
+                       bool &nothingHeld) {
+  nothingHeld = false;
+  if (index < 0 || index >= static_cast<int64_t>(program->args.size()))
+    return "argument #" + std::to_string(index) + ": the program has " +
+           std::to_string(program->args.size()) + " arguments";
+  const Value &value = program->args[index];
+  std::string which = "argument #" + std::to_string(index) +
+                      (value.name.empty() ? "" : " ('" + value.name + "')");
+  if (form != LOOM_FORM_GLOBAL && form != LOOM_FORM_LOCAL)
+    return which + ": unknown form " + std::to_string(form);
+  if (static_cast<int64_t>(dtype) != static_cast<int64_t>(value.dtype))
+    return which + " holds " + layout::getName(value.dtype) + ", got " +
+           (dtype >= LOOM_DTYPE_F32 && dtype <= LOOM_DTYPE_I64
+                ? layout::getName(static_cast<layout::DType>(dtype))
+                : "an unknown dtype");
+  if (rank < 0 || (rank > 0 && !shape))
+    return which + ": no shape given";
+  const std::vector<int64_t> &expected =
+      form == LOOM_FORM_GLOBAL ? value.globalShape : value.localShape;
+  if (form == LOOM_FORM_LOCAL && !value.shard)
+    return which + ": rank " + std::to_string(program->device) +
+           " holds nothing of it; pass the global form";
+  std::vector<int64_t> given(shape, shape + rank);
+  if (given != expected)
+    return which + " has " +
+           (form == LOOM_FORM_GLOBAL ? "global" : "local") + " shape " +
+           layout::toString(expected) + ", got " + shapeText(rank, shape);
+  if (!data && layout::getNumElements(expected) > 0)
+    return which + ": the data pointer is null";
+  nothingHeld = !value.shard;
+  return "";
+}
+
+} // namespace
+
+int64_t library::getDevice(const loom_program *program) {
+  return program ? program->device : -1;
+}
+
+int64_t library::getNumDevices(const loom_program *program) {
+  return program ? program->numDevices : 0;
+}
+
+int64_t library::getNumArgs(const loom_program *program) {
+  return program ? static_cast<int64_t>(program->args.size()) : 0;
+}
+
+loom_status *library::getArgInfo(const loom_program *program, int64_t index,
+                                 loom_arg_info *info) {
+  if (!program || !info)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_arg_info: a null pointer");
+  if (index < 0 || index >= static_cast<int64_t>(program->args.size()))
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "argument #" + std::to_string(index) +
+                          ": the program has " +
+                          std::to_string(program->args.size()) + " arguments");
+  const Value &value = program->args[index];
+  info->name = value.name.c_str();
+  info->role = value.role;
+  info->dtype = static_cast<loom_dtype>(value.dtype);
+  info->rank = static_cast<int64_t>(value.globalShape.size());
+  // Never null, even for a 0-d value (callers may copy `rank` sizes).
+  static const int64_t noSizes[1] = {0};
+  info->global_shape =
+      value.globalShape.empty() ? noSizes : value.globalShape.data();
+  info->local_shape = !value.shard              ? nullptr
+                      : value.localShape.empty() ? noSizes
+                                                 : value.localShape.data();
+  info->held = value.shard ? 1 : 0;
+  return nullptr;
+}
+
+int64_t library::findArg(const loom_program *program, const char *name) {
+  if (!program || !name || !*name)
+    return -1;
+  for (size_t i = 0; i < program->args.size(); ++i)
+    if (program->args[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+loom_status *library::setArg(loom_program *program, int64_t index,
+                             loom_form form, loom_dtype dtype, int64_t rank,
+                             const int64_t *shape, const void *data) {
+  if (!program)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_set_arg: the program is null");
+  return guarded([&]() -> loom_status * {
+    bool nothingHeld = false;
+    std::string problem =
+        checkArray(program, index, form, dtype, rank, shape, data, nothingHeld);
+    if (!problem.empty())
+      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
+    const Value &value = program->args[index];
+    if (nothingHeld)
+      return nullptr;
+    if (form == LOOM_FORM_LOCAL) {
+      program->write(value, static_cast<const char *>(data));
+      return nullptr;
+    }
+    std::vector<char> shard(static_cast<size_t>(std::max<int64_t>(value.bytes, 1)));
+    layout::cutShard(data, value.globalShape, value.dtype, *value.shard,
+                     shard.data());
+    program->write(value, shard.data());
+    return nullptr;
+  });
+}
+
+loom_status *library::getArg(loom_program *program, int64_t index,
+                             loom_form form, loom_dtype dtype, int64_t rank,
+                             const int64_t *shape, void *data) {
+  if (!program)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_arg: the program is null");
+  return guarded([&]() -> loom_status * {
+    bool nothingHeld = false;
+    std::string problem =
+        checkArray(program, index, form, dtype, rank, shape, data, nothingHeld);
+    if (form == LOOM_FORM_LOCAL) {
+      if (!problem.empty())
+        return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
+      std::vector<char> own = program->read(program->args[index]);
+      if (!own.empty())
+        std::memcpy(data, own.data(), own.size());
+      return nullptr;
+    }
+    // The global form is collective: the ranks first agree that every call
+    // is well formed, so that none waits for a rank that has returned.
+    bool everyone = Runtime::get().allAgree(problem.empty());
+    if (!problem.empty())
+      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
+    if (!everyone)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "another rank's loom_program_get_arg was refused");
+    return fromStatus(program->gather(program->args[index], data));
+  });
+}
+
+loom_status *library::step(loom_program *program, double *loss) {
+  if (!program)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_step: the program is null");
+  return guarded([&]() -> loom_status * {
+    Runtime &runtime = Runtime::get();
+    runtime.setStep(++program->steps);
+    // The step counters (nn.step): this step's number.
+    for (const Value &value : program->args) {
+      if (value.role != LOOM_ARG_STEP || !value.shard)
+        continue;
+      if (value.dtype != layout::DType::I64 || value.bytes != 8)
+        return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                          "the step counter '" + value.name +
+                              "' is not one i64 on every rank holding it");
+      int64_t count = program->steps;
+      program->write(value, reinterpret_cast<const char *>(&count));
+    }
+    program->handle.view.step();
+    if (!loss)
+      return nullptr;
+    int64_t lossIndex = program->handle.view.lossResult;
+    if (lossIndex < 0 ||
+        lossIndex >= static_cast<int64_t>(program->results.size()))
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program has no loss result");
+    const Value &value = program->results[lossIndex];
+    if (layout::getNumElements(value.globalShape) != 1)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program's loss is not a scalar");
+    char bytes[8] = {};
+    if (absl::Status status = program->gather(value, bytes); !status.ok())
+      return fromStatus(status);
+    switch (value.dtype) {
+    case layout::DType::F32: {
+      float f;
+      std::memcpy(&f, bytes, sizeof(f));
+      *loss = f;
+      break;
+    }
+    case layout::DType::F64:
+      std::memcpy(loss, bytes, sizeof(double));
+      break;
+    case layout::DType::BF16: {
+      uint16_t b;
+      std::memcpy(&b, bytes, sizeof(b));
+      *loss = layout::bf16ToFloat(b);
+      break;
+    }
+    default:
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program's loss is not a floating-point value");
+    }
+    return nullptr;
+  });
+}
+
+void library::destroy(loom_program *program) { delete program; }
+
+loom_status_code library::getCode(const loom_status *status) {
+  return status ? status->code : LOOM_STATUS_OK;
+}
+
+const char *library::getMessage(const loom_status *status) {
+  return status ? status->message.c_str() : "";
+}
+
+void library::destroyStatus(loom_status *status) { delete status; }

@@ -1,0 +1,432 @@
+/*===- ProgramLibraryTest.c - Drives compiled program libraries from C ----===*\
+|*                                                                            *|
+|* Run under mpirun. Loads one or more program libraries (each a training     *|
+|* step compiled by `loom-run --emit-library`, include/loom-c/Program.h) into *|
+|* one process with dlopen, creates every program on the ranks, sets the      *|
+|* parameters from DIR/param_<k>.npy and zero optimizer state (global form),  *|
+|* steps them in turn, each step's batch from DATA/<name>.npy, and writes     *|
+|* the losses and the final parameters (read back in global form) to          *|
+|* OUT/<library index>/ on rank 0:                                            *|
+|*                                                                            *|
+|*   program-library-test --init DIR --data DIR --steps N --out DIR LIB...    *|
+|*   program-library-test --errors LIB   (the C ABI's error paths)            *|
+|*   program-library-test --ranks-check LIB  (a communicator of the wrong     *|
+|*                                      size, and a sub-communicator)         *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#include "include/loom-c/Program.h"
+
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The ABI, resolved from one library. */
+typedef struct Api {
+  void *handle;
+  int32_t (*abi_version)(void);
+  loom_status *(*create)(const void *, loom_program **);
+  void (*destroy)(loom_program *);
+  int64_t (*num_args)(const loom_program *);
+  loom_status *(*arg_info)(const loom_program *, int64_t, loom_arg_info *);
+  int64_t (*find_arg)(const loom_program *, const char *);
+  loom_status *(*set_arg)(loom_program *, int64_t, loom_form, loom_dtype,
+                          int64_t, const int64_t *, const void *);
+  loom_status *(*get_arg)(loom_program *, int64_t, loom_form, loom_dtype,
+                          int64_t, const int64_t *, void *);
+  loom_status *(*step)(loom_program *, double *);
+  loom_status_code (*status_code)(const loom_status *);
+  const char *(*status_message)(const loom_status *);
+  void (*status_destroy)(loom_status *);
+} Api;
+
+static int rank_ = 0;
+
+static void die(const char *what, const char *detail) {
+  fprintf(stderr, "program-library-test: rank %d: %s%s%s\n", rank_, what,
+          detail ? ": " : "", detail ? detail : "");
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void *resolve(void *handle, const char *name) {
+  void *symbol = dlsym(handle, name);
+  if (!symbol)
+    die("a program library lacks", name);
+  return symbol;
+}
+
+static void load(Api *api, const char *path) {
+  api->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!api->handle)
+    die("cannot load", dlerror());
+  *(void **)&api->abi_version = resolve(api->handle, "loom_program_abi_version");
+  *(void **)&api->create = resolve(api->handle, "loom_program_create");
+  *(void **)&api->destroy = resolve(api->handle, "loom_program_destroy");
+  *(void **)&api->num_args = resolve(api->handle, "loom_program_get_num_args");
+  *(void **)&api->arg_info = resolve(api->handle, "loom_program_get_arg_info");
+  *(void **)&api->find_arg = resolve(api->handle, "loom_program_find_arg");
+  *(void **)&api->set_arg = resolve(api->handle, "loom_program_set_arg");
+  *(void **)&api->get_arg = resolve(api->handle, "loom_program_get_arg");
+  *(void **)&api->step = resolve(api->handle, "loom_program_step");
+  *(void **)&api->status_code = resolve(api->handle, "loom_status_get_code");
+  *(void **)&api->status_message =
+      resolve(api->handle, "loom_status_get_message");
+  *(void **)&api->status_destroy = resolve(api->handle, "loom_status_destroy");
+  if (api->abi_version() != LOOM_PROGRAM_ABI_VERSION)
+    die("a program library has another ABI version", path);
+}
+
+static void check(const Api *api, loom_status *status, const char *what) {
+  if (!status)
+    return;
+  fprintf(stderr, "program-library-test: rank %d: %s: status %d: %s\n", rank_,
+          what, (int)api->status_code(status), api->status_message(status));
+  api->status_destroy(status);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Prints an expected failure's code and message (rank 0), or fails. */
+static void expect_failure(const Api *api, loom_status *status,
+                           const char *what) {
+  if (!status)
+    die("expected a failure", what);
+  if (rank_ == 0)
+    printf("%s: status %d: %s\n", what, (int)api->status_code(status),
+           api->status_message(status));
+  api->status_destroy(status);
+}
+
+/*===------------------------------------------------------------------------===
+ * .npy files (version 1, little-endian, C order, f8 or i8)
+ *===------------------------------------------------------------------------===*/
+
+typedef struct Array {
+  loom_dtype dtype;
+  int64_t rank, shape[8];
+  void *data;
+  int64_t bytes;
+} Array;
+
+static int64_t elements(const int64_t *shape, int64_t rank) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    n *= shape[i];
+  return n;
+}
+
+static size_t element_size(loom_dtype dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+  case LOOM_DTYPE_I32:
+    return 4;
+  case LOOM_DTYPE_BF16:
+    return 2;
+  case LOOM_DTYPE_I1:
+    return 1;
+  default:
+    return 8;
+  }
+}
+
+static int read_npy(const char *path, Array *array) {
+  FILE *file = fopen(path, "rb");
+  if (!file)
+    return 0;
+  unsigned char magic[10];
+  if (fread(magic, 1, 10, file) != 10 || memcmp(magic, "\x93NUMPY", 6) ||
+      magic[6] != 1)
+    die("not a version-1 .npy file", path);
+  size_t length = magic[8] | (magic[9] << 8);
+  char header[4096];
+  if (length >= sizeof(header) || fread(header, 1, length, file) != length)
+    die("a bad .npy header", path);
+  header[length] = 0;
+  if (strstr(header, "'<f8'"))
+    array->dtype = LOOM_DTYPE_F64;
+  else if (strstr(header, "'<i8'"))
+    array->dtype = LOOM_DTYPE_I64;
+  else
+    die("only <f8 and <i8 .npy files", path);
+  if (strstr(header, "'fortran_order': True"))
+    die("a Fortran-order .npy file", path);
+  const char *open = strchr(strstr(header, "'shape'"), '(');
+  array->rank = 0;
+  for (const char *at = open + 1; *at && *at != ')';) {
+    char *end;
+    long long size = strtoll(at, &end, 10);
+    if (end == at) {
+      ++at;
+      continue;
+    }
+    array->shape[array->rank++] = size;
+    at = end;
+  }
+  array->bytes = elements(array->shape, array->rank) *
+                 (int64_t)element_size(array->dtype);
+  array->data = malloc(array->bytes ? (size_t)array->bytes : 1);
+  if (fread(array->data, 1, (size_t)array->bytes, file) !=
+      (size_t)array->bytes)
+    die("a truncated .npy file", path);
+  fclose(file);
+  return 1;
+}
+
+static void write_npy(const char *path, const Array *array) {
+  FILE *file = fopen(path, "wb");
+  if (!file)
+    die("cannot write", path);
+  char header[256];
+  int n = snprintf(header, sizeof(header),
+                   "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                   array->dtype == LOOM_DTYPE_F64 ? "<f8" : "<i8");
+  for (int64_t i = 0; i < array->rank; ++i)
+    n += snprintf(header + n, sizeof(header) - n, "%lld,",
+                  (long long)array->shape[i]);
+  n += snprintf(header + n, sizeof(header) - n, "), }");
+  while ((10 + n + 1) % 64)
+    header[n++] = ' ';
+  header[n++] = '\n';
+  unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
+  fwrite(magic, 1, 10, file);
+  fwrite(header, 1, (size_t)n, file);
+  fwrite(array->data, 1, (size_t)array->bytes, file);
+  fclose(file);
+}
+
+/*===------------------------------------------------------------------------===
+ * Training
+ *===------------------------------------------------------------------------===*/
+
+typedef struct Run {
+  Api api;
+  loom_program *program;
+  double losses[64];
+} Run;
+
+static void set_initial(Run *run, const char *init) {
+  Api *api = &run->api;
+  int64_t params = 0;
+  for (int64_t i = 0; i < api->num_args(run->program); ++i) {
+    loom_arg_info info;
+    check(api, api->arg_info(run->program, i, &info), "arg info");
+    if (info.role == LOOM_ARG_DATA)
+      continue;
+    Array array;
+    char path[1024];
+    if (info.role == LOOM_ARG_PARAM) {
+      snprintf(path, sizeof(path), "%s/param_%lld.npy", init,
+               (long long)params++);
+      if (!read_npy(path, &array))
+        die("cannot read", path);
+    } else {
+      /* Optimizer state and the step counter start at zero. */
+      array.dtype = info.dtype;
+      array.rank = info.rank;
+      memcpy(array.shape, info.global_shape, sizeof(int64_t) * info.rank);
+      array.bytes = elements(info.global_shape, info.rank) *
+                    (int64_t)element_size(info.dtype);
+      array.data = calloc(1, array.bytes ? (size_t)array.bytes : 1);
+    }
+    check(api,
+          api->set_arg(run->program, i, LOOM_FORM_GLOBAL, array.dtype,
+                       array.rank, array.shape, array.data),
+          info.name);
+    free(array.data);
+  }
+}
+
+static void set_batch(Run *run, const char *data, int64_t step) {
+  Api *api = &run->api;
+  for (int64_t i = 0; i < api->num_args(run->program); ++i) {
+    loom_arg_info info;
+    check(api, api->arg_info(run->program, i, &info), "arg info");
+    if (info.role != LOOM_ARG_DATA)
+      continue;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s.npy", data, info.name);
+    Array all;
+    if (!read_npy(path, &all))
+      die("cannot read", path);
+    int64_t batch = all.bytes / all.shape[0];
+    check(api,
+          api->set_arg(run->program, i, LOOM_FORM_GLOBAL, all.dtype,
+                       all.rank - 1, all.shape + 1,
+                       (char *)all.data + step * batch),
+          info.name);
+    free(all.data);
+  }
+}
+
+static void write_results(Run *run, const char *out, int64_t steps) {
+  Api *api = &run->api;
+  int64_t params = 0;
+  for (int64_t i = 0; i < api->num_args(run->program); ++i) {
+    loom_arg_info info;
+    check(api, api->arg_info(run->program, i, &info), "arg info");
+    if (info.role != LOOM_ARG_PARAM)
+      continue;
+    Array array;
+    array.dtype = info.dtype;
+    array.rank = info.rank;
+    memcpy(array.shape, info.global_shape, sizeof(int64_t) * info.rank);
+    array.bytes = elements(info.global_shape, info.rank) *
+                  (int64_t)element_size(info.dtype);
+    array.data = malloc(array.bytes ? (size_t)array.bytes : 1);
+    /* Collective: every rank reads it back. */
+    check(api,
+          api->get_arg(run->program, i, LOOM_FORM_GLOBAL, array.dtype,
+                       array.rank, array.shape, array.data),
+          info.name);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/param_%lld.npy", out, (long long)params++);
+    if (rank_ == 0)
+      write_npy(path, &array);
+    free(array.data);
+  }
+  if (rank_ == 0) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/losses.txt", out);
+    FILE *file = fopen(path, "w");
+    for (int64_t s = 0; s < steps; ++s)
+      fprintf(file, "%.17g\n", run->losses[s]);
+    fclose(file);
+  }
+}
+
+/* The error paths of the ABI, on a program of library `api`. */
+static void errors(Api *api) {
+  loom_program *program = NULL;
+  check(api, api->create(NULL, &program), "create");
+  int64_t x = api->find_arg(program, "x");
+  int64_t w1 = api->find_arg(program, "w1");
+  if (x < 0 || w1 < 0)
+    die("no argument named x or w1", NULL);
+  if (api->find_arg(program, "no such") != -1)
+    die("found an argument that does not exist", NULL);
+  loom_arg_info info;
+  check(api, api->arg_info(program, w1, &info), "arg info");
+  double values[16 * 32] = {0};
+  float floats[16 * 32] = {0};
+  int64_t shape[2] = {16, 32}, wrong[2] = {16, 33};
+  expect_failure(api,
+                 api->set_arg(program, w1, LOOM_FORM_GLOBAL, LOOM_DTYPE_F32, 2,
+                              shape, floats),
+                 "wrong dtype");
+  expect_failure(api,
+                 api->set_arg(program, w1, LOOM_FORM_GLOBAL, LOOM_DTYPE_F64, 2,
+                              wrong, values),
+                 "wrong shape");
+  expect_failure(api,
+                 api->set_arg(program, w1, LOOM_FORM_GLOBAL, LOOM_DTYPE_F64, 1,
+                              shape, values),
+                 "wrong rank");
+  expect_failure(api,
+                 api->set_arg(program, 99, LOOM_FORM_GLOBAL, LOOM_DTYPE_F64, 2,
+                              shape, values),
+                 "no such argument");
+  expect_failure(api,
+                 api->set_arg(program, w1, LOOM_FORM_LOCAL, LOOM_DTYPE_F64, 2,
+                              shape, values),
+                 "global shape as local");
+  expect_failure(api,
+                 api->set_arg(program, w1, LOOM_FORM_GLOBAL, LOOM_DTYPE_F64, 2,
+                              shape, NULL),
+                 "null data");
+  expect_failure(api,
+                 api->get_arg(program, w1, LOOM_FORM_GLOBAL, LOOM_DTYPE_I64, 2,
+                              shape, values),
+                 "get with the wrong dtype");
+  /* A local write and a global read give the shards back. */
+  check(api,
+        api->set_arg(program, w1, LOOM_FORM_LOCAL, LOOM_DTYPE_F64, info.rank,
+                     info.local_shape, values),
+        "local set");
+  expect_failure(api, api->arg_info(program, -1, &info), "arg info of -1");
+  api->destroy(program);
+  expect_failure(api, api->create(NULL, NULL), "create without a pointer");
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  const char *init = NULL, *data = NULL, *out = NULL;
+  int64_t steps = 0;
+  int mode = 0; /* 0 train, 1 errors, 2 ranks */
+  const char *libraries[8];
+  int count = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--init") && i + 1 < argc)
+      init = argv[++i];
+    else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+      out = argv[++i];
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+      steps = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--errors"))
+      mode = 1;
+    else if (!strcmp(argv[i], "--ranks-check"))
+      mode = 2;
+    else if (count < 8)
+      libraries[count++] = argv[i];
+  }
+  if (!count)
+    die("no library given", NULL);
+  Run runs[8];
+  for (int l = 0; l < count; ++l)
+    load(&runs[l].api, libraries[l]);
+
+  if (mode == 1) {
+    errors(&runs[0].api);
+  } else if (mode == 2) {
+    /* The whole world (3 ranks) is the wrong size for a 2-device program;
+     * the sub-communicator of ranks 0 and 1 runs it. */
+    Api *api = &runs[0].api;
+    loom_program *program = NULL;
+    expect_failure(api, api->create(NULL, &program), "world of 3 ranks");
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank_ < 2 ? 0 : MPI_UNDEFINED, rank_, &pair);
+    if (rank_ < 2) {
+      check(api, api->create(&pair, &program), "create on ranks 0 and 1");
+      loom_arg_info info;
+      check(api, api->arg_info(program, api->find_arg(program, "w1"), &info),
+            "arg info");
+      if (rank_ == 0)
+        printf("sub-communicator: device %lld holds w1 as %lldx%lld\n",
+               (long long)rank_, (long long)info.local_shape[0],
+               (long long)info.local_shape[1]);
+      api->destroy(program);
+      MPI_Comm_free(&pair);
+    }
+  } else {
+    if (!init || !data || !out || steps < 1 || steps > 64)
+      die("usage: --init DIR --data DIR --steps N --out DIR LIB...", NULL);
+    /* Every program exists at once, then they step in turn. */
+    for (int l = 0; l < count; ++l) {
+      check(&runs[l].api, runs[l].api.create(NULL, &runs[l].program),
+            "create");
+      set_initial(&runs[l], init);
+    }
+    for (int64_t s = 0; s < steps; ++s)
+      for (int l = 0; l < count; ++l) {
+        set_batch(&runs[l], data, s);
+        check(&runs[l].api, runs[l].api.step(runs[l].program, &runs[l].losses[s]),
+              "step");
+      }
+    for (int l = 0; l < count; ++l) {
+      char dir[1024];
+      snprintf(dir, sizeof(dir), "%s/%d", out, l);
+      write_results(&runs[l], dir, steps);
+      runs[l].api.destroy(runs[l].program);
+    }
+    if (rank_ == 0)
+      printf("trained %d programs for %lld steps\n", count, (long long)steps);
+  }
+  for (int l = 0; l < count; ++l)
+    dlclose(runs[l].api.handle);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The compiled program as a shared library, driven from C.
+
+Builds one program library per layout of Inputs/mlp.mlir (an f64 MLP on 2
+devices: data parallel and tensor parallel) with `loom-opt
+--loom-training-pipeline --loom-partition-pipeline` and `loom-run
+--emit-library`, then runs the C driver (ProgramLibraryTest.c) under
+`mpirun -np 2`: it loads every library into one process, sets the same
+initial parameters in global form, trains each for --steps steps on the same
+batches and reads the parameters back in global form. Each library's losses
+and final parameters must equal the single-device interpreter's training of
+the unpartitioned step (loom-run --train on the same files) within
+--tolerance, norm-wise relative (f64; NaN or Inf fails).
+
+    check_program_library.py --opt loom-opt --run loom-run \
+        --driver loom-program-library-test --model Inputs/mlp.mlir \
+        --work-dir DIR [--steps 5] [--tolerance 1e-10] [--corrupt EPS]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+LAYOUTS = {
+    "dp": {"LAYOUT_X": "#hspmd.union<{[0, 1]: [S0:2]}>",
+           "LAYOUT_W1": "#hspmd.union<{[0, 1]: [D:2]}>",
+           "LAYOUT_W2": "#hspmd.union<{[0, 1]: [D:2]}>"},
+    "tp": {"LAYOUT_X": "#hspmd.union<{[0, 1]: [D:2]}>",
+           "LAYOUT_W1": "#hspmd.union<{[0, 1]: [S1:2]}>",
+           "LAYOUT_W2": "#hspmd.union<{[0, 1]: [S0:2]}>"},
+}
+TRAINING = "--loom-training-pipeline=optimizer=adamw lr=1e-2"
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(command)}\n{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def mpirun(ranks):
+    command = ["mpirun", "-np", str(ranks), "--oversubscribe"]
+    if os.geteuid() == 0:
+        command.append("--allow-run-as-root")
+    return command
+
+
+def relative(a, b):
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("inf")
+    norm = np.linalg.norm(b)
+    return np.linalg.norm(a - b) / (norm if norm else 1.0)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for name in ("--opt", "--run", "--driver", "--model", "--work-dir"):
+        parser.add_argument(name, required=True)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--tolerance", type=float, default=1e-10)
+    parser.add_argument("--corrupt", type=float, default=0.0,
+                        help="a planted fault: perturb one reference "
+                             "parameter element by this much")
+    parser.add_argument("--mode", choices=["train", "errors", "ranks"],
+                        default="train")
+    args = parser.parse_args()
+    work = os.path.abspath(args.work_dir)
+    os.makedirs(work, exist_ok=True)
+    with open(args.model) as f:
+        model = f.read()
+
+    # The libraries.
+    libraries = []
+    for name, layouts in LAYOUTS.items():
+        text = model
+        for key, value in layouts.items():
+            text = text.replace(key, value)
+        source = os.path.join(work, f"{name}.mlir")
+        with open(source, "w") as f:
+            f.write(text)
+        step = os.path.join(work, f"{name}-step.mlir")
+        run([args.opt, source, TRAINING, "--loom-partition-pipeline",
+             "-o", step])
+        library = os.path.join(work, f"{name}.so")
+        run([args.run, "--interpret", step, "--train", "--target", "host",
+             "--ranks", "2", "--global-entry", "mlp_train_step", "--vocab",
+             "8", "--emit-library", library])
+        libraries.append(library)
+    env = dict(os.environ)
+    # MPI keeps memory until the process ends: no leak checks in the ranks.
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+
+    if args.mode == "errors":
+        print(run(mpirun(2) + [args.driver, "--errors", libraries[1]],
+                  env=env), end="")
+        return
+    if args.mode == "ranks":
+        print(run(mpirun(3) + [args.driver, "--ranks-check", libraries[1]],
+                  env=env), end="")
+        return
+
+    # The same initial parameters and batches for every run.
+    rng = np.random.default_rng(11)
+    init, data = os.path.join(work, "init"), os.path.join(work, "data")
+    os.makedirs(init, exist_ok=True)
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(init, "param_0.npy"),
+            rng.standard_normal((16, 32)) / 4)
+    np.save(os.path.join(init, "param_1.npy"),
+            rng.standard_normal((32, 8)) / 6)
+    np.save(os.path.join(data, "x.npy"),
+            rng.standard_normal((args.steps, 8, 16)))
+    np.save(os.path.join(data, "labels.npy"),
+            rng.integers(0, 8, (args.steps, 8)).astype(np.int64))
+
+    # The reference: the unpartitioned step on one device.
+    plain = os.path.join(work, "plain.mlir")
+    with open(plain, "w") as f:
+        f.write(model.replace("LAYOUT_X", LAYOUTS["dp"]["LAYOUT_W1"])
+                .replace("LAYOUT_W1", LAYOUTS["dp"]["LAYOUT_W1"])
+                .replace("LAYOUT_W2", LAYOUTS["dp"]["LAYOUT_W1"]))
+    step = os.path.join(work, "plain-step.mlir")
+    run([args.opt, plain, TRAINING, "-o", step])
+    reference = os.path.join(work, "reference")
+    log = run([args.run, "--interpret", step, "--train", "--entry",
+               "mlp_train_step", "--steps", str(args.steps), "--vocab", "8",
+               "--init-npy", init, "--data", data, "--output-dir", reference,
+               "--json"])
+    import json
+    losses = [json.loads(line)["loss"] for line in log.splitlines()
+              if line.startswith("{")]
+    params = [np.load(os.path.join(reference, f"param_{k}.npy"))
+              for k in range(2)]
+    if args.corrupt:
+        params[0].flat[0] += args.corrupt
+
+    out = os.path.join(work, "out")
+    for index in range(len(libraries)):
+        os.makedirs(os.path.join(out, str(index)), exist_ok=True)
+    print(run(mpirun(2) + [args.driver, "--init", init, "--data", data,
+                           "--steps", str(args.steps), "--out", out]
+              + libraries, env=env), end="")
+    failed = False
+    for index, name in enumerate(LAYOUTS):
+        with open(os.path.join(out, str(index), "losses.txt")) as f:
+            got = np.array([float(line) for line in f if line.strip()])
+        loss_error = relative(got, np.array(losses))
+        param_error = max(
+            relative(np.load(os.path.join(out, str(index),
+                                          f"param_{k}.npy")), params[k])
+            for k in range(2))
+        ok = (len(got) == args.steps and loss_error <= args.tolerance
+              and param_error <= args.tolerance)
+        failed |= not ok
+        print(f"{name}: {len(got)} steps, loss error {loss_error:.1e}, "
+              f"parameter error {param_error:.1e} (bound "
+              f"{args.tolerance:.0e}): {'ok' if ok else 'FAIL'}")
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
