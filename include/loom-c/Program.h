@@ -122,6 +122,32 @@ loom_status *loom_program_get_arg(loom_program *program, int64_t index,
  * step's loss (the global value, on every rank) as a double. */
 loom_status *loom_program_step(loom_program *program, double *loss);
 
+/* Every function above, as a loader fills them in from one library
+ * (loom_program_library_open in include/loom-c/Compiler.h): programs of
+ * several libraries can live in one process. */
+typedef struct loom_program_api {
+  void *library;
+  int32_t (*abi_version)(void);
+  loom_status *(*create)(const void *mpi_comm, loom_program **program);
+  void (*destroy)(loom_program *program);
+  int64_t (*get_device)(const loom_program *program);
+  int64_t (*get_num_devices)(const loom_program *program);
+  int64_t (*get_num_args)(const loom_program *program);
+  loom_status *(*get_arg_info)(const loom_program *program, int64_t index,
+                               loom_arg_info *info);
+  int64_t (*find_arg)(const loom_program *program, const char *name);
+  loom_status *(*set_arg)(loom_program *program, int64_t index,
+                          loom_form form, loom_dtype dtype, int64_t rank,
+                          const int64_t *shape, const void *data);
+  loom_status *(*get_arg)(loom_program *program, int64_t index,
+                          loom_form form, loom_dtype dtype, int64_t rank,
+                          const int64_t *shape, void *data);
+  loom_status *(*step)(loom_program *program, double *loss);
+  loom_status_code (*status_get_code)(const loom_status *status);
+  const char *(*status_get_message)(const loom_status *status);
+  void (*status_destroy)(loom_status *status);
+} loom_program_api;
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,35 +12,22 @@
 |*   program-library-test --errors LIB   (the C ABI's error paths)            *|
 |*   program-library-test --ranks-check LIB  (a communicator of the wrong     *|
 |*                                      size, and a sub-communicator)         *|
+|*   --compile MODEL --config FILE --build PATH: first compile MODEL with the *|
+|*       run configuration FILE into the library PATH through the compiler's  *|
+|*       C API (include/loom-c/Compiler.h), and train it too                  *|
+|*   program-library-test --compile-errors --compile MODEL --config FILE      *|
+|*       (the compiler C API's error paths)                                   *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
-#include "include/loom-c/Program.h"
+#include "include/loom-c/Compiler.h"
 
-#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The ABI, resolved from one library. */
-typedef struct Api {
-  void *handle;
-  int32_t (*abi_version)(void);
-  loom_status *(*create)(const void *, loom_program **);
-  void (*destroy)(loom_program *);
-  int64_t (*num_args)(const loom_program *);
-  loom_status *(*arg_info)(const loom_program *, int64_t, loom_arg_info *);
-  int64_t (*find_arg)(const loom_program *, const char *);
-  loom_status *(*set_arg)(loom_program *, int64_t, loom_form, loom_dtype,
-                          int64_t, const int64_t *, const void *);
-  loom_status *(*get_arg)(loom_program *, int64_t, loom_form, loom_dtype,
-                          int64_t, const int64_t *, void *);
-  loom_status *(*step)(loom_program *, double *);
-  loom_status_code (*status_code)(const loom_status *);
-  const char *(*status_message)(const loom_status *);
-  void (*status_destroy)(loom_status *);
-} Api;
+typedef loom_program_api Api;
 
 static int rank_ = 0;
 
@@ -50,39 +37,21 @@ static void die(const char *what, const char *detail) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void *resolve(void *handle, const char *name) {
-  void *symbol = dlsym(handle, name);
-  if (!symbol)
-    die("a program library lacks", name);
-  return symbol;
-}
-
 static void load(Api *api, const char *path) {
-  api->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!api->handle)
-    die("cannot load", dlerror());
-  *(void **)&api->abi_version = resolve(api->handle, "loom_program_abi_version");
-  *(void **)&api->create = resolve(api->handle, "loom_program_create");
-  *(void **)&api->destroy = resolve(api->handle, "loom_program_destroy");
-  *(void **)&api->num_args = resolve(api->handle, "loom_program_get_num_args");
-  *(void **)&api->arg_info = resolve(api->handle, "loom_program_get_arg_info");
-  *(void **)&api->find_arg = resolve(api->handle, "loom_program_find_arg");
-  *(void **)&api->set_arg = resolve(api->handle, "loom_program_set_arg");
-  *(void **)&api->get_arg = resolve(api->handle, "loom_program_get_arg");
-  *(void **)&api->step = resolve(api->handle, "loom_program_step");
-  *(void **)&api->status_code = resolve(api->handle, "loom_status_get_code");
-  *(void **)&api->status_message =
-      resolve(api->handle, "loom_status_get_message");
-  *(void **)&api->status_destroy = resolve(api->handle, "loom_status_destroy");
-  if (api->abi_version() != LOOM_PROGRAM_ABI_VERSION)
-    die("a program library has another ABI version", path);
+  loom_status *status = loom_program_library_open(path, api);
+  if (status) {
+    fprintf(stderr, "program-library-test: rank %d: %s\n", rank_,
+            loom_compiler_status_get_message(status));
+    loom_compiler_status_destroy(status);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
 }
 
 static void check(const Api *api, loom_status *status, const char *what) {
   if (!status)
     return;
   fprintf(stderr, "program-library-test: rank %d: %s: status %d: %s\n", rank_,
-          what, (int)api->status_code(status), api->status_message(status));
+          what, (int)api->status_get_code(status), api->status_get_message(status));
   api->status_destroy(status);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -93,8 +62,8 @@ static void expect_failure(const Api *api, loom_status *status,
   if (!status)
     die("expected a failure", what);
   if (rank_ == 0)
-    printf("%s: status %d: %s\n", what, (int)api->status_code(status),
-           api->status_message(status));
+    printf("%s: status %d: %s\n", what, (int)api->status_get_code(status),
+           api->status_get_message(status));
   api->status_destroy(status);
 }
 
@@ -209,9 +178,9 @@ typedef struct Run {
 static void set_initial(Run *run, const char *init) {
   Api *api = &run->api;
   int64_t params = 0;
-  for (int64_t i = 0; i < api->num_args(run->program); ++i) {
+  for (int64_t i = 0; i < api->get_num_args(run->program); ++i) {
     loom_arg_info info;
-    check(api, api->arg_info(run->program, i, &info), "arg info");
+    check(api, api->get_arg_info(run->program, i, &info), "arg info");
     if (info.role == LOOM_ARG_DATA)
       continue;
     Array array;
@@ -240,9 +209,9 @@ static void set_initial(Run *run, const char *init) {
 
 static void set_batch(Run *run, const char *data, int64_t step) {
   Api *api = &run->api;
-  for (int64_t i = 0; i < api->num_args(run->program); ++i) {
+  for (int64_t i = 0; i < api->get_num_args(run->program); ++i) {
     loom_arg_info info;
-    check(api, api->arg_info(run->program, i, &info), "arg info");
+    check(api, api->get_arg_info(run->program, i, &info), "arg info");
     if (info.role != LOOM_ARG_DATA)
       continue;
     char path[1024];
@@ -263,9 +232,9 @@ static void set_batch(Run *run, const char *data, int64_t step) {
 static void write_results(Run *run, const char *out, int64_t steps) {
   Api *api = &run->api;
   int64_t params = 0;
-  for (int64_t i = 0; i < api->num_args(run->program); ++i) {
+  for (int64_t i = 0; i < api->get_num_args(run->program); ++i) {
     loom_arg_info info;
-    check(api, api->arg_info(run->program, i, &info), "arg info");
+    check(api, api->get_arg_info(run->program, i, &info), "arg info");
     if (info.role != LOOM_ARG_PARAM)
       continue;
     Array array;
@@ -307,7 +276,7 @@ static void errors(Api *api) {
   if (api->find_arg(program, "no such") != -1)
     die("found an argument that does not exist", NULL);
   loom_arg_info info;
-  check(api, api->arg_info(program, w1, &info), "arg info");
+  check(api, api->get_arg_info(program, w1, &info), "arg info");
   double values[16 * 32] = {0};
   float floats[16 * 32] = {0};
   int64_t shape[2] = {16, 32}, wrong[2] = {16, 33};
@@ -344,15 +313,140 @@ static void errors(Api *api) {
         api->set_arg(program, w1, LOOM_FORM_LOCAL, LOOM_DTYPE_F64, info.rank,
                      info.local_shape, values),
         "local set");
-  expect_failure(api, api->arg_info(program, -1, &info), "arg info of -1");
+  expect_failure(api, api->get_arg_info(program, -1, &info), "arg info of -1");
   api->destroy(program);
   expect_failure(api, api->create(NULL, NULL), "create without a pointer");
+}
+
+/*===------------------------------------------------------------------------===
+ * The compiler's C API (include/loom-c/Compiler.h)
+ *===------------------------------------------------------------------------===*/
+
+static int diagnostics_ = 0;
+
+static void on_diagnostic(loom_severity severity, const char *location,
+                          const char *message, void *user) {
+  (void)user;
+  ++diagnostics_;
+  if (rank_ == 0)
+    printf("diagnostic %d at %s: %s\n", (int)severity, location, message);
+}
+
+static char *read_file(const char *path, size_t *length) {
+  FILE *file = fopen(path, "rb");
+  if (!file)
+    die("cannot read", path);
+  fseek(file, 0, SEEK_END);
+  long size = ftell(file);
+  fseek(file, 0, SEEK_SET);
+  char *text = malloc((size_t)size + 1);
+  if (fread(text, 1, (size_t)size, file) != (size_t)size)
+    die("cannot read", path);
+  text[size] = 0;
+  fclose(file);
+  *length = (size_t)size;
+  return text;
+}
+
+static void compiled(loom_status *status, const char *what) {
+  if (!status)
+    return;
+  fprintf(stderr, "program-library-test: %s: status %d: %s\n", what,
+          (int)loom_compiler_status_get_code(status),
+          loom_compiler_status_get_message(status));
+  loom_compiler_status_destroy(status);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void compile_failure(loom_status *status, const char *what) {
+  if (!status)
+    die("expected the compiler to fail", what);
+  if (rank_ == 0)
+    printf("%s: status %d: %s\n", what,
+           (int)loom_compiler_status_get_code(status),
+           loom_compiler_status_get_message(status));
+  loom_compiler_status_destroy(status);
+}
+
+/* The whole path: parse, configure, partition, build the library. */
+static void compile(const char *model_path, const char *config_path,
+                    const char *library) {
+  size_t model_length, config_length;
+  char *model = read_file(model_path, &model_length);
+  char *config = read_file(config_path, &config_length);
+  loom_context *context = loom_context_create(on_diagnostic, NULL);
+  loom_module *module = NULL;
+  compiled(loom_module_parse(context, model, model_length, model_path, &module),
+           "parse");
+  compiled(loom_module_apply_config(module, config, config_length),
+           "apply the configuration");
+  compiled(loom_module_run_pipeline(module,
+                                    loom_module_get_config_pipeline(module)),
+           loom_module_get_config_pipeline(module));
+  compiled(loom_module_build_library(module, "", library), "build");
+  loom_module_destroy(module);
+  loom_context_destroy(context);
+  free(model);
+  free(config);
+  printf("compiled %s with %s\n", model_path, config_path);
+}
+
+/* The compiler API's error paths. */
+static void compile_errors(const char *model_path, const char *config_path) {
+  size_t model_length, config_length;
+  char *model = read_file(model_path, &model_length);
+  char *config = read_file(config_path, &config_length);
+  loom_context *context = loom_context_create(on_diagnostic, NULL);
+  loom_module *module = NULL;
+  const char *broken = "func.func @f(%x: tensor<2xf32>) {\n  nn.nope\n}\n";
+  compile_failure(
+      loom_module_parse(context, broken, strlen(broken), "broken.mlir", &module),
+      "parse");
+  if (!diagnostics_)
+    die("the parse error reached no diagnostic callback", NULL);
+  compiled(loom_module_parse(context, model, model_length, model_path, &module),
+           "parse");
+  /* The configuration with one more layout, whose pattern is a typo. */
+  const char *typo = "\nlayouts { match: \"w9\" layout: "
+                     "\"#hspmd.union<{[0, 1]: [S1:2]}>\" }\n";
+  char *typoed = malloc(config_length + strlen(typo) + 1);
+  memcpy(typoed, config, config_length);
+  strcpy(typoed + config_length, typo);
+  compile_failure(loom_module_apply_config(module, typoed, strlen(typoed)),
+                  "a pattern matching nothing");
+  free(typoed);
+  compile_failure(loom_module_apply_config(module, "run {", 5),
+                  "a broken configuration");
+  compile_failure(loom_module_run_pipeline(module, "no-such-pipeline"),
+                  "an unknown pipeline");
+  compiled(loom_module_apply_config(module, config, config_length),
+           "apply the configuration");
+  compiled(loom_module_run_pipeline(module,
+                                    loom_module_get_config_pipeline(module)),
+           "the configuration's pipeline");
+  char *source = NULL;
+  compile_failure(loom_module_emit(module, "tpu", "", &source),
+                  "an unknown target");
+  compile_failure(loom_module_emit(module, "host", "no_such_step", &source),
+                  "an unknown entry");
+  compiled(loom_module_emit(module, "host", "", &source), "emit");
+  if (!strstr(source, "LOOM_PROGRAM_LIBRARY_ABI"))
+    die("the emitted host C++ has no program library entry", NULL);
+  loom_string_destroy(source);
+  loom_program_api api;
+  compile_failure(loom_program_library_open("/nonexistent/program.so", &api),
+                  "a missing library");
+  loom_module_destroy(module);
+  loom_context_destroy(context);
+  free(model);
+  free(config);
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   const char *init = NULL, *data = NULL, *out = NULL;
+  const char *model = NULL, *config = NULL, *build = NULL;
   int64_t steps = 0;
   int mode = 0; /* 0 train, 1 errors, 2 ranks */
   const char *libraries[8];
@@ -366,12 +460,38 @@ int main(int argc, char **argv) {
       out = argv[++i];
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
       steps = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--compile") && i + 1 < argc)
+      model = argv[++i];
+    else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+      config = argv[++i];
+    else if (!strcmp(argv[i], "--build") && i + 1 < argc)
+      build = argv[++i];
+    else if (!strcmp(argv[i], "--compile-errors"))
+      mode = 3;
     else if (!strcmp(argv[i], "--errors"))
       mode = 1;
     else if (!strcmp(argv[i], "--ranks-check"))
       mode = 2;
     else if (count < 8)
       libraries[count++] = argv[i];
+  }
+  if (mode == 3) {
+    if (!model || !config)
+      die("--compile-errors needs --compile MODEL --config FILE", NULL);
+    if (rank_ == 0)
+      compile_errors(model, config);
+    MPI_Finalize();
+    return 0;
+  }
+  /* A library compiled here first, through the compiler's C API (on rank
+   * 0; the others wait). */
+  if (model) {
+    if (!config || !build || count >= 8)
+      die("--compile needs --config FILE --build PATH", NULL);
+    if (rank_ == 0)
+      compile(model, config, build);
+    MPI_Barrier(MPI_COMM_WORLD);
+    libraries[count++] = build;
   }
   if (!count)
     die("no library given", NULL);
@@ -392,7 +512,7 @@ int main(int argc, char **argv) {
     if (rank_ < 2) {
       check(api, api->create(&pair, &program), "create on ranks 0 and 1");
       loom_arg_info info;
-      check(api, api->arg_info(program, api->find_arg(program, "w1"), &info),
+      check(api, api->get_arg_info(program, api->find_arg(program, "w1"), &info),
             "arg info");
       if (rank_ == 0)
         printf("sub-communicator: device %lld holds w1 as %lldx%lld\n",
@@ -426,7 +546,7 @@ int main(int argc, char **argv) {
       printf("trained %d programs for %lld steps\n", count, (long long)steps);
   }
   for (int l = 0; l < count; ++l)
-    dlclose(runs[l].api.handle);
+    loom_program_library_close(&runs[l].api);
   MPI_Finalize();
   return 0;
 }

@@ -5,7 +5,10 @@ Builds one program library per layout of Inputs/mlp.mlir (an f64 MLP on 2
 devices: data parallel and tensor parallel) with `loom-opt
 --loom-training-pipeline --loom-partition-pipeline` and `loom-run
 --emit-library`, then runs the C driver (ProgramLibraryTest.c) under
-`mpirun -np 2`: it loads every library into one process, sets the same
+`mpirun -np 2`: it compiles a third library itself through the compiler's C
+API (parse Inputs/mlp_plain.mlir, apply the run configuration
+Inputs/mlp_tp.txtpb, run its pipelines, build), loads all three into one
+process, sets the same
 initial parameters in global form, trains each for --steps steps on the same
 batches and reads the parameters back in global form. Each library's losses
 and final parameters must equal the single-device interpreter's training of
@@ -14,7 +17,9 @@ the unpartitioned step (loom-run --train on the same files) within
 
     check_program_library.py --opt loom-opt --run loom-run \
         --driver loom-program-library-test --model Inputs/mlp.mlir \
+        --plain-model Inputs/mlp_plain.mlir --config Inputs/mlp_tp.txtpb \
         --work-dir DIR [--steps 5] [--tolerance 1e-10] [--corrupt EPS]
+        [--mode train|errors|ranks|compile-errors]
 """
 
 import argparse
@@ -65,8 +70,14 @@ def main():
     parser.add_argument("--corrupt", type=float, default=0.0,
                         help="a planted fault: perturb one reference "
                              "parameter element by this much")
-    parser.add_argument("--mode", choices=["train", "errors", "ranks"],
+    parser.add_argument("--mode", choices=["train", "errors", "ranks",
+                                           "compile-errors"],
                         default="train")
+    parser.add_argument("--plain-model", required=True,
+                        help="the model without layouts, which the C "
+                             "driver compiles with --config through the "
+                             "compiler's C API")
+    parser.add_argument("--config", required=True)
     args = parser.parse_args()
     work = os.path.abspath(args.work_dir)
     os.makedirs(work, exist_ok=True)
@@ -96,6 +107,11 @@ def main():
 
     if args.mode == "errors":
         print(run(mpirun(2) + [args.driver, "--errors", libraries[1]],
+                  env=env), end="")
+        return
+    if args.mode == "compile-errors":
+        print(run(mpirun(1) + [args.driver, "--compile-errors", "--compile",
+                               args.plain_model, "--config", args.config],
                   env=env), end="")
         return
     if args.mode == "ranks":
@@ -139,13 +155,18 @@ def main():
         params[0].flat[0] += args.corrupt
 
     out = os.path.join(work, "out")
-    for index in range(len(libraries)):
+    names = list(LAYOUTS) + ["config"]
+    for index in range(len(names)):
         os.makedirs(os.path.join(out, str(index)), exist_ok=True)
+    # The third library: compiled by the driver through the C API.
     print(run(mpirun(2) + [args.driver, "--init", init, "--data", data,
-                           "--steps", str(args.steps), "--out", out]
+                           "--steps", str(args.steps), "--out", out,
+                           "--compile", args.plain_model, "--config",
+                           args.config, "--build",
+                           os.path.join(work, "config.so")]
               + libraries, env=env), end="")
     failed = False
-    for index, name in enumerate(LAYOUTS):
+    for index, name in enumerate(names):
         with open(os.path.join(out, str(index), "losses.txt")) as f:
             got = np.array([float(line) for line in f if line.strip()])
         loss_error = relative(got, np.array(losses))

@@ -1,6 +1,7 @@
 //===- ConfigRun.cpp - loom-run --config ----------------------------------===//
 
 #include "tools/loom-run/ConfigRun.h"
+#include "lib/CAPI/RunConfig.h"
 
 #include "dialects/InitAllDialects.h"
 #include "passes/ArgumentNames.h"
@@ -64,67 +65,18 @@ int loom::interp::runFromConfig(const config::Config &config,
   OwningOpRef<ModuleOp> module = parseWithArgumentNames(sourceMgr, &context);
   if (!module)
     return 1;
-  // The configuration's cluster, where the model has none: the cluster
-  // target picks each group's target from its devices' kinds.
-  if (!(*module)->hasAttr(hspmd::HSPMDDialect::getClusterAttrName()) &&
-      config.cluster().devices_size() > 0) {
-    SmallVector<hspmd::DeviceAttr> devices;
-    for (const config::Device &device : config.cluster().devices())
-      devices.push_back(hspmd::DeviceAttr::get(
-          &context, device.id(), device.kind(), llvm::APFloat(device.speed()),
-          static_cast<int64_t>(std::ceil(device.memory_gib())), device.node()));
-    (*module)->setAttr(hspmd::HSPMDDialect::getClusterAttrName(),
-                       hspmd::ClusterAttr::get(&context, devices));
-  }
-
-  // The forward function: the one with parameters that is not a step.
-  SmallVector<func::FuncOp> forwards;
-  for (func::FuncOp func : module->getOps<func::FuncOp>()) {
-    bool hasParam = false, isStep = false;
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      hasParam |= !!func.getArgAttr(i, nn::NNDialect::getParamAttrName());
-    for (unsigned r = 0; r < func.getNumResults(); ++r)
-      isStep |= !!func.getResultAttr(r, nn::NNDialect::getLossAttrName());
-    if (hasParam && !isStep && !func.isExternal())
-      forwards.push_back(func);
-  }
-  if (forwards.size() != 1)
-    return fail("--config needs a model with one forward function (nn.param "
-                "arguments, returning the loss); found " +
-                llvm::Twine(forwards.size()));
-  func::FuncOp forward = forwards.front();
-
-  // Layouts by argument name: the first pattern that matches wins; a
-  // pattern that matches nothing is an error (a typo, most likely).
-  for (const config::Layout &layout : config.layouts()) {
-    Attribute attr = parseAttribute(layout.layout(), &context);
-    auto unionAttr = dyn_cast_or_null<hspmd::UnionAttr>(attr);
-    if (!unionAttr)
-      return fail("layout for '" + layout.match() + "' is not an " +
-                  "#hspmd.union<...>: " + layout.layout());
-    unsigned matched = 0;
-    for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-      auto name = forward.getArgAttrOfType<StringAttr>(
-          i, nn::NNDialect::getNameAttrName());
-      if (!name || !config::matchGlob(layout.match(), name.getValue()))
-        continue;
-      ++matched;
-      if (!getArgLayoutAttr(forward, i))
-        setArgLayout(forward, i, unionAttr);
-    }
-    if (!matched)
-      return fail("layout pattern '" + layout.match() +
-                  "' matches no argument of @" + forward.getSymName());
-  }
+  std::string problem;
+  FailureOr<func::FuncOp> found =
+      capi::applyRunConfig(*module, config, problem);
+  if (failed(found))
+    return fail(problem);
+  func::FuncOp forward = *found;
 
   // The step, partitioned.
   PassManager pm(&context);
-  TrainingOptions options;
-  options.optimizer =
-      run.optimizer() == "sgd" ? OptimizerKind::SGD : OptimizerKind::AdamW;
-  options.lr = run.learning_rate() > 0 ? run.learning_rate() : 1e-2;
-  buildTrainingPipeline(pm, options);
-  buildPartitionPipeline(pm, PartitionOptions());
+  if (failed(parsePassPipeline(capi::getConfigPipeline(config), pm,
+                               llvm::errs())))
+    return fail("cannot build the configuration's pipeline");
   if (failed(pm.run(*module)))
     return 1;
 

@@ -2,6 +2,7 @@
 
 #include "tools/loom-run/HostLaunch.h"
 #include "tools/loom-run/HostToolchain.h"
+#include "lib/CAPI/ProgramBuild.h"
 #ifdef LOOM_HAVE_CUDA_TOOLCHAIN
 #include "tools/loom-run/CudaToolchain.h"
 #endif
@@ -249,34 +250,12 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     if (library && (cuda || ascend || *target != codegen::Target::Host))
       return fail("--emit-library builds host-target programs only so far");
     binary = library ? host.emitLibrary : work + "/program";
-    std::vector<std::string> command = {LOOM_HOST_CXX};
-    if (library)
-      for (std::string &word : splitWords(LOOM_HOST_LIBRARY_FLAGS))
-        command.push_back(word);
-#ifdef LOOM_CUDA_INCLUDES
-    if (cuda)
-      for (std::string &word : splitWords(LOOM_CUDA_INCLUDES))
-        command.push_back(word);
-#endif
-    for (auto *list : {LOOM_HOST_FLAGS, LOOM_HOST_INCLUDES})
-      for (std::string &word : splitWords(list))
-        command.push_back(word);
-    command.push_back(source);
-    command.push_back("-o");
-    command.push_back(binary);
-#ifdef LOOM_CUDA_LIBS
-    if (cuda)
-      for (std::string &word : splitWords(LOOM_CUDA_LIBS))
-        command.push_back(word);
-#endif
-    if (ascend)
-      for (std::string &word : splitWords(LOOM_ASCEND_LIBS))
-        command.push_back(word);
-    for (std::string &word : splitWords(LOOM_HOST_LIBS))
-      command.push_back(word);
-    if (library)
-      for (std::string &word : splitWords(LOOM_HOST_LIBRARY_LIBS))
-        command.push_back(word);
+    capi::BuildKind kind;
+    kind.cuda = cuda;
+    kind.ascend = ascend;
+    kind.library = library;
+    std::vector<std::string> command =
+        capi::getCompileCommand(source, binary, kind);
     if (int code = run(command, "compiling the generated C++"))
       return code;
     if (library)

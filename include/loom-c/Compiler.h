@@ -1,0 +1,104 @@
+/*===- loom-c/Compiler.h - Loom's compiler as a C library ----------*- C -*-===*\
+|*                                                                            *|
+|* The whole path from a model to a trained program, from C: a context (with *|
+|* Loom's dialects and pipelines), parsing a module (argument names kept),    *|
+|* applying a run configuration, running named pipelines, emitting a         *|
+|* target's sources, building the host program as a shared library and       *|
+|* loading it (include/loom-c/Program.h steps it). No C++ type crosses the   *|
+|* boundary. Diagnostics (with their locations) go to the context's          *|
+|* callback; functions that can fail return a loom_status (NULL: success),   *|
+|* as the program library does.                                               *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef LOOM_C_COMPILER_H
+#define LOOM_C_COMPILER_H
+
+#include "include/loom-c/Program.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this API; loom_compiler_api_version returns it. */
+#define LOOM_COMPILER_API_VERSION 1
+
+int32_t loom_compiler_api_version(void);
+
+typedef enum loom_severity {
+  LOOM_SEVERITY_NOTE = 0,
+  LOOM_SEVERITY_WARNING = 1,
+  LOOM_SEVERITY_ERROR = 2,
+} loom_severity;
+
+/* A diagnostic: `location` is "file:line:column" (or "" when unknown);
+ * both strings are valid during the call only. */
+typedef void (*loom_diagnostic_callback)(loom_severity severity,
+                                         const char *location,
+                                         const char *message, void *user);
+
+typedef struct loom_context loom_context;
+typedef struct loom_module loom_module;
+
+/* A context; diagnostics go to `callback` (NULL: to stderr). */
+loom_context *loom_context_create(loom_diagnostic_callback callback,
+                                  void *user);
+void loom_context_destroy(loom_context *context);
+
+/* Statuses of this API (the same object as the program library's; free
+ * them with loom_compiler_status_destroy). */
+loom_status_code loom_compiler_status_get_code(const loom_status *status);
+const char *loom_compiler_status_get_message(const loom_status *status);
+void loom_compiler_status_destroy(loom_status *status);
+
+/* Parses `length` bytes of MLIR text named `name` (for locations), keeping
+ * the source's argument names as nn.name. */
+loom_status *loom_module_parse(loom_context *context, const char *text,
+                               size_t length, const char *name,
+                               loom_module **module);
+void loom_module_destroy(loom_module *module);
+/* The module as MLIR text; free it with loom_string_destroy. */
+char *loom_module_print(const loom_module *module);
+void loom_string_destroy(char *text);
+
+/* Applies a run configuration (the text format of frontends/config,
+ * `length` bytes): the cluster where the module has none, and the layouts
+ * of the forward function's arguments by name. */
+loom_status *loom_module_apply_config(loom_module *module, const char *text,
+                                      size_t length);
+/* The pipelines the applied configuration asks for, e.g.
+ * "loom-training-pipeline{optimizer=adamw lr=0.01},loom-partition-pipeline"
+ * (valid until the module is destroyed; "" before a configuration). */
+const char *loom_module_get_config_pipeline(const loom_module *module);
+
+/* Runs a textual pass pipeline on the module, with Loom's named pipelines
+ * (loom-training-pipeline, loom-partition-pipeline, loom-compile-pipeline)
+ * and passes, e.g. "loom-training-pipeline{optimizer=sgd lr=0.1}". */
+loom_status *loom_module_run_pipeline(loom_module *module,
+                                      const char *pipeline);
+
+/* The C++ of the training step `entry` ("" : the only one) for `target`
+ * ("host", "cuda", "ascend", "cluster"); free it with loom_string_destroy.
+ * The module is not changed. */
+loom_status *loom_module_emit(const loom_module *module, const char *target,
+                              const char *entry, char **source);
+
+/* Builds the training step `entry` as a host program library at `path`
+ * (loom-run --emit-library). */
+loom_status *loom_module_build_library(const loom_module *module,
+                                       const char *entry, const char *path);
+
+/* Loads the program library at `path` (dlopen) and fills `api` with its
+ * functions; `api->library` is the handle for loom_program_library_close. */
+loom_status *loom_program_library_open(const char *path,
+                                       loom_program_api *api);
+void loom_program_library_close(loom_program_api *api);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_C_COMPILER_H */

@@ -1,0 +1,379 @@
+//===- Compiler.cpp - Loom's compiler as a C library ----------------------===//
+//
+// The implementation of include/loom-c/Compiler.h over Loom's C++: one
+// MLIRContext per loom_context, one module per loom_module, the named
+// pipelines of passes/Pipelines.h and codegen/Pipelines.h, and the build of
+// lib/CAPI/ProgramBuild.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "include/loom-c/Compiler.h"
+
+#include "codegen/Passes.h"
+#include "codegen/Pipelines.h"
+#include "dialects/InitAllDialects.h"
+#include "frontends/config/Config.h"
+#include "lib/CAPI/ProgramBuild.h"
+#include "lib/CAPI/RunConfig.h"
+#include "passes/ArgumentNames.h"
+#include "passes/Passes.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace mlir;
+using namespace loom;
+
+struct loom_status {
+  loom_status_code code;
+  std::string message;
+};
+
+struct loom_context {
+  MLIRContext context;
+  loom_diagnostic_callback callback = nullptr;
+  void *user = nullptr;
+  std::unique_ptr<ScopedDiagnosticHandler> handler;
+  /// The diagnostics of the current call, for its status message.
+  std::vector<std::string> errors;
+};
+
+struct loom_module {
+  loom_context *context = nullptr;
+  llvm::SourceMgr sourceMgr;
+  OwningOpRef<ModuleOp> module;
+  std::string configPipeline;
+};
+
+namespace {
+
+loom_status *makeStatus(loom_status_code code, const std::string &message) {
+  return new loom_status{code, message};
+}
+
+loom_status *invalid(const std::string &message) {
+  return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, message);
+}
+
+/// A failure after diagnostics: the status carries the first error.
+loom_status *failedWith(loom_context *context, const std::string &what) {
+  std::string message = what;
+  if (!context->errors.empty())
+    message += ": " + context->errors.front();
+  return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, message);
+}
+
+void registerEverything() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerLoomPasses();
+    registerLoomPipelines();
+    codegen::registerLoomCodegenPasses();
+    codegen::registerLoomCodegenPipelines();
+    registerTransformsPasses();
+  });
+}
+
+std::string locationText(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().str() + ":" + std::to_string(file.getLine()) +
+            ":" + std::to_string(file.getColumn()));
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string text = locationText(inner); !text.empty())
+        return text;
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return locationText(named.getChildLoc());
+  if (auto site = dyn_cast<CallSiteLoc>(loc))
+    return locationText(site.getCallee());
+  return "";
+}
+
+} // namespace
+
+int32_t loom_compiler_api_version(void) { return LOOM_COMPILER_API_VERSION; }
+
+loom_context *loom_context_create(loom_diagnostic_callback callback,
+                                  void *user) {
+  registerEverything();
+  auto *context = new loom_context();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  context->context.appendDialectRegistry(registry);
+  context->context.loadAllAvailableDialects();
+  context->context.printOpOnDiagnostic(false);
+  context->callback = callback;
+  context->user = user;
+  context->handler = std::make_unique<ScopedDiagnosticHandler>(
+      &context->context, [context](Diagnostic &diag) {
+        loom_severity severity = diag.getSeverity() == DiagnosticSeverity::Error
+                                     ? LOOM_SEVERITY_ERROR
+                                 : diag.getSeverity() ==
+                                         DiagnosticSeverity::Warning
+                                     ? LOOM_SEVERITY_WARNING
+                                     : LOOM_SEVERITY_NOTE;
+        std::string location = locationText(diag.getLocation());
+        std::string message = diag.str();
+        if (severity == LOOM_SEVERITY_ERROR)
+          context->errors.push_back(
+              (location.empty() ? "" : location + ": ") + message);
+        if (context->callback)
+          context->callback(severity, location.c_str(), message.c_str(),
+                            context->user);
+        else
+          llvm::errs() << (location.empty() ? "" : location + ": ")
+                       << (severity == LOOM_SEVERITY_ERROR     ? "error: "
+                           : severity == LOOM_SEVERITY_WARNING ? "warning: "
+                                                               : "note: ")
+                       << message << "\n";
+        for (Diagnostic &note : diag.getNotes()) {
+          std::string where = locationText(note.getLocation());
+          std::string text = note.str();
+          if (context->callback)
+            context->callback(LOOM_SEVERITY_NOTE, where.c_str(), text.c_str(),
+                              context->user);
+        }
+        return success();
+      });
+  return context;
+}
+
+void loom_context_destroy(loom_context *context) { delete context; }
+
+loom_status_code loom_compiler_status_get_code(const loom_status *status) {
+  return status ? status->code : LOOM_STATUS_OK;
+}
+
+const char *loom_compiler_status_get_message(const loom_status *status) {
+  return status ? status->message.c_str() : "";
+}
+
+void loom_compiler_status_destroy(loom_status *status) { delete status; }
+
+loom_status *loom_module_parse(loom_context *context, const char *text,
+                               size_t length, const char *name,
+                               loom_module **module) {
+  if (!context || !module || (!text && length))
+    return invalid("loom_module_parse: a null pointer");
+  *module = nullptr;
+  context->errors.clear();
+  auto parsed = std::make_unique<loom_module>();
+  parsed->context = context;
+  parsed->sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(text, length),
+                                           name ? name : "<source>"),
+      llvm::SMLoc());
+  parsed->module = parseSourceFile<ModuleOp>(parsed->sourceMgr,
+                                             ParserConfig(&context->context));
+  if (!parsed->module)
+    return failedWith(context, "cannot parse '" +
+                                   std::string(name ? name : "<source>") + "'");
+  nameArgumentsFromSource(*parsed->module, parsed->sourceMgr);
+  *module = parsed.release();
+  return nullptr;
+}
+
+void loom_module_destroy(loom_module *module) { delete module; }
+
+char *loom_module_print(const loom_module *module) {
+  if (!module || !module->module)
+    return nullptr;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  ModuleOp op = module->module.get();
+  op.print(os);
+  os.flush();
+  char *out = static_cast<char *>(std::malloc(text.size() + 1));
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+void loom_string_destroy(char *text) { std::free(text); }
+
+loom_status *loom_module_apply_config(loom_module *module, const char *text,
+                                      size_t length) {
+  if (!module || (!text && length))
+    return invalid("loom_module_apply_config: a null pointer");
+  loom_context *context = module->context;
+  context->errors.clear();
+  std::string error;
+  FailureOr<config::Config> config =
+      config::parseConfig(std::string(text, length), "<config>", error);
+  if (failed(config))
+    return invalid(error);
+  std::vector<std::string> problems;
+  if (failed(config::checkConfig(*config, &context->context, problems))) {
+    std::string message = std::to_string(problems.size()) +
+                          " problem(s) in the configuration";
+    for (const std::string &problem : problems)
+      message += "; " + problem;
+    return invalid(message);
+  }
+  if (failed(capi::applyRunConfig(*module->module, *config, error)))
+    return invalid(error);
+  module->configPipeline = capi::getConfigPipeline(*config);
+  return nullptr;
+}
+
+const char *loom_module_get_config_pipeline(const loom_module *module) {
+  return module ? module->configPipeline.c_str() : "";
+}
+
+loom_status *loom_module_run_pipeline(loom_module *module,
+                                      const char *pipeline) {
+  if (!module || !pipeline)
+    return invalid("loom_module_run_pipeline: a null pointer");
+  loom_context *context = module->context;
+  context->errors.clear();
+  PassManager pm(&context->context);
+  std::string parseErrors;
+  llvm::raw_string_ostream os(parseErrors);
+  if (failed(parsePassPipeline(pipeline, pm, os))) {
+    os.flush();
+    return invalid("cannot parse the pipeline '" + std::string(pipeline) +
+                   "': " + parseErrors);
+  }
+  if (failed(pm.run(*module->module)))
+    return failedWith(context, "the pipeline '" + std::string(pipeline) +
+                                   "' failed");
+  return nullptr;
+}
+
+namespace {
+
+/// The sources for `target` and `entry` of a copy of `module`.
+loom_status *emitSources(const loom_module *module, const char *target,
+                         const char *entry, std::string &out) {
+  std::optional<codegen::Target> parsed =
+      codegen::parseTarget(target ? target : "host");
+  if (!parsed)
+    return invalid("unknown target '" + std::string(target) +
+                   "' (host, cuda, ascend or cluster)");
+  loom_context *context = module->context;
+  context->errors.clear();
+  ModuleOp original = module->module.get();
+  OwningOpRef<ModuleOp> copy = original.clone();
+  codegen::CompileOptions options;
+  options.target = *parsed;
+  options.entry = entry ? entry : "";
+  llvm::raw_string_ostream os(out);
+  if (failed(codegen::emitTargetSources(*copy, options, os)))
+    return failedWith(context, "cannot emit the " +
+                                   std::string(target ? target : "host") +
+                                   " sources");
+  os.flush();
+  return nullptr;
+}
+
+} // namespace
+
+loom_status *loom_module_emit(const loom_module *module, const char *target,
+                              const char *entry, char **source) {
+  if (!module || !source)
+    return invalid("loom_module_emit: a null pointer");
+  *source = nullptr;
+  std::string text;
+  if (loom_status *status = emitSources(module, target, entry, text))
+    return status;
+  *source = static_cast<char *>(std::malloc(text.size() + 1));
+  std::memcpy(*source, text.c_str(), text.size() + 1);
+  return nullptr;
+}
+
+loom_status *loom_module_build_library(const loom_module *module,
+                                       const char *entry, const char *path) {
+  if (!module || !path)
+    return invalid("loom_module_build_library: a null pointer");
+  std::string text;
+  if (loom_status *status = emitSources(module, "host", entry, text))
+    return status;
+  llvm::SmallString<128> source;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "loom-program", "cpp", source))
+    return makeStatus(LOOM_STATUS_INTERNAL,
+                      "cannot create a temporary file: " + ec.message());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return makeStatus(LOOM_STATUS_INTERNAL, "cannot write '" +
+                                                  source.str().str() +
+                                                  "': " + ec.message());
+    file << text;
+  }
+  capi::BuildKind kind;
+  kind.library = true;
+  std::string problem = capi::runCommand(
+      capi::getCompileCommand(source.str().str(), path, kind),
+      "compiling the program library");
+  llvm::sys::fs::remove(source);
+  if (!problem.empty())
+    return makeStatus(LOOM_STATUS_INTERNAL, problem);
+  return nullptr;
+}
+
+loom_status *loom_program_library_open(const char *path,
+                                       loom_program_api *api) {
+  if (!path || !api)
+    return invalid("loom_program_library_open: a null pointer");
+  std::memset(api, 0, sizeof(*api));
+  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return makeStatus(LOOM_STATUS_NOT_FOUND,
+                      std::string("cannot load the program library: ") +
+                          dlerror());
+  std::string missing;
+  auto resolve = [&](auto &slot, const char *name) {
+    void *symbol = dlsym(library, name);
+    if (!symbol && missing.empty())
+      missing = name;
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
+  };
+  resolve(api->abi_version, "loom_program_abi_version");
+  resolve(api->create, "loom_program_create");
+  resolve(api->destroy, "loom_program_destroy");
+  resolve(api->get_device, "loom_program_get_device");
+  resolve(api->get_num_devices, "loom_program_get_num_devices");
+  resolve(api->get_num_args, "loom_program_get_num_args");
+  resolve(api->get_arg_info, "loom_program_get_arg_info");
+  resolve(api->find_arg, "loom_program_find_arg");
+  resolve(api->set_arg, "loom_program_set_arg");
+  resolve(api->get_arg, "loom_program_get_arg");
+  resolve(api->step, "loom_program_step");
+  resolve(api->status_get_code, "loom_status_get_code");
+  resolve(api->status_get_message, "loom_status_get_message");
+  resolve(api->status_destroy, "loom_status_destroy");
+  if (!missing.empty() || api->abi_version() != LOOM_PROGRAM_ABI_VERSION) {
+    dlclose(library);
+    std::memset(api, 0, sizeof(*api));
+    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                      missing.empty()
+                          ? std::string("the program library has another ABI "
+                                        "version than ") +
+                                std::to_string(LOOM_PROGRAM_ABI_VERSION)
+                          : "the program library lacks " + missing);
+  }
+  api->library = library;
+  return nullptr;
+}
+
+void loom_program_library_close(loom_program_api *api) {
+  if (api && api->library)
+    dlclose(api->library);
+  if (api)
+    std::memset(api, 0, sizeof(*api));
+}

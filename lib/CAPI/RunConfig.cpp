@@ -1,0 +1,95 @@
+//===- RunConfig.cpp - Applying a run configuration to a model ------------===//
+
+#include "lib/CAPI/RunConfig.h"
+
+#include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "dialects/nn/IR/NNDialect.h"
+#include "passes/Partitioning/Attributes.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+
+#include <cmath>
+#include <sstream>
+
+using namespace mlir;
+using namespace loom;
+
+FailureOr<func::FuncOp> loom::capi::applyRunConfig(ModuleOp module,
+                                                   const config::Config &config,
+                                                   std::string &error) {
+  auto failWith = [&](const llvm::Twine &message) -> FailureOr<func::FuncOp> {
+    error = message.str();
+    return failure();
+  };
+  // The forward function: the one with parameters that is not a step.
+  SmallVector<func::FuncOp> forwards;
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    bool hasParam = false, isStep = false;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      hasParam |= !!func.getArgAttr(i, nn::NNDialect::getParamAttrName());
+    for (unsigned r = 0; r < func.getNumResults(); ++r)
+      isStep |= !!func.getResultAttr(r, nn::NNDialect::getLossAttrName());
+    if (hasParam && !isStep && !func.isExternal())
+      forwards.push_back(func);
+  }
+  if (forwards.size() != 1)
+    return failWith("a run configuration needs a model with one forward "
+                    "function (nn.param arguments, returning the loss); "
+                    "found " +
+                    llvm::Twine(forwards.size()));
+  func::FuncOp forward = forwards.front();
+
+  // Layouts by argument name: the first pattern that matches wins; a
+  // pattern that matches nothing is an error (a typo, most likely). All are
+  // checked before the module changes.
+  SmallVector<std::pair<unsigned, hspmd::UnionAttr>> chosen;
+  for (const config::Layout &layout : config.layouts()) {
+    Attribute attr = parseAttribute(layout.layout(), module.getContext());
+    auto unionAttr = dyn_cast_or_null<hspmd::UnionAttr>(attr);
+    if (!unionAttr)
+      return failWith("layout for '" + layout.match() + "' is not an " +
+                      "#hspmd.union<...>: " + layout.layout());
+    unsigned matched = 0;
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+      auto name = forward.getArgAttrOfType<StringAttr>(
+          i, nn::NNDialect::getNameAttrName());
+      if (!name || !config::matchGlob(layout.match(), name.getValue()))
+        continue;
+      ++matched;
+      if (!getArgLayoutAttr(forward, i) &&
+          llvm::none_of(chosen, [&](auto &entry) { return entry.first == i; }))
+        chosen.push_back({i, unionAttr});
+    }
+    if (!matched)
+      return failWith("layout pattern '" + layout.match() +
+                      "' matches no argument of @" + forward.getSymName());
+  }
+  for (auto [index, layout] : chosen)
+    setArgLayout(forward, index, layout);
+
+  // The configuration's cluster, where the model has none: the cluster
+  // target picks each group's target from its devices' kinds.
+  if (!module->hasAttr(hspmd::HSPMDDialect::getClusterAttrName()) &&
+      config.cluster().devices_size() > 0) {
+    SmallVector<hspmd::DeviceAttr> devices;
+    for (const config::Device &device : config.cluster().devices())
+      devices.push_back(hspmd::DeviceAttr::get(
+          module.getContext(), device.id(), device.kind(),
+          llvm::APFloat(device.speed()),
+          static_cast<int64_t>(std::ceil(device.memory_gib())), device.node()));
+    module->setAttr(hspmd::HSPMDDialect::getClusterAttrName(),
+                    hspmd::ClusterAttr::get(module.getContext(), devices));
+  }
+  return forward;
+}
+
+std::string loom::capi::getConfigPipeline(const config::Config &config) {
+  const config::Run &run = config.run();
+  std::ostringstream text;
+  text.precision(17);
+  text << "loom-training-pipeline{optimizer="
+       << (run.optimizer() == "sgd" ? "sgd" : "adamw")
+       << " lr=" << (run.learning_rate() > 0 ? run.learning_rate() : 1e-2)
+       << "},loom-partition-pipeline";
+  return text.str();
+}
