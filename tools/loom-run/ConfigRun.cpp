@@ -73,6 +73,8 @@ int loom::interp::runFromConfig(const config::Config &config,
   func::FuncOp forward = *found;
 
   // The step, partitioned.
+  registerLoomPasses();
+  registerLoomPipelines();
   PassManager pm(&context);
   if (failed(parsePassPipeline(capi::getConfigPipeline(config), pm,
                                llvm::errs())))
