@@ -89,7 +89,7 @@ LogicalResult account(Operation *op,
   std::vector<int64_t> axisList(axes.begin(), axes.end());
   std::optional<layout::Collective> collective = layout::parseCollective(kind);
   for (int64_t rank = 0; rank < devices; ++rank) {
-    int64_t position = layout::getSubgroup(meshSizes, axisList, rank).position;
+    int64_t position = layout::getSubgroupPosition(meshSizes, axisList, rank);
     Traffic &entry = traffic[rank][kind];
     ++entry.calls;
     // What the layout core says the collective moves.

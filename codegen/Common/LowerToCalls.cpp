@@ -25,6 +25,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -136,10 +137,14 @@ LogicalResult ProgramLowering::addInterfaceTables() {
                       SmallVector<int64_t> &dtypes) -> LogicalResult {
     auto local = dyn_cast<RankedTensorType>(localType);
     auto whole = dyn_cast<RankedTensorType>(globalType);
-    if (!local || !whole || !whole.hasStaticShape())
-      return func.emitError() << "a program library needs static tensor "
-                                 "types, got "
-                              << globalType;
+    // A value a program library cannot take is marked (rank -1); building
+    // an executable does not care, creating a library refuses it.
+    if (!local || !whole || !whole.hasStaticShape() ||
+        dtypeCode(local.getElementType()) < 0) {
+      dtypes.push_back(-1);
+      table.push_back(-1);
+      return success();
+    }
     dtypes.push_back(dtypeCode(local.getElementType()));
     table.push_back(whole.getRank());
     llvm::append_range(table, whole.getShape());
@@ -205,9 +210,18 @@ LogicalResult ProgramLowering::addInterfaceTables() {
   for (auto [i, name] : llvm::enumerate(names)) {
     initial += i ? ", \"" : "\"";
     for (char c : name) {
-      if (c == '"' || c == '\\')
+      unsigned char byte = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
         initial += '\\';
-      initial += c;
+        initial += c;
+      } else if (byte < 0x20 || byte >= 0x7f) {
+        // Octal, three digits: nothing that follows can extend it.
+        char escape[5];
+        std::snprintf(escape, sizeof(escape), "\\%03o", byte);
+        initial += escape;
+      } else {
+        initial += c;
+      }
     }
     initial += "\"";
   }

@@ -87,10 +87,15 @@ int32_t loom_program_abi_version(void);
 /* Creates the program on the calling rank. `mpi_comm` points to the
  * MPI_Comm whose ranks run the program (rank r runs device r's program), or
  * is NULL for MPI_COMM_WORLD; MPI must be initialized. Collective over the
- * communicator. Fails when the communicator has fewer ranks than the
- * program has devices. */
+ * communicator: every rank succeeds or every rank fails. Fails when the
+ * communicator's size is not the program's number of devices. Further
+ * programs of the same library in the process must use the same
+ * communicator (those of other libraries need not). */
 loom_status *loom_program_create(const void *mpi_comm, loom_program **program);
-/* Frees the program (not collective). */
+/* Frees the program. Destroying the last program of a library frees its
+ * duplicate of the communicator, which is collective: then every rank
+ * destroys its program, before MPI_Finalize. Do not dlclose a library while
+ * one of its programs exists. */
 void loom_program_destroy(loom_program *program);
 
 /* This rank's device and the number of devices the program runs on. */
@@ -112,14 +117,18 @@ loom_status *loom_program_set_arg(loom_program *program, int64_t index,
                                   const void *data);
 /* Reads argument `index` (after a step: the updated parameters and state)
  * into `data`, described as for loom_program_set_arg. The global form is
- * collective over the program's communicator. */
+ * collective over the program's communicator: every rank reads the same
+ * argument at once (else all fail). */
 loom_status *loom_program_get_arg(loom_program *program, int64_t index,
                                   loom_form form, loom_dtype dtype,
                                   int64_t rank, const int64_t *shape,
                                   void *data);
 
 /* Runs one training step (collective). `loss`, when not NULL, receives the
- * step's loss (the global value, on every rank) as a double. */
+ * step's loss (the global value, on every rank) as a double. A step, or a
+ * global read, that fails in the runtime (a collective that times out, a
+ * kernel's failed check) leaves the program unusable: later calls return
+ * LOOM_STATUS_FAILED_PRECONDITION; destroy it. */
 loom_status *loom_program_step(loom_program *program, double *loss);
 
 /* Every function above, as a loader fills them in from one library

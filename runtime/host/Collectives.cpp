@@ -110,36 +110,43 @@ Runtime &Runtime::init(int *argc, char ***argv) {
 }
 
 Runtime &Runtime::attach(const void *mpiComm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    throw RuntimeError("MPI is not initialized (or already finalized); "
+                       "call MPI_Init before creating a program");
+  if (mpiComm && *static_cast<const MPI_Comm *>(mpiComm) == MPI_COMM_NULL)
+    throw RuntimeError("the program's communicator is MPI_COMM_NULL (this "
+                       "rank is in no communicator to run it on)");
   if (instance) {
     if (!instance->library)
-      instance->fail("a program library was created in a process whose "
-                     "runtime runs a program executable");
+      throw RuntimeError("a program library was created in a process whose "
+                         "runtime runs a program executable");
     int same = MPI_UNEQUAL;
     MPI_Comm_compare(worldComm,
                      mpiComm ? *static_cast<const MPI_Comm *>(mpiComm)
                              : MPI_COMM_WORLD,
                      &same);
+    // (The runtime's world is a duplicate: congruent, the same ranks in
+    // the same order, is what "the same communicator" can mean.)
     if (same != MPI_IDENT && same != MPI_CONGRUENT)
-      instance->fail("a program of this library already runs on another "
-                     "communicator; destroy it first");
+      throw RuntimeError("a program of this library already runs on "
+                         "another communicator; destroy it first");
     ++attachments;
     return *instance;
   }
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized)
-    throw RuntimeError("MPI is not initialized; call MPI_Init before "
-                       "creating a program");
+  MPI_Comm given =
+      mpiComm ? *static_cast<const MPI_Comm *>(mpiComm) : MPI_COMM_WORLD;
+  MPI_Comm duplicate = MPI_COMM_NULL;
+  // Errors of the given communicator come back as codes, not an abort.
+  MPI_Comm_set_errhandler(given, MPI_ERRORS_RETURN);
+  if (MPI_Comm_dup(given, &duplicate) != MPI_SUCCESS)
+    throw RuntimeError("cannot duplicate the program's MPI communicator");
+  worldComm = duplicate;
   instance = new Runtime();
   instance->library = true;
   loom::host::setFailureHandler(throwKernelFailure);
-  MPI_Comm given =
-      mpiComm ? *static_cast<const MPI_Comm *>(mpiComm) : MPI_COMM_WORLD;
-  if (MPI_Comm_dup(given, &worldComm) != MPI_SUCCESS) {
-    delete instance;
-    instance = nullptr;
-    throw RuntimeError("cannot duplicate the program's MPI communicator");
-  }
   ++attachments;
   try {
     instance->start();
@@ -269,6 +276,15 @@ bool Runtime::allAgree(bool ok) {
   return value != 0;
 }
 
+bool Runtime::allEqual(int64_t value) {
+  long long bounds[2] = {value, -value};
+  int code = MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_LONG_LONG, MPI_MAX,
+                           worldComm);
+  if (code != MPI_SUCCESS)
+    fail("cannot agree with the other ranks: " + mpiError(code));
+  return bounds[0] == -bounds[1];
+}
+
 void Runtime::gatherAll(const void *data, int64_t bytes, std::vector<char> &out,
                         std::vector<int64_t> &counts) {
   long long own = bytes;
@@ -361,6 +377,28 @@ void Communicator::exchange(const char *kind,
   // `expectedBytes[i]` bytes.
   std::vector<MPI_Request> requests;
   std::vector<int> receivedFrom, expectedBytes;
+  // A program library's runtime throws out of here (a timeout, a message
+  // of the wrong size): no request may stay posted on buffers that unwind,
+  // nor be matched by a later step. Receives are cancelled and completed;
+  // sends are cancelled and released.
+  struct Pending {
+    std::vector<MPI_Request> &requests;
+    size_t receives = 0;
+    int unwinding = std::uncaught_exceptions();
+    ~Pending() {
+      if (std::uncaught_exceptions() == unwinding)
+        return;
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (requests[i] == MPI_REQUEST_NULL)
+          continue;
+        MPI_Cancel(&requests[i]);
+        if (i < receives)
+          MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+        else
+          MPI_Request_free(&requests[i]);
+      }
+    }
+  } pending{requests};
   auto post = [&](int code, const char *what) {
     if (code != MPI_SUCCESS)
       runtime.fail(std::string(kind) + " at step " +
@@ -375,7 +413,7 @@ void Communicator::exchange(const char *kind,
   int64_t limit = runtime.getMessageLimit();
   auto pieces = [&](int64_t bytes, auto &&postOne) {
     for (int64_t offset = 0; offset < bytes; offset += limit) {
-      requests.emplace_back();
+      requests.push_back(MPI_REQUEST_NULL);
       runtime.countMessagePosted();
       postOne(offset, static_cast<int>(std::min(limit, bytes - offset)),
               &requests.back());
@@ -395,6 +433,7 @@ void Communicator::exchange(const char *kind,
                     "post a receive");
              });
   }
+  pending.receives = requests.size();
   for (int member = 0; member < getSize(); ++member) {
     if (member == rank)
       continue;

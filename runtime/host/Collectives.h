@@ -168,6 +168,9 @@ public:
   /// Whether `ok` holds on every rank of the world (collective, not
   /// counted): ranks that agree to fail return together, none waits.
   bool allAgree(bool ok);
+  /// Whether every rank of the world passes the same `value` (collective,
+  /// not counted).
+  bool allEqual(int64_t value);
   /// Every rank's `bytes` bytes of `data`, in world rank order, into `out`,
   /// with each rank's count in `counts` (collective, not counted: moving
   /// arrays in and out of a program library is not the program's traffic).
@@ -176,7 +179,8 @@ public:
 
   /// Reports `message` as this rank's error and ends the process with
   /// status 1 (every other rank then fails its next collective within the
-  /// timeout).
+  /// timeout); in a program library's runtime (attach), throws
+  /// RuntimeError with it instead.
   [[noreturn]] void fail(const std::string &message) const;
 
 private:

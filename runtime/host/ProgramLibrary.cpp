@@ -58,20 +58,37 @@ loom_status *fromStatus(const absl::Status &status) {
   return makeStatus(code, std::string(status.message()));
 }
 
+/// What a status is where even making one fails (out of memory).
+loom_status outOfMemory{LOOM_STATUS_INTERNAL,
+                        "out of memory while reporting an error"};
+
 /// Runs `body` (returning a loom_status *), turning what the runtime and the
-/// kernels throw into a status.
-template <typename Body> loom_status *guarded(Body &&body) {
+/// kernels throw into a status; `failure`, when given, records the message
+/// (a program whose step or collective failed cannot go on: its arena and
+/// its communicators are in an unknown state).
+template <typename Body>
+loom_status *guarded(Body &&body, std::string *failure = nullptr) {
   try {
-    return body();
-  } catch (const RuntimeError &error) {
-    return makeStatus(LOOM_STATUS_INTERNAL, error.what());
-  } catch (const std::exception &error) {
-    return makeStatus(LOOM_STATUS_INTERNAL,
-                      std::string("the program failed: ") + error.what());
+    try {
+      return body();
+    } catch (const RuntimeError &error) {
+      if (failure)
+        *failure = error.what();
+      return makeStatus(LOOM_STATUS_INTERNAL, error.what());
+    } catch (const std::exception &error) {
+      if (failure)
+        *failure = error.what();
+      return makeStatus(LOOM_STATUS_INTERNAL,
+                        std::string("the program failed: ") + error.what());
+    }
+  } catch (...) {
+    return &outOfMemory;
   }
 }
 
 std::string shapeText(int64_t rank, const int64_t *shape) {
+  if (rank > kMaxRank)
+    return "a shape of rank " + std::to_string(rank);
   std::vector<int64_t> sizes(shape, shape + std::max<int64_t>(rank, 0));
   return layout::toString(sizes);
 }
@@ -93,6 +110,11 @@ readValues(const int64_t *table, int64_t size, int64_t count,
     if (at >= size)
       return bad("truncated");
     int64_t rank = table[at++];
+    if (rank == -1)
+      return absl::FailedPreconditionError(
+          "value #" + std::to_string(i) +
+          " has a type a program library does not take (only static tensors "
+          "of f32, f64, bf16, i1, i32, i64)");
     if (rank < 0 || rank > size - at)
       return bad("a rank of " + std::to_string(rank));
     value.globalShape.assign(table + at, table + at + rank);
@@ -125,7 +147,7 @@ readValues(const int64_t *table, int64_t size, int64_t count,
         value.shard ? value.shard->getNumElements() *
                           layout::getElementBytes(value.dtype)
                     : value.bytes;
-    if (value.bytes >= 0 && expected != value.bytes)
+    if ((value.shard || value.bytes >= 0) && expected != value.bytes)
       return bad("value #" + std::to_string(i) + " holds " +
                  std::to_string(value.bytes) + " bytes but its shard " +
                  std::to_string(expected));
@@ -143,10 +165,16 @@ struct loom_program {
   int64_t device = 0, numDevices = 0;
   std::vector<Value> args, results;
   int64_t steps = 0;
+  /// Whether this program holds one attachment of the runtime.
+  bool attached = false;
+  /// Why the program cannot go on (a failed step or collective); empty
+  /// while it can.
+  std::string failure;
 
   ~loom_program() {
     handle = ProgramHandle();
-    Runtime::detach();
+    if (attached)
+      Runtime::detach();
   }
 
   /// The value's bytes in the arena, readable on the host.
@@ -183,9 +211,19 @@ struct loom_program {
                              counts);
     std::vector<layout::ShardData> shards;
     int64_t at = 0;
+    int64_t elementBytes = layout::getElementBytes(value.dtype);
     for (int64_t rank = 0; rank < static_cast<int64_t>(counts.size()); ++rank) {
       absl::StatusOr<layout::Shard> shard =
           layout::getShard(value.layout, value.globalShape, rank);
+      int64_t expected =
+          shard.ok() ? shard->getNumElements() * elementBytes : 0;
+      // (Every rank sees the same counts, so all fail together.)
+      if (counts[rank] != expected)
+        return absl::FailedPreconditionError(
+            "rank " + std::to_string(rank) + " gave " +
+            std::to_string(counts[rank]) + " bytes of '" + value.name +
+            "' where its shard has " + std::to_string(expected) +
+            " (did every rank ask for the same argument?)");
       if (shard.ok())
         shards.push_back({rank, all.data() + at, shard->sizes});
       at += counts[rank];
@@ -206,13 +244,10 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
   *out = nullptr;
   return guarded([&]() -> loom_status * {
     Runtime &runtime = Runtime::attach(mpiComm);
-    struct Detach {
-      bool armed = true;
-      ~Detach() {
-        if (armed)
-          Runtime::detach();
-      }
-    } detach;
+    // From here on the program owns the attachment: destroying it detaches,
+    // once.
+    auto program = std::make_unique<loom_program>();
+    program->attached = true;
     int64_t numDevices = 0;
     for (Ints group : devices)
       for (int64_t device : group)
@@ -237,7 +272,6 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
                         "no program of this library runs on rank " +
                             std::to_string(runtime.getWorldRank()));
     openGroups(groups);
-    auto program = std::make_unique<loom_program>();
     program->handle = factories[chosen]();
     program->device = runtime.getWorldRank();
     program->numDevices = numDevices;
@@ -247,15 +281,19 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
         view.argBytes[0] < 0 && view.numArgs == 1 ? 0 : view.numArgs,
         program->handle.argDtypes, view.argOffsets, view.argBytes,
         program->device);
-    if (!args.ok())
-      return fromStatus(args.status());
     absl::StatusOr<std::vector<Value>> results = readValues(
         program->handle.resultLayouts, program->handle.resultLayoutsSize,
         view.resultBytes[0] < 0 && view.numResults == 1 ? 0 : view.numResults,
         program->handle.resultDtypes, view.resultOffsets, view.resultBytes,
         program->device);
-    if (!results.ok())
-      return fromStatus(results.status());
+    // Every rank succeeds, or all fail: none may go on to collectives the
+    // others never reach.
+    absl::Status own = !args.ok() ? args.status() : results.status();
+    if (!runtime.allAgree(own.ok()))
+      return own.ok() ? makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                                   "another rank could not create its "
+                                   "program")
+                      : fromStatus(own);
     program->args = *std::move(args);
     program->results = *std::move(results);
     for (size_t i = 0; i < program->args.size(); ++i) {
@@ -267,13 +305,19 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
           role >= 0 && role <= 4 ? static_cast<loom_arg_role>(role)
                                  : LOOM_ARG_OTHER;
     }
-    detach.armed = false; // the program detaches when destroyed
     *out = program.release();
     return nullptr;
   });
 }
 
 namespace {
+
+/// A status for calls on a program that failed before.
+loom_status *failedBefore(const loom_program *program) {
+  return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                    "the program failed before and cannot go on: " +
+                        program->failure);
+}
 
 /// Checks a call's description of argument `index`'s array; "" when it
 /// fits, else what is wrong.
@@ -302,8 +346,10 @@ std::string checkArray(const loom_program *program, int64_t index,
   if (form == LOOM_FORM_LOCAL && !value.shard)
     return which + ": rank " + std::to_string(program->device) +
            " holds nothing of it; pass the global form";
-  std::vector<int64_t> given(shape, shape + rank);
-  if (given != expected)
+  std::vector<int64_t> given;
+  if (rank == static_cast<int64_t>(expected.size()))
+    given.assign(shape, shape + rank);
+  if (rank != static_cast<int64_t>(expected.size()) || given != expected)
     return which + " has " +
            (form == LOOM_FORM_GLOBAL ? "global" : "local") + " shape " +
            layout::toString(expected) + ", got " + shapeText(rank, shape);
@@ -368,6 +414,8 @@ loom_status *library::setArg(loom_program *program, int64_t index,
   if (!program)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "loom_program_set_arg: the program is null");
+  if (!program->failure.empty())
+    return failedBefore(program);
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
@@ -395,6 +443,8 @@ loom_status *library::getArg(loom_program *program, int64_t index,
   if (!program)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "loom_program_get_arg: the program is null");
+  if (!program->failure.empty())
+    return failedBefore(program);
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
@@ -409,22 +459,44 @@ loom_status *library::getArg(loom_program *program, int64_t index,
     }
     // The global form is collective: the ranks first agree that every call
     // is well formed, so that none waits for a rank that has returned.
-    bool everyone = Runtime::get().allAgree(problem.empty());
+    Runtime &runtime = Runtime::get();
+    bool everyone = runtime.allAgree(problem.empty());
+    bool same = runtime.allEqual(index);
     if (!problem.empty())
       return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
     if (!everyone)
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "another rank's loom_program_get_arg was refused");
+    if (!same)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the ranks asked for different arguments; every rank "
+                        "reads the same argument in global form together");
     return fromStatus(program->gather(program->args[index], data));
-  });
+  }, &program->failure);
 }
 
 loom_status *library::step(loom_program *program, double *loss) {
   if (!program)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "loom_program_step: the program is null");
+  if (!program->failure.empty())
+    return failedBefore(program);
   return guarded([&]() -> loom_status * {
     Runtime &runtime = Runtime::get();
+    // The loss is checked before the step runs (a refused step has not
+    // changed anything), and read back whether or not the caller wants it:
+    // it is collective, and ranks may differ in passing NULL.
+    int64_t lossIndex = program->handle.view.lossResult;
+    const Value *lossValue = nullptr;
+    if (lossIndex >= 0 &&
+        lossIndex < static_cast<int64_t>(program->results.size()))
+      lossValue = &program->results[lossIndex];
+    if (lossValue && layout::getNumElements(lossValue->globalShape) != 1)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program's loss is not a scalar");
+    if (loss && !lossValue)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program has no loss result");
     runtime.setStep(++program->steps);
     // The step counters (nn.step): this step's number.
     for (const Value &value : program->args) {
@@ -438,20 +510,14 @@ loom_status *library::step(loom_program *program, double *loss) {
       program->write(value, reinterpret_cast<const char *>(&count));
     }
     program->handle.view.step();
-    if (!loss)
+    if (!lossValue)
       return nullptr;
-    int64_t lossIndex = program->handle.view.lossResult;
-    if (lossIndex < 0 ||
-        lossIndex >= static_cast<int64_t>(program->results.size()))
-      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "the program has no loss result");
-    const Value &value = program->results[lossIndex];
-    if (layout::getNumElements(value.globalShape) != 1)
-      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "the program's loss is not a scalar");
+    const Value &value = *lossValue;
     char bytes[8] = {};
     if (absl::Status status = program->gather(value, bytes); !status.ok())
       return fromStatus(status);
+    if (!loss)
+      return nullptr;
     switch (value.dtype) {
     case layout::DType::F32: {
       float f;
@@ -473,7 +539,7 @@ loom_status *library::step(loom_program *program, double *loss) {
                         "the program's loss is not a floating-point value");
     }
     return nullptr;
-  });
+  }, &program->failure);
 }
 
 void library::destroy(loom_program *program) { delete program; }
@@ -486,4 +552,7 @@ const char *library::getMessage(const loom_status *status) {
   return status ? status->message.c_str() : "";
 }
 
-void library::destroyStatus(loom_status *status) { delete status; }
+void library::destroyStatus(loom_status *status) {
+  if (status != &outOfMemory)
+    delete status;
+}

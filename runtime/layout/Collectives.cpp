@@ -78,6 +78,16 @@ Subgroup loom::layout::getSubgroup(const std::vector<int64_t> &mesh,
   return subgroup;
 }
 
+int64_t loom::layout::getSubgroupPosition(const std::vector<int64_t> &mesh,
+                                          const std::vector<int64_t> &axes,
+                                          int64_t index) {
+  std::vector<int64_t> digits = toDigits(index, mesh);
+  int64_t position = 0;
+  for (int64_t axis : axes)
+    position = position * mesh[axis] + digits[axis];
+  return position;
+}
+
 bool loom::layout::isAxisPermutation(const std::vector<int64_t> &perm,
                                      const std::vector<int64_t> &sizes) {
   if (perm.size() != sizes.size())
@@ -151,7 +161,9 @@ Traffic loom::layout::getTraffic(Collective collective, int64_t bytes,
                                  int64_t position) {
   switch (collective) {
   case Collective::AllReduce: {
-    int64_t elements = elementBytes ? bytes / elementBytes : 0;
+    if (elementBytes <= 0 || k <= 0)
+      return {};
+    int64_t elements = bytes / elementBytes;
     int64_t own = getChunkSize(elements, k, position) * elementBytes;
     int64_t others = bytes - own;
     return {others + (k - 1) * own, (k - 1) * own + others};

@@ -68,6 +68,11 @@ struct Subgroup {
 Subgroup getSubgroup(const std::vector<int64_t> &mesh,
                      const std::vector<int64_t> &axes, int64_t index);
 
+/// Only the position of `index` in its sub-group (getSubgroup's), in time
+/// linear in the number of axes.
+int64_t getSubgroupPosition(const std::vector<int64_t> &mesh,
+                            const std::vector<int64_t> &axes, int64_t index);
+
 /// The sizes of `axes` of `mesh`.
 std::vector<int64_t> getAxisSizes(const std::vector<int64_t> &mesh,
                                   const std::vector<int64_t> &axes);
@@ -162,9 +167,9 @@ uint16_t floatToBf16(float value);
 bool canReduce(DType type, Reduction kind);
 
 /// Combines `count` elements of `value` into `acc` (acc = combine(acc,
-/// value)); a mean only adds here (finishMean divides). False, changing
-/// nothing, where !canReduce(type, kind), except that a mean of integers
-/// adds too (for callers that divide themselves).
+/// value)); a mean only adds here (finishMean divides). False where
+/// !canReduce(type, kind): i1 changes nothing, while integers under a mean
+/// are still added (callers that divide themselves use that).
 bool combineInto(void *acc, const void *value, int64_t count, DType type,
                  Reduction kind);
 /// Divides each of `count` summed elements by `contributions` (floating

@@ -162,6 +162,10 @@ std::string Shard::str() const {
 
 namespace {
 
+/// Split dimensions beyond this are refused, as the hspmd dialect does, so
+/// that no arithmetic on them overflows.
+constexpr int64_t kMaxSplitDim = std::numeric_limits<int32_t>::max();
+
 absl::Status invalid(const std::string &message) {
   return absl::InvalidArgumentError(message);
 }
@@ -190,9 +194,10 @@ absl::Status checkStructure(const Layout &layout) {
       if (axis.degree < 1)
         return invalid(which + ": axis " + axis.str() + " has degree " +
                        std::to_string(axis.degree) + "; expected at least 1");
-      if (axis.kind == AxisKind::Split && axis.dim < 0)
+      if (axis.kind == AxisKind::Split &&
+          (axis.dim < 0 || axis.dim > kMaxSplitDim))
         return invalid(which + ": axis " + axis.str() +
-                       " splits a negative dimension");
+                       " splits a dimension out of range");
       if (count > std::numeric_limits<int64_t>::max() / axis.degree)
         return invalid(which + ": the degrees overflow a 64-bit count");
       count *= axis.degree;
@@ -209,7 +214,8 @@ absl::Status checkStructure(const Layout &layout) {
                        " appears twice in the layout");
     }
   }
-  if (layout.relation == Relation::Split && layout.splitDim < 0)
+  if (layout.relation == Relation::Split &&
+      (layout.splitDim < 0 || layout.splitDim > kMaxSplitDim))
     return invalid("split of dimension " + std::to_string(layout.splitDim) +
                    " is out of range");
   if (layout.explicitSizes && layout.relation != Relation::Split)
@@ -221,9 +227,21 @@ absl::Status checkStructure(const Layout &layout) {
       return invalid("union has " + std::to_string(layout.members.size()) +
                      " groups but " + std::to_string(layout.shares.size()) +
                      " shares");
-    for (int64_t share : layout.shares)
+    int64_t total = 0;
+    for (int64_t share : layout.shares) {
       if (share <= 0)
         return invalid("share " + std::to_string(share) + " is not positive");
+      if (__builtin_add_overflow(total, share, &total))
+        return invalid("shares " + toString(layout.shares) +
+                       " overflow a 64-bit total");
+    }
+    if (layout.relation == Relation::Partial &&
+        layout.reduction == Reduction::Mean &&
+        std::any_of(layout.shares.begin(), layout.shares.end(),
+                    [&](int64_t share) { return share != layout.shares[0]; }))
+      return invalid("a mean-partial across groups with unequal shares " +
+                     toString(layout.shares) +
+                     " averages averages; use partial(sum)");
   }
   // What members hold must be comparable: complete values in a replicated
   // union of several groups, one kind of pending reduction in a split one,

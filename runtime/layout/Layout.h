@@ -6,7 +6,7 @@
 // of a global tensor each device holds, which contribution of a pending
 // reduction, which replica. The simulator, the host and device runtimes,
 // `loom-run` and the compiled-program library use this; the compiler's
-// attributes (#hspmd.union) convert to it (dialects/hspmd/IR/HSPMDCore.h).
+// attributes (#hspmd.union) convert to it (hspmd::toLayoutCore, dialects/hspmd/IR/HSPMDLayout.h).
 //
 // Layouts here have the meaning the hspmd dialect gives them
 // (docs/rationale/partitioning.md): a member's device index is read as

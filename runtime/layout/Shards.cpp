@@ -110,7 +110,8 @@ absl::Status paint(const Layout &layout, const std::vector<int64_t> &shape,
                    DType type, const std::vector<ShardData> &shards,
                    const std::vector<Shard> &held, void *out) {
   int64_t elementBytes = getElementBytes(type);
-  bool isFloat = type == DType::F32 || type == DType::F64;
+  bool isFloat =
+      type == DType::F32 || type == DType::F64 || type == DType::BF16;
   double relative = type == DType::F64 ? 1e-12 : 1e-4;
   double absolute = type == DType::F64 ? 0.0 : 1e-7;
   char *result = static_cast<char *>(out);
@@ -135,6 +136,7 @@ absl::Status paint(const Layout &layout, const std::vector<int64_t> &shape,
       } else if (std::memcmp(to, from, static_cast<size_t>(elementBytes))) {
         double a = elementAsDouble(from, type), b = elementAsDouble(to, type);
         bool close = isFloat && written[flat] != member &&
+                     std::isfinite(a) && std::isfinite(b) &&
                      (std::abs(a - b) <=
                           relative * std::max(std::abs(a), std::abs(b)) ||
                       std::abs(a - b) <= absolute);

@@ -23,8 +23,8 @@ namespace loom::layout {
 /// Writes into `out` (shard.getNumElements() elements) what a device with
 /// `shard` holds of the global array `global` of `shape`: its block; of a
 /// pending sum, contribution 0 holds the block and the others zeros (mean,
-/// max and min: every contribution holds the block itself, so combining
-/// gives the value back).
+/// max and min: every contribution holds the block itself, so max and min
+/// give the value back, and a mean does up to the rounding of n x / n).
 void cutShard(const void *global, const std::vector<int64_t> &shape,
               DType type, const Shard &shard, void *out);
 
@@ -37,11 +37,15 @@ struct ShardData {
 
 /// Puts the global array of `shape` back together into `out` from the
 /// shards of every device of `layout` (each listed once, any order).
-/// InvalidArgument, naming what, when a shard has the wrong shape, a
-/// device is not in the layout or missing, two replicas differ (across
-/// groups, floating-point replicas computed with different partitionings
-/// may differ by 1e-12 relative in f64, 1e-4 in f32 and bf16, or 1e-7
-/// absolute), or a reduction fails.
+/// Pending contributions combine in contribution order inside a group; a
+/// union partial across groups first combines each group's own (in its
+/// order), then the groups' values in member order (the hierarchy the
+/// exchanges reduce in). NotFound when a device is not in the layout;
+/// InvalidArgument, naming what, when a shard has the wrong shape, a device
+/// is missing, two replicas differ (across groups, finite floating-point
+/// replicas computed with different partitionings may differ by 1e-12
+/// relative in f64, 1e-4 in f32 and bf16, or 1e-7 absolute), or a
+/// reduction fails.
 absl::Status assemble(const Layout &layout, const std::vector<int64_t> &shape,
                       DType type, const std::vector<ShardData> &shards,
                       void *out);

@@ -269,12 +269,9 @@ LogicalResult Simulator::Impl::axisIndex(KernelCall &call) {
   FailureOr<int64_t> index = getGroupIndex(call, rank, product(mesh));
   if (failed(index))
     return failure();
-  int64_t position =
-      layout::getSubgroup(std::vector<int64_t>(mesh.begin(), mesh.end()),
-                          std::vector<int64_t>(op.getAxes().begin(),
-                                               op.getAxes().end()),
-                          *index)
-          .position;
+  int64_t position = layout::getSubgroupPosition(
+      std::vector<int64_t>(mesh.begin(), mesh.end()),
+      std::vector<int64_t>(op.getAxes().begin(), op.getAxes().end()), *index);
   call.addResult(Tensor::fromValues<int64_t>(
       {}, {position * static_cast<int64_t>(op.getStride()) +
                static_cast<int64_t>(op.getBase())}));

@@ -315,6 +315,28 @@ static void errors(Api *api) {
         "local set");
   expect_failure(api, api->get_arg_info(program, -1, &info), "arg info of -1");
   api->destroy(program);
+
+  /* Two programs of one library at once; ranks that read different
+   * arguments in global form fail together (none waits); ranks may differ
+   * in asking for the loss. */
+  loom_program *first = NULL, *second = NULL;
+  check(api, api->create(NULL, &first), "create the first");
+  check(api, api->create(NULL, &second), "create the second");
+  int64_t w2 = api->find_arg(second, "w2");
+  int64_t shape2[2] = {32, 8};
+  expect_failure(api,
+                 api->get_arg(second, rank_ == 0 ? w1 : w2, LOOM_FORM_GLOBAL,
+                              LOOM_DTYPE_F64, 2, rank_ == 0 ? shape : shape2,
+                              values),
+                 "ranks reading different arguments");
+  double loss = -1;
+  check(api, api->step(first, rank_ == 0 ? NULL : &loss), "a step");
+  check(api, api->step(second, &loss), "a step of the second");
+  if (rank_ == 0)
+    printf("two programs of one library stepped; a NULL loss on rank 0 "
+           "only: loss %.6f\n", loss);
+  api->destroy(first);
+  api->destroy(second);
   expect_failure(api, api->create(NULL, NULL), "create without a pointer");
 }
 

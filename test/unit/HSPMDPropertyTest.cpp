@@ -30,6 +30,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -1375,6 +1376,70 @@ TEST_F(LayoutCoreTest, CutShardsAssembleBack) {
   }
   EXPECT_EQ(roundTrips, 300);
   EXPECT_GT(faultsCaught, 100);
+}
+
+// Tables a corrupt program could carry: refused with a status, never a
+// crash (shares that overflow, truncation, unknown codes, trailing data),
+// and every valid layout round-trips.
+TEST_F(LayoutCoreTest, LayoutTablesDecodeOrRefuse) {
+  seed(0x7ab1e);
+  for (int iteration = 0; iteration < 200 && !HasFailure(); ++iteration) {
+    std::optional<LayoutSpec> spec = generate(everything);
+    if (!spec)
+      return;
+    loom::layout::Layout core = toLayoutCore(spec->attr);
+    std::vector<int64_t> table = loom::layout::encodeLayout(core);
+    absl::StatusOr<loom::layout::Layout> back =
+        loom::layout::decodeLayout(table.data(), table.size());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->str(), core.str());
+    // Every truncation is refused.
+    for (size_t n = 0; n < table.size(); ++n)
+      EXPECT_FALSE(loom::layout::decodeLayout(table.data(), n).ok()) << n;
+    table.push_back(0);
+    EXPECT_FALSE(
+        loom::layout::decodeLayout(table.data(), table.size()).ok());
+  }
+  // Four shares of 2^62 overflow the total.
+  std::vector<int64_t> overflow = {0, 0, 0, 0, 4, int64_t(1) << 62,
+                                   int64_t(1) << 62, int64_t(1) << 62,
+                                   int64_t(1) << 62, 4};
+  for (int64_t device = 0; device < 4; ++device)
+    for (int64_t value : {int64_t(1), device, int64_t(0)})
+      overflow.push_back(value);
+  absl::StatusOr<loom::layout::Layout> wrapped =
+      loom::layout::decodeLayout(overflow.data(), overflow.size());
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_NE(wrapped.status().message().find("overflow"), std::string::npos)
+      << wrapped.status();
+  // An unknown relation code.
+  std::vector<int64_t> unknown = {7, 0, 0, 0, 0, 1, 1, 0, 0};
+  EXPECT_FALSE(loom::layout::decodeLayout(unknown.data(), unknown.size()).ok());
+}
+
+// Replicas in different groups agree within a tolerance only where both
+// are finite, and bf16 replicas get the f32 tolerance as documented.
+TEST_F(LayoutCoreTest, CrossGroupReplicaTolerance) {
+  using loom::layout::DType;
+  loom::layout::Layout layout;
+  layout.relation = loom::layout::Relation::Replicated;
+  layout.members = {{{0}, {}}, {{1}, {}}};
+  auto agree = [&](auto a, auto b, DType type) {
+    std::vector<decltype(a)> out(1);
+    std::vector<loom::layout::ShardData> shards = {{0, &a, {1}}, {1, &b, {1}}};
+    return loom::layout::assemble(layout, {1}, type, shards, out.data()).ok();
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(agree(1.0, 1.0 + 1e-13, DType::F64));
+  EXPECT_FALSE(agree(1.0, 1.0 + 1e-9, DType::F64));
+  EXPECT_FALSE(agree(inf, 1.0, DType::F64));
+  EXPECT_FALSE(agree(inf, -inf, DType::F64));
+  EXPECT_TRUE(agree(inf, inf, DType::F64)); // bitwise equal
+  EXPECT_TRUE(agree(uint16_t(0x3f80), uint16_t(0x3f80), DType::BF16));
+  // 1 ulp of bf16 near 1 is 2^-7, beyond 1e-4: refused; near zero the
+  // absolute 1e-7 admits it.
+  EXPECT_FALSE(agree(uint16_t(0x3f80), uint16_t(0x3f81), DType::BF16));
+  EXPECT_TRUE(agree(uint16_t(0x0001), uint16_t(0x0002), DType::BF16));
 }
 
 } // namespace

@@ -118,12 +118,6 @@ FailureOr<Tensor> tensorFrom(RankedTensorType type, const std::string &bytes,
   return tensor;
 }
 
-std::vector<std::string> splitWords(llvm::StringRef text) {
-  SmallVector<llvm::StringRef> words;
-  text.split(words, ' ', -1, /*KeepEmpty=*/false);
-  return std::vector<std::string>(words.begin(), words.end());
-}
-
 int run(llvm::ArrayRef<std::string> command, const std::string &what,
         std::optional<llvm::ArrayRef<llvm::StringRef>> env = std::nullopt) {
   llvm::ErrorOr<std::string> program =
@@ -208,6 +202,9 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
 
   // 1. The C++ of every program, and its build.
   std::string binary = host.binary;
+  if (!host.emitLibrary.empty() && !binary.empty())
+    return fail("--emit-library builds the library from the program; it "
+                "does not take --binary");
   if (binary.empty()) {
     OwningOpRef<ModuleOp> copy = module.clone();
     std::optional<codegen::Target> target = codegen::parseTarget(host.target);
