@@ -83,6 +83,8 @@ private:
   Attribute operandIndex(unsigned i) { return builder.getIndexAttr(i); }
   void addField(StringRef name, Type type, NamedAttrList attrs,
                 Attribute initial = {});
+  /// A field holding `values` as an int64 array ({-1} when empty).
+  void addInt64Table(StringRef name, SmallVector<int64_t> values);
   Type pointerTo(Type element);
   SmallVector<int64_t> groupOf(Operation *op) const;
 
@@ -120,16 +122,6 @@ static int64_t dtypeCode(Type type) {
 }
 
 LogicalResult ProgramLowering::addInterfaceTables() {
-  auto int64Table = [&](StringRef name, SmallVector<int64_t> values) {
-    if (values.empty())
-      values.push_back(-1);
-    auto type = emitc::ArrayType::get({static_cast<int64_t>(values.size())},
-                                      builder.getI64Type());
-    auto tensorType = RankedTensorType::get(
-        {static_cast<int64_t>(values.size())}, builder.getI64Type());
-    addField(name, type, {},
-             DenseIntElementsAttr::get(tensorType, ArrayRef<int64_t>(values)));
-  };
   // Per value: its global rank and shape, then its layout's table (length
   // first), as runtime/host/ProgramLibrary.h reads them.
   auto describe = [&](Type localType, Type globalType,
@@ -201,11 +193,11 @@ LogicalResult ProgramLowering::addInterfaceTables() {
                         layout, resultTable, resultDtypes)))
       return failure();
   }
-  int64Table("arg_layouts", argTable);
-  int64Table("arg_dtypes", argDtypes);
-  int64Table("arg_roles", argRoles);
-  int64Table("result_layouts", resultTable);
-  int64Table("result_dtypes", resultDtypes);
+  addInt64Table("arg_layouts", argTable);
+  addInt64Table("arg_dtypes", argDtypes);
+  addInt64Table("arg_roles", argRoles);
+  addInt64Table("result_layouts", resultTable);
+  addInt64Table("result_dtypes", resultDtypes);
   std::string initial = "{";
   for (auto [i, name] : llvm::enumerate(names)) {
     initial += i ? ", \"" : "\"";
@@ -234,6 +226,19 @@ LogicalResult ProgramLowering::addInterfaceTables() {
                                      context, "const char"))),
            {}, opaque(initial));
   return success();
+}
+
+void ProgramLowering::addInt64Table(StringRef name,
+                                    SmallVector<int64_t> values) {
+  // (An empty table would be a zero-length array: -1 stands for none.)
+  if (values.empty())
+    values.push_back(-1);
+  auto type = emitc::ArrayType::get({static_cast<int64_t>(values.size())},
+                                    builder.getI64Type());
+  auto tensorType = RankedTensorType::get(
+      {static_cast<int64_t>(values.size())}, builder.getI64Type());
+  addField(name, type, {},
+           DenseIntElementsAttr::get(tensorType, ArrayRef<int64_t>(values)));
 }
 
 Type ProgramLowering::pointerTo(Type element) {
@@ -685,14 +690,7 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
     for (unsigned id : ids)
       values.push_back(offsets ? plan.buffers[id].offset
                                : plan.buffers[id].bytes);
-    if (values.empty())
-      values.push_back(-1);
-    auto type = emitc::ArrayType::get({static_cast<int64_t>(values.size())},
-                                      builder.getI64Type());
-    auto tensorType = RankedTensorType::get(
-        {static_cast<int64_t>(values.size())}, builder.getI64Type());
-    addField(name, type, {},
-             DenseIntElementsAttr::get(tensorType, ArrayRef<int64_t>(values)));
+    addInt64Table(name, values);
   };
   table("arg_offsets", plan.argBuffers, true);
   table("arg_bytes", plan.argBuffers, false);

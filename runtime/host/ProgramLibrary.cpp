@@ -312,11 +312,17 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
 
 namespace {
 
-/// A status for calls on a program that failed before.
-loom_status *failedBefore(const loom_program *program) {
-  return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                    "the program failed before and cannot go on: " +
-                        program->failure);
+/// Why `function` cannot run on `program` (null, or failed before), or
+/// null when it can.
+loom_status *unusable(const loom_program *program, const char *function) {
+  if (!program)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      std::string(function) + ": the program is null");
+  if (!program->failure.empty())
+    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                      "the program failed before and cannot go on: " +
+                          program->failure);
+  return nullptr;
 }
 
 /// Checks a call's description of argument `index`'s array; "" when it
@@ -411,11 +417,8 @@ int64_t library::findArg(const loom_program *program, const char *name) {
 loom_status *library::setArg(loom_program *program, int64_t index,
                              loom_form form, loom_dtype dtype, int64_t rank,
                              const int64_t *shape, const void *data) {
-  if (!program)
-    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                      "loom_program_set_arg: the program is null");
-  if (!program->failure.empty())
-    return failedBefore(program);
+  if (loom_status *status = unusable(program, "loom_program_set_arg"))
+    return status;
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
@@ -440,11 +443,8 @@ loom_status *library::setArg(loom_program *program, int64_t index,
 loom_status *library::getArg(loom_program *program, int64_t index,
                              loom_form form, loom_dtype dtype, int64_t rank,
                              const int64_t *shape, void *data) {
-  if (!program)
-    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                      "loom_program_get_arg: the program is null");
-  if (!program->failure.empty())
-    return failedBefore(program);
+  if (loom_status *status = unusable(program, "loom_program_get_arg"))
+    return status;
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
@@ -476,11 +476,8 @@ loom_status *library::getArg(loom_program *program, int64_t index,
 }
 
 loom_status *library::step(loom_program *program, double *loss) {
-  if (!program)
-    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                      "loom_program_step: the program is null");
-  if (!program->failure.empty())
-    return failedBefore(program);
+  if (loom_status *status = unusable(program, "loom_program_step"))
+    return status;
   return guarded([&]() -> loom_status * {
     Runtime &runtime = Runtime::get();
     // The loss is checked before the step runs (a refused step has not

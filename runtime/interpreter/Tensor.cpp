@@ -1,6 +1,7 @@
 //===- Tensor.cpp - Dense host tensors of the reference interpreter -------===//
 
 #include "runtime/interpreter/Tensor.h"
+#include "runtime/layout/Collectives.h"
 #include "runtime/interpreter/Convert.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -84,20 +85,14 @@ mlir::Type loom::interp::getElementType(mlir::MLIRContext *context,
   llvm_unreachable("unknown element kind");
 }
 
+// One bf16 rounding for the interpreter, the simulator and the layout
+// core's reductions (runtime/layout/Collectives.h).
 float loom::interp::bf16ToFloat(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
+  return layout::bf16ToFloat(bits);
 }
 
 uint16_t loom::interp::floatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if (std::isnan(value))
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
+  return layout::floatToBf16(value);
 }
 
 uint16_t loom::interp::doubleToBf16(double value) {
