@@ -488,9 +488,21 @@ void Simulator::Impl::completeExchange(Pending &entry) {
     return llvm::find(entry.members, device) - entry.members.begin();
   };
   // Every member's block under the source, checked against its operand.
-  std::vector<std::optional<hspmd::Shard>> held(k);
+  // (The layout core's shards: the runtime's one implementation.)
+  layout::Layout sourceLayout = hspmd::toLayoutCore(source);
+  layout::Layout targetLayout = hspmd::toLayoutCore(target);
+  std::vector<int64_t> globalShape(shape.begin(), shape.end());
+  auto shardOf = [&](const layout::Layout &layout,
+                     int64_t device) -> std::optional<layout::Shard> {
+    absl::StatusOr<layout::Shard> shard =
+        layout::getShard(layout, globalShape, device);
+    if (!shard.ok())
+      return std::nullopt;
+    return *std::move(shard);
+  };
+  std::vector<std::optional<layout::Shard>> held(k);
   for (int64_t p = 0; p < k; ++p) {
-    held[p] = hspmd::getShard(source, shape, entry.members[p]);
+    held[p] = shardOf(sourceLayout, entry.members[p]);
     if (held[p] &&
         entry.inputs[p]->getShape() != ArrayRef<int64_t>(held[p]->sizes)) {
       os << "rank " << entry.members[p] << " holds a "
@@ -550,8 +562,7 @@ void Simulator::Impl::completeExchange(Pending &entry) {
   for (int64_t p = 0; p < k; ++p) {
     int64_t device = entry.members[p];
     entry.traffic[p] = {1, plan->sent[device], plan->received[device]};
-    std::optional<hspmd::Shard> wanted =
-        hspmd::getShard(target, shape, device);
+    std::optional<layout::Shard> wanted = shardOf(targetLayout, device);
     if (!wanted) {
       // A sending stage: it holds nothing of the target (an empty buffer,
       // or a zero standing in for a 0-d one).

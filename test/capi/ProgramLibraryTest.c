@@ -68,7 +68,7 @@ static void expect_failure(const Api *api, loom_status *status,
 }
 
 /*===------------------------------------------------------------------------===
- * .npy files (version 1, little-endian, C order, f8 or i8)
+ * .npy files (version 1, little-endian, C order, f8, f4 or i8)
  *===------------------------------------------------------------------------===*/
 
 typedef struct Array {
@@ -114,10 +114,12 @@ static int read_npy(const char *path, Array *array) {
   header[length] = 0;
   if (strstr(header, "'<f8'"))
     array->dtype = LOOM_DTYPE_F64;
+  else if (strstr(header, "'<f4'"))
+    array->dtype = LOOM_DTYPE_F32;
   else if (strstr(header, "'<i8'"))
     array->dtype = LOOM_DTYPE_I64;
   else
-    die("only <f8 and <i8 .npy files", path);
+    die("only <f8, <f4 and <i8 .npy files", path);
   if (strstr(header, "'fortran_order': True"))
     die("a Fortran-order .npy file", path);
   const char *open = strchr(strstr(header, "'shape'"), '(');
@@ -149,7 +151,9 @@ static void write_npy(const char *path, const Array *array) {
   char header[256];
   int n = snprintf(header, sizeof(header),
                    "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                   array->dtype == LOOM_DTYPE_F64 ? "<f8" : "<i8");
+                   array->dtype == LOOM_DTYPE_F64   ? "<f8"
+                   : array->dtype == LOOM_DTYPE_F32 ? "<f4"
+                                                    : "<i8");
   for (int64_t i = 0; i < array->rank; ++i)
     n += snprintf(header + n, sizeof(header) - n, "%lld,",
                   (long long)array->shape[i]);

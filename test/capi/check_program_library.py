@@ -71,8 +71,12 @@ def main():
                         help="a planted fault: perturb one reference "
                              "parameter element by this much")
     parser.add_argument("--mode", choices=["train", "errors", "ranks",
-                                           "compile-errors"],
+                                           "compile-errors", "hetero"],
                         default="train")
+    parser.add_argument("--hetero-model",
+                        help="--mode hetero: a model laid out over several "
+                             "device groups (examples/mlp_hetero.mlir, 6 "
+                             "ranks, f32)")
     parser.add_argument("--plain-model", required=True,
                         help="the model without layouts, which the C "
                              "driver compiles with --config through the "
@@ -83,6 +87,12 @@ def main():
     os.makedirs(work, exist_ok=True)
     with open(args.model) as f:
         model = f.read()
+
+    env = dict(os.environ)
+    # MPI keeps memory until the process ends: no leak checks in the ranks.
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    if args.mode == "hetero":
+        return hetero(args, work, env)
 
     # The libraries.
     libraries = []
@@ -101,9 +111,6 @@ def main():
              "--ranks", "2", "--global-entry", "mlp_train_step", "--vocab",
              "8", "--emit-library", library])
         libraries.append(library)
-    env = dict(os.environ)
-    # MPI keeps memory until the process ends: no leak checks in the ranks.
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
 
     if args.mode == "errors":
         print(run(mpirun(2) + [args.driver, "--errors", libraries[1]],
@@ -181,6 +188,60 @@ def main():
               f"parameter error {param_error:.1e} (bound "
               f"{args.tolerance:.0e}): {'ok' if ok else 'FAIL'}")
     if failed:
+        sys.exit(1)
+
+
+def hetero(args, work, env):
+    """One library of two device groups' programs (a 3:1 batch split
+    between a TP2 x DP2 group and a TP2 group, exchanges between them) on 6
+    ranks, f32: 5 steps against the interpreter within --tolerance."""
+    step = os.path.join(work, "hetero-step.mlir")
+    run([args.opt, args.hetero_model, TRAINING, "--loom-partition-pipeline",
+         "-o", step])
+    library = os.path.join(work, "hetero.so")
+    run([args.run, "--interpret", step, "--train", "--target", "host",
+         "--ranks", "6", "--global-entry", "mlp_loss_train_step",
+         "--emit-library", library])
+    rng = np.random.default_rng(13)
+    init, data = os.path.join(work, "init"), os.path.join(work, "data")
+    os.makedirs(init, exist_ok=True)
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(init, "param_0.npy"),
+            (rng.standard_normal((128, 512)) / np.sqrt(128)).astype(np.float32))
+    np.save(os.path.join(init, "param_1.npy"),
+            (rng.standard_normal((512, 64)) / np.sqrt(512)).astype(np.float32))
+    np.save(os.path.join(data, "x.npy"),
+            rng.standard_normal((args.steps, 64, 128)).astype(np.float32))
+    np.save(os.path.join(data, "labels.npy"),
+            rng.integers(0, 64, (args.steps, 64)).astype(np.int64))
+    plain = os.path.join(work, "hetero-plain.mlir")
+    run([args.opt, args.hetero_model, TRAINING, "-o", plain])
+    reference = os.path.join(work, "reference")
+    log = run([args.run, "--interpret", plain, "--train", "--entry",
+               "mlp_loss_train_step", "--steps", str(args.steps),
+               "--init-npy", init, "--data", data, "--output-dir", reference,
+               "--json"])
+    import json
+    losses = np.array([json.loads(line)["loss"] for line in log.splitlines()
+                       if line.startswith("{")])
+    out = os.path.join(work, "out")
+    os.makedirs(os.path.join(out, "0"), exist_ok=True)
+    print(run(mpirun(6) + [args.driver, "--init", init, "--data", data,
+                           "--steps", str(args.steps), "--out", out, library],
+              env=env), end="")
+    with open(os.path.join(out, "0", "losses.txt")) as f:
+        got = np.array([float(line) for line in f if line.strip()])
+    loss_error = relative(got, losses)
+    param_error = max(
+        relative(np.load(os.path.join(out, "0", f"param_{k}.npy")),
+                 np.load(os.path.join(reference, f"param_{k}.npy")))
+        for k in range(2))
+    ok = (len(got) == args.steps and loss_error <= args.tolerance
+          and param_error <= args.tolerance)
+    print(f"hetero: {len(got)} steps, loss error {loss_error:.1e}, "
+          f"parameter error {param_error:.1e} (bound {args.tolerance:.0e}): "
+          f"{'ok' if ok else 'FAIL'}")
+    if not ok:
         sys.exit(1)
 
 

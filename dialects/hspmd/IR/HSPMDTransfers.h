@@ -1,7 +1,9 @@
 //===- HSPMDTransfers.h - Send/recv plans between layouts -------*- C++ -*-===//
 //
-// The general reshard (docs/architecture.md, "Exchanges and send/recv
-// plans"): where no chain of collectives applies, because the layouts live
+// The layout core's planner (runtime/layout/Transfers.h, one
+// implementation for the compiler and the runtime) over the compiler's
+// attributes. The general reshard (docs/architecture.md, "Exchanges and
+// send/recv plans"): where no chain of collectives applies, because the layouts live
 // on different device groups or split with unequal shares, every
 // destination device receives the pieces of its block it does not hold
 // already. Pieces are the cells of the common refinement of every source
