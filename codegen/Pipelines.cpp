@@ -66,6 +66,11 @@ LogicalResult loom::codegen::emitTargetSources(ModuleOp module,
 }
 
 void loom::codegen::registerLoomCodegenPipelines() {
+  // Once per process, whoever asks.
+  static bool registered = false;
+  if (registered)
+    return;
+  registered = true;
   PassPipelineRegistration<CompileOptions>(
       "loom-compile-pipeline",
       "Compiles a partitioned training step's local programs for a target "

@@ -56,6 +56,11 @@ void loom::buildPartitionPipeline(OpPassManager &pm,
 }
 
 void loom::registerLoomPipelines() {
+  // Once per process, whoever asks (the tools, the C API, more than once).
+  static bool registered = false;
+  if (registered)
+    return;
+  registered = true;
   PassPipelineRegistration<TrainingOptions>(
       "loom-training-pipeline",
       "Builds a training step (forward, backward, optimizer update) from a "

@@ -43,13 +43,17 @@ typedef void (*loom_diagnostic_callback)(loom_severity severity,
 typedef struct loom_context loom_context;
 typedef struct loom_module loom_module;
 
-/* A context; diagnostics go to `callback` (NULL: to stderr). */
+/* A context; diagnostics go to `callback` (NULL: errors and warnings to
+ * stderr), one at a time, in the order they arise (the context runs
+ * pipelines on one thread). Destroy every module of a context before the
+ * context. */
 loom_context *loom_context_create(loom_diagnostic_callback callback,
                                   void *user);
 void loom_context_destroy(loom_context *context);
 
-/* Statuses of this API (the same object as the program library's; free
- * them with loom_compiler_status_destroy). */
+/* Statuses of this API: the same C type as the program library's, but free
+ * each status with the destroy function of the API that returned it (this
+ * one's: loom_compiler_status_destroy). */
 loom_status_code loom_compiler_status_get_code(const loom_status *status);
 const char *loom_compiler_status_get_message(const loom_status *status);
 void loom_compiler_status_destroy(loom_status *status);
@@ -71,7 +75,8 @@ loom_status *loom_module_apply_config(loom_module *module, const char *text,
                                       size_t length);
 /* The pipelines the applied configuration asks for, e.g.
  * "loom-training-pipeline{optimizer=adamw lr=0.01},loom-partition-pipeline"
- * (valid until the module is destroyed; "" before a configuration). */
+ * (valid until the module is destroyed or another configuration is applied;
+ * "" before a configuration). */
 const char *loom_module_get_config_pipeline(const loom_module *module);
 
 /* Runs a textual pass pipeline on the module, with Loom's named pipelines

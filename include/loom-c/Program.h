@@ -76,7 +76,8 @@ typedef struct loom_arg_info {
   loom_dtype dtype;
   int64_t rank;
   const int64_t *global_shape; /* `rank` sizes */
-  const int64_t *local_shape;  /* this rank's shard, `rank` sizes */
+  const int64_t *local_shape;  /* this rank's shard, `rank` sizes; NULL
+                                  when `held` is 0 */
   int32_t held;                /* 0: this rank holds nothing of it */
 } loom_arg_info;
 

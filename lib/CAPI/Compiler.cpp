@@ -65,6 +65,25 @@ loom_status *makeStatus(loom_status_code code, const std::string &message) {
   return new loom_status{code, message};
 }
 
+/// What a status is where even making one fails.
+loom_status outOfMemory{LOOM_STATUS_INTERNAL,
+                        "out of memory while reporting an error"};
+
+/// Runs `body`; what it throws (out of memory, a C++ error) becomes a
+/// status instead of leaving through the C interface.
+template <typename Body> loom_status *guarded(Body &&body) {
+  try {
+    try {
+      return body();
+    } catch (const std::exception &error) {
+      return makeStatus(LOOM_STATUS_INTERNAL,
+                        std::string("the compiler failed: ") + error.what());
+    }
+  } catch (...) {
+    return &outOfMemory;
+  }
+}
+
 loom_status *invalid(const std::string &message) {
   return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, message);
 }
@@ -81,6 +100,7 @@ void registerEverything() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerLoomPasses();
+    registerNameArgumentsFromSourcePass();
     registerLoomPipelines();
     codegen::registerLoomCodegenPasses();
     codegen::registerLoomCodegenPipelines();
@@ -116,6 +136,9 @@ loom_context *loom_context_create(loom_diagnostic_callback callback,
   context->context.appendDialectRegistry(registry);
   context->context.loadAllAvailableDialects();
   context->context.printOpOnDiagnostic(false);
+  // One thread: diagnostics come in program order and the callback needs no
+  // locking (a caller wanting threads can run the tools).
+  context->context.disableMultithreading();
   context->callback = callback;
   context->user = user;
   context->handler = std::make_unique<ScopedDiagnosticHandler>(
@@ -162,29 +185,34 @@ const char *loom_compiler_status_get_message(const loom_status *status) {
   return status ? status->message.c_str() : "";
 }
 
-void loom_compiler_status_destroy(loom_status *status) { delete status; }
+void loom_compiler_status_destroy(loom_status *status) {
+  if (status != &outOfMemory)
+    delete status;
+}
 
 loom_status *loom_module_parse(loom_context *context, const char *text,
                                size_t length, const char *name,
                                loom_module **module) {
-  if (!context || !module || (!text && length))
-    return invalid("loom_module_parse: a null pointer");
-  *module = nullptr;
-  context->errors.clear();
-  auto parsed = std::make_unique<loom_module>();
-  parsed->context = context;
-  parsed->sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(text, length),
-                                           name ? name : "<source>"),
-      llvm::SMLoc());
-  parsed->module = parseSourceFile<ModuleOp>(parsed->sourceMgr,
-                                             ParserConfig(&context->context));
-  if (!parsed->module)
-    return failedWith(context, "cannot parse '" +
-                                   std::string(name ? name : "<source>") + "'");
-  nameArgumentsFromSource(*parsed->module, parsed->sourceMgr);
-  *module = parsed.release();
-  return nullptr;
+  return guarded([&]() -> loom_status * {
+    if (!context || !module || (!text && length))
+      return invalid("loom_module_parse: a null pointer");
+    *module = nullptr;
+    context->errors.clear();
+    auto parsed = std::make_unique<loom_module>();
+    parsed->context = context;
+    parsed->sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(text, length),
+                                             name ? name : "<source>"),
+        llvm::SMLoc());
+    parsed->module = parseSourceFile<ModuleOp>(parsed->sourceMgr,
+                                               ParserConfig(&context->context));
+    if (!parsed->module)
+      return failedWith(context, "cannot parse '" +
+                                     std::string(name ? name : "<source>") + "'");
+    nameArgumentsFromSource(*parsed->module, parsed->sourceMgr);
+    *module = parsed.release();
+    return nullptr;
+  });
 }
 
 void loom_module_destroy(loom_module *module) { delete module; }
@@ -206,27 +234,29 @@ void loom_string_destroy(char *text) { std::free(text); }
 
 loom_status *loom_module_apply_config(loom_module *module, const char *text,
                                       size_t length) {
-  if (!module || (!text && length))
-    return invalid("loom_module_apply_config: a null pointer");
-  loom_context *context = module->context;
-  context->errors.clear();
-  std::string error;
-  FailureOr<config::Config> config =
-      config::parseConfig(std::string(text, length), "<config>", error);
-  if (failed(config))
-    return invalid(error);
-  std::vector<std::string> problems;
-  if (failed(config::checkConfig(*config, &context->context, problems))) {
-    std::string message = std::to_string(problems.size()) +
-                          " problem(s) in the configuration";
-    for (const std::string &problem : problems)
-      message += "; " + problem;
-    return invalid(message);
-  }
-  if (failed(capi::applyRunConfig(*module->module, *config, error)))
-    return invalid(error);
-  module->configPipeline = capi::getConfigPipeline(*config);
-  return nullptr;
+  return guarded([&]() -> loom_status * {
+    if (!module || (!text && length))
+      return invalid("loom_module_apply_config: a null pointer");
+    loom_context *context = module->context;
+    context->errors.clear();
+    std::string error;
+    FailureOr<config::Config> config =
+        config::parseConfig(std::string(text, length), "<config>", error);
+    if (failed(config))
+      return invalid(error);
+    std::vector<std::string> problems;
+    if (failed(config::checkConfig(*config, &context->context, problems))) {
+      std::string message = std::to_string(problems.size()) +
+                            " problem(s) in the configuration";
+      for (const std::string &problem : problems)
+        message += "; " + problem;
+      return invalid(message);
+    }
+    if (failed(capi::applyRunConfig(*module->module, *config, error)))
+      return invalid(error);
+    module->configPipeline = capi::getConfigPipeline(*config);
+    return nullptr;
+  });
 }
 
 const char *loom_module_get_config_pipeline(const loom_module *module) {
@@ -235,22 +265,24 @@ const char *loom_module_get_config_pipeline(const loom_module *module) {
 
 loom_status *loom_module_run_pipeline(loom_module *module,
                                       const char *pipeline) {
-  if (!module || !pipeline)
-    return invalid("loom_module_run_pipeline: a null pointer");
-  loom_context *context = module->context;
-  context->errors.clear();
-  PassManager pm(&context->context);
-  std::string parseErrors;
-  llvm::raw_string_ostream os(parseErrors);
-  if (failed(parsePassPipeline(pipeline, pm, os))) {
-    os.flush();
-    return invalid("cannot parse the pipeline '" + std::string(pipeline) +
-                   "': " + parseErrors);
-  }
-  if (failed(pm.run(*module->module)))
-    return failedWith(context, "the pipeline '" + std::string(pipeline) +
-                                   "' failed");
-  return nullptr;
+  return guarded([&]() -> loom_status * {
+    if (!module || !pipeline)
+      return invalid("loom_module_run_pipeline: a null pointer");
+    loom_context *context = module->context;
+    context->errors.clear();
+    PassManager pm(&context->context);
+    std::string parseErrors;
+    llvm::raw_string_ostream os(parseErrors);
+    if (failed(parsePassPipeline(pipeline, pm, os))) {
+      os.flush();
+      return invalid("cannot parse the pipeline '" + std::string(pipeline) +
+                     "': " + parseErrors);
+    }
+    if (failed(pm.run(*module->module)))
+      return failedWith(context, "the pipeline '" + std::string(pipeline) +
+                                     "' failed");
+    return nullptr;
+  });
 }
 
 namespace {
@@ -283,92 +315,109 @@ loom_status *emitSources(const loom_module *module, const char *target,
 
 loom_status *loom_module_emit(const loom_module *module, const char *target,
                               const char *entry, char **source) {
-  if (!module || !source)
-    return invalid("loom_module_emit: a null pointer");
-  *source = nullptr;
-  std::string text;
-  if (loom_status *status = emitSources(module, target, entry, text))
-    return status;
-  *source = static_cast<char *>(std::malloc(text.size() + 1));
-  std::memcpy(*source, text.c_str(), text.size() + 1);
-  return nullptr;
+  return guarded([&]() -> loom_status * {
+    if (!module || !source)
+      return invalid("loom_module_emit: a null pointer");
+    *source = nullptr;
+    std::string text;
+    if (loom_status *status = emitSources(module, target, entry, text))
+      return status;
+    *source = static_cast<char *>(std::malloc(text.size() + 1));
+    std::memcpy(*source, text.c_str(), text.size() + 1);
+    return nullptr;
+  });
 }
 
 loom_status *loom_module_build_library(const loom_module *module,
                                        const char *entry, const char *path) {
-  if (!module || !path)
-    return invalid("loom_module_build_library: a null pointer");
-  std::string text;
-  if (loom_status *status = emitSources(module, "host", entry, text))
-    return status;
-  llvm::SmallString<128> source;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "loom-program", "cpp", source))
-    return makeStatus(LOOM_STATUS_INTERNAL,
-                      "cannot create a temporary file: " + ec.message());
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
-    if (ec)
-      return makeStatus(LOOM_STATUS_INTERNAL, "cannot write '" +
-                                                  source.str().str() +
-                                                  "': " + ec.message());
-    file << text;
-  }
-  capi::BuildKind kind;
-  kind.library = true;
-  std::string problem = capi::runCommand(
-      capi::getCompileCommand(source.str().str(), path, kind),
-      "compiling the program library");
-  llvm::sys::fs::remove(source);
-  if (!problem.empty())
-    return makeStatus(LOOM_STATUS_INTERNAL, problem);
-  return nullptr;
+  return guarded([&]() -> loom_status * {
+    if (!module || !path)
+      return invalid("loom_module_build_library: a null pointer");
+    std::string text;
+    if (loom_status *status = emitSources(module, "host", entry, text))
+      return status;
+    llvm::SmallString<128> source;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "loom-program", "cpp", source))
+      return makeStatus(LOOM_STATUS_INTERNAL,
+                        "cannot create a temporary file: " + ec.message());
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
+      if (ec) {
+        llvm::sys::fs::remove(source);
+        return makeStatus(LOOM_STATUS_INTERNAL, "cannot write '" +
+                                                    source.str().str() +
+                                                    "': " + ec.message());
+      }
+      file << text;
+      file.close();
+      if (file.has_error()) {
+        std::string why = file.error().message();
+        file.clear_error(); // (else its destructor ends the process)
+        llvm::sys::fs::remove(source);
+        return makeStatus(LOOM_STATUS_INTERNAL, "cannot write '" +
+                                                    source.str().str() +
+                                                    "': " + why);
+      }
+    }
+    capi::BuildKind kind;
+    kind.library = true;
+    std::string problem = capi::runCommand(
+        capi::getCompileCommand(source.str().str(), path, kind),
+        "compiling the program library");
+    llvm::sys::fs::remove(source);
+    if (!problem.empty())
+      return makeStatus(LOOM_STATUS_INTERNAL, problem);
+    return nullptr;
+  });
 }
 
 loom_status *loom_program_library_open(const char *path,
                                        loom_program_api *api) {
-  if (!path || !api)
-    return invalid("loom_program_library_open: a null pointer");
-  std::memset(api, 0, sizeof(*api));
-  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!library)
-    return makeStatus(LOOM_STATUS_NOT_FOUND,
-                      std::string("cannot load the program library: ") +
-                          dlerror());
-  std::string missing;
-  auto resolve = [&](auto &slot, const char *name) {
-    void *symbol = dlsym(library, name);
-    if (!symbol && missing.empty())
-      missing = name;
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
-  };
-  resolve(api->abi_version, "loom_program_abi_version");
-  resolve(api->create, "loom_program_create");
-  resolve(api->destroy, "loom_program_destroy");
-  resolve(api->get_device, "loom_program_get_device");
-  resolve(api->get_num_devices, "loom_program_get_num_devices");
-  resolve(api->get_num_args, "loom_program_get_num_args");
-  resolve(api->get_arg_info, "loom_program_get_arg_info");
-  resolve(api->find_arg, "loom_program_find_arg");
-  resolve(api->set_arg, "loom_program_set_arg");
-  resolve(api->get_arg, "loom_program_get_arg");
-  resolve(api->step, "loom_program_step");
-  resolve(api->status_get_code, "loom_status_get_code");
-  resolve(api->status_get_message, "loom_status_get_message");
-  resolve(api->status_destroy, "loom_status_destroy");
-  if (!missing.empty() || api->abi_version() != LOOM_PROGRAM_ABI_VERSION) {
-    dlclose(library);
+  return guarded([&]() -> loom_status * {
+    if (!path || !api)
+      return invalid("loom_program_library_open: a null pointer");
     std::memset(api, 0, sizeof(*api));
-    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                      missing.empty()
-                          ? std::string("the program library has another ABI "
-                                        "version than ") +
-                                std::to_string(LOOM_PROGRAM_ABI_VERSION)
-                          : "the program library lacks " + missing);
-  }
-  api->library = library;
-  return nullptr;
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library)
+      return makeStatus(LOOM_STATUS_NOT_FOUND,
+                        std::string("cannot load the program library: ") +
+                            dlerror());
+    std::string missing;
+    auto resolve = [&](auto &slot, const char *name) {
+      void *symbol = dlsym(library, name);
+      if (!symbol && missing.empty())
+        missing = name;
+      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
+    };
+    resolve(api->abi_version, "loom_program_abi_version");
+    resolve(api->create, "loom_program_create");
+    resolve(api->destroy, "loom_program_destroy");
+    resolve(api->get_device, "loom_program_get_device");
+    resolve(api->get_num_devices, "loom_program_get_num_devices");
+    resolve(api->get_num_args, "loom_program_get_num_args");
+    resolve(api->get_arg_info, "loom_program_get_arg_info");
+    resolve(api->find_arg, "loom_program_find_arg");
+    resolve(api->set_arg, "loom_program_set_arg");
+    resolve(api->get_arg, "loom_program_get_arg");
+    resolve(api->step, "loom_program_step");
+    resolve(api->status_get_code, "loom_status_get_code");
+    resolve(api->status_get_message, "loom_status_get_message");
+    resolve(api->status_destroy, "loom_status_destroy");
+    if (!missing.empty() || api->abi_version() != LOOM_PROGRAM_ABI_VERSION) {
+      dlclose(library);
+      std::memset(api, 0, sizeof(*api));
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        missing.empty()
+                            ? std::string("the program library has another ABI "
+                                          "version than ") +
+                                  std::to_string(LOOM_PROGRAM_ABI_VERSION)
+                            : "the program library lacks " + missing);
+    }
+    api->library = library;
+    return nullptr;
+  });
 }
 
 void loom_program_library_close(loom_program_api *api) {

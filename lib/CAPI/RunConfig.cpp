@@ -9,6 +9,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 
 #include <cmath>
+#include <locale>
 #include <sstream>
 
 using namespace mlir;
@@ -86,6 +87,7 @@ FailureOr<func::FuncOp> loom::capi::applyRunConfig(ModuleOp module,
 std::string loom::capi::getConfigPipeline(const config::Config &config) {
   const config::Run &run = config.run();
   std::ostringstream text;
+  text.imbue(std::locale::classic()); // "0.01", whatever the caller's locale
   text.precision(17);
   text << "loom-training-pipeline{optimizer="
        << (run.optimizer() == "sgd" ? "sgd" : "adamw")

@@ -139,9 +139,17 @@ Runtime &Runtime::attach(const void *mpiComm) {
   MPI_Comm given =
       mpiComm ? *static_cast<const MPI_Comm *>(mpiComm) : MPI_COMM_WORLD;
   MPI_Comm duplicate = MPI_COMM_NULL;
-  // Errors of the given communicator come back as codes, not an abort.
+  // Errors while duplicating come back as codes, not an abort; the caller's
+  // own handler is restored after.
+  MPI_Errhandler callers = MPI_ERRHANDLER_NULL;
+  MPI_Comm_get_errhandler(given, &callers);
   MPI_Comm_set_errhandler(given, MPI_ERRORS_RETURN);
-  if (MPI_Comm_dup(given, &duplicate) != MPI_SUCCESS)
+  int duplicated = MPI_Comm_dup(given, &duplicate);
+  if (callers != MPI_ERRHANDLER_NULL) {
+    MPI_Comm_set_errhandler(given, callers);
+    MPI_Errhandler_free(&callers);
+  }
+  if (duplicated != MPI_SUCCESS)
     throw RuntimeError("cannot duplicate the program's MPI communicator");
   worldComm = duplicate;
   instance = new Runtime();
@@ -277,6 +285,8 @@ bool Runtime::allAgree(bool ok) {
 }
 
 bool Runtime::allEqual(int64_t value) {
+  // (Clamped so that negating cannot overflow.)
+  value = std::max<int64_t>(value, -INT64_MAX);
   long long bounds[2] = {value, -value};
   int code = MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_LONG_LONG, MPI_MAX,
                            worldComm);
@@ -431,6 +441,7 @@ void Communicator::exchange(const char *kind,
                post(MPI_Irecv(into + offset, bytes, MPI_BYTE, member, 0,
                               handle->comm, request),
                     "post a receive");
+               pending.receives = requests.size();
              });
   }
   pending.receives = requests.size();

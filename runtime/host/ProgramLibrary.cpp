@@ -82,6 +82,8 @@ loom_status *guarded(Body &&body, std::string *failure = nullptr) {
                         std::string("the program failed: ") + error.what());
     }
   } catch (...) {
+    if (failure)
+      *failure = "an unknown error";
     return &outOfMemory;
   }
 }
@@ -267,28 +269,41 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
           chosen = index;
       ++index;
     }
+    // What fails on this rank alone is kept until every rank has come to
+    // the one agreement below: every rank succeeds, or all fail, and none
+    // goes on to collectives the others never reach.
+    absl::Status own = absl::OkStatus();
     if (chosen < 0 || chosen >= static_cast<int64_t>(factories.size()))
-      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "no program of this library runs on rank " +
-                            std::to_string(runtime.getWorldRank()));
+      own = absl::FailedPreconditionError(
+          "no program of this library runs on rank " +
+          std::to_string(runtime.getWorldRank()));
     openGroups(groups);
-    program->handle = factories[chosen]();
     program->device = runtime.getWorldRank();
     program->numDevices = numDevices;
-    const ProgramView &view = program->handle.view;
-    absl::StatusOr<std::vector<Value>> args = readValues(
-        program->handle.argLayouts, program->handle.argLayoutsSize,
-        view.argBytes[0] < 0 && view.numArgs == 1 ? 0 : view.numArgs,
-        program->handle.argDtypes, view.argOffsets, view.argBytes,
-        program->device);
-    absl::StatusOr<std::vector<Value>> results = readValues(
-        program->handle.resultLayouts, program->handle.resultLayoutsSize,
-        view.resultBytes[0] < 0 && view.numResults == 1 ? 0 : view.numResults,
-        program->handle.resultDtypes, view.resultOffsets, view.resultBytes,
-        program->device);
-    // Every rank succeeds, or all fail: none may go on to collectives the
-    // others never reach.
-    absl::Status own = !args.ok() ? args.status() : results.status();
+    absl::StatusOr<std::vector<Value>> args, results;
+    if (own.ok()) {
+      try {
+        program->handle = factories[chosen]();
+      } catch (const std::exception &error) {
+        own = absl::InternalError(std::string("cannot make the program: ") +
+                                  error.what());
+      }
+    }
+    if (own.ok()) {
+      const ProgramView &view = program->handle.view;
+      args = readValues(
+          program->handle.argLayouts, program->handle.argLayoutsSize,
+          view.argBytes[0] < 0 && view.numArgs == 1 ? 0 : view.numArgs,
+          program->handle.argDtypes, view.argOffsets, view.argBytes,
+          program->device);
+      results = readValues(
+          program->handle.resultLayouts, program->handle.resultLayoutsSize,
+          view.resultBytes[0] < 0 && view.numResults == 1 ? 0
+                                                          : view.numResults,
+          program->handle.resultDtypes, view.resultOffsets, view.resultBytes,
+          program->device);
+      own = !args.ok() ? args.status() : results.status();
+    }
     if (!runtime.allAgree(own.ok()))
       return own.ok() ? makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                                    "another rank could not create its "
@@ -443,12 +458,20 @@ loom_status *library::setArg(loom_program *program, int64_t index,
 loom_status *library::getArg(loom_program *program, int64_t index,
                              loom_form form, loom_dtype dtype, int64_t rank,
                              const int64_t *shape, void *data) {
-  if (loom_status *status = unusable(program, "loom_program_get_arg"))
-    return status;
+  bool global = form == LOOM_FORM_GLOBAL;
+  // A failed program still takes part in a global read's agreement (and
+  // fails it), so that no other rank waits for it.
+  if (!program || !global)
+    if (loom_status *status = unusable(program, "loom_program_get_arg"))
+      return status;
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
-        checkArray(program, index, form, dtype, rank, shape, data, nothingHeld);
+        program->failure.empty()
+            ? checkArray(program, index, form, dtype, rank, shape, data,
+                         nothingHeld)
+            : "the program failed before and cannot go on: " +
+                  program->failure;
     if (form == LOOM_FORM_LOCAL) {
       if (!problem.empty())
         return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
@@ -462,6 +485,8 @@ loom_status *library::getArg(loom_program *program, int64_t index,
     Runtime &runtime = Runtime::get();
     bool everyone = runtime.allAgree(problem.empty());
     bool same = runtime.allEqual(index);
+    if (!program->failure.empty())
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION, problem);
     if (!problem.empty())
       return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
     if (!everyone)
@@ -472,7 +497,7 @@ loom_status *library::getArg(loom_program *program, int64_t index,
                         "the ranks asked for different arguments; every rank "
                         "reads the same argument in global form together");
     return fromStatus(program->gather(program->args[index], data));
-  }, &program->failure);
+  }, global ? &program->failure : nullptr);
 }
 
 loom_status *library::step(loom_program *program, double *loss) {
@@ -488,27 +513,31 @@ loom_status *library::step(loom_program *program, double *loss) {
     if (lossIndex >= 0 &&
         lossIndex < static_cast<int64_t>(program->results.size()))
       lossValue = &program->results[lossIndex];
+    // (What the program is, the same on every rank of it: no rank returns
+    // here while the others step.)
     if (lossValue && layout::getNumElements(lossValue->globalShape) != 1)
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "the program's loss is not a scalar");
-    if (loss && !lossValue)
-      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "the program has no loss result");
+    for (const Value &value : program->args)
+      if (value.role == LOOM_ARG_STEP && value.shard &&
+          (value.dtype != layout::DType::I64 || value.bytes != 8))
+        return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                          "the step counter '" + value.name +
+                              "' is not one i64 on every rank holding it");
     runtime.setStep(++program->steps);
     // The step counters (nn.step): this step's number.
     for (const Value &value : program->args) {
       if (value.role != LOOM_ARG_STEP || !value.shard)
         continue;
-      if (value.dtype != layout::DType::I64 || value.bytes != 8)
-        return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                          "the step counter '" + value.name +
-                              "' is not one i64 on every rank holding it");
       int64_t count = program->steps;
       program->write(value, reinterpret_cast<const char *>(&count));
     }
     program->handle.view.step();
     if (!lossValue)
-      return nullptr;
+      return loss ? makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                               "the step ran, but the program has no loss "
+                               "result to give")
+                  : nullptr;
     const Value &value = *lossValue;
     char bytes[8] = {};
     if (absl::Status status = program->gather(value, bytes); !status.ok())

@@ -103,16 +103,20 @@ shardsOf(const Layout &layout, const std::vector<int64_t> &shape, DType type,
 /// result, checking overlaps against what is there. Replicas inside a
 /// group must be bitwise equal; replicas in different groups may have been
 /// computed with different partitionings (a sum in another order), so
-/// floating-point ones agree to a tolerance relative to the larger
-/// magnitude: 1e-12 in f64; in f32 and bf16 1e-4, or 1e-7 absolute near
-/// zero (a few roundings of their precision accumulated over a step).
+/// finite floating-point ones agree to a tolerance relative to the larger
+/// magnitude: 1e-12 in f64, 1e-4 in f32, 1e-2 (about one ulp) in bf16, or
+/// 1e-7 absolute near zero (a few roundings of their precision accumulated
+/// over a step).
 absl::Status paint(const Layout &layout, const std::vector<int64_t> &shape,
                    DType type, const std::vector<ShardData> &shards,
                    const std::vector<Shard> &held, void *out) {
   int64_t elementBytes = getElementBytes(type);
   bool isFloat =
       type == DType::F32 || type == DType::F64 || type == DType::BF16;
-  double relative = type == DType::F64 ? 1e-12 : 1e-4;
+  // bf16 keeps 8 bits: one ulp is 2^-8 to 2^-7 relative.
+  double relative = type == DType::F64   ? 1e-12
+                    : type == DType::BF16 ? 1e-2
+                                          : 1e-4;
   double absolute = type == DType::F64 ? 0.0 : 1e-7;
   char *result = static_cast<char *>(out);
   int64_t total = getNumElements(shape);

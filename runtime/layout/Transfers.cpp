@@ -222,9 +222,9 @@ absl::Status checkReducibleSource(const Layout &from) {
     if (states.getPartialDegree() > 1)
       return invalid("group " + std::to_string(member) +
                      " of the partial(sum) source layout holds partial sums "
-                     "inside the group (" +
+                     "inside the group (#hspmd.states<" +
                      states.str() +
-                     "); reduce them inside the group before an exchange");
+                     ">); reduce them inside the group before an exchange");
   }
   return absl::OkStatus();
 }

@@ -19,7 +19,11 @@ the unpartitioned step (loom-run --train on the same files) within
         --driver loom-program-library-test --model Inputs/mlp.mlir \
         --plain-model Inputs/mlp_plain.mlir --config Inputs/mlp_tp.txtpb \
         --work-dir DIR [--steps 5] [--tolerance 1e-10] [--corrupt EPS]
-        [--mode train|errors|ranks|compile-errors]
+        [--mode train|errors|ranks|compile-errors|hetero
+         --hetero-model examples/mlp_hetero.mlir]
+
+--mode hetero trains one library of two device groups' programs on 6 ranks
+(f32) against the interpreter instead.
 """
 
 import argparse
