@@ -116,6 +116,10 @@ struct ExchangePlan {
 ///    the piece, or, for a device of no group of `from`, from the one of
 ///    its representatives that has sent the fewest bytes so far (then the
 ///    lowest id).
+/// So a group's r_g replicas that need a cell each reduce about 1/P of it
+/// and receive the rest from each other (with P = r_g, each sends its
+/// pieces to the r_g - 1 others), no device receives a piece it reduced,
+/// and a cell held once per group is one piece, as a plain all-reduce.
 /// `sent`, `received` and `totalBytes` are those of the final reductions
 /// (getRingAllReduceBytes per box) and transfers. InvalidArgument as for
 /// planTransfers, or when `to` holds partial sums, or a group of a partial

@@ -1,22 +1,8 @@
 //===- HSPMDTransfers.h - Send/recv plans between layouts -------*- C++ -*-===//
 //
-// The layout core's planner (runtime/layout/Transfers.h, one
-// implementation for the compiler and the runtime) over the compiler's
-// attributes. The general reshard (docs/architecture.md, "Exchanges and
-// send/recv plans"): where no chain of collectives applies, because the layouts live
-// on different device groups or split with unequal shares, every
-// destination device receives the pieces of its block it does not hold
-// already. Pieces are the cells of the common refinement of every source
-// and destination block's cut points (per dimension); a cell a destination
-// device holds itself in the source stays put, any other goes from one of
-// the source devices that hold it, chosen to balance the bytes each source
-// sends (the least loaded first, then the lowest device id). Adjacent cells
-// with the same sender and receiver are merged into larger boxes, so a
-// message is one box.
-//
-// The plan moves exactly the bytes each destination lacks: nothing is sent
-// twice, nothing a device holds is sent to it. Both layouts must hold
-// complete values (partial sums are reduced first, by collectives).
+// The layout core's planner (runtime/layout/Transfers.h, which states what
+// the plans are: one implementation for the compiler and the runtime) over
+// the compiler's attributes and containers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,13 +45,7 @@ mlir::FailureOr<TransferPlan> planTransfers(UnionAttr from, UnionAttr to,
                                             std::string &why,
                                             int64_t maxCells = 1 << 20);
 
-/// An all-reduce of one box among devices that each hold one contribution
-/// to it (one device per group of a union whose groups hold partial sums),
-/// a ring over `devices` in order: the box's elements are cut into k =
-/// devices.size() near-equal chunks (the first `elements mod k` one element
-/// larger); member j sends every chunk i != j once (reduce-scatter) and its
-/// own reduced chunk k - 1 times (all-gather), and receives as much. After
-/// it, every member holds the sum, combined in the order of `devices`.
+/// layout::BoxReduction: a ring all-reduce of one box among `devices`.
 struct Reduction {
   llvm::SmallVector<int64_t> offsets, sizes;
   llvm::SmallVector<int64_t> devices;
@@ -76,15 +56,7 @@ struct Reduction {
 int64_t getRingAllReduceBytes(int64_t elements, int64_t k, int64_t position,
                               int64_t elementBytes);
 
-/// A cross-group layout change (`hspmd.exchange`): first the reductions,
-/// then the transfers. Executing it, the block a device holds under `to`
-/// is, cell by cell:
-///  - `from` complete: its own data where it holds the cell under `from`,
-///    else the one transfer to it covering the cell, which sends the
-///    sender's data under `from`;
-///  - `from` partial across groups: the reduced cell where the device is a
-///    member of the reduction covering it, else the one transfer covering
-///    it, sent by a member of that reduction (so it carries the sum).
+/// layout::ExchangePlan: the reductions, then the transfers.
 struct ExchangePlan {
   llvm::SmallVector<Reduction> reductions;
   llvm::SmallVector<Transfer> transfers;
@@ -93,42 +65,7 @@ struct ExchangePlan {
   int64_t totalBytes = 0;
 };
 
-/// The plan that turns a tensor of static `shape` laid out as `from` into
-/// `to`, where `from` may be a `partial(sum)` union (each group holding its
-/// contribution, complete inside the group). `to` must hold complete
-/// values. For a partial `from`, every cell of the common refinement of
-/// `from`'s and `to`'s cut points is reduced as a hierarchical all-reduce,
-/// its reduction shared among each group's replicas of it:
-///  - the replicas of the cell in group g are the devices of g that hold it
-///    under `from` and need it under `to`, or all of g's devices that hold
-///    it where none of those needs it; r_g of them, sorted by id;
-///  - the cell is cut into P = max over g of r_g pieces, at most its extent
-///    along the cut: along its largest dimension (the first of equal
-///    ones), near-equal, the first (extent mod P) one element larger (a
-///    rank-0 cell is one piece);
-///  - piece i is one Reduction among one representative per group, in
-///    group order: in group g, replica number (s_g + i) mod r_g, where s_g
-///    is the number of the replica that had sent the fewest bytes when the
-///    cell was reached (then the lowest id). The bytes sent so far count
-///    every earlier piece's ring and transfer, in the walk's order: cells
-///    row-major (last dimension fastest), pieces in order, all reductions
-///    before the transfers (by target device in `to`'s device order, then
-///    cell, then piece); the plan is deterministic;
-///  - adjacent pieces (of one cell or of neighbouring cells) with the same
-///    representatives merge into one box (one Reduction);
-///  - every device that needs a piece under `to` and is not one of its
-///    representatives receives it from its own group's representative of
-///    the piece, or, for a device of no group of `from`, from the one of
-///    its representatives that has sent the fewest bytes so far (then the
-///    lowest id).
-/// So a group's r_g replicas that need a cell each reduce about 1/P of it
-/// and receive the rest from each other (with P = r_g, each sends its
-/// pieces to the r_g - 1 others), no device receives a piece it reduced,
-/// and a cell held once per group is one piece, as a plain all-reduce.
-/// `sent`, `received` and `totalBytes` are those of the final reductions
-/// (getRingAllReduceBytes per box) and transfers. Failure with `why` set as
-/// for planTransfers, or when `to` holds partial sums, or a group of a
-/// partial `from` holds partial sums inside the group.
+/// layout::planExchange over attributes; failure with `why` set.
 mlir::FailureOr<ExchangePlan> planExchange(UnionAttr from, UnionAttr to,
                                            llvm::ArrayRef<int64_t> shape,
                                            int64_t elementBytes,
