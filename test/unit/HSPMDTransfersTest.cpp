@@ -297,7 +297,7 @@ TEST_F(HSPMDTransfersTest, TensorParallel2To4OnMoreDevices) {
   EXPECT_EQ(plan.transfers[0].destination, 1);
   EXPECT_EQ(plan.transfers[1].source, 1);
   EXPECT_EQ(plan.transfers[2].source, 1);
-  EXPECT_EQ(plan.transfers[2].sizes, (SmallVector<int64_t>{8, 4}));
+  EXPECT_EQ(plan.transfers[2].sizes, (std::vector<int64_t>{8, 4}));
 }
 
 TEST_F(HSPMDTransfersTest, ReplicasShareTheSending) {
@@ -369,9 +369,9 @@ TEST_F(HSPMDTransfersTest, ExchangeReducesPartialTensorParallelGroups) {
   ASSERT_EQ(plan.reductions.size(), 4u);
   for (int64_t j = 0; j < 4; ++j) {
     const Reduction &r = plan.reductions[j];
-    EXPECT_EQ(r.offsets, (SmallVector<int64_t>{0, 32 * j}));
-    EXPECT_EQ(r.sizes, (SmallVector<int64_t>{32, 32}));
-    EXPECT_EQ(r.devices, (SmallVector<int64_t>{j, 4 + j / 2}));
+    EXPECT_EQ(r.offsets, (std::vector<int64_t>{0, 32 * j}));
+    EXPECT_EQ(r.sizes, (std::vector<int64_t>{32, 32}));
+    EXPECT_EQ(r.devices, (std::vector<int64_t>{j, 4 + j / 2}));
     // Two members: each sends half, then its reduced half.
     EXPECT_EQ(getRingAllReduceBytes(32 * 32, 2, 0, 8), cellBytes);
     EXPECT_EQ(getRingAllReduceBytes(32 * 32, 2, 1, 8), cellBytes);
@@ -395,7 +395,7 @@ TEST_F(HSPMDTransfersTest, ExchangeOfAScalarIsOnePiece) {
       "#hspmd.union<partial(sum): {[0, 1]: [D:2]}, {[2]: []}>",
       "#hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>", {}, 8);
   ASSERT_EQ(plan.reductions.size(), 1u);
-  EXPECT_EQ(plan.reductions[0].devices, (SmallVector<int64_t>{0, 2}));
+  EXPECT_EQ(plan.reductions[0].devices, (std::vector<int64_t>{0, 2}));
   ASSERT_EQ(plan.transfers.size(), 1u);
   EXPECT_EQ(plan.transfers[0].source, 0);
   EXPECT_EQ(plan.transfers[0].destination, 1);
@@ -415,18 +415,18 @@ TEST_F(HSPMDTransfersTest, ExchangeSendsTheSumToReplicasThatDidNotReduce) {
       "#hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>", {8, 4}, 4);
   ASSERT_EQ(plan.reductions.size(), 2u);
   for (int64_t j = 0; j < 2; ++j) {
-    EXPECT_EQ(plan.reductions[j].offsets, (SmallVector<int64_t>{4 * j, 0}));
-    EXPECT_EQ(plan.reductions[j].sizes, (SmallVector<int64_t>{4, 4}));
-    EXPECT_EQ(plan.reductions[j].devices, (SmallVector<int64_t>{j, 2}));
+    EXPECT_EQ(plan.reductions[j].offsets, (std::vector<int64_t>{4 * j, 0}));
+    EXPECT_EQ(plan.reductions[j].sizes, (std::vector<int64_t>{4, 4}));
+    EXPECT_EQ(plan.reductions[j].devices, (std::vector<int64_t>{j, 2}));
   }
   ASSERT_EQ(plan.transfers.size(), 2u);
   EXPECT_EQ(plan.transfers[0].source, 1);
   EXPECT_EQ(plan.transfers[0].destination, 0);
-  EXPECT_EQ(plan.transfers[0].offsets, (SmallVector<int64_t>{4, 0}));
+  EXPECT_EQ(plan.transfers[0].offsets, (std::vector<int64_t>{4, 0}));
   EXPECT_EQ(plan.transfers[0].bytes, 64);
   EXPECT_EQ(plan.transfers[1].source, 0);
   EXPECT_EQ(plan.transfers[1].destination, 1);
-  EXPECT_EQ(plan.transfers[1].offsets, (SmallVector<int64_t>{0, 0}));
+  EXPECT_EQ(plan.transfers[1].offsets, (std::vector<int64_t>{0, 0}));
   EXPECT_EQ(plan.transfers[1].bytes, 64);
   for (int64_t device = 0; device < 3; ++device) {
     EXPECT_EQ(plan.sent[device], 128) << device;
@@ -450,10 +450,10 @@ TEST_F(HSPMDTransfersTest, ExchangeSharesACellAmongTheReplicasOfAGroup) {
   const int64_t pieceBytes = 8 * 8;
   ASSERT_EQ(plan.reductions.size(), 4u);
   for (int64_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{8 * i}));
-    EXPECT_EQ(plan.reductions[i].sizes, (SmallVector<int64_t>{8}));
+    EXPECT_EQ(plan.reductions[i].offsets, (std::vector<int64_t>{8 * i}));
+    EXPECT_EQ(plan.reductions[i].sizes, (std::vector<int64_t>{8}));
     EXPECT_EQ(plan.reductions[i].devices,
-              (SmallVector<int64_t>{i, 4 + i % 2}));
+              (std::vector<int64_t>{i, 4 + i % 2}));
   }
   EXPECT_EQ(getRingAllReduceBytes(8, 2, 0, 8), pieceBytes);
   // 0..3: each piece to the 3 others (12); 4 and 5: their two pieces to
@@ -462,7 +462,7 @@ TEST_F(HSPMDTransfersTest, ExchangeSharesACellAmongTheReplicasOfAGroup) {
   std::map<std::pair<int64_t, int64_t>, int64_t> pairBytes;
   for (const Transfer &t : plan.transfers) {
     EXPECT_EQ(t.bytes, pieceBytes);
-    EXPECT_EQ(t.sizes, (SmallVector<int64_t>{8}));
+    EXPECT_EQ(t.sizes, (std::vector<int64_t>{8}));
     int64_t piece = t.offsets[0] / 8;
     EXPECT_EQ(t.source, t.source < 4 ? piece : 4 + piece % 2);
     EXPECT_EQ(t.source < 4, t.destination < 4) << "inside the group";
@@ -508,9 +508,9 @@ TEST_F(HSPMDTransfersTest, ExchangeCutsCellsIntoNearEqualPieces) {
   ASSERT_EQ(plan.reductions.size(), 4u);
   int64_t rows[] = {3, 3, 2, 2}, offset = 0;
   for (int64_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{offset, 0}));
-    EXPECT_EQ(plan.reductions[i].sizes, (SmallVector<int64_t>{rows[i], 3}));
-    EXPECT_EQ(plan.reductions[i].devices, (SmallVector<int64_t>{i, 4}));
+    EXPECT_EQ(plan.reductions[i].offsets, (std::vector<int64_t>{offset, 0}));
+    EXPECT_EQ(plan.reductions[i].sizes, (std::vector<int64_t>{rows[i], 3}));
+    EXPECT_EQ(plan.reductions[i].devices, (std::vector<int64_t>{i, 4}));
     offset += rows[i];
   }
   // Along the larger dimension, the second here: 6 columns into 4 pieces
@@ -522,9 +522,9 @@ TEST_F(HSPMDTransfersTest, ExchangeCutsCellsIntoNearEqualPieces) {
   int64_t columns[] = {2, 2, 1, 1};
   offset = 0;
   for (int64_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{0, offset}));
+    EXPECT_EQ(plan.reductions[i].offsets, (std::vector<int64_t>{0, offset}));
     EXPECT_EQ(plan.reductions[i].sizes,
-              (SmallVector<int64_t>{2, columns[i]}));
+              (std::vector<int64_t>{2, columns[i]}));
     offset += columns[i];
   }
   // Three elements: at most three pieces; 3 reduces nothing and receives
@@ -534,7 +534,7 @@ TEST_F(HSPMDTransfersTest, ExchangeCutsCellsIntoNearEqualPieces) {
       "#hspmd.union<replicated: {[0, 1, 2, 3]: [D:4]}, {[4]: []}>", {3}, 4);
   ASSERT_EQ(plan.reductions.size(), 3u);
   for (int64_t i = 0; i < 3; ++i)
-    EXPECT_EQ(plan.reductions[i].devices, (SmallVector<int64_t>{i, 4}));
+    EXPECT_EQ(plan.reductions[i].devices, (std::vector<int64_t>{i, 4}));
   EXPECT_EQ(plan.sent[3], 0);
   EXPECT_EQ(plan.received[3], 3 * 4);
 }
@@ -551,9 +551,9 @@ TEST_F(HSPMDTransfersTest, ExchangeReducesOnTheReplicasThatNeedTheCell) {
       {32}, 8);
   ASSERT_EQ(plan.reductions.size(), 4u);
   for (int64_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(plan.reductions[i].offsets, (SmallVector<int64_t>{8 * i}));
+    EXPECT_EQ(plan.reductions[i].offsets, (std::vector<int64_t>{8 * i}));
     EXPECT_EQ(plan.reductions[i].devices,
-              (SmallVector<int64_t>{i, 4 + i / 2}));
+              (std::vector<int64_t>{i, 4 + i / 2}));
   }
   EXPECT_TRUE(plan.transfers.empty());
   EXPECT_EQ(plan.totalBytes, 4 * 2 * 8 * 8);
@@ -572,19 +572,19 @@ TEST_F(HSPMDTransfersTest, ExchangeBalancesRepresentativesAmongReplicas) {
                       "#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>", {8, 4}, 4);
   ASSERT_EQ(plan.reductions.size(), 4u);
   for (int64_t j = 0; j < 2; ++j) {
-    EXPECT_EQ(plan.reductions[j].offsets, (SmallVector<int64_t>{2 * j, 0}));
-    EXPECT_EQ(plan.reductions[j].sizes, (SmallVector<int64_t>{2, 4}));
-    EXPECT_EQ(plan.reductions[j].devices, (SmallVector<int64_t>{j, 2}));
+    EXPECT_EQ(plan.reductions[j].offsets, (std::vector<int64_t>{2 * j, 0}));
+    EXPECT_EQ(plan.reductions[j].sizes, (std::vector<int64_t>{2, 4}));
+    EXPECT_EQ(plan.reductions[j].devices, (std::vector<int64_t>{j, 2}));
     EXPECT_EQ(plan.reductions[2 + j].offsets,
-              (SmallVector<int64_t>{4, 2 * j}));
-    EXPECT_EQ(plan.reductions[2 + j].sizes, (SmallVector<int64_t>{4, 2}));
-    EXPECT_EQ(plan.reductions[2 + j].devices, (SmallVector<int64_t>{j, 2}));
+              (std::vector<int64_t>{4, 2 * j}));
+    EXPECT_EQ(plan.reductions[2 + j].sizes, (std::vector<int64_t>{4, 2}));
+    EXPECT_EQ(plan.reductions[2 + j].devices, (std::vector<int64_t>{j, 2}));
   }
   ASSERT_EQ(plan.transfers.size(), 2u);
   for (int64_t j = 0; j < 2; ++j) {
     EXPECT_EQ(plan.transfers[j].source, j);
     EXPECT_EQ(plan.transfers[j].destination, 3);
-    EXPECT_EQ(plan.transfers[j].offsets, (SmallVector<int64_t>{6, 2 * j}));
+    EXPECT_EQ(plan.transfers[j].offsets, (std::vector<int64_t>{6, 2 * j}));
     EXPECT_EQ(plan.transfers[j].bytes, 16);
   }
   EXPECT_EQ(plan.sent[0], 32 + 32 + 16);
@@ -603,11 +603,11 @@ TEST_F(HSPMDTransfersTest, ExchangeMergesCellsWithTheSameRepresentatives) {
       "#hspmd.union<partial(sum): {[0, 1]: [S1:2]}, {[2, 3]: [S1:2]}>",
       "#hspmd.union<{[0, 1, 2, 3]: [S1:4]}>", {4, 128}, 4);
   ASSERT_EQ(plan.reductions.size(), 2u);
-  EXPECT_EQ(plan.reductions[0].offsets, (SmallVector<int64_t>{0, 0}));
-  EXPECT_EQ(plan.reductions[0].sizes, (SmallVector<int64_t>{4, 64}));
-  EXPECT_EQ(plan.reductions[0].devices, (SmallVector<int64_t>{0, 2}));
-  EXPECT_EQ(plan.reductions[1].offsets, (SmallVector<int64_t>{0, 64}));
-  EXPECT_EQ(plan.reductions[1].devices, (SmallVector<int64_t>{1, 3}));
+  EXPECT_EQ(plan.reductions[0].offsets, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(plan.reductions[0].sizes, (std::vector<int64_t>{4, 64}));
+  EXPECT_EQ(plan.reductions[0].devices, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(plan.reductions[1].offsets, (std::vector<int64_t>{0, 64}));
+  EXPECT_EQ(plan.reductions[1].devices, (std::vector<int64_t>{1, 3}));
   ASSERT_EQ(plan.transfers.size(), 2u);
   EXPECT_EQ(plan.transfers[0].source, 0);
   EXPECT_EQ(plan.transfers[0].destination, 1);

@@ -10,6 +10,7 @@
 #define LOOM_DIALECTS_HSPMD_IR_HSPMDTRANSFERS_H
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
+#include "runtime/layout/Transfers.h"
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -20,20 +21,12 @@
 
 namespace loom::hspmd {
 
-/// One message: a box of the global tensor from one device to another.
-struct Transfer {
-  int64_t source = 0, destination = 0;
-  llvm::SmallVector<int64_t> offsets, sizes;
-  int64_t bytes = 0;
-};
-
-struct TransferPlan {
-  /// In a deterministic order: by destination, then source, then offsets.
-  llvm::SmallVector<Transfer> transfers;
-  /// Per device: bytes sent and received in all.
-  std::map<int64_t, int64_t> sent, received;
-  int64_t totalBytes = 0;
-};
+/// The plans are the layout core's own types.
+using Transfer = layout::Transfer;
+using TransferPlan = layout::TransferPlan;
+using Reduction = layout::BoxReduction;
+using ExchangePlan = layout::ExchangePlan;
+using layout::getRingAllReduceBytes;
 
 /// The send/recv plan that turns a tensor of static `shape`, laid out as
 /// `from`, into `to`, for elements of `elementBytes` bytes. Failure with
@@ -44,26 +37,6 @@ mlir::FailureOr<TransferPlan> planTransfers(UnionAttr from, UnionAttr to,
                                             int64_t elementBytes,
                                             std::string &why,
                                             int64_t maxCells = 1 << 20);
-
-/// layout::BoxReduction: a ring all-reduce of one box among `devices`.
-struct Reduction {
-  llvm::SmallVector<int64_t> offsets, sizes;
-  llvm::SmallVector<int64_t> devices;
-};
-
-/// The bytes member `position` of a ring all-reduce over `k` members sends
-/// (and receives) for a box of `elements` elements of `elementBytes` bytes.
-int64_t getRingAllReduceBytes(int64_t elements, int64_t k, int64_t position,
-                              int64_t elementBytes);
-
-/// layout::ExchangePlan: the reductions, then the transfers.
-struct ExchangePlan {
-  llvm::SmallVector<Reduction> reductions;
-  llvm::SmallVector<Transfer> transfers;
-  /// Per device: bytes sent and received in all (reductions included).
-  std::map<int64_t, int64_t> sent, received;
-  int64_t totalBytes = 0;
-};
 
 /// layout::planExchange over attributes; failure with `why` set.
 mlir::FailureOr<ExchangePlan> planExchange(UnionAttr from, UnionAttr to,
