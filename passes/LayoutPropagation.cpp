@@ -362,6 +362,16 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
              << " device groups; propagation inside a group handles one "
                 "device group per function (unions of groups are partitioned "
                 "first, see GroupPartition.cpp)";
+    // Propagation reads layouts on a mesh, which has degrees but no block
+    // sizes: it would hand explicit blocks on as balanced ones.
+    for (const Axis &axis : layout.getStates().front().getAxes())
+      if (!axis.sizes.empty())
+        return emitError(loc)
+               << "layout " << layout << " gives explicit block sizes ("
+               << axis.str()
+               << "); propagation carries split degrees only, so explicit "
+                  "blocks are not propagated yet (a split whose degree does "
+                  "not divide the dimension is balanced and propagates)";
     userLayouts.push_back({layout, loc, op});
     return success();
   };

@@ -86,6 +86,31 @@ LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
     return reshard.emitError()
            << "cannot lower a reshard of " << type
            << ": collectives need a static shape";
+  // Blocks of unequal size inside the group: collectives move equal
+  // blocks, so the change is a send/recv exchange (the "v" forms: each
+  // device sends exactly the overlap of what it holds with what another
+  // needs, planExchange), between complete values.
+  if (hasUnevenSplits(source, type.getShape()) ||
+      hasUnevenSplits(target, type.getShape())) {
+    if (source.getStates()[0].getPartialDegree() > 1 ||
+        target.getStates()[0].getPartialDegree() > 1)
+      return reshard.emitError()
+             << "cannot lower the reshard from " << source << " to "
+             << target
+             << ": blocks of unequal size inside a group move between "
+                "complete values only so far (partial sums of an uneven "
+                "split are not reduced yet)";
+    OpBuilder builder(reshard);
+    auto exchange = ExchangeOp::create(
+        builder, reshard.getLoc(), type, reshard.getInput(),
+        builder.getDenseI64ArrayAttr(type.getShape()), source, target);
+    setOperandLayouts(exchange, {source});
+    setResultLayouts(exchange, {target});
+    reshard.getResult().replaceAllUsesWith(exchange.getResult());
+    reshard.erase();
+    ++collectives;
+    return success();
+  }
   int64_t elementBytes =
       std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   std::string why;

@@ -26,6 +26,7 @@
 
 #include "dialects/Interfaces/LocalView.h"
 #include "dialects/nn/IR/NNDialect.h"
+#include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -71,6 +72,10 @@ private:
   /// Checks that `layout` is a single-group union on the function's group
   /// (the first one seen sets it).
   LogicalResult checkLayout(Attribute layout, Location loc, const Twine &what);
+  /// Fails with a diagnostic where `layout` cuts a tensor of `type` into
+  /// blocks of unequal size inside the group.
+  LogicalResult checkEvenBlocks(Type type, Attribute layout, Location loc,
+                                const Twine &what);
   /// The local type of a value of `type` laid out as `layout`.
   Type getLocalType(Type type, Attribute layout);
   /// The layouts of `op`'s ranked-tensor results or operands (`values`),
@@ -108,6 +113,20 @@ LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
                           << " but the function's other layouts are on "
                           << group;
   return success();
+}
+
+LogicalResult Specializer::checkEvenBlocks(Type type, Attribute layout,
+                                           Location loc, const Twine &what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto single = dyn_cast_or_null<hspmd::UnionAttr>(layout);
+  if (!tensor || !single || !hspmd::hasUnevenSplits(single, tensor.getShape()))
+    return success();
+  return emitError(loc)
+         << what << " (" << tensor << ") is laid out as " << single
+         << ", whose blocks differ in size inside the group; specialisation "
+            "writes one function for every device of a group, so uneven "
+            "splits inside a group are not specialised yet (split across "
+            "groups with shares or sizes instead)";
 }
 
 Type Specializer::getLocalType(Type type, Attribute layout) {
@@ -263,6 +282,13 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   if (failed(operandLayouts))
     return failure();
 
+  for (auto [i, result] : llvm::enumerate(llvm::make_filter_range(
+           op->getResults(), [](Value v) {
+             return isa<RankedTensorType>(v.getType());
+           })))
+    if (failed(checkEvenBlocks(result.getType(), (*resultLayouts)[i],
+                               op->getLoc(), "result #" + Twine(i))))
+      return failure();
   Operation *clone = builder.clone(*op, mapping);
   removeOpLayouts(clone);
   // Global-view collectives become local-view ones.
@@ -309,6 +335,17 @@ func::FuncOp Specializer::run() {
     return global.emitError("has several blocks; specialisation handles "
                             "straight-line functions so far"),
            func::FuncOp();
+
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    if (failed(checkEvenBlocks(type.getInput(i), getArgLayoutAttr(global, i),
+                               global.getArgument(i).getLoc(),
+                               "argument #" + Twine(i))))
+      return {};
+  for (unsigned i = 0; i < type.getNumResults(); ++i)
+    if (failed(checkEvenBlocks(type.getResult(i),
+                               getResultLayoutAttr(global, i), global.getLoc(),
+                               "result #" + Twine(i))))
+      return {};
 
   SmallVector<Type> inputs, results;
   for (unsigned i = 0; i < type.getNumInputs(); ++i)

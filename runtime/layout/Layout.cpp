@@ -23,14 +23,15 @@ bool Axis::operator==(const Axis &other) const {
   if (kind != other.kind || degree != other.degree)
     return false;
   if (kind == AxisKind::Split)
-    return dim == other.dim;
+    return dim == other.dim && sizes == other.sizes;
   return kind != AxisKind::Partial || reduction == other.reduction;
 }
 
 std::string Axis::str() const {
   switch (kind) {
   case AxisKind::Split:
-    return "S" + std::to_string(dim) + ":" + std::to_string(degree);
+    return "S" + std::to_string(dim) + ":" +
+           (sizes.empty() ? std::to_string(degree) : toString(sizes));
   case AxisKind::Duplicate:
     return "D:" + std::to_string(degree);
   case AxisKind::Partial:
@@ -54,6 +55,37 @@ std::vector<int64_t> States::getCoordinates(int64_t index) const {
     index /= axes[i].degree;
   }
   return coordinates;
+}
+
+absl::StatusOr<std::vector<int64_t>>
+loom::layout::getBlockSizes(const Axis &axis, int64_t size) {
+  if (!axis.sizes.empty()) {
+    int64_t total = 0;
+    for (int64_t block : axis.sizes)
+      total += block;
+    if (total != size)
+      return absl::InvalidArgumentError(
+          "the block sizes of " + axis.str() + " sum to " +
+          std::to_string(total) + " but the dimension they cut has size " +
+          std::to_string(size));
+    return axis.sizes;
+  }
+  if (size > 0 && size < axis.degree)
+    return absl::InvalidArgumentError(
+        "a dimension of size " + std::to_string(size) + " cannot be split " +
+        std::to_string(axis.degree) + " ways (" + axis.str() +
+        ") without an empty block");
+  std::vector<int64_t> blocks(axis.degree);
+  for (int64_t j = 0; j < axis.degree; ++j)
+    blocks[j] = getChunkSize(size, axis.degree, j);
+  return blocks;
+}
+
+bool loom::layout::isEvenSplit(const Axis &axis, int64_t size) {
+  if (axis.sizes.empty())
+    return size % axis.degree == 0;
+  return std::all_of(axis.sizes.begin(), axis.sizes.end(),
+                     [&](int64_t block) { return block == axis.sizes[0]; });
 }
 
 static int64_t degreeOf(const States &states, AxisKind kind) {
@@ -198,6 +230,18 @@ absl::Status checkStructure(const Layout &layout) {
           (axis.dim < 0 || axis.dim > kMaxSplitDim))
         return invalid(which + ": axis " + axis.str() +
                        " splits a dimension out of range");
+      if (!axis.sizes.empty() &&
+          (axis.kind != AxisKind::Split ||
+           static_cast<int64_t>(axis.sizes.size()) != axis.degree))
+        return invalid(which + ": axis " + axis.str() + " lists " +
+                       std::to_string(axis.sizes.size()) +
+                       " block sizes for degree " +
+                       std::to_string(axis.degree));
+      for (int64_t block : axis.sizes)
+        if (block < 1)
+          return invalid(which + ": axis " + axis.str() +
+                         " has a block of size " + std::to_string(block) +
+                         "; expected at least 1");
       if (count > std::numeric_limits<int64_t>::max() / axis.degree)
         return invalid(which + ": the degrees overflow a 64-bit count");
       count *= axis.degree;
@@ -355,18 +399,15 @@ absl::Status loom::layout::checkLayout(const Layout &layout,
                        std::to_string(rank));
       bool isShare = splitsGroups && axis.dim == layout.splitDim;
       int64_t size = isShare ? extents[member] : shape[axis.dim];
-      if (size % axis.degree == 0)
+      absl::StatusOr<std::vector<int64_t>> blocks = getBlockSizes(axis, size);
+      if (blocks.ok())
         continue;
       if (isShare)
         return invalid("union member " + std::to_string(member) +
                        "'s share of dimension " + std::to_string(axis.dim) +
-                       " (size " + std::to_string(size) +
-                       ") is not divisible by split degree " +
-                       std::to_string(axis.degree));
-      return invalid("dimension " + std::to_string(axis.dim) + " of size " +
-                     std::to_string(size) +
-                     " is not divisible by split degree " +
-                     std::to_string(axis.degree));
+                       ": " + std::string(blocks.status().message()));
+      return invalid("dimension " + std::to_string(axis.dim) + ": " +
+                     std::string(blocks.status().message()));
     }
   }
   return absl::OkStatus();
@@ -402,9 +443,11 @@ absl::StatusOr<Shard> loom::layout::getShard(const Layout &layout,
     const Axis &axis = own.states.axes[i];
     switch (axis.kind) {
     case AxisKind::Split: {
-      int64_t chunk = shard.sizes[axis.dim] / axis.degree;
-      shard.offsets[axis.dim] += coordinates[i] * chunk;
-      shard.sizes[axis.dim] = chunk;
+      std::vector<int64_t> blocks =
+          *getBlockSizes(axis, shard.sizes[axis.dim]);
+      for (int64_t j = 0; j < coordinates[i]; ++j)
+        shard.offsets[axis.dim] += blocks[j];
+      shard.sizes[axis.dim] = blocks[coordinates[i]];
       break;
     }
     case AxisKind::Duplicate:
@@ -465,6 +508,8 @@ std::vector<int64_t> loom::layout::encodeLayout(const Layout &layout) {
       table.push_back(axis.dim);
       table.push_back(axis.degree);
       table.push_back(static_cast<int64_t>(axis.reduction));
+      table.push_back(static_cast<int64_t>(axis.sizes.size()));
+      table.insert(table.end(), axis.sizes.begin(), axis.sizes.end());
     }
   }
   return table;
@@ -511,7 +556,9 @@ absl::StatusOr<Layout> loom::layout::decodeLayout(const int64_t *table,
       axis.dim = next();
       axis.degree = next();
       axis.reduction = static_cast<Reduction>(code(next(), 3));
-      member.states.axes.push_back(axis);
+      for (int64_t n = count(); n > 0 && !truncated; --n)
+        axis.sizes.push_back(next());
+      member.states.axes.push_back(std::move(axis));
     }
     layout.members.push_back(std::move(member));
   }

@@ -11,7 +11,10 @@
 // Layouts here have the meaning the hspmd dialect gives them
 // (docs/rationale/partitioning.md): a member's device index is read as
 // coordinates over its axes, the first axis slowest; a split axis of
-// degree n cuts its dimension into n equal blocks; across members of a
+// degree n cuts its dimension into n blocks, equal where n divides it,
+// otherwise balanced (the first size mod n blocks one element larger: 8 over
+// 3 is 3/3/2), or of the explicit sizes the axis lists (`S1:[16, 8, 8]`,
+// which keeps attention heads whole); across members of a
 // union, a split relation cuts one dimension by shares, a replicated one
 // holds the whole value on every member, a partial one holds one
 // contribution per member.
@@ -42,19 +45,40 @@ struct Axis {
   int64_t dim = 0; // Split only
   int64_t degree = 1;
   Reduction reduction = Reduction::Sum; // Partial only
+  /// Split only: the explicit block sizes, one per coordinate (degree of
+  /// them); empty for equal or balanced blocks.
+  std::vector<int64_t> sizes;
 
   static Axis split(int64_t dim, int64_t degree) {
-    return {AxisKind::Split, dim, degree, Reduction::Sum};
+    return {AxisKind::Split, dim, degree, Reduction::Sum, {}};
+  }
+  static Axis split(int64_t dim, std::vector<int64_t> sizes) {
+    int64_t degree = static_cast<int64_t>(sizes.size());
+    return {AxisKind::Split, dim, degree, Reduction::Sum, std::move(sizes)};
   }
   static Axis duplicate(int64_t degree) {
-    return {AxisKind::Duplicate, 0, degree, Reduction::Sum};
+    return {AxisKind::Duplicate, 0, degree, Reduction::Sum, {}};
   }
   static Axis partial(int64_t degree, Reduction reduction = Reduction::Sum) {
-    return {AxisKind::Partial, 0, degree, reduction};
+    return {AxisKind::Partial, 0, degree, reduction, {}};
   }
   bool operator==(const Axis &other) const;
+  /// `S0:2`, `S1:[16, 8, 8]`, `D:2` or `P(sum):2`.
   std::string str() const;
 };
+
+/// The sizes of the blocks a split axis cuts a dimension (or a group's
+/// share of it) of `size` into, in coordinate order: its explicit sizes,
+/// which must sum to `size`, or `size / degree` each where the degree
+/// divides it, or balanced blocks. Fails, naming the axis, where explicit
+/// sizes do not sum to `size` or a balanced split of a non-empty dimension
+/// would leave a block empty.
+absl::StatusOr<std::vector<int64_t>> getBlockSizes(const Axis &axis,
+                                                   int64_t size);
+
+/// Whether a split axis cuts `size` into equal blocks (every block the same
+/// size): what the compiler's even-only paths need.
+bool isEvenSplit(const Axis &axis, int64_t size);
 
 /// The distributed states of one device group: its axes, first slowest.
 struct States {

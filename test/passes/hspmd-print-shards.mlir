@@ -71,3 +71,39 @@ func.func @g(%x: tensor<8x6xf64>) {
   %1 = hspmd.annotate %x : tensor<8x6xf64> as #hspmd.union<split(1) sizes [5, 1]: {[0]: []}, {[1]: []}>
   return
 }
+
+// -----
+
+// Blocks of unequal size inside a group: a degree that does not divide the
+// dimension gives balanced blocks (the first 8 mod 3 one row larger), and
+// explicit sizes keep attention heads of 8 columns whole.
+// CHECK-LABEL: value %0 : tensor<8x32xf64> at
+// CHECK-NEXT:   layout #hspmd.union<{[0, 1, 2]: [S0:3]}>
+// CHECK-NEXT:   device 0: shard 3x32 at [0, 0]
+// CHECK-NEXT:   device 1: shard 3x32 at [3, 0]
+// CHECK-NEXT:   device 2: shard 2x32 at [6, 0]
+// CHECK-LABEL: value %1 : tensor<8x32xf64> at
+// CHECK-NEXT:   layout #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}>
+// CHECK-NEXT:   device 0: shard 8x16 at [0, 0]
+// CHECK-NEXT:   device 1: shard 8x8 at [0, 16]
+// CHECK-NEXT:   device 2: shard 8x8 at [0, 24]
+// A group's share is cut the same way: 43/43/42 of the 128 columns.
+// CHECK-LABEL: value %2 : tensor<8x128xf64> at
+// CHECK-NEXT:   layout #hspmd.union<{[0, 1, 2]: [S1:3]}>
+// CHECK-NEXT:   device 0: shard 8x43 at [0, 0]
+// CHECK-NEXT:   device 1: shard 8x43 at [0, 43]
+// CHECK-NEXT:   device 2: shard 8x42 at [0, 86]
+// CHECK-LABEL: value %3 : tensor<9x4xf64> at
+// CHECK-NEXT:   layout #hspmd.union<split(0) shares [2, 1]: {[0, 1, 2, 3]: [S0:4]}, {[4]: []}>
+// CHECK-NEXT:   device 0: shard 2x4 at [0, 0]
+// CHECK-NEXT:   device 1: shard 2x4 at [2, 0]
+// CHECK-NEXT:   device 2: shard 1x4 at [4, 0]
+// CHECK-NEXT:   device 3: shard 1x4 at [5, 0]
+// CHECK-NEXT:   device 4: shard 3x4 at [6, 0]
+func.func @uneven(%x: tensor<8x32xf64>, %y: tensor<8x128xf64>, %z: tensor<9x4xf64>) {
+  %0 = hspmd.annotate %x : tensor<8x32xf64> as #hspmd.union<{[0, 1, 2]: [S0:3]}>
+  %1 = hspmd.annotate %x : tensor<8x32xf64> as #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}>
+  %2 = hspmd.annotate %y : tensor<8x128xf64> as #hspmd.union<{[0, 1, 2]: [S1:3]}>
+  %3 = hspmd.annotate %z : tensor<9x4xf64> as #hspmd.union<split(0) shares [2, 1]: {[0, 1, 2, 3]: [S0:4]}, {[4]: []}>
+  return
+}

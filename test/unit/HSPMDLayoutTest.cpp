@@ -536,20 +536,61 @@ TEST_F(HSPMDLayoutTest, ShardOfShapeTheUnionDoesNotFit) {
   EXPECT_EQ(getShard(sizes, {1, 5}, 1), makeShard({0, 2}, {1, 3}));
 }
 
-// getShard runs the checks of verifyLayoutForShape: a member's split degree
-// that does not divide its block, or a member's split of a dimension beyond
-// the rank, gives no shard rather than a wrong or out-of-range one.
-TEST_F(HSPMDLayoutTest, ShardOfShapeWhoseLocalSplitDoesNotFit) {
-  // 3 does not divide 8: device 2 would get rows [4, 6) and rows 6, 7 would
-  // be nobody's.
-  UnionAttr uneven = parseUnion("{[0, 1, 2]: [S0:3]}");
-  ASSERT_TRUE(uneven);
-  EXPECT_EQ(getShard(uneven, {8, 8}, 2), std::nullopt);
-  // Member 0's 3 rows are not divisible by 2.
+// A split that its degree does not divide is balanced: the first size mod
+// degree blocks are one larger. Explicit sizes give any blocks.
+TEST_F(HSPMDLayoutTest, ShardOfUnevenSplits) {
+  UnionAttr balanced = parseUnion("{[0, 1, 2]: [S0:3]}");
+  ASSERT_TRUE(balanced);
+  EXPECT_EQ(getShard(balanced, {8, 8}, 0), makeShard({0, 0}, {3, 8}));
+  EXPECT_EQ(getShard(balanced, {8, 8}, 1), makeShard({3, 0}, {3, 8}));
+  EXPECT_EQ(getShard(balanced, {8, 8}, 2), makeShard({6, 0}, {2, 8}));
+  // Member 0's 3 rows over 2 devices: 2 and 1.
   UnionAttr share = parseUnion("split(0) shares [3, 1]: {[0, 1]: [S0:2]}, "
                                "{[2]: []}");
   ASSERT_TRUE(share);
-  EXPECT_EQ(getShard(share, {4}, 1), std::nullopt);
+  EXPECT_EQ(getShard(share, {4}, 1), makeShard({2}, {1}));
+  EXPECT_EQ(getShard(share, {4}, 2), makeShard({3}, {1}));
+  // Heads kept whole: 32 columns as 16, 8, 8, on the inner axis.
+  UnionAttr heads = parseUnion("{[0, 1, 2, 3, 4, 5]: [D:2, S1:[16, 8, 8]]}");
+  ASSERT_TRUE(heads);
+  for (int64_t device = 0; device < 6; ++device) {
+    std::optional<Shard> shard = getShard(heads, {4, 32}, device);
+    ASSERT_TRUE(shard);
+    int64_t block = device % 3;
+    EXPECT_EQ(shard->offsets, (llvm::SmallVector<int64_t>{0, block ? 8 + 8 * block : 0}));
+    EXPECT_EQ(shard->sizes, (llvm::SmallVector<int64_t>{4, block ? 8 : 16}));
+    EXPECT_EQ(shard->replicaIndex, device / 3);
+    EXPECT_EQ(shard->numReplicas, 2);
+  }
+  EXPECT_TRUE(hasUnevenSplits(heads, {4, 32}));
+  EXPECT_TRUE(hasUnevenSplits(balanced, {8, 8}));
+  EXPECT_FALSE(hasUnevenSplits(balanced, {9, 8}));
+  EXPECT_TRUE(hasUnevenSplits(share, {4}));
+  EXPECT_FALSE(hasUnevenSplits(share, {8}));
+  // Sizes print as they parse.
+  std::string text;
+  llvm::raw_string_ostream(text) << heads;
+  EXPECT_EQ(text, "#hspmd.union<{[0, 1, 2, 3, 4, 5]: [D:2, S1:[16, 8, 8]]}>");
+  // Equal sizes are another spelling of the same blocks.
+  UnionAttr even = parseUnion("{[0, 1]: [S1:2]}");
+  UnionAttr listed = parseUnion("{[0, 1]: [S1:[4, 4]]}");
+  EXPECT_NE(even, listed);
+  EXPECT_TRUE(areEquivalent(even, listed, {2, 8}));
+  EXPECT_FALSE(areEquivalent(listed, parseUnion("{[0, 1]: [S1:[5, 3]]}"),
+                             {2, 8}));
+}
+
+// getShard runs the checks of verifyLayoutForShape: blocks that do not
+// cover the dimension, or a member's split of a dimension beyond the rank,
+// give no shard rather than a wrong or out-of-range one.
+TEST_F(HSPMDLayoutTest, ShardOfShapeWhoseLocalSplitDoesNotFit) {
+  // Explicit sizes that miss two rows.
+  UnionAttr short_ = parseUnion("{[0, 1, 2]: [S0:[2, 2, 2]]}");
+  ASSERT_TRUE(short_);
+  EXPECT_EQ(getShard(short_, {8, 8}, 2), std::nullopt);
+  // 2 rows cannot make 3 blocks.
+  EXPECT_EQ(getShard(parseUnion("{[0, 1, 2]: [S0:3]}"), {2, 8}, 0),
+            std::nullopt);
   // Dimension 2 of a rank-2 tensor.
   UnionAttr beyond = parseUnion("{[0, 1]: [S2:2]}");
   ASSERT_TRUE(beyond);
@@ -564,8 +605,7 @@ TEST_F(HSPMDLayoutTest, ShardOfShapeWhoseLocalSplitDoesNotFit) {
   expectDoesNotFit(largest, llvm::ArrayRef<int64_t>{8, 8},
                    "splits dimension 2147483647 but the tensor has rank 2");
   // The same layouts on shapes they fit.
-  EXPECT_EQ(getShard(uneven, {9, 8}, 2), makeShard({6, 0}, {3, 8}));
-  EXPECT_EQ(getShard(share, {8}, 1), makeShard({3}, {3}));
+  EXPECT_EQ(getShard(short_, {6, 8}, 2), makeShard({4, 0}, {2, 8}));
   EXPECT_EQ(getShard(beyond, {8, 8, 4}, 1), makeShard({0, 0, 2}, {8, 8, 2}));
 }
 
@@ -707,26 +747,28 @@ TEST_F(HSPMDLayoutTest, VerifyLayoutForShapeRejects) {
                    "tensor has rank 2");
   expectDoesNotFit(parseUnion("{[0, 1]: [S0:2]}"), llvm::ArrayRef<int64_t>{},
                    "splits dimension 0 but the tensor has rank 0");
-  // An even split that does not divide.
+  // A split that would leave a block empty.
   expectDoesNotFit(parseUnion("{[0, 1, 2]: [S0:3]}"),
-                   llvm::ArrayRef<int64_t>{8, 8},
-                   "dimension 0 of size 8 is not divisible by split degree 3");
+                   llvm::ArrayRef<int64_t>{2, 8},
+                   "dimension 0: a dimension of size 2 cannot be split 3 ways "
+                   "(S0:3) without an empty block");
   expectDoesNotFit(parseUnion("split(0) shares [3, 1]: {[0, 1]: [S1:2]}, "
-                              "{[2, 3, 4]: [S1:3]}"),
+                              "{[2, 3, 4]: [S1:[2, 1, 2]]}"),
                    llvm::ArrayRef<int64_t>{8, 4},
-                   "dimension 1 of size 4 is not divisible by split degree 3");
-  // A share that a member's split degree does not divide: 64 / 3 is not
-  // whole, and member 1's 16 rows are not divisible by 3.
+                   "dimension 1: the block sizes of S1:[2, 1, 2] sum to 5 but "
+                   "the dimension they cut has size 4");
+  // A share that a member's explicit blocks do not cover: member 1 holds
+  // 16 of the 64 rows.
   expectDoesNotFit(parseUnion("split(0) shares [3, 1]: {[0, 1, 2, 3]: [S0:2, "
-                              "S1:2]}, {[4, 5, 6]: [S0:3]}"),
+                              "S1:2]}, {[4, 5, 6]: [S0:[6, 6, 6]]}"),
                    llvm::ArrayRef<int64_t>{64, 128},
-                   "union member 1's share of dimension 0 (size 16) is not "
-                   "divisible by split degree 3");
-  expectDoesNotFit(parseUnion("split(0) shares [3, 1]: {[0, 1]: [S0:2]}, "
+                   "union member 1's share of dimension 0 (size 16): the "
+                   "block sizes of S0:[6, 6, 6] sum to 18");
+  expectDoesNotFit(parseUnion("split(0) shares [1, 3]: {[0, 1]: [S0:2]}, "
                               "{[2]: []}"),
                    llvm::ArrayRef<int64_t>{4},
-                   "union member 0's share of dimension 0 (size 3) is not "
-                   "divisible by split degree 2");
+                   "union member 0's share of dimension 0 (size 1): a "
+                   "dimension of size 1 cannot be split 2 ways");
   // Sizes that do not cover the dimension.
   expectDoesNotFit(parseUnion("split(0) sizes [40, 20]: {[0]: []}, {[1]: []}"),
                    llvm::ArrayRef<int64_t>{64},
@@ -742,14 +784,15 @@ TEST_F(HSPMDLayoutTest, VerifyLayoutForShapeRejects) {
                    "groups");
   // A dynamic dimension skips only its own checks.
   expectDoesNotFit(parseUnion("{[0, 1, 2]: [S0:3, S1:1]}"),
-                   llvm::ArrayRef<int64_t>{8, ShapedType::kDynamic},
-                   "dimension 0 of size 8 is not divisible by split degree 3");
+                   llvm::ArrayRef<int64_t>{2, ShapedType::kDynamic},
+                   "dimension 0: a dimension of size 2 cannot be split 3 "
+                   "ways");
   // A strategy set names the strategy that does not fit.
   expectDoesNotFit(parse("#hspmd.strategies<[\"tp\" = <{[0, 1]: [S1:2]}>, "
                          "\"dp\" = <{[0, 1]: [S0:2]}>], optimizer = \"dp\">"),
-                   llvm::ArrayRef<int64_t>{3, 6},
-                   "strategy 'dp': dimension 0 of size 3 is not divisible by "
-                   "split degree 2");
+                   llvm::ArrayRef<int64_t>{1, 6},
+                   "strategy 'dp': dimension 0: a dimension of size 1 cannot "
+                   "be split 2 ways");
   // Anything else is not a layout.
   expectDoesNotFit(parse("#hspmd.states<[S0:2]>"), llvm::ArrayRef<int64_t>{4},
                    "expected a #hspmd.union or #hspmd.strategies layout");

@@ -142,6 +142,9 @@ struct GenOptions {
   std::vector<Relation> relations;
   bool duplicates = true;
   bool partials = false;
+  /// Splits whose degree does not divide the dimension (balanced blocks)
+  /// and explicit block sizes.
+  bool uneven = false;
 };
 
 const ReductionKind kAllKinds[] = {ReductionKind::Sum, ReductionKind::Mean,
@@ -189,7 +192,7 @@ protected:
   llvm::SmallVector<Axis>
   randomAxes(llvm::ArrayRef<int64_t> localShape, bool duplicates,
              std::optional<ReductionKind> forcedKind,
-             llvm::ArrayRef<ReductionKind> partialKinds) {
+             llvm::ArrayRef<ReductionKind> partialKinds, bool uneven = false) {
     llvm::SmallVector<Axis> axes;
     int64_t product = 1;
     auto room = [&]() { return kMaxGroupSize / product; };
@@ -208,6 +211,21 @@ protected:
         if (d > 1 && d <= room())
           candidates.push_back(d);
       int64_t degree = 1;
+      int64_t most = std::min(localShape[dim], room());
+      if (uneven && most >= 2 && chance(1, 2)) {
+        degree = uniform(2, most);
+        if (chance(1, 2)) {
+          // Explicit sizes: a random composition of the dimension.
+          llvm::SmallVector<int64_t> sizes(degree, 1);
+          for (int64_t left = localShape[dim] - degree; left > 0; --left)
+            ++sizes[uniform(0, degree - 1)];
+          axes.push_back(Axis::split(dim, sizes));
+        } else {
+          axes.push_back(Axis::split(dim, degree));
+        }
+        product *= degree;
+        continue;
+      }
       if (!candidates.empty() && !chance(1, 6))
         degree = pick<int64_t>(candidates);
       axes.push_back(Axis::split(dim, degree));
@@ -363,7 +381,8 @@ protected:
         offset += extents[i];
       }
       group.axes =
-          randomAxes(localShape, options.duplicates, forcedKind, localKinds);
+          randomAxes(localShape, options.duplicates, forcedKind, localKinds,
+                     options.uneven);
       spec.groups.push_back(std::move(group));
     }
 
@@ -1251,12 +1270,13 @@ protected:
   const GenOptions everything{{Relation::Single, Relation::Split,
                                Relation::Partial, Relation::Replicated},
                               /*duplicates=*/true,
-                              /*partials=*/true};
+                              /*partials=*/true,
+                              /*uneven=*/true};
 };
 
 TEST_F(LayoutCoreTest, ShardsEqualGetShard) {
   seed(0xc0de);
-  int64_t compared = 0, refused = 0, partial = 0, replicated = 0;
+  int64_t compared = 0, refused = 0, partial = 0, replicated = 0, uneven = 0;
   for (int iteration = 0; iteration < 300 && !HasFailure(); ++iteration) {
     std::optional<LayoutSpec> spec = generate(everything);
     if (!spec)
@@ -1282,6 +1302,7 @@ TEST_F(LayoutCoreTest, ShardsEqualGetShard) {
           continue;
         }
         ++compared;
+        uneven += hasUnevenSplits(spec->attr, shape);
         partial += expected->numPartials > 1;
         replicated += expected->numReplicas > 1;
         EXPECT_EQ(llvm::ArrayRef<int64_t>(actual->offsets),
@@ -1310,6 +1331,7 @@ TEST_F(LayoutCoreTest, ShardsEqualGetShard) {
   EXPECT_GT(refused, 300);
   EXPECT_GT(partial, 200);
   EXPECT_GT(replicated, 200);
+  EXPECT_GT(uneven, 300);
 }
 
 // Cutting a global array into every device's shard and putting it back
@@ -1375,7 +1397,7 @@ TEST_F(LayoutCoreTest, CutShardsAssembleBack) {
     }
   }
   EXPECT_EQ(roundTrips, 300);
-  EXPECT_GT(faultsCaught, 100);
+  EXPECT_GT(faultsCaught, 80);
 }
 
 // Tables a corrupt program could carry: refused with a status, never a

@@ -321,6 +321,27 @@ TEST_F(HSPMDTransfersTest, UnequalSharesAcrossGroups) {
           {6, 8});
 }
 
+TEST_F(HSPMDTransfersTest, UnevenBlocksInsideAGroup) {
+  // Balanced 3/3/2 rows to explicit 4/2/2: only row 3 moves (device 1 to
+  // device 0), 4 floats.
+  TransferPlan plan = checked("#hspmd.union<{[0, 1, 2]: [S0:3]}>",
+                              "#hspmd.union<{[0, 1, 2]: [S0:[4, 2, 2]]}>",
+                              {8, 4});
+  ASSERT_EQ(plan.transfers.size(), 1u);
+  EXPECT_EQ(plan.transfers[0].source, 1);
+  EXPECT_EQ(plan.transfers[0].destination, 0);
+  EXPECT_EQ(plan.totalBytes, 4 * 4);
+  // Heads 2/1/1 of 32 columns gathered: every device receives the 32 - own
+  // columns it lacks, nothing more.
+  plan = checked("#hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}>",
+                 "#hspmd.union<{[0, 1, 2]: [D:3]}>", {2, 32});
+  EXPECT_EQ(plan.totalBytes, 2 * 4 * ((32 - 16) + (32 - 8) + (32 - 8)));
+  // Uneven on both sides, with replicas: a block already held stays.
+  checked("#hspmd.union<{[0, 1, 2, 3, 4, 5]: [D:2, S1:3]}>",
+          "#hspmd.union<{[0, 1, 2, 3, 4, 5]: [S1:[1, 3, 1, 2, 2, 1]]}>",
+          {3, 10});
+}
+
 TEST_F(HSPMDTransfersTest, NothingMovesWhenEveryoneHoldsWhatItNeeds) {
   TransferPlan plan = checked("#hspmd.union<{[0, 1]: [D:2]}>",
                               "#hspmd.union<{[0, 1]: [S0:2]}>", {4, 4});
@@ -336,7 +357,7 @@ TEST_F(HSPMDTransfersTest, PartialSumsAndBadShapesAreRefused) {
   EXPECT_NE(why.find("partial sums on device 0"), std::string::npos) << why;
   EXPECT_TRUE(
       failed(planTransfers(layout("#hspmd.union<{[0, 1]: [S0:2]}>"),
-                           layout("#hspmd.union<{[2]: [D:1]}>"), {5}, 4, why)));
+                           layout("#hspmd.union<{[2]: [D:1]}>"), {1}, 4, why)));
   EXPECT_NE(why.find("does not fit the shape"), std::string::npos) << why;
   EXPECT_TRUE(failed(planTransfers(layout("#hspmd.union<{[0, 1]: [S0:2]}>"),
                                    layout("#hspmd.union<{[2, 3]: [S0:2]}>"),
@@ -676,7 +697,7 @@ TEST_F(HSPMDTransfersTest, ExchangeRefusesWhatItCannotReduce) {
   EXPECT_NE(why.find("partial(max)"), std::string::npos) << why;
   EXPECT_TRUE(failed(planExchange(
       layout("#hspmd.union<partial(sum): {[0, 1]: [S0:2]}, {[2]: []}>"),
-      layout("#hspmd.union<{[0, 1, 2]: [D:3]}>"), {5}, 4, why)));
+      layout("#hspmd.union<{[0, 1, 2]: [D:3]}>"), {1}, 4, why)));
   EXPECT_NE(why.find("the source layout does not fit the shape"),
             std::string::npos)
       << why;

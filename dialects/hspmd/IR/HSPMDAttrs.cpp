@@ -13,15 +13,38 @@
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <limits>
+#include <mutex>
+#include <set>
+#include <vector>
 
 using namespace mlir;
 using namespace loom::hspmd;
+
+ArrayRef<int64_t> loom::hspmd::internBlockSizes(ArrayRef<int64_t> sizes) {
+  if (sizes.empty())
+    return {};
+  // std::set never moves its elements, so the vectors' storage is stable.
+  static std::mutex mutex;
+  static std::set<std::vector<int64_t>> pool;
+  std::lock_guard<std::mutex> lock(mutex);
+  return *pool.emplace(sizes.begin(), sizes.end()).first;
+}
+
+Axis Axis::split(int64_t dim, ArrayRef<int64_t> sizes) {
+  return {AxisKind::Split, dim, static_cast<int64_t>(sizes.size()),
+          ReductionKind::Sum, internBlockSizes(sizes)};
+}
 
 llvm::raw_ostream &loom::hspmd::operator<<(llvm::raw_ostream &os,
                                            const Axis &axis) {
   switch (axis.kind) {
   case AxisKind::Split:
-    return os << 'S' << axis.dim << ':' << axis.degree;
+    os << 'S' << axis.dim << ':';
+    if (axis.sizes.empty())
+      return os << axis.degree;
+    os << '[';
+    llvm::interleaveComma(axis.sizes, os);
+    return os << ']';
   case AxisKind::Duplicate:
     return os << "D:" << axis.degree;
   case AxisKind::Partial:
@@ -88,6 +111,16 @@ LogicalResult DistStatesAttr::verify(function_ref<InFlightDiagnostic()> emitErro
     if (!axis.isSplit() && axis.dim != -1)
       return emitError() << "axis " << axis.str() << " names dimension "
                          << axis.dim << "; only split axes name a dimension";
+    if (!axis.sizes.empty() &&
+        (!axis.isSplit() ||
+         static_cast<int64_t>(axis.sizes.size()) != axis.degree))
+      return emitError() << "axis " << axis.str() << " lists "
+                         << axis.sizes.size() << " block sizes for degree "
+                         << axis.degree;
+    for (int64_t block : axis.sizes)
+      if (block < 1)
+        return emitError() << "axis " << axis.str() << " has a block of size "
+                           << block << "; expected at least 1";
     std::optional<int64_t> product = llvm::checkedMul(numDevices, axis.degree);
     if (!product)
       return emitError() << "the degrees of the axes overflow a 64-bit device "
@@ -365,7 +398,8 @@ DeviceAttr ClusterAttr::lookup(int64_t id) const {
 // Custom syntax
 //
 //   states   ::= `[` (axis (`,` axis)*)? `]`
-//   axis     ::= `S` dim `:` degree | `D:` degree | `P(` kind `):` degree
+//   axis     ::= `S` dim `:` (degree | `[` block-sizes `]`) | `D:` degree
+//              | `P(` kind `):` degree
 //   union    ::= (relation `:`)? member (`,` member)*
 //   relation ::= `replicated`
 //              | `split` `(` dim `)` ((`shares` | `sizes`) `[` ints `]`)?
@@ -441,7 +475,20 @@ ParseResult parseAxis(AsmParser &parser, Axis &axis) {
            << "unknown axis '" << keyword
            << "'; expected S<dim>:<degree>, D:<degree> or P(<kind>):<degree>";
   }
-  if (parser.parseColon() || parser.parseInteger(axis.degree))
+  if (parser.parseColon())
+    return failure();
+  if (axis.isSplit() && succeeded(parser.parseOptionalLSquare())) {
+    // Explicit block sizes, one per coordinate: `S1:[16, 8, 8]`.
+    SmallVector<int64_t> sizes;
+    if (parser.parseCommaSeparatedList([&]() -> ParseResult {
+          return parser.parseInteger(sizes.emplace_back());
+        }) ||
+        parser.parseRSquare())
+      return failure();
+    axis = Axis::split(axis.dim, sizes);
+    return success();
+  }
+  if (parser.parseInteger(axis.degree))
     return failure();
   return success();
 }

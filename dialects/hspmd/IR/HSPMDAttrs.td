@@ -70,7 +70,12 @@ def HSPMD_DistStatesAttr : HSPMD_Attr<"DistStates", "states"> {
     Distributed states are an ordered list of axes, the first axis slowest.
     Each axis is one of
 
-    * `S<d>:<n>` — dimension `d` is split into `n` equal parts;
+    * `S<d>:<n>` — dimension `d` is split into `n` blocks: equal where `n`
+      divides it, otherwise balanced (the first `size mod n` blocks one
+      element larger: 8 over 3 is 3/3/2);
+    * `S<d>:[<s0>, <s1>, ...]` — dimension `d` is split into blocks of the
+      listed sizes, one per coordinate (`S1:[16, 8, 8]` keeps heads of 8
+      columns whole); they must sum to the dimension the axis cuts;
     * `D:<n>` — the shard is duplicated on `n` devices;
     * `P(<kind>):<n>` — `n` devices each hold a contribution that still has
       to be reduced with `kind` (`sum`, `mean`, `max` or `min`).
@@ -83,12 +88,15 @@ def HSPMD_DistStatesAttr : HSPMD_Attr<"DistStates", "states"> {
     ```mlir
     #hspmd.states<[S0:2, D:2]>        // data parallel 2 x 2 replicas
     #hspmd.states<[P(sum):2, S1:2]>   // partial sums over 2, dim 1 split 2
+    #hspmd.states<[S1:[16, 8, 8]]>    // dim 1 as blocks of 16, 8 and 8
     ```
 
     Constraints: every degree is at least 1 and their product fits in 64
     bits; no axis is named twice (a dimension is split at most once, at most
     one duplicate and one partial axis); a partial axis names its reduction
-    kind; split dimensions are non-negative.
+    kind; split dimensions are non-negative; explicit block sizes are
+    positive and belong to split axes. Applied to a tensor, no block may be
+    empty and explicit sizes must cover the dimension.
   }];
   let parameters = (ins ArrayRefParameter<"Axis", "axes, first slowest">:$axes);
   let hasCustomAssemblyFormat = 1;

@@ -11,6 +11,7 @@
 
 #include "dialects/hspmd/IR/HSPMDEnums.h.inc"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Hashing.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -29,10 +30,18 @@ struct Axis {
   int64_t degree = 1;
   /// The reduction of a partial axis; ignored for the other kinds.
   ReductionKind reduction = ReductionKind::Sum;
+  /// A split axis's explicit block sizes, one per coordinate (`S1:[16, 8,
+  /// 8]`); empty for equal or balanced blocks (`S1:3`: where 3 does not
+  /// divide the dimension, the first size mod 3 blocks are one larger).
+  /// Interned (see internBlockSizes): the array lives as long as the
+  /// process, so an axis stays plain data.
+  llvm::ArrayRef<int64_t> sizes;
 
   static Axis split(int64_t dim, int64_t degree) {
-    return {AxisKind::Split, dim, degree, ReductionKind::Sum};
+    return {AxisKind::Split, dim, degree, ReductionKind::Sum, {}};
   }
+  /// A split into blocks of explicit sizes (interned here).
+  static Axis split(int64_t dim, llvm::ArrayRef<int64_t> sizes);
   static Axis duplicate(int64_t degree) {
     return {AxisKind::Duplicate, -1, degree, ReductionKind::Sum};
   }
@@ -50,12 +59,13 @@ struct Axis {
     return kind == other.kind && (!isSplit() || dim == other.dim);
   }
 
-  /// `S0:2`, `D:2` or `P(sum):2`.
+  /// `S0:2`, `S1:[16, 8, 8]`, `D:2` or `P(sum):2`.
   std::string str() const;
 
   bool operator==(const Axis &other) const {
     return kind == other.kind && dim == other.dim && degree == other.degree &&
-           (!isPartial() || reduction == other.reduction);
+           (!isPartial() || reduction == other.reduction) &&
+           sizes == other.sizes;
   }
   bool operator!=(const Axis &other) const { return !(*this == other); }
 };
@@ -64,10 +74,16 @@ inline llvm::hash_code hash_value(const Axis &axis) {
   return llvm::hash_combine(static_cast<uint8_t>(axis.kind), axis.dim,
                             axis.degree,
                             axis.isPartial() ? static_cast<int>(axis.reduction)
-                                             : -1);
+                                             : -1,
+                            llvm::hash_combine_range(axis.sizes.begin(),
+                                                     axis.sizes.end()));
 }
 
-/// Prints `S0:2`, `D:2` or `P(sum):2`.
+/// A copy of `sizes` that lives as long as the process; equal lists share
+/// one copy.
+llvm::ArrayRef<int64_t> internBlockSizes(llvm::ArrayRef<int64_t> sizes);
+
+/// Prints `S0:2`, `S1:[16, 8, 8]`, `D:2` or `P(sum):2`.
 llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const Axis &axis);
 
 } // namespace loom::hspmd

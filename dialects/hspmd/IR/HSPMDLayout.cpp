@@ -142,17 +142,20 @@ checkLayoutForShape(UnionAttr layout, ArrayRef<int64_t> shape,
       bool isShare = splitsGroups && axis.dim == splitDim;
       int64_t size = isShare && !extents.empty() ? extents[member]
                                                  : shape[axis.dim];
-      if (ShapedType::isDynamic(size) || (isShare && extents.empty()) ||
-          size % axis.degree == 0)
+      if (ShapedType::isDynamic(size) || (isShare && extents.empty()))
+        continue;
+      // Equal, balanced or explicit blocks (runtime/layout/Layout.h).
+      absl::StatusOr<std::vector<int64_t>> blocks =
+          ::loom::layout::getBlockSizes(toLayoutCore(axis), size);
+      if (blocks.ok())
         continue;
       return fail([&](InFlightDiagnostic &diag) {
         if (isShare)
           diag << "union member " << member << "'s share of dimension "
-               << axis.dim << " (size " << size
-               << ") is not divisible by split degree " << axis.degree;
+               << axis.dim << " (size " << size << "): ";
         else
-          diag << "dimension " << axis.dim << " of size " << size
-               << " is not divisible by split degree " << axis.degree;
+          diag << "dimension " << axis.dim << ": ";
+        diag << std::string(blocks.status().message());
       });
     }
   }
@@ -216,9 +219,11 @@ std::optional<Shard> loom::hspmd::getShard(UnionAttr layout,
        llvm::zip_equal(states.getAxes(), states.getCoordinates(index))) {
     switch (axis.kind) {
     case AxisKind::Split: {
-      int64_t chunk = shard.sizes[axis.dim] / axis.degree;
-      shard.offsets[axis.dim] += coord * chunk;
-      shard.sizes[axis.dim] = chunk;
+      SmallVector<int64_t> blocks =
+          *getBlockSizes(axis, shard.sizes[axis.dim]);
+      for (int64_t j = 0; j < coord; ++j)
+        shard.offsets[axis.dim] += blocks[j];
+      shard.sizes[axis.dim] = blocks[coord];
       break;
     }
     case AxisKind::Duplicate:
@@ -276,8 +281,10 @@ bool loom::hspmd::areEquivalent(UnionAttr lhs, UnionAttr rhs,
   // One group in the same device order: compare the layouts axis by axis on
   // their common mesh, in time independent of the number of devices (equal
   // roles on every mesh axis is exactly "every device holds the same
-  // shard", given both fit the shape).
+  // shard", given both fit the shape). A mesh reading has no block sizes:
+  // uneven splits compare shard by shard.
   if (lhs.getNumGroups() == 1 && rhs.getNumGroups() == 1 &&
+      !hasUnevenSplits(lhs, shape) && !hasUnevenSplits(rhs, shape) &&
       lhs.getGroups()[0] == rhs.getGroups()[0] &&
       llvm::none_of(shape, ShapedType::isDynamic) &&
       succeeded(checkLayoutForShape(lhs, shape, nullptr)) &&
@@ -346,23 +353,62 @@ loom::layout::Layout loom::hspmd::toLayoutCore(UnionAttr attr) {
   for (auto [group, states] : llvm::zip_equal(attr.getGroups(), attr.getStates())) {
     layout::Member member;
     member.devices.assign(group.getDevices().begin(), group.getDevices().end());
-    for (const Axis &axis : states.getAxes()) {
-      switch (axis.kind) {
-      case AxisKind::Split:
-        member.states.axes.push_back(layout::Axis::split(axis.dim, axis.degree));
-        break;
-      case AxisKind::Duplicate:
-        member.states.axes.push_back(layout::Axis::duplicate(axis.degree));
-        break;
-      case AxisKind::Partial:
-        member.states.axes.push_back(
-            layout::Axis::partial(axis.degree, toLayoutCore(axis.reduction)));
-        break;
-      }
-    }
+    for (const Axis &axis : states.getAxes())
+      member.states.axes.push_back(toLayoutCore(axis));
     core.members.push_back(std::move(member));
   }
   return core;
+}
+
+loom::layout::Axis loom::hspmd::toLayoutCore(const Axis &axis) {
+  switch (axis.kind) {
+  case AxisKind::Split:
+    if (!axis.sizes.empty())
+      return loom::layout::Axis::split(
+          axis.dim, std::vector<int64_t>(axis.sizes.begin(), axis.sizes.end()));
+    return loom::layout::Axis::split(axis.dim, axis.degree);
+  case AxisKind::Duplicate:
+    return loom::layout::Axis::duplicate(axis.degree);
+  case AxisKind::Partial:
+    return loom::layout::Axis::partial(axis.degree, toLayoutCore(axis.reduction));
+  }
+  llvm_unreachable("unknown axis kind");
+}
+
+FailureOr<SmallVector<int64_t>> loom::hspmd::getBlockSizes(const Axis &axis,
+                                                           int64_t size) {
+  absl::StatusOr<std::vector<int64_t>> blocks =
+      loom::layout::getBlockSizes(toLayoutCore(axis), size);
+  if (!blocks.ok())
+    return failure();
+  return SmallVector<int64_t>(blocks->begin(), blocks->end());
+}
+
+bool loom::hspmd::isEvenSplit(const Axis &axis, int64_t size) {
+  return !axis.isSplit() || ShapedType::isDynamic(size) ||
+         loom::layout::isEvenSplit(toLayoutCore(axis), size);
+}
+
+bool loom::hspmd::hasUnevenSplits(UnionAttr layout, ArrayRef<int64_t> shape) {
+  if (!layout)
+    return false;
+  int64_t splitDim =
+      layout.getRelation() == UnionRelation::Split ? layout.getSplitDim() : -1;
+  FailureOr<SmallVector<int64_t>> extents = failure();
+  if (splitDim >= 0 && splitDim < static_cast<int64_t>(shape.size()) &&
+      !ShapedType::isDynamic(shape[splitDim]))
+    extents = getGroupExtents(layout, shape[splitDim]);
+  for (auto [member, states] : llvm::enumerate(layout.getStates()))
+    for (const Axis &axis : states.getAxes()) {
+      if (!axis.isSplit() || axis.dim >= static_cast<int64_t>(shape.size()))
+        continue;
+      int64_t size = shape[axis.dim];
+      if (axis.dim == splitDim)
+        size = succeeded(extents) ? (*extents)[member] : ShapedType::kDynamic;
+      if (!axis.sizes.empty() || !isEvenSplit(axis, size))
+        return true;
+    }
+  return false;
 }
 
 //===----------------------------------------------------------------------===//

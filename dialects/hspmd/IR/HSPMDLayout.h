@@ -63,6 +63,23 @@ verifyLayoutForShape(mlir::Attribute layout, llvm::ArrayRef<int64_t> shape,
 mlir::FailureOr<llvm::SmallVector<int64_t>> getGroupExtents(UnionAttr layout,
                                                             int64_t dimSize);
 
+/// The blocks a split axis cuts a dimension (or a group's share of it) of
+/// `size` into, in coordinate order: equal where the degree divides it,
+/// balanced otherwise (the first size mod degree one larger), or the axis's
+/// explicit sizes (layout::getBlockSizes). Fails where explicit sizes do
+/// not sum to `size` or a block would be empty.
+mlir::FailureOr<llvm::SmallVector<int64_t>> getBlockSizes(const Axis &axis,
+                                                          int64_t size);
+
+/// Whether `axis` (any kind; dynamic sizes count as even) cuts `size` into
+/// equal blocks.
+bool isEvenSplit(const Axis &axis, int64_t size);
+
+/// Whether a tensor of `shape` laid out as `layout` has blocks of unequal
+/// size inside a group (a balanced or explicit split): the devices of that
+/// group hold differently shaped blocks. Null layouts have none.
+bool hasUnevenSplits(UnionAttr layout, llvm::ArrayRef<int64_t> shape);
+
 /// The shard that `device` holds of a tensor of `shape` laid out as
 /// `layout`, or std::nullopt when the device is not in the layout or the
 /// shape is dynamic or does not fit the layout (see verifyLayoutForShape).
@@ -85,6 +102,7 @@ bool haveSameDevices(UnionAttr lhs, UnionAttr rhs);
 /// The layout as the MLIR-free layout core's plain data
 /// (runtime/layout/Layout.h), which everything outside the compiler uses.
 layout::Layout toLayoutCore(UnionAttr layout);
+layout::Axis toLayoutCore(const Axis &axis);
 layout::Reduction toLayoutCore(ReductionKind kind);
 
 //===----------------------------------------------------------------------===//

@@ -164,6 +164,10 @@ LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
       };
       if (failed(verifyLayoutForShape(layout, input.getShape(), emit)))
         return failure();
+      if (hasUnevenSplits(layout, input.getShape()))
+        return emit() << layout << " cuts blocks of unequal size; a "
+                                   "collective moves equal blocks (an "
+                                   "hspmd.exchange moves uneven ones)";
       if (layout.getGroups().size() != 1)
         return emit() << "a collective runs inside one device group; "
                          "unions of several groups have their own transfers";

@@ -15,6 +15,7 @@
 // CHECK-SAME: s_partial = #hspmd.states<[P(sum):2, S1:2]>
 // CHECK-SAME: s_partial_kinds = [#hspmd.states<[P(mean):2]>, #hspmd.states<[P(max):2]>, #hspmd.states<[P(min):2, D:3]>]
 // CHECK-SAME: s_replicas = #hspmd.states<[D:2, S0:2]>
+// CHECK-SAME: s_uneven = #hspmd.states<[D:2, S1:[16, 8, 8]]>
 // CHECK-SAME: strategies = #hspmd.strategies<["tp" = #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>, "dp" = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>], optimizer = "dp">
 // CHECK-SAME: u_equal = #hspmd.union<split(1): {[0, 1]: [S0:2]}, {[2, 3]: [S0:2]}>
 // CHECK-SAME: u_partial = #hspmd.union<partial(sum): {[0, 1]: [P(sum):2]}, {[2]: []}>
@@ -34,6 +35,7 @@ func.func @attrs() attributes {
   s_partial = #hspmd.states<[P(sum):2, S1:2]>,
   s_partial_kinds = [#hspmd.states<[P(mean):2]>, #hspmd.states<[P(max):2]>, #hspmd.states<[P(min):2, D:3]>],
   s_replicas = #hspmd.states<[D:2, S0:2]>,
+  s_uneven = #hspmd.states<[D:2, S1:[16,8, 8]]>,
   strategies = #hspmd.strategies<["tp" = <{[0, 1, 2, 3]: [S1:4]}>,
                                   "dp" = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>], optimizer = "dp">,
   u_equal = #hspmd.union<split(1): {[0, 1]: [S0:2]}, {[2, 3]: [S0:2]}>,

@@ -95,3 +95,12 @@ func.func @mesh_not_common(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %0 = hspmd.all_gather %x dim 1 over [0] of [4] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:2, D:2]}>
   return %0 : tensor<8x8xf32>
 }
+
+// -----
+
+// A collective moves equal blocks: uneven ones go through hspmd.exchange.
+func.func @all_gather_uneven(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{`from` layout: #hspmd.union<{[0, 1, 2]: [S0:3]}> cuts blocks of unequal size; a collective moves equal blocks (an hspmd.exchange moves uneven ones)}}
+  %0 = hspmd.all_gather %x dim 0 over [0] of [3] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1, 2]: [S0:3]}> to #hspmd.union<{[0, 1, 2]: [D:3]}>
+  return %0 : tensor<8x8xf32>
+}

@@ -18,19 +18,48 @@ func.func @member_size(%x: tensor<8x8xf32>) {
 
 // -----
 
-// An even split must divide the dimension.
-func.func @even_split(%x: tensor<6x8xf32>) {
-  // expected-error @+1 {{dimension 0 of size 6 is not divisible by split degree 4}}
-  %0 = hspmd.annotate %x : tensor<6x8xf32> as #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
+// A split that does not divide its dimension is balanced, but no block may
+// be empty.
+func.func @empty_block(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{dimension 0: a dimension of size 3 cannot be split 4 ways (S0:4) without an empty block}}
+  %0 = hspmd.annotate %x : tensor<3x8xf32> as #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
   return
 }
 
 // -----
 
-// A member's split must divide the share of the dimension its group holds.
+// Explicit block sizes cover the dimension exactly.
+func.func @block_sizes_sum(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{dimension 1: the block sizes of S1:[16, 8, 4] sum to 28 but the dimension they cut has size 32}}
+  %0 = hspmd.annotate %x : tensor<4x32xf32> as #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 4]]}>
+  return
+}
+
+// -----
+
+// Explicit block sizes are positive.
+func.func @block_size_zero(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{axis S1:[32, 0] has a block of size 0; expected at least 1}}
+  %0 = hspmd.annotate %x : tensor<4x32xf32> as #hspmd.union<{[0, 1]: [S1:[32, 0]]}>
+  return
+}
+
+// -----
+
+// Block sizes belong to split axes.
+func.func @block_sizes_duplicate(%x: tensor<4x32xf32>) {
+  // expected-error @+1 {{expected integer value}}
+  %0 = hspmd.annotate %x : tensor<4x32xf32> as #hspmd.union<{[0, 1]: [D:[1, 1]]}>
+  return
+}
+
+// -----
+
+// A member's explicit blocks cover the share of the dimension its group
+// holds.
 func.func @share_split(%x: tensor<64x8xf32>) {
-  // expected-error @+1 {{union member 1's share of dimension 0 (size 16) is not divisible by split degree 3}}
-  %0 = hspmd.annotate %x : tensor<64x8xf32> as #hspmd.union<split(0) shares [3, 1]: {[0]: []}, {[1, 2, 3]: [S0:3]}>
+  // expected-error @+1 {{union member 1's share of dimension 0 (size 16): the block sizes of S0:[8, 4, 2] sum to 14 but the dimension they cut has size 16}}
+  %0 = hspmd.annotate %x : tensor<64x8xf32> as #hspmd.union<split(0) shares [3, 1]: {[0]: []}, {[1, 2, 3]: [S0:[8, 4, 2]]}>
   return
 }
 
@@ -262,9 +291,9 @@ func.func @strategy_optimizer() attributes {s = #hspmd.strategies<["tp" = <{[0]:
 // -----
 
 // Every strategy of an annotation fits the tensor.
-func.func @strategy_shape(%x: tensor<6xf32>) {
-  // expected-error @+1 {{strategy 'dp': dimension 0 of size 6 is not divisible by split degree 4}}
-  %0 = hspmd.annotate %x : tensor<6xf32> as #hspmd.strategies<["tp" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1, 2, 3]: [S0:4]}>], optimizer = "dp">
+func.func @strategy_shape(%x: tensor<3xf32>) {
+  // expected-error @+1 {{strategy 'dp': dimension 0: a dimension of size 3 cannot be split 4 ways (S0:4) without an empty block}}
+  %0 = hspmd.annotate %x : tensor<3xf32> as #hspmd.strategies<["tp" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1, 2, 3]: [S0:4]}>], optimizer = "dp">
   return
 }
 
@@ -336,9 +365,9 @@ func.func @reshard_names(%x: tensor<8xf32>) {
 // -----
 
 // A reshard's target fits the tensor too.
-func.func @reshard_target(%x: tensor<6xf32>) {
-  // expected-error @+1 {{target layout: dimension 0 of size 6 is not divisible by split degree 4}}
-  %0 = hspmd.reshard %x : tensor<6xf32> from #hspmd.union<{[0, 1, 2, 3]: [D:4]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
+func.func @reshard_target(%x: tensor<3xf32>) {
+  // expected-error @+1 {{target layout: dimension 0: a dimension of size 3 cannot be split 4 ways (S0:4) without an empty block}}
+  %0 = hspmd.reshard %x : tensor<3xf32> from #hspmd.union<{[0, 1, 2, 3]: [D:4]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>
   return
 }
 
@@ -544,8 +573,8 @@ func.func @collective_global_union(%x: tensor<8x8xf32>) {
 // -----
 
 // A function argument's layout must fit the argument's type.
-// expected-error @+1 {{layout of argument 0: dimension 1 of size 6 is not divisible by split degree 4}}
-func.func @arg_layout_shape(%x: tensor<8x6xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S1:4]}>}) {
+// expected-error @+1 {{layout of argument 0: dimension 1: the block sizes of S1:[3, 1, 1, 2] sum to 7 but the dimension they cut has size 6}}
+func.func @arg_layout_shape(%x: tensor<8x6xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S1:[3, 1, 1, 2]]}>}) {
   return
 }
 
@@ -585,9 +614,9 @@ func.func @result_layouts_count(%x: tensor<8xf32>) {
 // -----
 
 // ... each fitting its tensor.
-func.func @operand_layouts_shape(%x: tensor<6xf32>) {
-  // expected-error @+1 {{layout of tensor operand 0: dimension 0 of size 6 is not divisible by split degree 4}}
-  %0 = nn.neg %x {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]} : tensor<6xf32>
+func.func @operand_layouts_shape(%x: tensor<3xf32>) {
+  // expected-error @+1 {{layout of tensor operand 0: dimension 0: a dimension of size 3 cannot be split 4 ways (S0:4) without an empty block}}
+  %0 = nn.neg %x {hspmd.operand_layouts = [#hspmd.union<{[0, 1, 2, 3]: [S0:4]}>]} : tensor<3xf32>
   return
 }
 

@@ -22,9 +22,9 @@ func.func @no_common_mesh(%x: tensor<6x6xf32>) -> tensor<6x6xf32> {
 
 // A user layout that the tensor's shape cannot take is rejected before
 // propagation runs (by the hspmd dialect's attribute verifier).
-// expected-error @+1 {{layout of argument 0: dimension 0 of size 6 is not divisible by split degree 4}}
-func.func @impossible_for_shape(%x: tensor<6x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>}) -> tensor<6x8xf32> {
-  return %x : tensor<6x8xf32>
+// expected-error @+1 {{layout of argument 0: dimension 0: a dimension of size 3 cannot be split 4 ways (S0:4) without an empty block}}
+func.func @impossible_for_shape(%x: tensor<3x8xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:4]}>}) -> tensor<3x8xf32> {
+  return %x : tensor<3x8xf32>
 }
 
 // -----
@@ -52,4 +52,14 @@ func.func @replicated_conflict_result(%x: tensor<8x32xf32>, %g: tensor<32xf32>, 
   // expected-error @+1 {{user layouts split replicated factor j (size 32) of 'nn.layer_norm' on both sides: operand 0 is #hspmd.union<{[0, 1, 2, 3]: [S1:4]}> and result 0 is #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>}}
   %0 = nn.layer_norm %xa scale %g bias %b : tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
   return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+// Propagation carries degrees, not block sizes: explicit blocks would reach
+// the consumers as balanced ones.
+// expected-error @+1 {{layout #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}> gives explicit block sizes (S1:[16, 8, 8]); propagation carries split degrees only, so explicit blocks are not propagated yet}}
+func.func @explicit_blocks(%x: tensor<4x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}>}) -> tensor<4x32xf32> {
+  %y = nn.neg %x : tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
 }

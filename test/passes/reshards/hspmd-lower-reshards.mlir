@@ -170,3 +170,21 @@ func.func @make_partial(%x: tensor<8x4xf32>, %y: tensor<8x4xf32>) -> (tensor<8x4
   %b = hspmd.reshard %y : tensor<8x4xf32> from #hspmd.union<{[0, 1]: [D:2]}> to #hspmd.union<{[0, 1]: [P(sum):2]}>
   return %a, %b : tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// Blocks of unequal size inside a group: the change is an exchange (each
+// device sends exactly the overlap of its block with another's), never a
+// collective of equal blocks; a spelling of the same blocks changes nothing.
+// CHECK-LABEL: func.func @uneven
+// CHECK: %[[A:.*]] = hspmd.exchange %arg0 shape [8, 32] : tensor<8x32xf64> -> tensor<8x32xf64> from <{[0, 1, 2]: [S0:3]}> to <{[0, 1, 2]: [D:3]}>
+// CHECK-SAME: hspmd.result_layouts = [#hspmd.union<{[0, 1, 2]: [D:3]}>]
+// CHECK: %[[B:.*]] = hspmd.exchange %arg0 shape [8, 32] : tensor<8x32xf64> -> tensor<8x32xf64> from <{[0, 1, 2]: [S1:3]}> to <{[0, 1, 2]: [S1:[16, 8, 8]]}>
+// CHECK-NOT: hspmd.exchange
+// CHECK: return %[[A]], %[[B]], %arg0
+func.func @uneven(%x: tensor<8x32xf64>) -> (tensor<8x32xf64>, tensor<8x32xf64>, tensor<8x32xf64>) {
+  %a = hspmd.reshard %x : tensor<8x32xf64> from #hspmd.union<{[0, 1, 2]: [S0:3]}> to #hspmd.union<{[0, 1, 2]: [D:3]}>
+  %b = hspmd.reshard %x : tensor<8x32xf64> from #hspmd.union<{[0, 1, 2]: [S1:3]}> to #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}>
+  %c = hspmd.reshard %x : tensor<8x32xf64> from #hspmd.union<{[0, 1]: [S1:[16, 16]]}> to #hspmd.union<{[0, 1]: [S1:2]}>
+  return %a, %b, %c : tensor<8x32xf64>, tensor<8x32xf64>, tensor<8x32xf64>
+}
