@@ -284,10 +284,18 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
       });
       if (walk.wasInterrupted())
         return signalPassFailure();
+      // A function that only some of the group's devices run (blocks of
+      // unequal size inside the group: each class of devices has its own)
+      // reports those devices; its siblings report the others.
+      SmallVector<int64_t> running = getRunningDevices(func);
+      auto runs = [&](int64_t rank) {
+        return llvm::is_contained(running, group.getDevices()[rank]);
+      };
       int64_t total = 0;
-      for (auto &perRank : traffic)
-        for (auto &[kind, entry] : perRank)
-          total += entry.sent;
+      for (auto [rank, perRank] : llvm::enumerate(traffic))
+        if (runs(rank))
+          for (auto &[kind, entry] : perRank)
+            total += entry.sent;
       os << "comm report @" << func.getSymName() << ": " << devices
          << " devices, " << total << " bytes sent per step in all\n";
       // One group's function among several specialisations of one function
@@ -300,13 +308,15 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
                                     return getSpecializes(other) == of;
                                   }) > 1;
       for (int64_t rank = 0; rank < devices; ++rank)
-        for (auto &[kind, entry] : traffic[rank])
+        for (auto &[kind, entry] : runs(rank) ? traffic[rank]
+                                              : std::map<std::string, Traffic>())
           os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "
              << kind << ": calls " << entry.calls << ", bytes sent "
              << entry.sent << ", received " << entry.received << "\n";
-      for (const std::vector<std::string> &lines : libraryCalls)
-        for (const std::string &line : lines)
-          os << line << "\n";
+      for (auto [rank, lines] : llvm::enumerate(libraryCalls))
+        if (runs(rank))
+          for (const std::string &line : lines)
+            os << line << "\n";
     }
     os.flush();
     markAllAnalysesPreserved();

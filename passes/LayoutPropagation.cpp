@@ -371,7 +371,8 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
                << axis.str()
                << "); propagation carries split degrees only, so explicit "
                   "blocks are not propagated yet (a split whose degree does "
-                  "not divide the dimension is balanced and propagates)";
+                  "not divide the dimension cuts balanced blocks, which "
+                  "propagate along dimensions that are one factor)";
     userLayouts.push_back({layout, loc, op});
     return success();
   };
@@ -611,8 +612,11 @@ bool FunctionPropagation::fits(Value value, ArrayRef<MeshRole> roles) const {
       return false;
     degrees[role.dim] *= size;
   }
+  // A degree that does not divide the dimension cuts balanced blocks (the
+  // factor choice admits that only where every tensor cuts the same rows);
+  // no block may be empty.
   for (auto [size, degree] : llvm::zip_equal(type.getShape(), degrees))
-    if (!ShapedType::isDynamic(size) && size % degree != 0)
+    if (!ShapedType::isDynamic(size) && size % degree != 0 && size < degree)
       return false;
   return true;
 }
@@ -782,6 +786,18 @@ Assignment FunctionPropagation::assign(
     for (const DimFactors &dim : *tensor.dims)
       for (size_t i = 1; i < dim.size(); ++i)
         splittable[dim[i]] = false;
+  // Which may be cut into balanced blocks (a degree that does not divide
+  // them): those that are a whole dimension wherever they appear, so that
+  // every tensor cuts the same rows. A factor that shares its dimension
+  // with inner ones (the batch of a [B*S] reshape, the heads of [H*Dh])
+  // would be cut at other points in the merged dimension: it splits evenly
+  // or not at all.
+  SmallVector<bool> balanceable(numFactors, true);
+  for (const RuleTensor &tensor : tensors)
+    for (const DimFactors &dim : *tensor.dims)
+      if (dim.size() > 1)
+        for (int64_t factor : dim)
+          balanceable[factor] = false;
 
   Assignment result;
   result.priorities.assign(tensors.size(), {});
@@ -814,9 +830,13 @@ Assignment FunctionPropagation::assign(
                        Priority::Derived));
       } else if (factor >= 0) {
         int64_t factorSize = rule.getFactor(factor).size;
-        if (!splittable[factor] ||
-            (!ShapedType::isDynamic(factorSize) &&
-             factorSize % (splitBy[factor] * size) != 0))
+        bool even = ShapedType::isDynamic(factorSize) ||
+                    factorSize % (splitBy[factor] * size) == 0;
+        // One mesh axis cuts balanced blocks; a second one would cut them
+        // again, which no layout spells.
+        bool balanced = balanceable[factor] && splitBy[factor] == 1 &&
+                        factorSize >= size;
+        if (!splittable[factor] || (!even && !balanced))
           continue;
         // Several mesh axes may split one factor only if they are adjacent.
         if (splitBy[factor] > 1 && result.factors.back() != factor)

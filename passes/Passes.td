@@ -380,10 +380,16 @@ def SpecializationPass : Pass<"hspmd-specialize", "mlir::ModuleOp"> {
     (after `hspmd-propagate-layouts`, `hspmd-insert-reshards` and
     `hspmd-lower-reshards`), adds `@<name>_group0`: the same computation on
     the block of every tensor that a device holds, with the collectives in
-    their local view (no layouts; buffer types). Inside a group every device
-    holds equally shaped blocks, so one function serves all of them and its
-    size does not depend on how many devices the group has; a device's rank
-    is implicit in the collectives it joins. Arguments and results keep
+    their local view (no layouts; buffer types). Where every device of the
+    group holds equally shaped blocks, one function serves all of them and
+    its size does not depend on how many devices the group has; a device's
+    rank is implicit in the collectives it joins. Where splits inside the
+    group are uneven (balanced, or explicit block sizes), the devices that
+    hold equally shaped blocks of every tensor form a class with its own
+    function `@<name>_group0_block<k>`, listing its devices as
+    `hspmd.devices`; block starts are read from the device's coordinate
+    (a class whose starts are not affine in it is split into single
+    devices). Arguments and results keep
     their attributes, the layout renamed `hspmd.global_layout` (the layout
     of the global tensor the value is a block of, so inputs can be cut into
     shards and results put back); the function records its group as

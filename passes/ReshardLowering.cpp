@@ -92,14 +92,47 @@ LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
   // needs, planExchange), between complete values.
   if (hasUnevenSplits(source, type.getShape()) ||
       hasUnevenSplits(target, type.getShape())) {
-    if (source.getStates()[0].getPartialDegree() > 1 ||
-        target.getStates()[0].getPartialDegree() > 1)
+    std::optional<ReductionKind> pending =
+        source.getStates()[0].getPartialKind();
+    if (target.getStates()[0].getPartialKind() ||
+        (pending && hasUnevenSplits(source, type.getShape())))
       return reshard.emitError()
              << "cannot lower the reshard from " << source << " to "
              << target
              << ": blocks of unequal size inside a group move between "
                 "complete values only so far (partial sums of an uneven "
                 "split are not reduced yet)";
+    if (pending) {
+      // Partial sums of equal blocks to uneven ones (a reduce-scatter-v):
+      // reduce them (an all-reduce: the partial axis becomes a duplicate
+      // one), then take each device's block (an exchange that moves
+      // nothing). Twice the bytes of a reduce-scatter.
+      SmallVector<Axis> axes(source.getStates()[0].getAxes());
+      for (Axis &axis : axes)
+        if (axis.isPartial())
+          axis = Axis::duplicate(axis.degree);
+      MLIRContext *context = reshard.getContext();
+      auto reduced = UnionAttr::get(context, source.getGroups()[0],
+                                    DistStatesAttr::get(context, axes));
+      OpBuilder builder(reshard);
+      auto first = ReshardOp::create(builder, reshard.getLoc(), type,
+                                     reshard.getInput(), source, reduced);
+      auto second = ReshardOp::create(builder, reshard.getLoc(), type,
+                                      first.getResult(), reduced, target);
+      setOperandLayouts(first, {source});
+      setResultLayouts(first, {reduced});
+      setOperandLayouts(second, {reduced});
+      setResultLayouts(second, {target});
+      reshard.getResult().replaceAllUsesWith(second.getResult());
+      reshard.erase();
+      int64_t more = 0;
+      bool ignored = false;
+      if (failed(lower(first, ignored, more)) ||
+          failed(lower(second, ignored, collectives)))
+        return failure();
+      collectives += more;
+      return success();
+    }
     OpBuilder builder(reshard);
     auto exchange = ExchangeOp::create(
         builder, reshard.getLoc(), type, reshard.getInput(),

@@ -126,8 +126,16 @@ struct SelectSharesPass : loom::impl::SelectSharesPassBase<SelectSharesPass> {
       for (DistStatesAttr states : split.layout.getStates()) {
         int64_t degree = 1;
         for (const Axis &axis : states.getAxes())
-          if (axis.isSplit() && axis.dim == split.layout.getSplitDim())
+          if (axis.isSplit() && axis.dim == split.layout.getSplitDim()) {
+            // Explicit blocks cover the share they were written for; a new
+            // share would leave them short or over.
+            if (!axis.sizes.empty())
+              return emitError(split.loc)
+                     << "cannot choose shares for " << split.layout
+                     << ": a group cuts its share into explicit blocks ("
+                     << axis.str() << "), which fix the share";
             degree *= axis.degree;
+          }
         unit = std::lcm(unit, degree);
       }
     FailureOr<SmallVector<int64_t>> sizes =

@@ -4,10 +4,14 @@
 // function has a layout on one device group and every layout change is a
 // global-view collective. This pass writes the function every device of the
 // group runs: the same ops on local shapes (each tensor's block under its
-// layout), collectives in their local view. Every device of a group holds
-// equally shaped blocks (splits inside a group are even), so one function
-// serves the whole group and its size does not depend on the group's size;
-// a device's rank is implicit in the collectives it joins.
+// layout), collectives in their local view. Where every device of a group
+// holds equally shaped blocks, one function serves the whole group and its
+// size does not depend on the group's size; a device's rank is implicit in
+// the collectives it joins. Where splits inside the group are uneven
+// (balanced 3/3/2, or explicit sizes), the devices fall into classes of
+// equal block shapes and each class gets its own function (`hspmd.devices`
+// lists who runs it): the ops, and so the collectives, are the same in
+// every class, only the shapes differ.
 //
 // Ops whose local computation needs the device's position in the global
 // tensor (an iota, dropout, causal attention along a split sequence, an
@@ -40,6 +44,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <map>
+
 namespace loom {
 #define GEN_PASS_DEF_SPECIALIZATIONPASS
 #include "passes/Passes.h.inc"
@@ -61,21 +67,37 @@ SmallVector<int64_t> getLocalShape(hspmd::UnionAttr layout,
   return local;
 }
 
+/// The devices of a group that run one function, and what they hold.
+struct BlockClass {
+  /// Device ids, in group order.
+  SmallVector<int64_t> devices;
+};
+
 class Specializer {
 public:
   explicit Specializer(func::FuncOp global) : global(global) {}
 
-  /// Builds the group's function after `global`; null after a diagnostic.
-  func::FuncOp run();
+  /// Builds the group's functions after `global` (one, or one per class of
+  /// devices holding equally shaped blocks); empty after a diagnostic.
+  SmallVector<func::FuncOp> run();
+
+  /// The block start of a tensor of `shape` laid out unevenly as `layout`
+  /// along `dim` for the devices of the current class, plus `base`.
+  Value createUnevenStart(OpBuilder &builder, Location loc,
+                          hspmd::UnionAttr layout, ArrayRef<int64_t> shape,
+                          int64_t dim, int64_t base) const;
 
 private:
+  /// Builds the function `name` for the devices of `current` (every device
+  /// of the group when it is null); null after a diagnostic.
+  func::FuncOp build(StringRef name, func::FuncOp reference);
+  /// Splits the group's devices into classes holding equal block shapes
+  /// whose block starts are affine in their coordinates; fails after a
+  /// diagnostic.
+  FailureOr<SmallVector<BlockClass>> classify();
   /// Checks that `layout` is a single-group union on the function's group
   /// (the first one seen sets it).
   LogicalResult checkLayout(Attribute layout, Location loc, const Twine &what);
-  /// Fails with a diagnostic where `layout` cuts a tensor of `type` into
-  /// blocks of unequal size inside the group.
-  LogicalResult checkEvenBlocks(Type type, Attribute layout, Location loc,
-                                const Twine &what);
   /// The local type of a value of `type` laid out as `layout`.
   Type getLocalType(Type type, Attribute layout);
   /// The layouts of `op`'s ranked-tensor results or operands (`values`),
@@ -89,10 +111,68 @@ private:
 
   func::FuncOp global;
   hspmd::DeviceGroupAttr group;
+  /// Every tensor of the function laid out unevenly, with its global shape.
+  SmallVector<std::pair<hspmd::UnionAttr, SmallVector<int64_t>>> uneven;
+  /// The class being written; null when one function serves the group.
+  const BlockClass *current = nullptr;
+  /// Where the next function goes: after the global one, then after the
+  /// last one written.
+  Operation *insertAfter = global;
   /// Values localised ops stopped using (a group's constant start folded
   /// into a block start): erased at the end if nothing uses them.
   SmallVector<Value> replaced;
 };
+
+/// Where a device's block along `dim` starts under `layout` (uneven), and
+/// its coordinate on the axis that splits `dim`; the axis's index in the
+/// states (-1 when no axis of degree > 1 splits `dim`).
+struct UnevenBlock {
+  int64_t axis = -1;
+  int64_t coordinate = 0;
+  int64_t offset = 0;
+};
+
+UnevenBlock getUnevenBlock(hspmd::UnionAttr layout, ArrayRef<int64_t> shape,
+                           int64_t dim, int64_t device) {
+  UnevenBlock block;
+  hspmd::DistStatesAttr states = layout.getStates()[0];
+  int64_t index = layout.getGroups()[0].indexOf(device);
+  SmallVector<int64_t> coordinates = states.getCoordinates(index);
+  for (auto [i, axis] : llvm::enumerate(states.getAxes()))
+    if (axis.isSplit() && axis.dim == dim && axis.degree > 1) {
+      block.axis = i;
+      block.coordinate = coordinates[i];
+    }
+  std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
+  block.offset = shard ? shard->offsets[dim] : 0;
+  return block;
+}
+
+/// The stride and base with which `offset = coordinate * stride + base`
+/// for every device of `devices`, if there are such.
+std::optional<std::pair<int64_t, int64_t>>
+fitAffine(hspmd::UnionAttr layout, ArrayRef<int64_t> shape, int64_t dim,
+          ArrayRef<int64_t> devices) {
+  SmallVector<UnevenBlock> blocks = llvm::map_to_vector(
+      devices, [&](int64_t device) {
+        return getUnevenBlock(layout, shape, dim, device);
+      });
+  int64_t stride = 0;
+  for (const UnevenBlock &block : blocks)
+    if (block.coordinate != blocks[0].coordinate) {
+      int64_t rise = block.offset - blocks[0].offset;
+      int64_t run = block.coordinate - blocks[0].coordinate;
+      if (rise % run != 0)
+        return std::nullopt;
+      stride = rise / run;
+      break;
+    }
+  int64_t base = blocks[0].offset - blocks[0].coordinate * stride;
+  for (const UnevenBlock &block : blocks)
+    if (block.offset != block.coordinate * stride + base)
+      return std::nullopt;
+  return std::make_pair(stride, base);
+}
 
 LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
                                        const Twine &what) {
@@ -115,26 +195,35 @@ LogicalResult Specializer::checkLayout(Attribute attr, Location loc,
   return success();
 }
 
-LogicalResult Specializer::checkEvenBlocks(Type type, Attribute layout,
-                                           Location loc, const Twine &what) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  auto single = dyn_cast_or_null<hspmd::UnionAttr>(layout);
-  if (!tensor || !single || !hspmd::hasUnevenSplits(single, tensor.getShape()))
-    return success();
-  return emitError(loc)
-         << what << " (" << tensor << ") is laid out as " << single
-         << ", whose blocks differ in size inside the group; specialisation "
-            "writes one function for every device of a group, so uneven "
-            "splits inside a group are not specialised yet (split across "
-            "groups with shares or sizes instead)";
-}
-
 Type Specializer::getLocalType(Type type, Attribute layout) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !layout)
     return type;
-  return tensor.clone(
-      getLocalShape(cast<hspmd::UnionAttr>(layout), tensor.getShape()));
+  auto single = cast<hspmd::UnionAttr>(layout);
+  // Uneven blocks: what the class's devices hold (they hold the same).
+  if (current && hspmd::hasUnevenSplits(single, tensor.getShape()))
+    if (std::optional<hspmd::Shard> shard = hspmd::getShard(
+            single, tensor.getShape(), current->devices.front()))
+      return tensor.clone(shard->sizes);
+  return tensor.clone(getLocalShape(single, tensor.getShape()));
+}
+
+Value Specializer::createUnevenStart(OpBuilder &builder, Location loc,
+                                     hspmd::UnionAttr layout,
+                                     ArrayRef<int64_t> shape, int64_t dim,
+                                     int64_t base) const {
+  // classify() made every class's starts affine in the coordinate.
+  auto [stride, start] = *fitAffine(layout, shape, dim, current->devices);
+  int64_t axis =
+      getUnevenBlock(layout, shape, dim, current->devices.front()).axis;
+  SmallVector<int64_t> degrees;
+  for (const hspmd::Axis &each : layout.getStates()[0].getAxes())
+    degrees.push_back(each.degree);
+  return hspmd::AxisIndexOp::create(
+      builder, loc, RankedTensorType::get({}, builder.getI64Type()),
+      builder.getDenseI64ArrayAttr({axis}),
+      builder.getDenseI64ArrayAttr(degrees), builder.getI64IntegerAttr(stride),
+      builder.getI64IntegerAttr(start + base));
 }
 
 FailureOr<SmallVector<hspmd::UnionAttr>>
@@ -188,11 +277,11 @@ Value createBlockStart(OpBuilder &builder, Location loc,
 /// group's tensors, a block's start is read from the device's coordinates.
 class BlockView : public LocalView {
 public:
-  BlockView(Operation *global, Operation *local,
-            ArrayRef<hspmd::UnionAttr> operandLayouts,
+  BlockView(const Specializer &specializer, Operation *global,
+            Operation *local, ArrayRef<hspmd::UnionAttr> operandLayouts,
             ArrayRef<hspmd::UnionAttr> resultLayouts)
-      : LocalView(global, local), operandLayouts(operandLayouts),
-        resultLayouts(resultLayouts) {}
+      : LocalView(global, local), specializer(specializer),
+        operandLayouts(operandLayouts), resultLayouts(resultLayouts) {}
 
 protected:
   /// Split: an axis of degree > 1 splits the dimension (dynamic sizes too).
@@ -202,11 +291,20 @@ protected:
   }
   std::pair<int64_t, int64_t> getShare(bool isResult, unsigned index,
                                        int64_t dim) const override {
+    // Uneven blocks: the class's block over the whole.
+    if (hspmd::hasUnevenSplits(layoutOf(isResult, index),
+                               globalShape(isResult, index)))
+      return LocalView::getShare(isResult, index, dim);
     return {1, getSplitDegree(layoutOf(isResult, index), dim)};
   }
   Value createStart(OpBuilder &builder, bool isResult, unsigned index,
                     int64_t dim, int64_t base) override {
     Operation *local = getLocalOp();
+    hspmd::UnionAttr layout = layoutOf(isResult, index);
+    ArrayRef<int64_t> shape = globalShape(isResult, index);
+    if (hspmd::hasUnevenSplits(layout, shape))
+      return specializer.createUnevenStart(builder, local->getLoc(), layout,
+                                           shape, dim, base);
     Value value = isResult ? local->getResult(index) : local->getOperand(index);
     return createBlockStart(
         builder, local->getLoc(), layoutOf(isResult, index), dim,
@@ -224,6 +322,12 @@ protected:
   }
 
 private:
+  /// The global shape of the op's operand (result) `index`.
+  ArrayRef<int64_t> globalShape(bool isResult, unsigned index) const {
+    Operation *op = getGlobalOp();
+    Value value = isResult ? op->getResult(index) : op->getOperand(index);
+    return cast<RankedTensorType>(value.getType()).getShape();
+  }
   /// The layout of the op's operand (result) `index`; null for one that is
   /// not a ranked tensor (the layouts list those only).
   hspmd::UnionAttr layoutOf(bool isResult, unsigned index) const {
@@ -246,6 +350,7 @@ private:
     return degree;
   }
 
+  const Specializer &specializer;
   ArrayRef<hspmd::UnionAttr> operandLayouts, resultLayouts;
 };
 
@@ -282,13 +387,6 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   if (failed(operandLayouts))
     return failure();
 
-  for (auto [i, result] : llvm::enumerate(llvm::make_filter_range(
-           op->getResults(), [](Value v) {
-             return isa<RankedTensorType>(v.getType());
-           })))
-    if (failed(checkEvenBlocks(result.getType(), (*resultLayouts)[i],
-                               op->getLoc(), "result #" + Twine(i))))
-      return failure();
   Operation *clone = builder.clone(*op, mapping);
   removeOpLayouts(clone);
   // Global-view collectives become local-view ones.
@@ -299,7 +397,7 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
       result.setType(getLocalType(result.getType(), (*resultLayouts)[next++]));
 
   // Ops whose local form depends on the device's position.
-  BlockView view(op, clone, *operandLayouts, *resultLayouts);
+  BlockView view(*this, op, clone, *operandLayouts, *resultLayouts);
   if (failed(localizeOp(builder, view)))
     return failure();
   for (unsigned i = 0, e = op->getNumResults(); i < e; ++i)
@@ -308,7 +406,7 @@ LogicalResult Specializer::specializeOp(Operation *op, OpBuilder &builder,
   return success();
 }
 
-func::FuncOp Specializer::run() {
+SmallVector<func::FuncOp> Specializer::run() {
   FunctionType type = global.getFunctionType();
   // A pipeline stage holds nothing of another stage's arguments and
   // results: they are empty and have no layout of their own.
@@ -330,30 +428,36 @@ func::FuncOp Specializer::run() {
       return {};
   if (!group)
     return global.emitError("has no tensor arguments or results to lay out"),
-           func::FuncOp();
+           SmallVector<func::FuncOp>();
   if (!global.getBody().hasOneBlock())
     return global.emitError("has several blocks; specialisation handles "
                             "straight-line functions so far"),
-           func::FuncOp();
+           SmallVector<func::FuncOp>();
 
+  // Every tensor laid out unevenly inside the group.
+  auto noteUneven = [&](Type type, Attribute layout) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    auto single = dyn_cast_or_null<hspmd::UnionAttr>(layout);
+    if (tensor && single && hspmd::hasUnevenSplits(single, tensor.getShape()))
+      uneven.push_back({single, SmallVector<int64_t>(tensor.getShape())});
+  };
   for (unsigned i = 0; i < type.getNumInputs(); ++i)
-    if (failed(checkEvenBlocks(type.getInput(i), getArgLayoutAttr(global, i),
-                               global.getArgument(i).getLoc(),
-                               "argument #" + Twine(i))))
-      return {};
+    noteUneven(type.getInput(i), getArgLayoutAttr(global, i));
   for (unsigned i = 0; i < type.getNumResults(); ++i)
-    if (failed(checkEvenBlocks(type.getResult(i),
-                               getResultLayoutAttr(global, i), global.getLoc(),
-                               "result #" + Twine(i))))
-      return {};
-
-  SmallVector<Type> inputs, results;
-  for (unsigned i = 0; i < type.getNumInputs(); ++i)
-    inputs.push_back(
-        getLocalType(type.getInput(i), getArgLayoutAttr(global, i)));
-  for (unsigned i = 0; i < type.getNumResults(); ++i)
-    results.push_back(
-        getLocalType(type.getResult(i), getResultLayoutAttr(global, i)));
+    noteUneven(type.getResult(i), getResultLayoutAttr(global, i));
+  global.getBody().walk([&](Operation *op) {
+    for (auto [layouts, values] :
+         {std::pair{getResultLayoutsAttr(op), ValueRange(op->getResults())},
+          {getOperandLayoutsAttr(op), ValueRange(op->getOperands())}}) {
+      if (!layouts)
+        continue;
+      auto tensors = llvm::make_filter_range(values, [](Value value) {
+        return isa<RankedTensorType>(value.getType());
+      });
+      for (auto [value, layout] : llvm::zip(tensors, layouts))
+        noteUneven(value.getType(), layout);
+    }
+  });
 
   // A part of a function partitioned across groups specialises the
   // original: @f_part1 becomes @f_group1.
@@ -367,16 +471,112 @@ func::FuncOp Specializer::run() {
       return global.emitError()
                  << "is a part of @" << partOf.getValue()
                  << ", which does not exist (or the part has no index)",
-             func::FuncOp();
+             SmallVector<func::FuncOp>();
     name = (partOf.getValue() + "_group" + Twine(*part)).str();
   }
+  if (uneven.empty()) {
+    func::FuncOp local = build(name, reference);
+    if (!local)
+      return {};
+    return {local};
+  }
+  FailureOr<SmallVector<BlockClass>> classes = classify();
+  if (failed(classes))
+    return {};
+  SmallVector<func::FuncOp> locals;
+  for (auto [index, each] : llvm::enumerate(*classes)) {
+    current = &each;
+    func::FuncOp local = build(name + "_block" + std::to_string(index),
+                               reference);
+    if (!local) {
+      for (func::FuncOp done : locals)
+        done.erase();
+      return {};
+    }
+    setRunningDevices(local, each.devices);
+    locals.push_back(local);
+  }
+  current = nullptr;
+  return locals;
+}
+
+FailureOr<SmallVector<BlockClass>> Specializer::classify() {
+  if (getPartOf(global))
+    return global.emitError()
+           << "is one group's part of a function laid out across groups and "
+              "cuts blocks of unequal size inside its group (e.g. "
+           << uneven.front().first
+           << "); uneven splits inside a group are specialised for "
+              "functions on one group only so far";
+  for (auto &[layout, shape] : uneven)
+    if (llvm::any_of(shape, ShapedType::isDynamic))
+      return global.emitError()
+             << "lays out a tensor of dynamic shape unevenly (" << layout
+             << "); blocks of unequal size need static shapes";
+  // Devices with equal blocks of every uneven tensor, in group order.
+  std::map<SmallVector<int64_t>, size_t> bySignature;
+  SmallVector<BlockClass> classes;
+  for (int64_t device : group.getDevices()) {
+    SmallVector<int64_t> signature;
+    for (auto &[layout, shape] : uneven) {
+      std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
+      if (!shard)
+        return global.emitError() << "has a layout " << layout
+                                  << " that does not fit its tensor";
+      llvm::append_range(signature, shard->sizes);
+    }
+    auto [it, inserted] = bySignature.try_emplace(signature, classes.size());
+    if (inserted)
+      classes.emplace_back();
+    classes[it->second].devices.push_back(device);
+  }
+  // Ops that need a block's start read it from the device's coordinate,
+  // so within a class the starts must be affine in it; a class whose are
+  // not is split into single devices.
+  SmallVector<BlockClass> affine;
+  for (BlockClass &each : classes) {
+    bool fits = llvm::all_of(uneven, [&](const auto &entry) {
+      auto &[layout, shape] = entry;
+      for (int64_t dim = 0, e = shape.size(); dim < e; ++dim)
+        if (!fitAffine(layout, shape, dim, each.devices))
+          return false;
+      return true;
+    });
+    if (fits) {
+      affine.push_back(std::move(each));
+      continue;
+    }
+    for (int64_t device : each.devices)
+      affine.push_back(BlockClass{{device}});
+  }
+  // In the order of the group's devices.
+  auto position = [&](const BlockClass &each) {
+    return group.indexOf(each.devices.front());
+  };
+  llvm::sort(affine, [&](const BlockClass &a, const BlockClass &b) {
+    return position(a) < position(b);
+  });
+  return affine;
+}
+
+func::FuncOp Specializer::build(StringRef name, func::FuncOp reference) {
+  FunctionType type = global.getFunctionType();
+  replaced.clear();
+  SmallVector<Type> inputs, results;
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    inputs.push_back(
+        getLocalType(type.getInput(i), getArgLayoutAttr(global, i)));
+  for (unsigned i = 0; i < type.getNumResults(); ++i)
+    results.push_back(
+        getLocalType(type.getResult(i), getResultLayoutAttr(global, i)));
+
   if (SymbolTable::lookupNearestSymbolFrom(
           global, StringAttr::get(global.getContext(), name)))
     return global.emitError()
                << "cannot specialise: a symbol @" << name << " exists already",
            func::FuncOp();
   OpBuilder builder(global->getContext());
-  builder.setInsertionPointAfter(global);
+  builder.setInsertionPointAfter(insertAfter);
   auto local = func::FuncOp::create(builder, global.getLoc(), name,
                                     builder.getFunctionType(inputs, results));
   // The local function's values are blocks: their layouts say of which
@@ -420,6 +620,7 @@ func::FuncOp Specializer::run() {
     local.erase();
     return {};
   }
+  insertAfter = local;
   return local;
 }
 
@@ -437,14 +638,15 @@ struct SpecializationPass
     llvm::MapVector<Operation *, SmallVector<std::pair<int64_t, func::FuncOp>>>
         byOriginal;
     for (func::FuncOp func : functions) {
-      func::FuncOp local = Specializer(func).run();
-      if (!local)
+      SmallVector<func::FuncOp> locals = Specializer(func).run();
+      if (locals.empty())
         return signalPassFailure();
-      ++numFunctions;
+      numFunctions += locals.size();
       if (FlatSymbolRefAttr partOf = getPartOf(func))
         if (auto original = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
                 func, partOf))
-          byOriginal[original].push_back({*getPartIndex(func), local});
+          for (func::FuncOp local : locals)
+            byOriginal[original].push_back({*getPartIndex(func), local});
     }
     // Pipeline stages on overlapping groups: one program per device cell.
     for (auto &[original, parts] : byOriginal) {

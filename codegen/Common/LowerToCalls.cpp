@@ -52,7 +52,16 @@ public:
                   ArrayRef<int64_t> devices,
                   std::set<std::vector<int64_t>> &allGroups)
       : func(func), global(global), devices(devices), allGroups(allGroups),
-        context(func.getContext()), builder(context) {}
+        context(func.getContext()), builder(context) {
+    // Collectives run over the function's group, which is more than the
+    // devices running this function where the group's devices hold blocks
+    // of different shapes (hspmd.devices).
+    if (auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
+            hspmd::HSPMDDialect::getGroupAttrName()))
+      groupDevices.assign(group.getDevices().begin(), group.getDevices().end());
+    else
+      groupDevices.assign(devices.begin(), devices.end());
+  }
 
   LogicalResult lower(OpBuilder &moduleBuilder);
 
@@ -91,7 +100,8 @@ private:
   func::FuncOp func;
   /// The function `func` specialises (itself for one device).
   func::FuncOp global;
-  SmallVector<int64_t> devices;
+  /// The devices that run this program, and those of its group.
+  SmallVector<int64_t> devices, groupDevices;
   std::set<std::vector<int64_t>> &allGroups;
   MLIRContext *context;
   OpBuilder builder;
@@ -146,10 +156,10 @@ LogicalResult ProgramLowering::addInterfaceTables() {
     } else {
       // No layout: every device of the group holds the whole value.
       SmallVector<layout::Axis> axes;
-      if (devices.size() > 1)
-        axes.push_back(layout::Axis::duplicate(devices.size()));
+      if (groupDevices.size() > 1)
+        axes.push_back(layout::Axis::duplicate(groupDevices.size()));
       core = layout::Layout::group(
-          std::vector<int64_t>(devices.begin(), devices.end()),
+          std::vector<int64_t>(groupDevices.begin(), groupDevices.end()),
           std::vector<layout::Axis>(axes.begin(), axes.end()));
     }
     std::vector<int64_t> encoded = layout::encodeLayout(core);
@@ -251,7 +261,7 @@ SmallVector<int64_t> ProgramLowering::groupOf(Operation *op) const {
   if (auto group = op->getAttrOfType<hspmd::DeviceGroupAttr>(
           hspmd::HSPMDDialect::getGroupAttrName()))
     return SmallVector<int64_t>(group.getDevices());
-  return devices;
+  return groupDevices;
 }
 
 void ProgramLowering::addField(StringRef name, Type type, NamedAttrList attrs,
@@ -867,7 +877,11 @@ struct LowerToCallsPass
                          << " but has no hspmd.group";
         return signalPassFailure();
       }
-      programs.push_back({func, SmallVector<int64_t>(group.getDevices())});
+      SmallVector<int64_t> running(group.getDevices());
+      if (auto subset = func->getAttrOfType<DenseI64ArrayAttr>(
+              hspmd::HSPMDDialect::getDevicesAttrName()))
+        running.assign(subset.asArrayRef().begin(), subset.asArrayRef().end());
+      programs.push_back({func, running});
     }
     if (programs.empty())
       programs.push_back({global, {0}});

@@ -273,6 +273,20 @@ void loom::setGroup(Operation *op, DeviceGroupAttr group) {
   op->setAttr(HSPMDDialect::getGroupAttrName(), group);
 }
 
+SmallVector<int64_t> loom::getRunningDevices(func::FuncOp func) {
+  if (auto devices = func->getAttrOfType<DenseI64ArrayAttr>(
+          HSPMDDialect::getDevicesAttrName()))
+    return SmallVector<int64_t>(devices.asArrayRef());
+  if (DeviceGroupAttr group = getGroup(func))
+    return SmallVector<int64_t>(group.getDevices());
+  return {};
+}
+
+void loom::setRunningDevices(func::FuncOp func, ArrayRef<int64_t> devices) {
+  func->setAttr(HSPMDDialect::getDevicesAttrName(),
+                DenseI64ArrayAttr::get(func.getContext(), devices));
+}
+
 FlatSymbolRefAttr loom::getSpecializes(func::FuncOp func) {
   return func->getAttrOfType<FlatSymbolRefAttr>(
       HSPMDDialect::getSpecializesAttrName());

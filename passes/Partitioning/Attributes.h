@@ -161,6 +161,12 @@ void setGlobalLayout(mlir::NamedAttrList &attrs, mlir::Attribute layout);
 /// merged program runs over (hspmd.group); null if none.
 hspmd::DeviceGroupAttr getGroup(mlir::Operation *op);
 void setGroup(mlir::Operation *op, hspmd::DeviceGroupAttr group);
+/// The devices that run a specialised function: its `hspmd.devices` (a
+/// subset of its group, where the group's devices hold blocks of different
+/// shapes), else every device of its `hspmd.group`; empty if it has no
+/// group.
+llvm::SmallVector<int64_t> getRunningDevices(mlir::func::FuncOp func);
+void setRunningDevices(mlir::func::FuncOp func, llvm::ArrayRef<int64_t> devices);
 /// The global function a specialised function specialises
 /// (hspmd.specializes); null if none.
 mlir::FlatSymbolRefAttr getSpecializes(mlir::func::FuncOp func);

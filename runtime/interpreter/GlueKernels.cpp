@@ -121,6 +121,20 @@ LogicalResult globalCollectiveKernel(KernelCall &call) {
   return identityKernel(call);
 }
 
+/// An exchange between layouts of a whole tensor (before specialisation,
+/// in a function on one group) only moves its pieces: on one device it is
+/// the identity. On one group's part, or one device's blocks, it needs the
+/// other ranks.
+LogicalResult exchangeKernel(loom::hspmd::ExchangeOp op, KernelCall &call) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (type.getShape() != op.getShape() ||
+      op.getResult().getType() != op.getInput().getType())
+    return call.emitError() << "moves one group's part or one device's "
+                               "blocks and needs the other ranks: run it on "
+                               "the simulator";
+  return identityKernel(call);
+}
+
 /// On one device there is no rank to read.
 LogicalResult axisIndexKernel(loom::hspmd::AxisIndexOp, KernelCall &call) {
   return call.emitError() << "reads the running device's rank; run the "
@@ -144,5 +158,6 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
         hspmd::LocalSliceOp::getOperationName(),
         hspmd::MakePartialOp::getOperationName()})
     registry.add(name, globalCollectiveKernel);
+  registry.add(exchangeKernel);
   registry.add(axisIndexKernel);
 }

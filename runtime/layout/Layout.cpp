@@ -62,7 +62,9 @@ loom::layout::getBlockSizes(const Axis &axis, int64_t size) {
   if (!axis.sizes.empty()) {
     int64_t total = 0;
     for (int64_t block : axis.sizes)
-      total += block;
+      if (__builtin_add_overflow(total, block, &total))
+        return absl::InvalidArgumentError("the block sizes of " + axis.str() +
+                                          " overflow a 64-bit size");
     if (total != size)
       return absl::InvalidArgumentError(
           "the block sizes of " + axis.str() + " sum to " +

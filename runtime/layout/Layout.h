@@ -176,7 +176,8 @@ std::string toString(const std::vector<int64_t> &values);
 ///   number of shares S, shares[S], number of members M, then per member:
 ///     number of devices N, devices[N], number of axes A, then per axis:
 ///       kind (0 split, 1 duplicate, 2 partial), dimension, degree,
-///       reduction.
+///       reduction, number of explicit block sizes K (0 or the degree),
+///       sizes[K].
 std::vector<int64_t> encodeLayout(const Layout &layout);
 /// The inverse; InvalidArgument for a table that is truncated, too long,
 /// holds an unknown code, or does not describe a well-formed layout.

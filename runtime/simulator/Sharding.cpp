@@ -204,7 +204,13 @@ loom::sim::runSharded(Simulator &simulator, ArrayRef<func::FuncOp> locals,
              << "@" << local.getSymName() << " is not a specialisation of @"
              << global.getSymName()
              << ": the numbers of arguments or results differ";
-    for (int64_t device : group.getDevices()) {
+    // The devices that run it: all of its group, or the class of them that
+    // holds blocks of its shapes (uneven splits inside the group).
+    ArrayRef<int64_t> devices = group.getDevices();
+    if (auto subset = local->getAttrOfType<DenseI64ArrayAttr>(
+            hspmd::HSPMDDialect::getDevicesAttrName()))
+      devices = subset.asArrayRef();
+    for (int64_t device : devices) {
       if (device < 0 || device >= numRanks)
         return local.emitError()
                << "@" << local.getSymName() << " runs on device " << device

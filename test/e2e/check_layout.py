@@ -249,7 +249,7 @@ def main():
     # groups; loom-run then runs each on its group's ranks), or per cell of
     # devices where pipeline stages' groups overlap.
     locals_ = re.findall(r"func\.func @(" + re.escape(step) +
-                         r"_(?:group|cell)\d+)\(", ir)
+                         r"_(?:group|cell)\d+(?:_block\d+)?)\(", ir)
     entry = ["--entry", locals_[0]] if len(locals_) == 1 else []
     sim_dir = fresh(os.path.join(args.work_dir, "sim-results"))
     out = run([args.run, "--interpret", lowered, "--simulate",

@@ -161,8 +161,9 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     if (!group)
       return fail("@" + func.getSymName() + " specialises @" + name +
                   " but has no hspmd.group");
-    programs.push_back({func, std::vector<int64_t>(group.getDevices().begin(),
-                                                   group.getDevices().end())});
+    SmallVector<int64_t> devices = getRunningDevices(func);
+    programs.push_back({func, std::vector<int64_t>(devices.begin(),
+                                                   devices.end())});
   }
   if (programs.empty())
     programs.push_back({global, {0}});

@@ -117,10 +117,15 @@ LogicalResult DistStatesAttr::verify(function_ref<InFlightDiagnostic()> emitErro
       return emitError() << "axis " << axis.str() << " lists "
                          << axis.sizes.size() << " block sizes for degree "
                          << axis.degree;
-    for (int64_t block : axis.sizes)
+    int64_t covered = 0;
+    for (int64_t block : axis.sizes) {
       if (block < 1)
         return emitError() << "axis " << axis.str() << " has a block of size "
                            << block << "; expected at least 1";
+      if (__builtin_add_overflow(covered, block, &covered))
+        return emitError() << "the block sizes of " << axis.str()
+                           << " overflow a 64-bit size";
+    }
     std::optional<int64_t> product = llvm::checkedMul(numDevices, axis.degree);
     if (!product)
       return emitError() << "the degrees of the axes overflow a 64-bit device "
@@ -445,8 +450,8 @@ ParseResult parseAxis(AsmParser &parser, Axis &axis) {
   StringRef keyword;
   if (parser.parseKeyword(&keyword))
     return parser.emitError(loc)
-           << "expected an axis: S<dim>:<degree>, D:<degree> or "
-              "P(<kind>):<degree>";
+           << "expected an axis: S<dim>:<degree>, S<dim>:[<sizes>], "
+              "D:<degree> or P(<kind>):<degree>";
   if (keyword == "D") {
     axis = Axis::duplicate(1);
   } else if (keyword == "P") {
@@ -473,7 +478,8 @@ ParseResult parseAxis(AsmParser &parser, Axis &axis) {
   } else {
     return parser.emitError(loc)
            << "unknown axis '" << keyword
-           << "'; expected S<dim>:<degree>, D:<degree> or P(<kind>):<degree>";
+           << "'; expected S<dim>:<degree>, S<dim>:[<sizes>], D:<degree> or "
+              "P(<kind>):<degree>";
   }
   if (parser.parseColon())
     return failure();

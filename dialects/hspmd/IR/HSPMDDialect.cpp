@@ -110,8 +110,18 @@ static LogicalResult verifyValueLayout(Operation *op, Location loc,
     SmallVector<int64_t> global(tensor.getShape());
     for (const Axis &axis : layout.getStates()[member].getAxes())
       if (axis.isSplit() && axis.dim < static_cast<int64_t>(global.size()) &&
-          !ShapedType::isDynamic(global[axis.dim]))
-        global[axis.dim] *= axis.degree;
+          !ShapedType::isDynamic(global[axis.dim])) {
+        // A block of explicit sizes: the dimension is their sum (the
+        // function may hold any of the blocks). A balanced block times the
+        // degree is a size that such blocks fit.
+        if (!axis.sizes.empty()) {
+          global[axis.dim] = 0;
+          for (int64_t size : axis.sizes)
+            global[axis.dim] += size;
+        } else {
+          global[axis.dim] *= axis.degree;
+        }
+      }
     // The group's share of a dimension split across groups.
     int64_t dim = layout.getSplitDim();
     if (layout.getRelation() == UnionRelation::Split &&
@@ -251,6 +261,28 @@ LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << getSpecializesAttrName()
                              << "' must name the global function, got "
                              << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == getDevicesAttrName()) {
+    auto devices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto group = op->getAttrOfType<DeviceGroupAttr>(getGroupAttrName());
+    if (!isa<FunctionOpInterface>(op) || !devices || !group)
+      return op->emitError()
+             << "'" << getDevicesAttrName()
+             << "' belongs on a specialised function with an '"
+             << getGroupAttrName() << "', as an array of device ids";
+    int64_t last = -1;
+    for (int64_t device : devices.asArrayRef()) {
+      int64_t index = group.indexOf(device);
+      if (index <= last)
+        return op->emitError()
+               << "'" << getDevicesAttrName() << "' lists device " << device
+               << ", which is not in the group " << group
+               << " after the devices before it";
+      last = index;
+    }
+    if (devices.empty())
+      return op->emitError() << "'" << getDevicesAttrName() << "' is empty";
     return success();
   }
   if (attr.getName() != getClusterAttrName())

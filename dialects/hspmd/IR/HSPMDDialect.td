@@ -89,6 +89,14 @@ def HSPMD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSpecializesAttrName() {
       return ::llvm::StringLiteral("hspmd.specializes");
     }
+    /// On a specialised function whose group's devices hold blocks of
+    /// different shapes (uneven splits inside the group): the devices of
+    /// the group that run this function, a subset of `hspmd.group` in group
+    /// order; the group's other devices run sibling functions. Collectives
+    /// still run over `hspmd.group`.
+    static constexpr ::llvm::StringLiteral getDevicesAttrName() {
+      return ::llvm::StringLiteral("hspmd.devices");
+    }
     /// A function laid out across several device groups is partitioned
     /// into one function per group (`hspmd-propagate-layouts`): the
     /// original lists them (`hspmd.parts`), each names the original and its

@@ -405,7 +405,7 @@ bool loom::hspmd::hasUnevenSplits(UnionAttr layout, ArrayRef<int64_t> shape) {
       int64_t size = shape[axis.dim];
       if (axis.dim == splitDim)
         size = succeeded(extents) ? (*extents)[member] : ShapedType::kDynamic;
-      if (!axis.sizes.empty() || !isEvenSplit(axis, size))
+      if (!isEvenSplit(axis, size))
         return true;
     }
   return false;

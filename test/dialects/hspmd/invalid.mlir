@@ -162,7 +162,7 @@ func.func @partial_unknown_kind() attributes {s = #hspmd.states<[P(avg):2]>} {
 // -----
 
 // Axes are S<dim>, D and P.
-// expected-error @+1 {{unknown axis 'X'; expected S<dim>:<degree>, D:<degree> or P(<kind>):<degree>}}
+// expected-error @+1 {{unknown axis 'X'; expected S<dim>:<degree>, S<dim>:[<sizes>], D:<degree> or P(<kind>):<degree>}}
 func.func @unknown_axis() attributes {s = #hspmd.states<[X:2]>} {
   return
 }

@@ -97,9 +97,9 @@ func.func @iota_dynamic(%x: tensor<?x4xi64> {hspmd.layout = #S0}) -> (tensor<?x4
 
 // -----
 
-// Blocks of unequal size inside a group need one function per block shape,
-// which specialisation does not write yet.
-// expected-error @+1 {{argument #0 ('tensor<8x4xf64>') is laid out as #hspmd.union<{[0, 1, 2]: [S0:3]}>, whose blocks differ in size inside the group; specialisation writes one function for every device of a group, so uneven splits inside a group are not specialised yet}}
-func.func @uneven(%x: tensor<8x4xf64> {hspmd.layout = #hspmd.union<{[0, 1, 2]: [S0:3]}>}) -> (tensor<8x4xf64> {hspmd.layout = #hspmd.union<{[0, 1, 2]: [S0:3]}>}) {
-  return %x : tensor<8x4xf64>
+// Blocks of unequal size need static shapes (each class's function has its
+// own).
+// expected-error @+1 {{lays out a tensor of dynamic shape unevenly (#hspmd.union<{[0, 1, 2]: [S1:[4, 2, 2]]}>); blocks of unequal size need static shapes}}
+func.func @uneven_dynamic(%x: tensor<?x8xf64> {hspmd.layout = #hspmd.union<{[0, 1, 2]: [S1:[4, 2, 2]]}>}) -> (tensor<?x8xf64> {hspmd.layout = #hspmd.union<{[0, 1, 2]: [S1:[4, 2, 2]]}>}) {
+  return %x : tensor<?x8xf64>
 }
