@@ -296,8 +296,11 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
         if (runs(rank))
           for (auto &[kind, entry] : perRank)
             total += entry.sent;
-      os << "comm report @" << func.getSymName() << ": " << devices
-         << " devices, " << total << " bytes sent per step in all\n";
+      os << "comm report @" << func.getSymName() << ": ";
+      if (static_cast<int64_t>(running.size()) != devices)
+        os << running.size() << " of ";
+      os << devices << " devices, " << total
+         << " bytes sent per step in all\n";
       // One group's function among several specialisations of one function
       // (partitioned across groups): ranks are device ids, as when the
       // groups run together.

@@ -130,6 +130,9 @@ struct RuleTensor {
 /// choice determines that tensor's role.
 struct Assignment {
   SmallVector<int64_t> factors;
+  /// Per mesh axis: the proportions of the explicit blocks its factor is
+  /// cut into (a user's `S1:[16, 8, 8]` carried along), or empty.
+  SmallVector<ArrayRef<int64_t>> ratios;
   SmallVector<SmallVector<Priority>> priorities;
 };
 
@@ -263,8 +266,9 @@ private:
 
 class FunctionPropagation {
 public:
-  FunctionPropagation(func::FuncOp func, const PropagationCostModel &model)
-      : func(func), context(func.getContext()), model(model) {}
+  FunctionPropagation(func::FuncOp func, const PropagationCostModel &model,
+                      bool uneven)
+      : func(func), context(func.getContext()), model(model), uneven(uneven) {}
 
   /// Runs propagation and writes the attributes. Returns failure after
   /// reporting an error; `skipped` is set when the function has no layout.
@@ -286,7 +290,8 @@ private:
   bool statePartialSum(Value value, int64_t axis) const;
   SmallVector<MeshRole> impliedRoles(const FactorRule &rule,
                                      const RuleTensor &tensor,
-                                     ArrayRef<int64_t> factors) const;
+                                     ArrayRef<int64_t> factors,
+                                     ArrayRef<ArrayRef<int64_t>> ratios) const;
   /// The roles each tensor operand use needs, per mesh axis, as its op last
   /// chose them; a reshard that several uses need is made once
   /// (hspmd-insert-reshards shares it), so only the first pays for it.
@@ -308,7 +313,8 @@ private:
   bool fits(Value value, ArrayRef<MeshRole> roles) const;
   LogicalResult writeAttributes(int64_t &numReshards);
 
-  UnionAttr toUnion(ArrayRef<MeshRole> roles) const;
+  /// The layout of a value of `type` whose mesh axes have `roles`.
+  UnionAttr toUnion(ArrayRef<MeshRole> roles, Type type) const;
   UnionAttr duplicated() const;
   FailureOr<MeshLayout> read(UnionAttr layout) const {
     return toMeshLayout(layout.getStates().front(), mesh);
@@ -323,6 +329,8 @@ private:
   MLIRContext *context;
   /// What choices cost and which wins.
   const PropagationCostModel &model;
+  /// Whether factors may be cut into blocks of unequal size.
+  bool uneven;
   SmallVector<UserLayout> userLayouts;
   DeviceGroupAttr group;
   Mesh mesh;
@@ -362,17 +370,6 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
              << " device groups; propagation inside a group handles one "
                 "device group per function (unions of groups are partitioned "
                 "first, see GroupPartition.cpp)";
-    // Propagation reads layouts on a mesh, which has degrees but no block
-    // sizes: it would hand explicit blocks on as balanced ones.
-    for (const Axis &axis : layout.getStates().front().getAxes())
-      if (!axis.sizes.empty())
-        return emitError(loc)
-               << "layout " << layout << " gives explicit block sizes ("
-               << axis.str()
-               << "); propagation carries split degrees only, so explicit "
-                  "blocks are not propagated yet (a split whose degree does "
-                  "not divide the dimension cuts balanced blocks, which "
-                  "propagate along dimensions that are one factor)";
     userLayouts.push_back({layout, loc, op});
     return success();
   };
@@ -429,7 +426,8 @@ LogicalResult FunctionPropagation::computeMesh() {
   return emitError(func.getLoc()) << "the layouts of this function share no mesh";
 }
 
-UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles) const {
+UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles,
+                                       Type type) const {
   MeshLayout layout{SmallVector<MeshRole>(roles)};
   FailureOr<DistStatesAttr> states =
       toStates(layout, mesh, getContext());
@@ -438,6 +436,31 @@ UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles) const {
   // the value if one is not.
   if (failed(states))
     return duplicated();
+  // Explicit blocks: the dimension cut in the role's proportions.
+  if (llvm::any_of(roles, [](const MeshRole &role) {
+        return !role.ratio.empty();
+      })) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    SmallVector<Axis> axes(states->getAxes());
+    for (const MeshRole &role : roles) {
+      if (role.ratio.empty())
+        continue;
+      int64_t parts = 0;
+      for (int64_t part : role.ratio)
+        parts += part;
+      if (!tensor || role.dim >= tensor.getRank() ||
+          tensor.isDynamicDim(role.dim) ||
+          tensor.getDimSize(role.dim) % parts != 0)
+        return duplicated();
+      SmallVector<int64_t> sizes;
+      for (int64_t part : role.ratio)
+        sizes.push_back(tensor.getDimSize(role.dim) / parts * part);
+      for (Axis &axis : axes)
+        if (axis.isSplit() && axis.dim == role.dim)
+          axis = Axis::split(role.dim, sizes);
+    }
+    states = DistStatesAttr::get(getContext(), axes);
+  }
   return UnionAttr::get(getContext(), group, *states);
 }
 
@@ -612,11 +635,24 @@ bool FunctionPropagation::fits(Value value, ArrayRef<MeshRole> roles) const {
       return false;
     degrees[role.dim] *= size;
   }
+  // Explicit blocks: one mesh axis cuts the dimension, in proportions that
+  // divide it.
+  for (auto [role, size] : llvm::zip_equal(roles, mesh.sizes)) {
+    if (!role.isSplit() || role.ratio.empty())
+      continue;
+    int64_t parts = 0;
+    for (int64_t part : role.ratio)
+      parts += part;
+    if (type.isDynamicDim(role.dim) || degrees[role.dim] != size ||
+        type.getDimSize(role.dim) % parts != 0)
+      return false;
+  }
   // A degree that does not divide the dimension cuts balanced blocks (the
   // factor choice admits that only where every tensor cuts the same rows);
   // no block may be empty.
   for (auto [size, degree] : llvm::zip_equal(type.getShape(), degrees))
-    if (!ShapedType::isDynamic(size) && size % degree != 0 && size < degree)
+    if (!ShapedType::isDynamic(size) && size % degree != 0 &&
+        (!uneven || size < degree))
       return false;
   return true;
 }
@@ -733,11 +769,14 @@ void FunctionPropagation::hint(Value value, ArrayRef<MeshRole> roles,
 SmallVector<MeshRole>
 FunctionPropagation::impliedRoles(const FactorRule &rule,
                                   const RuleTensor &tensor,
-                                  ArrayRef<int64_t> factors) const {
+                                  ArrayRef<int64_t> factors,
+                                  ArrayRef<ArrayRef<int64_t>> ratios) const {
   SmallVector<MeshRole> roles;
   int64_t numFactors = static_cast<int64_t>(rule.getFactors().size());
   MeshRole partialSum = MeshRole::partial(ReductionKind::Sum);
-  for (int64_t factor : factors) {
+  for (auto [axis, factor] : llvm::enumerate(factors)) {
+    ArrayRef<int64_t> ratio =
+        axis < ratios.size() ? ratios[axis] : ArrayRef<int64_t>();
     MeshRole role = MeshRole::duplicate();
     if (factor >= numFactors) {
       // A partial sum passing through a linear group: its operands and
@@ -748,7 +787,8 @@ FunctionPropagation::impliedRoles(const FactorRule &rule,
     } else if (factor >= 0) {
       for (auto [dim, dimFactors] : llvm::enumerate(*tensor.dims))
         if (!dimFactors.empty() && dimFactors.front() == factor)
-          role = MeshRole::split(dim);
+          role = ratio.empty() ? MeshRole::split(dim)
+                               : MeshRole::split(dim, ratio);
       const Factor &info = rule.getFactor(factor);
       if (role.isDuplicate() && tensor.isResult &&
           info.kind == FactorKind::Reduction)
@@ -809,12 +849,15 @@ Assignment FunctionPropagation::assign(
       /// Per tensor: the priority of its current role if it agrees with
       /// the candidate, None otherwise.
       SmallVector<Priority> agreeing;
+      /// The proportions of explicit blocks the factor is cut into.
+      ArrayRef<int64_t> ratio;
     };
     std::optional<Candidate> best;
     SmallVector<int64_t> validFactors;
     for (int64_t factor = -1; factor < numCandidates; ++factor) {
       // The priority of the partial sums a pass-through candidate takes.
       Priority partialPriority = Priority::None;
+      ArrayRef<int64_t> ratio;
       if (isPassThrough(factor)) {
         // Only partial sums that are there pass through (making one from a
         // whole value just to pass it on gains nothing).
@@ -830,13 +873,37 @@ Assignment FunctionPropagation::assign(
                        Priority::Derived));
       } else if (factor >= 0) {
         int64_t factorSize = rule.getFactor(factor).size;
+        // Explicit blocks a tensor already cuts this factor into on this
+        // axis (the strongest such tensor's): every tensor holding the
+        // factor then cuts it in the same proportions.
+        Priority ratioPriority = Priority::None;
+        for (const RuleTensor &tensor : tensors) {
+          const AxisInfo &current = states[tensor.value].axes[axis];
+          if (current.priority <= ratioPriority || !current.role.isSplit() ||
+              current.role.ratio.empty() ||
+              current.role.dim >= static_cast<int64_t>(tensor.dims->size()))
+            continue;
+          const DimFactors &dim = (*tensor.dims)[current.role.dim];
+          if (dim.empty() || dim.front() != factor)
+            continue;
+          ratio = current.role.ratio;
+          ratioPriority = current.priority;
+        }
+        int64_t parts = 0;
+        for (int64_t part : ratio)
+          parts += part;
+        if (!ratio.empty() &&
+            (!uneven || splitBy[factor] != 1 ||
+             static_cast<int64_t>(ratio.size()) != size ||
+             ShapedType::isDynamic(factorSize) || factorSize % parts != 0))
+          ratio = {};
         bool even = ShapedType::isDynamic(factorSize) ||
                     factorSize % (splitBy[factor] * size) == 0;
         // One mesh axis cuts balanced blocks; a second one would cut them
         // again, which no layout spells.
-        bool balanced = balanceable[factor] && splitBy[factor] == 1 &&
-                        factorSize >= size;
-        if (!splittable[factor] || (!even && !balanced))
+        bool balanced = uneven && balanceable[factor] &&
+                        splitBy[factor] == 1 && factorSize >= size;
+        if (!splittable[factor] || (ratio.empty() && !even && !balanced))
           continue;
         // Several mesh axes may split one factor only if they are adjacent.
         if (splitBy[factor] > 1 && result.factors.back() != factor)
@@ -844,7 +911,9 @@ Assignment FunctionPropagation::assign(
       }
       SmallVector<int64_t> factors = result.factors;
       factors.push_back(factor);
-      Candidate candidate{{factor, {}, 0}, {}};
+      SmallVector<ArrayRef<int64_t>> ratios = result.ratios;
+      ratios.push_back(ratio);
+      Candidate candidate{{factor, {}, 0}, {}, ratio};
       // A split of operands that are all whole (or partial) on this axis
       // is invented by this op on cost alone.
       bool invented = factor >= 0 && !isPassThrough(factor) &&
@@ -858,7 +927,8 @@ Assignment FunctionPropagation::assign(
       bool valid = true;
       for (const RuleTensor &tensor : tensors) {
         candidate.agreeing.push_back(Priority::None);
-        SmallVector<MeshRole> roles = impliedRoles(rule, tensor, factors);
+        SmallVector<MeshRole> roles =
+            impliedRoles(rule, tensor, factors, ratios);
         if (!isRepresentable(roles)) {
           valid = false;
           break;
@@ -949,12 +1019,14 @@ Assignment FunctionPropagation::assign(
       // axes, (D, S0, D) has no states): the op computes on duplicates.
       Assignment none;
       none.factors.assign(mesh.getRank(), -1);
+      none.ratios.assign(mesh.getRank(), {});
       none.priorities.assign(tensors.size(),
                              SmallVector<Priority>(mesh.getRank()));
       return none;
     }
     int64_t chosen = best->score.factor;
     result.factors.push_back(chosen);
+    result.ratios.push_back(best->ratio);
     if (chosen >= 0 && !isPassThrough(chosen))
       splitBy[chosen] *= size;
 
@@ -1018,12 +1090,14 @@ void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
   });
   for (auto [tensor, priorities] :
        llvm::zip_equal(tensors, assignment.priorities))
-    update(tensor.value, impliedRoles(rule, tensor, assignment.factors),
+    update(tensor.value,
+           impliedRoles(rule, tensor, assignment.factors, assignment.ratios),
            priorities);
   for (const RuleTensor &tensor : tensors)
     if (!tensor.isResult)
       recordNeed(op->getOpOperand(tensor.index),
-                 impliedRoles(rule, tensor, assignment.factors));
+                 impliedRoles(rule, tensor, assignment.factors,
+                              assignment.ratios));
 }
 
 void FunctionPropagation::recordNeed(OpOperand &use, ArrayRef<MeshRole> roles) {
@@ -1150,7 +1224,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
   // as their op's rule produces them.
   DenseMap<Value, UnionAttr> produced;
   auto stateLayout = [&](Value value) {
-    return toUnion(states[value].getRoles());
+    return toUnion(states[value].getRoles(), value.getType());
   };
   Block &body = func.getBody().front();
   // Argument and result attributes are collected and set at once: setting
@@ -1262,7 +1336,9 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
           });
       for (const RuleTensor &tensor : tensors) {
         UnionAttr layout =
-            toUnion(impliedRoles(it->second, tensor, assignment.factors));
+            toUnion(impliedRoles(it->second, tensor, assignment.factors,
+                                 assignment.ratios),
+                    tensor.value.getType());
         (tensor.isResult ? resultLayouts : operandLayouts).push_back(layout);
       }
       setLayouts(op, operandLayouts, resultLayouts);
@@ -1320,7 +1396,9 @@ struct LayoutPropagationPass
         continue;
       }
       bool skipped = false;
-      if (failed(propagateWithinGroup(func, skipped, reshards)))
+      if (failed(propagateWithinGroup(func, skipped, reshards,
+                                      PropagationCostModel::getDefault(),
+                                      /*uneven=*/true)))
         return signalPassFailure();
       if (!skipped) {
         ++numFunctions;
@@ -1334,6 +1412,7 @@ struct LayoutPropagationPass
 
 LogicalResult loom::propagateWithinGroup(func::FuncOp func, bool &skipped,
                                          int64_t &numReshards,
-                                         const PropagationCostModel &model) {
-  return FunctionPropagation(func, model).run(skipped, numReshards);
+                                         const PropagationCostModel &model,
+                                         bool uneven) {
+  return FunctionPropagation(func, model, uneven).run(skipped, numReshards);
 }

@@ -32,10 +32,15 @@ namespace loom {
 
 /// Lays out `func`, whose layouts all lie on one device group, and writes
 /// the layout attributes, choosing by `model`. `skipped` is set when it has
-/// no layouts (LayoutPropagation.cpp).
+/// no layouts (LayoutPropagation.cpp). With `uneven`, propagation may cut
+/// factors into blocks of unequal size (balanced, or in the proportions of
+/// a user's explicit blocks); the parts of functions partitioned across
+/// groups or stages, and the virtual layout across groups, are laid out
+/// with even splits only (their specialisation takes no uneven blocks).
 mlir::LogicalResult propagateWithinGroup(
     mlir::func::FuncOp func, bool &skipped, int64_t &numReshards,
-    const PropagationCostModel &model = PropagationCostModel::getDefault());
+    const PropagationCostModel &model = PropagationCostModel::getDefault(),
+    bool uneven = false);
 
 /// Whether `func`'s layouts (annotations, reshards, arguments, results)
 /// span several device groups: a union of several groups, or one-group

@@ -92,16 +92,58 @@ LogicalResult lower(ReshardOp reshard, bool &kept, int64_t &collectives) {
   // needs, planExchange), between complete values.
   if (hasUnevenSplits(source, type.getShape()) ||
       hasUnevenSplits(target, type.getShape())) {
-    std::optional<ReductionKind> pending =
-        source.getStates()[0].getPartialKind();
-    if (target.getStates()[0].getPartialKind() ||
-        (pending && hasUnevenSplits(source, type.getShape())))
+    std::optional<ReductionKind> pending;
+    if (source.getStates()[0].getPartialDegree() > 1)
+      pending = source.getStates()[0].getPartialKind();
+    if (target.getStates()[0].getPartialDegree() > 1)
       return reshard.emitError()
              << "cannot lower the reshard from " << source << " to "
              << target
-             << ": blocks of unequal size inside a group move between "
-                "complete values only so far (partial sums of an uneven "
-                "split are not reduced yet)";
+             << ": the target holds partial sums and a tensor cut into "
+                "blocks of unequal size; an exchange makes complete values "
+                "only";
+    if (pending && hasUnevenSplits(source, type.getShape())) {
+      // The partial axis is reduced among devices that share every other
+      // coordinate, so hold equal blocks: one all-reduce over it, read on
+      // the states' own axes, then the rest as an exchange.
+      ArrayRef<Axis> axes = source.getStates()[0].getAxes();
+      SmallVector<int64_t> mesh, over;
+      SmallVector<Axis> reducedAxes;
+      for (auto [index, axis] : llvm::enumerate(axes)) {
+        mesh.push_back(axis.degree);
+        if (axis.isPartial()) {
+          over.push_back(index);
+          reducedAxes.push_back(Axis::duplicate(axis.degree));
+        } else {
+          reducedAxes.push_back(axis);
+        }
+      }
+      MLIRContext *context = reshard.getContext();
+      auto reduced = UnionAttr::get(context, source.getGroups()[0],
+                                    DistStatesAttr::get(context, reducedAxes));
+      OpBuilder builder(reshard);
+      auto reduce = AllReduceOp::create(
+          builder, reshard.getLoc(), type, reshard.getInput(),
+          ReductionKindAttr::get(context, *pending),
+          builder.getDenseI64ArrayAttr(over), builder.getDenseI64ArrayAttr(mesh),
+          source, reduced);
+      setOperandLayouts(reduce, {source});
+      setResultLayouts(reduce, {reduced});
+      ++collectives;
+      if (areEquivalent(reduced, target, type.getShape())) {
+        reshard.getResult().replaceAllUsesWith(reduce.getResult());
+        reshard.erase();
+        return success();
+      }
+      auto rest = ReshardOp::create(builder, reshard.getLoc(), type,
+                                    reduce.getResult(), reduced, target);
+      setOperandLayouts(rest, {reduced});
+      setResultLayouts(rest, {target});
+      reshard.getResult().replaceAllUsesWith(rest.getResult());
+      reshard.erase();
+      bool ignored = false;
+      return lower(rest, ignored, collectives);
+    }
     if (pending) {
       // Partial sums of equal blocks to uneven ones (a reduce-scatter-v):
       // reduce them (an all-reduce: the partial axis becomes a duplicate

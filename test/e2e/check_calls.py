@@ -71,7 +71,7 @@ def main():
     report = run([args.opt, args.step, "--hspmd-comm-report=calls=1", "-o",
                   os.devnull])
     predicted = collections.defaultdict(list)
-    program = re.compile(re.escape(entry) + r"_(?:group|cell)\d+")
+    program = re.compile(re.escape(entry) + r"_(?:group|cell)\d+(?:_block\d+)?")
     section = None
     for line in report.splitlines():
         m = re.match(r"comm report @(\w+):", line)

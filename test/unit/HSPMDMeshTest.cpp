@@ -95,6 +95,21 @@ TEST_F(HSPMDMeshTest, RefineFailures) {
   EXPECT_TRUE(failed(refineMesh({states("[S0:4, D:3]"), states("[S0:6, D:2]")})));
 }
 
+// Explicit blocks read as their proportions along one mesh axis, which no
+// finer mesh may cut again; they never merge with a neighbour.
+TEST_F(HSPMDMeshTest, ExplicitBlocks) {
+  FailureOr<MeshLayout> layout =
+      toMeshLayout(states("[D:2, S1:[16, 8, 8]]"), mesh({2, 3}));
+  ASSERT_TRUE(succeeded(layout));
+  EXPECT_EQ(layout->str(), "(D, S1[2:1:1])");
+  EXPECT_NE(layout->roles[1], MeshRole::split(1));
+  EXPECT_EQ(layout->roles[1], MeshRole::split(1, {2, 1, 1}));
+  EXPECT_TRUE(failed(toMeshLayout(states("[S0:[2, 2, 2, 2]]"), mesh({2, 2}))));
+  EXPECT_FALSE(isRepresentable(
+      {MeshRole::split(0, {1, 2}), MeshRole::split(0, {1, 2})}));
+  EXPECT_TRUE(isRepresentable({MeshRole::split(0), MeshRole::split(0)}));
+}
+
 TEST_F(HSPMDMeshTest, ToMeshLayout) {
   FailureOr<MeshLayout> layout = toMeshLayout(states("[S0:4]"), mesh({2, 2}));
   ASSERT_TRUE(succeeded(layout));

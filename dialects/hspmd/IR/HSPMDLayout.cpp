@@ -390,6 +390,14 @@ bool loom::hspmd::isEvenSplit(const Axis &axis, int64_t size) {
 }
 
 bool loom::hspmd::hasUnevenSplits(UnionAttr layout, ArrayRef<int64_t> shape) {
+  for (int64_t dim = 0, e = shape.size(); dim < e; ++dim)
+    if (isUnevenAlong(layout, shape, dim))
+      return true;
+  return false;
+}
+
+bool loom::hspmd::isUnevenAlong(UnionAttr layout, ArrayRef<int64_t> shape,
+                                int64_t only) {
   if (!layout)
     return false;
   int64_t splitDim =
@@ -400,7 +408,8 @@ bool loom::hspmd::hasUnevenSplits(UnionAttr layout, ArrayRef<int64_t> shape) {
     extents = getGroupExtents(layout, shape[splitDim]);
   for (auto [member, states] : llvm::enumerate(layout.getStates()))
     for (const Axis &axis : states.getAxes()) {
-      if (!axis.isSplit() || axis.dim >= static_cast<int64_t>(shape.size()))
+      if (!axis.isSplit() || axis.dim != only ||
+          axis.dim >= static_cast<int64_t>(shape.size()))
         continue;
       int64_t size = shape[axis.dim];
       if (axis.dim == splitDim)

@@ -79,6 +79,9 @@ bool isEvenSplit(const Axis &axis, int64_t size);
 /// size inside a group (a balanced or explicit split): the devices of that
 /// group hold differently shaped blocks. Null layouts have none.
 bool hasUnevenSplits(UnionAttr layout, llvm::ArrayRef<int64_t> shape);
+/// The same for the blocks along dimension `dim` only.
+bool isUnevenAlong(UnionAttr layout, llvm::ArrayRef<int64_t> shape,
+                   int64_t dim);
 
 /// The shard that `device` holds of a tensor of `shape` laid out as
 /// `layout`, or std::nullopt when the device is not in the layout or the

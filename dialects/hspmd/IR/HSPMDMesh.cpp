@@ -3,6 +3,8 @@
 #include "dialects/hspmd/IR/HSPMDMesh.h"
 
 #include "llvm/ADT/STLExtras.h"
+
+#include <numeric>
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -35,8 +37,12 @@ std::string Mesh::str() const {
 
 std::string MeshRole::str() const {
   switch (kind) {
-  case AxisKind::Split:
-    return "S" + std::to_string(dim);
+  case AxisKind::Split: {
+    std::string text = "S" + std::to_string(dim);
+    for (auto [i, part] : llvm::enumerate(ratio))
+      text += (i ? ":" : "[") + std::to_string(part);
+    return ratio.empty() ? text : text + "]";
+  }
   case AxisKind::Duplicate:
     return "D";
   case AxisKind::Partial:
@@ -89,8 +95,17 @@ FailureOr<Mesh> loom::hspmd::refineMesh(ArrayRef<DistStatesAttr> states) {
 
 static MeshRole roleOf(const Axis &axis) {
   switch (axis.kind) {
-  case AxisKind::Split:
-    return MeshRole::split(axis.dim);
+  case AxisKind::Split: {
+    if (axis.sizes.empty())
+      return MeshRole::split(axis.dim);
+    int64_t divisor = 0;
+    for (int64_t size : axis.sizes)
+      divisor = std::gcd(divisor, size);
+    SmallVector<int64_t> ratio;
+    for (int64_t size : axis.sizes)
+      ratio.push_back(size / divisor);
+    return MeshRole::split(axis.dim, ratio);
+  }
   case AxisKind::Duplicate:
     return MeshRole::duplicate();
   case AxisKind::Partial:
@@ -112,6 +127,16 @@ FailureOr<MeshLayout> loom::hspmd::toMeshLayout(DistStatesAttr states,
   for (const Axis &axis : states.getAxes()) {
     if (axis.degree == 1)
       continue;
+    // Explicit blocks cut along one mesh axis: a finer mesh would cut them
+    // again, which has no meaning.
+    if (!axis.sizes.empty()) {
+      skipUnitAxes();
+      if (next == mesh.getRank() || mesh.sizes[next] != axis.degree)
+        return failure();
+      layout.roles.push_back(roleOf(axis));
+      ++next;
+      continue;
+    }
     int64_t covered = 1;
     while (covered < axis.degree) {
       skipUnitAxes();
@@ -135,6 +160,12 @@ static bool sameAxis(const MeshRole &lhs, const MeshRole &rhs) {
   return lhs.kind == rhs.kind && (!lhs.isSplit() || lhs.dim == rhs.dim);
 }
 
+/// Adjacent mesh axes with this role merge into one states axis (explicit
+/// blocks do not: their proportions are along one mesh axis).
+static bool merges(const MeshRole &earlier, const MeshRole &role) {
+  return earlier == role && role.ratio.empty();
+}
+
 /// Merges `roles` (with their sizes) into states axes, or fails.
 static FailureOr<SmallVector<Axis>> mergeRoles(ArrayRef<MeshRole> roles,
                                                ArrayRef<int64_t> sizes) {
@@ -144,7 +175,7 @@ static FailureOr<SmallVector<Axis>> mergeRoles(ArrayRef<MeshRole> roles,
     int64_t size = sizes[index];
     if (size == 1)
       continue;
-    if (!axisRoles.empty() && axisRoles.back() == role) {
+    if (!axisRoles.empty() && merges(axisRoles.back(), role)) {
       axes.back().degree *= size;
       continue;
     }

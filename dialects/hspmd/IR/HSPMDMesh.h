@@ -60,27 +60,36 @@ struct MeshRole {
   int64_t dim = -1;
   /// The reduction of a partial; ignored for the other kinds.
   ReductionKind reduction = ReductionKind::Sum;
+  /// A split into blocks of explicit sizes: their proportions, in lowest
+  /// terms (`S1:[16, 8, 8]` reads as 2:1:1), one per coordinate of the mesh
+  /// axis; a dimension of size D is cut into D / sum * ratio. Empty for
+  /// equal or balanced blocks. Interned (hspmd::internBlockSizes).
+  llvm::ArrayRef<int64_t> ratio;
 
   static MeshRole split(int64_t dim) {
-    return {AxisKind::Split, dim, ReductionKind::Sum};
+    return {AxisKind::Split, dim, ReductionKind::Sum, {}};
+  }
+  static MeshRole split(int64_t dim, llvm::ArrayRef<int64_t> ratio) {
+    return {AxisKind::Split, dim, ReductionKind::Sum, internBlockSizes(ratio)};
   }
   static MeshRole duplicate() {
-    return {AxisKind::Duplicate, -1, ReductionKind::Sum};
+    return {AxisKind::Duplicate, -1, ReductionKind::Sum, {}};
   }
   static MeshRole partial(ReductionKind reduction) {
-    return {AxisKind::Partial, -1, reduction};
+    return {AxisKind::Partial, -1, reduction, {}};
   }
 
   bool isSplit() const { return kind == AxisKind::Split; }
   bool isDuplicate() const { return kind == AxisKind::Duplicate; }
   bool isPartial() const { return kind == AxisKind::Partial; }
 
-  /// `S0`, `D` or `P(sum)`.
+  /// `S0`, `S1[2:1:1]`, `D` or `P(sum)`.
   std::string str() const;
 
   bool operator==(const MeshRole &other) const {
     return kind == other.kind && dim == other.dim &&
-           (!isPartial() || reduction == other.reduction);
+           (!isPartial() || reduction == other.reduction) &&
+           ratio == other.ratio;
   }
   bool operator!=(const MeshRole &other) const { return !(*this == other); }
 };

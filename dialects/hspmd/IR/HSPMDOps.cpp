@@ -164,10 +164,7 @@ LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
       };
       if (failed(verifyLayoutForShape(layout, input.getShape(), emit)))
         return failure();
-      if (hasUnevenSplits(layout, input.getShape()))
-        return emit() << layout << " cuts blocks of unequal size; a "
-                                   "collective moves equal blocks (an "
-                                   "hspmd.exchange moves uneven ones)";
+
       if (layout.getGroups().size() != 1)
         return emit() << "a collective runs inside one device group; "
                          "unions of several groups have their own transfers";
@@ -180,6 +177,26 @@ LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
     if (from.getGroups()[0] != to.getGroups()[0])
       return op->emitOpError("`from` and `to` must be on the same device "
                              "group");
+    // Blocks of unequal size: the devices of a sub-group must hold equal
+    // blocks, so the collective's own axes may not cut an uneven
+    // dimension (an hspmd.exchange moves uneven blocks).
+    Mesh meshOf{SmallVector<int64_t>(mesh)};
+    for (auto [role, layout] : {std::pair{"from", from}, {"to", to}}) {
+      FailureOr<MeshLayout> roles = toMeshLayout(layout.getStates()[0], meshOf);
+      if (failed(roles))
+        continue; // verifyTransition says why
+      for (int64_t axis : axes) {
+        const MeshRole &meshRole = roles->roles[axis];
+        if (meshRole.isSplit() &&
+            isUnevenAlong(layout, input.getShape(), meshRole.dim))
+          return op->emitOpError()
+                 << "`" << role << "` layout " << layout
+                 << " cuts dimension " << meshRole.dim
+                 << " into blocks of unequal size along mesh axis " << axis
+                 << ", which the collective runs over; a collective moves "
+                    "equal blocks (an hspmd.exchange moves uneven ones)";
+      }
+    }
     return verifyTransition(op, mesh, from, to);
   }
   FailureOr<SmallVector<int64_t>> expected = rule(input.getShape(), k);

@@ -100,7 +100,16 @@ func.func @mesh_not_common(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 
 // A collective moves equal blocks: uneven ones go through hspmd.exchange.
 func.func @all_gather_uneven(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{`from` layout: #hspmd.union<{[0, 1, 2]: [S0:3]}> cuts blocks of unequal size; a collective moves equal blocks (an hspmd.exchange moves uneven ones)}}
+  // expected-error @+1 {{`from` layout #hspmd.union<{[0, 1, 2]: [S0:3]}> cuts dimension 0 into blocks of unequal size along mesh axis 0, which the collective runs over; a collective moves equal blocks (an hspmd.exchange moves uneven ones)}}
   %0 = hspmd.all_gather %x dim 0 over [0] of [3] : tensor<8x8xf32> -> tensor<8x8xf32> from #hspmd.union<{[0, 1, 2]: [S0:3]}> to #hspmd.union<{[0, 1, 2]: [D:3]}>
   return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// On an axis that cuts no uneven dimension, the devices of a sub-group hold
+// equal blocks: fine.
+func.func @all_reduce_beside_uneven(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = hspmd.all_reduce sum %x over [1] of [3, 2] : tensor<8x4xf32> -> tensor<8x4xf32> from #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, P(sum):2]}> to #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, D:2]}>
+  return %0 : tensor<8x4xf32>
 }

@@ -53,13 +53,3 @@ func.func @replicated_conflict_result(%x: tensor<8x32xf32>, %g: tensor<32xf32>, 
   %0 = nn.layer_norm %xa scale %g bias %b : tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
   return %0 : tensor<8x32xf32>
 }
-
-// -----
-
-// Propagation carries degrees, not block sizes: explicit blocks would reach
-// the consumers as balanced ones.
-// expected-error @+1 {{layout #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}> gives explicit block sizes (S1:[16, 8, 8]); propagation carries split degrees only, so explicit blocks are not propagated yet}}
-func.func @explicit_blocks(%x: tensor<4x32xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2]: [S1:[16, 8, 8]]}>}) -> tensor<4x32xf32> {
-  %y = nn.neg %x : tensor<4x32xf32>
-  return %y : tensor<4x32xf32>
-}

@@ -19,10 +19,10 @@ func.func @dynamic(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 
 // -----
 
-// Partial sums of a tensor cut into blocks of unequal size are not reduced
-// yet (an exchange moves complete values only).
-func.func @uneven_partial(%x: tensor<8x4xf64>) -> tensor<8x4xf64> {
-  // expected-error @+1 {{blocks of unequal size inside a group move between complete values only so far}}
-  %y = hspmd.reshard %x : tensor<8x4xf64> from #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, P(sum):2]}> to #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, D:2]}>
+// Partial sums are not made of blocks of unequal size (an exchange makes
+// complete values only).
+func.func @uneven_to_partial(%x: tensor<8x4xf64>) -> tensor<8x4xf64> {
+  // expected-error @+1 {{the target holds partial sums and a tensor cut into blocks of unequal size; an exchange makes complete values only}}
+  %y = hspmd.reshard %x : tensor<8x4xf64> from #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, D:2]}> to #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, P(sum):2]}>
   return %y : tensor<8x4xf64>
 }

@@ -188,3 +188,20 @@ func.func @uneven(%x: tensor<8x32xf64>) -> (tensor<8x32xf64>, tensor<8x32xf64>, 
   %c = hspmd.reshard %x : tensor<8x32xf64> from #hspmd.union<{[0, 1]: [S1:[16, 16]]}> to #hspmd.union<{[0, 1]: [S1:2]}>
   return %a, %b, %c : tensor<8x32xf64>, tensor<8x32xf64>, tensor<8x32xf64>
 }
+
+// -----
+
+// Partial sums next to an uneven split: the devices that reduce together
+// share their batch block, so one all-reduce over the partial axis (read
+// on the states' own axes); a reduction to uneven blocks of an even tensor
+// is an all-reduce then a local slice (an exchange that moves nothing).
+// CHECK-LABEL: func.func @uneven_partial
+// CHECK: %[[R:.*]] = hspmd.all_reduce sum %arg0 over [1] of [3, 2] : tensor<8x4xf64> -> tensor<8x4xf64> from <{[0, 1, 2, 3, 4, 5]: [S0:3, P(sum):2]}> to <{[0, 1, 2, 3, 4, 5]: [S0:3, D:2]}>
+// CHECK: %[[M:.*]] = hspmd.all_reduce max %arg1 over [0] of [3] : tensor<8x4xf64> -> tensor<8x4xf64> from <{[0, 1, 2]: [P(max):3]}> to <{[0, 1, 2]: [D:3]}>
+// CHECK-NEXT: %[[S:.*]] = hspmd.exchange %[[M]] shape [8, 4] : tensor<8x4xf64> -> tensor<8x4xf64> from <{[0, 1, 2]: [D:3]}> to <{[0, 1, 2]: [S0:3]}>
+// CHECK: return %[[R]], %[[S]]
+func.func @uneven_partial(%x: tensor<8x4xf64>, %z: tensor<8x4xf64>) -> (tensor<8x4xf64>, tensor<8x4xf64>) {
+  %y = hspmd.reshard %x : tensor<8x4xf64> from #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, P(sum):2]}> to #hspmd.union<{[0, 1, 2, 3, 4, 5]: [S0:3, D:2]}>
+  %w = hspmd.reshard %z : tensor<8x4xf64> from #hspmd.union<{[0, 1, 2]: [P(max):3]}> to #hspmd.union<{[0, 1, 2]: [S0:3]}>
+  return %y, %w : tensor<8x4xf64>, tensor<8x4xf64>
+}
