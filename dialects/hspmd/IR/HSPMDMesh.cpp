@@ -96,7 +96,8 @@ FailureOr<Mesh> loom::hspmd::refineMesh(ArrayRef<DistStatesAttr> states) {
 static MeshRole roleOf(const Axis &axis) {
   switch (axis.kind) {
   case AxisKind::Split: {
-    if (axis.sizes.empty())
+    // Equal explicit blocks are an even split.
+    if (llvm::all_equal(axis.sizes))
       return MeshRole::split(axis.dim);
     int64_t divisor = 0;
     for (int64_t size : axis.sizes)
