@@ -141,6 +141,14 @@ loom::sim::runSharded(Simulator &simulator, func::FuncOp local,
     return local.emitError() << "@" << local.getSymName()
                              << " has no arguments or results to lay out";
   ArrayRef<int64_t> devices = group.getDevices();
+  if (auto subset = local->getAttrOfType<DenseI64ArrayAttr>(
+          hspmd::HSPMDDialect::getDevicesAttrName());
+      subset && subset.size() != static_cast<int64_t>(devices.size()))
+    return local.emitError()
+           << "@" << local.getSymName() << " runs on devices ["
+           << subset.asArrayRef() << "] of its group only (the others hold "
+           << "blocks of other shapes); run every specialisation of @"
+           << global.getSymName() << " together (leave out --entry)";
   if (static_cast<int64_t>(devices.size()) != simulator.getNumRanks())
     return local.emitError()
            << "@" << local.getSymName() << " runs on " << devices.size()

@@ -9,6 +9,9 @@
 // RUN: loom-run --interpret %t.mlir --simulate 3 --global-entry center --random-inputs --seed 3 --comm-stats | FileCheck %s --check-prefix=MEAN
 // RUN: loom-run --interpret %t.mlir --simulate 3 --global-entry heads --random-inputs | FileCheck %s --check-prefix=SIM
 // RUN: loom-run --interpret %t.mlir --simulate 4 --global-entry scattered --random-inputs | FileCheck %s --check-prefix=SIM
+// One class's function alone does not run on the whole group:
+// RUN: not loom-run --interpret %t.mlir --simulate 3 --entry positions_group0_block0 --global-entry positions --random-inputs 2>&1 | FileCheck %s --check-prefix=ENTRY
+// ENTRY: error: @positions_group0_block0 runs on devices [0, 1] of its group only (the others hold blocks of other shapes); run every specialisation of @positions together (leave out --entry)
 
 #S3 = #hspmd.union<{[0, 1, 2]: [S1:3]}>
 #D3 = #hspmd.union<{[0, 1, 2]: [D:3]}>
