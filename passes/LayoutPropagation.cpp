@@ -370,6 +370,17 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
              << " device groups; propagation inside a group handles one "
                 "device group per function (unions of groups are partitioned "
                 "first, see GroupPartition.cpp)";
+    // Explicit blocks of unequal size are laid out in functions on one
+    // group only (a part's specialisation takes no uneven blocks).
+    if (!uneven)
+      for (const Axis &axis : layout.getStates().front().getAxes())
+        if (!axis.sizes.empty() && !llvm::all_equal(axis.sizes))
+          return emitError(loc)
+                 << "layout " << layout << " gives explicit block sizes ("
+                 << axis.str()
+                 << ") in a function laid out across groups or pipeline "
+                    "stages; blocks of unequal size are laid out inside a "
+                    "function on one group only so far";
     userLayouts.push_back({layout, loc, op});
     return success();
   };
@@ -403,6 +414,17 @@ LogicalResult FunctionPropagation::computeMesh() {
   FailureOr<Mesh> refined = refineMesh(all);
   if (succeeded(refined)) {
     mesh = *refined;
+    // Explicit blocks cut along one mesh axis: a layout that another
+    // layout's axes would cut finer cannot be read.
+    for (const UserLayout &user : userLayouts)
+      if (failed(read(user.layout)))
+        return emitError(user.loc)
+               << "layout " << user.layout
+               << " cuts explicit blocks along more than one axis of the "
+                  "function's mesh "
+               << mesh.str()
+               << " (other layouts split its devices finer); explicit "
+                  "blocks are cut along one mesh axis";
     LLVM_DEBUG(llvm::dbgs() << "@" << func.getSymName() << ": mesh "
                             << mesh.str() << "\n");
     return success();
@@ -640,6 +662,8 @@ bool FunctionPropagation::fits(Value value, ArrayRef<MeshRole> roles) const {
   for (auto [role, size] : llvm::zip_equal(roles, mesh.sizes)) {
     if (!role.isSplit() || role.ratio.empty())
       continue;
+    if (!uneven)
+      return false;
     int64_t parts = 0;
     for (int64_t part : role.ratio)
       parts += part;
@@ -876,11 +900,12 @@ Assignment FunctionPropagation::assign(
         // Explicit blocks a tensor already cuts this factor into on this
         // axis (the strongest such tensor's): every tensor holding the
         // factor then cuts it in the same proportions.
+        // (The strongest tensor splitting the factor decides, whether it
+        // has proportions or not.)
         Priority ratioPriority = Priority::None;
         for (const RuleTensor &tensor : tensors) {
           const AxisInfo &current = states[tensor.value].axes[axis];
           if (current.priority <= ratioPriority || !current.role.isSplit() ||
-              current.role.ratio.empty() ||
               current.role.dim >= static_cast<int64_t>(tensor.dims->size()))
             continue;
           const DimFactors &dim = (*tensor.dims)[current.role.dim];

@@ -44,6 +44,10 @@ Key keyOf(const MeshLayout &layout) {
     key.push_back(static_cast<int64_t>(role.kind));
     key.push_back(role.dim);
     key.push_back(role.isPartial() ? static_cast<int64_t>(role.reduction) : -1);
+    // (Explicit blocks never reach the planner, which moves equal blocks;
+    // their proportions would still tell layouts apart.)
+    key.push_back(static_cast<int64_t>(role.ratio.size()));
+    key.insert(key.end(), role.ratio.begin(), role.ratio.end());
   }
   return key;
 }

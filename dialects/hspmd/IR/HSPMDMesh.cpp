@@ -3,9 +3,9 @@
 #include "dialects/hspmd/IR/HSPMDMesh.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <numeric>
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace loom::hspmd;
@@ -130,7 +130,7 @@ FailureOr<MeshLayout> loom::hspmd::toMeshLayout(DistStatesAttr states,
       continue;
     // Explicit blocks cut along one mesh axis: a finer mesh would cut them
     // again, which has no meaning.
-    if (!axis.sizes.empty()) {
+    if (!axis.sizes.empty() && !llvm::all_equal(axis.sizes)) {
       skipUnitAxes();
       if (next == mesh.getRank() || mesh.sizes[next] != axis.degree)
         return failure();

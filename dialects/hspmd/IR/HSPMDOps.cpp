@@ -164,7 +164,6 @@ LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
       };
       if (failed(verifyLayoutForShape(layout, input.getShape(), emit)))
         return failure();
-
       if (layout.getGroups().size() != 1)
         return emit() << "a collective runs inside one device group; "
                          "unions of several groups have their own transfers";

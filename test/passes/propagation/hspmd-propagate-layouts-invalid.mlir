@@ -53,3 +53,13 @@ func.func @replicated_conflict_result(%x: tensor<8x32xf32>, %g: tensor<32xf32>, 
   %0 = nn.layer_norm %xa scale %g bias %b : tensor<8x32xf32>, tensor<32xf32>, tensor<32xf32>
   return %0 : tensor<8x32xf32>
 }
+
+// -----
+
+// Explicit blocks are cut along one mesh axis; another layout's axes would
+// cut this one's devices finer.
+func.func @explicit_refined(%x: tensor<32x4xf32> {hspmd.layout = #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>}) -> tensor<32x4xf32> {
+  // expected-error @+1 {{layout #hspmd.union<{[0, 1, 2, 3]: [S0:[16, 8, 4, 4]]}> cuts explicit blocks along more than one axis of the function's mesh [2, 2] (other layouts split its devices finer); explicit blocks are cut along one mesh axis}}
+  %y = hspmd.annotate %x : tensor<32x4xf32> as #hspmd.union<{[0, 1, 2, 3]: [S0:[16, 8, 4, 4]]}>
+  return %y : tensor<32x4xf32>
+}

@@ -205,3 +205,14 @@ func.func @uneven_partial(%x: tensor<8x4xf64>, %z: tensor<8x4xf64>) -> (tensor<8
   %w = hspmd.reshard %z : tensor<8x4xf64> from #hspmd.union<{[0, 1, 2]: [P(max):3]}> to #hspmd.union<{[0, 1, 2]: [S0:3]}>
   return %y, %w : tensor<8x4xf64>, tensor<8x4xf64>
 }
+
+// -----
+
+// Equal explicit blocks are an even split, read on any mesh.
+// CHECK-LABEL: func.func @equal_blocks
+// CHECK: hspmd.all_to_all
+// CHECK-NOT: hspmd.exchange
+func.func @equal_blocks(%x: tensor<32x4xf32>) -> tensor<32x4xf32> {
+  %y = hspmd.reshard %x : tensor<32x4xf32> from #hspmd.union<{[0, 1, 2, 3]: [S0:[8, 8, 8, 8]]}> to #hspmd.union<{[0, 1, 2, 3]: [S0:2, S1:2]}>
+  return %y : tensor<32x4xf32>
+}
