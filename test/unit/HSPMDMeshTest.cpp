@@ -104,7 +104,11 @@ TEST_F(HSPMDMeshTest, ExplicitBlocks) {
   EXPECT_EQ(layout->str(), "(D, S1[2:1:1])");
   EXPECT_NE(layout->roles[1], MeshRole::split(1));
   EXPECT_EQ(layout->roles[1], MeshRole::split(1, {2, 1, 1}));
-  EXPECT_TRUE(failed(toMeshLayout(states("[S0:[2, 2, 2, 2]]"), mesh({2, 2}))));
+  EXPECT_TRUE(failed(toMeshLayout(states("[S0:[3, 1, 2, 2]]"), mesh({2, 2}))));
+  // Equal blocks are an even split, on any mesh.
+  layout = toMeshLayout(states("[S0:[2, 2, 2, 2]]"), mesh({2, 2}));
+  ASSERT_TRUE(succeeded(layout));
+  EXPECT_EQ(layout->str(), "(S0, S0)");
   EXPECT_FALSE(isRepresentable(
       {MeshRole::split(0, {1, 2}), MeshRole::split(0, {1, 2})}));
   EXPECT_TRUE(isRepresentable({MeshRole::split(0), MeshRole::split(0)}));
