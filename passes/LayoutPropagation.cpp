@@ -74,6 +74,7 @@
 
 #include <array>
 #include <deque>
+#include <numeric>
 #include <optional>
 
 #define DEBUG_TYPE "hspmd-propagate-layouts"
@@ -316,9 +317,10 @@ private:
   /// The layout of a value of `type` whose mesh axes have `roles`.
   UnionAttr toUnion(ArrayRef<MeshRole> roles, Type type) const;
   UnionAttr duplicated() const;
-  FailureOr<MeshLayout> read(UnionAttr layout) const {
-    return toMeshLayout(layout.getStates().front(), mesh);
-  }
+  /// `layout` on the function's mesh; a balanced split of a tensor of
+  /// `type` (a degree that does not divide its dimension) reads as the
+  /// proportions of its blocks, so that it is carried like explicit ones.
+  FailureOr<MeshLayout> read(UnionAttr layout, Type type) const;
   SmallVector<RuleTensor> getRuleTensors(Operation *op,
                                          const FactorRule &rule) const;
   LogicalResult checkRule(Operation *op, const FactorRule &rule) const;
@@ -417,7 +419,7 @@ LogicalResult FunctionPropagation::computeMesh() {
     // Explicit blocks cut along one mesh axis: a layout that another
     // layout's axes would cut finer cannot be read.
     for (const UserLayout &user : userLayouts)
-      if (failed(read(user.layout)))
+      if (failed(read(user.layout, Type())))
         return emitError(user.loc)
                << "layout " << user.layout
                << " cuts explicit blocks along more than one axis of the "
@@ -446,6 +448,20 @@ LogicalResult FunctionPropagation::computeMesh() {
       return failure();
     }
   return emitError(func.getLoc()) << "the layouts of this function share no mesh";
+}
+
+/// The proportions, in lowest terms, of the balanced blocks that `parts`
+/// cuts `size` into.
+static SmallVector<int64_t> getBalancedRatio(int64_t size, int64_t parts) {
+  SmallVector<int64_t> blocks;
+  int64_t divisor = 0;
+  for (int64_t j = 0; j < parts; ++j) {
+    blocks.push_back(size / parts + (j < size % parts ? 1 : 0));
+    divisor = std::gcd(divisor, blocks.back());
+  }
+  for (int64_t &block : blocks)
+    block /= divisor;
+  return blocks;
 }
 
 UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles,
@@ -477,13 +493,42 @@ UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles,
       SmallVector<int64_t> sizes;
       for (int64_t part : role.ratio)
         sizes.push_back(tensor.getDimSize(role.dim) / parts * part);
+      // Balanced blocks are spelled by their degree.
+      int64_t degree = sizes.size();
+      bool balanced =
+          getBalancedRatio(tensor.getDimSize(role.dim), degree) ==
+          SmallVector<int64_t>(role.ratio);
       for (Axis &axis : axes)
         if (axis.isSplit() && axis.dim == role.dim)
-          axis = Axis::split(role.dim, sizes);
+          axis = balanced ? Axis::split(role.dim, degree)
+                          : Axis::split(role.dim, sizes);
     }
     states = DistStatesAttr::get(getContext(), axes);
   }
   return UnionAttr::get(getContext(), group, *states);
+}
+
+FailureOr<MeshLayout> FunctionPropagation::read(UnionAttr layout,
+                                                Type type) const {
+  FailureOr<MeshLayout> read = toMeshLayout(layout.getStates().front(), mesh);
+  auto tensor = dyn_cast_if_present<RankedTensorType>(type);
+  if (failed(read) || !tensor)
+    return read;
+  for (auto [axis, role] : llvm::enumerate(read->roles)) {
+    if (!role.isSplit() || !role.ratio.empty() || role.dim >= tensor.getRank() ||
+        tensor.isDynamicDim(role.dim))
+      continue;
+    int64_t size = tensor.getDimSize(role.dim);
+    int64_t degree = 1;
+    for (auto [other, each] : llvm::enumerate(read->roles))
+      if (each.isSplit() && each.dim == role.dim)
+        degree *= mesh.sizes[other];
+    // (A balanced split reads onto one mesh axis: toMeshLayout gives the
+    // dimension's role to every mesh axis it covers.)
+    if (size % degree != 0 && degree == mesh.sizes[axis])
+      role = MeshRole::split(role.dim, getBalancedRatio(size, degree));
+  }
+  return read;
 }
 
 UnionAttr FunctionPropagation::duplicated() const {
@@ -524,7 +569,7 @@ void FunctionPropagation::initialize() {
   };
   auto pin = [&](Value value, UnionAttr layout, Location loc, Operation *op) {
     ValueState &state = states[value];
-    MeshLayout roles = *read(layout);
+    MeshLayout roles = *read(layout, value.getType());
     for (auto [axis, role] : llvm::zip_equal(state.axes, roles.roles))
       axis = {role, Priority::User};
     state.pinned = true;
@@ -607,7 +652,7 @@ LogicalResult FunctionPropagation::checkReplicatedConflicts() {
     // Which replicated factor a user layout splits, if any.
     auto splitReplicated = [&](const RuleTensor &tensor,
                                UnionAttr layout) -> int64_t {
-      MeshLayout roles = *read(layout);
+      MeshLayout roles = *read(layout, tensor.value.getType());
       for (const MeshRole &role : roles.roles) {
         if (!role.isSplit() ||
             role.dim >= static_cast<int64_t>(tensor.dims->size()))
@@ -671,13 +716,16 @@ bool FunctionPropagation::fits(Value value, ArrayRef<MeshRole> roles) const {
         type.getDimSize(role.dim) % parts != 0)
       return false;
   }
-  // A degree that does not divide the dimension cuts balanced blocks (the
-  // factor choice admits that only where every tensor cuts the same rows);
-  // no block may be empty.
-  for (auto [size, degree] : llvm::zip_equal(type.getShape(), degrees))
-    if (!ShapedType::isDynamic(size) && size % degree != 0 &&
-        (!uneven || size < degree))
+  // Splits without proportions are even (balanced ones carry theirs).
+  for (auto [dim, size, degree] :
+       llvm::enumerate(type.getShape(), degrees)) {
+    bool proportional = llvm::any_of(roles, [&, dim = dim](const MeshRole &role) {
+      return role.isSplit() && role.dim == static_cast<int64_t>(dim) &&
+             !role.ratio.empty();
+    });
+    if (!proportional && !ShapedType::isDynamic(size) && size % degree != 0)
       return false;
+  }
   return true;
 }
 
@@ -772,7 +820,8 @@ SmallVector<AxisInfo, 1> FunctionPropagation::resultNeeds(Value value,
       continue;
     unsigned index = use.getOperandNumber();
     if (UnionAttr layout = getResultLayout(func, index)) {
-      needs.push_back({read(layout)->roles[axis], Priority::User});
+      needs.push_back(
+          {read(layout, value.getType())->roles[axis], Priority::User});
       continue;
     }
     if (std::optional<Value> source = updatedArgument(index, value)) {
@@ -850,18 +899,6 @@ Assignment FunctionPropagation::assign(
     for (const DimFactors &dim : *tensor.dims)
       for (size_t i = 1; i < dim.size(); ++i)
         splittable[dim[i]] = false;
-  // Which may be cut into balanced blocks (a degree that does not divide
-  // them): those that are a whole dimension wherever they appear, so that
-  // every tensor cuts the same rows. A factor that shares its dimension
-  // with inner ones (the batch of a [B*S] reshape, the heads of [H*Dh])
-  // would be cut at other points in the merged dimension: it splits evenly
-  // or not at all.
-  SmallVector<bool> balanceable(numFactors, true);
-  for (const RuleTensor &tensor : tensors)
-    for (const DimFactors &dim : *tensor.dims)
-      if (dim.size() > 1)
-        for (int64_t factor : dim)
-          balanceable[factor] = false;
 
   Assignment result;
   result.priorities.assign(tensors.size(), {});
@@ -924,11 +961,16 @@ Assignment FunctionPropagation::assign(
           ratio = {};
         bool even = ShapedType::isDynamic(factorSize) ||
                     factorSize % (splitBy[factor] * size) == 0;
-        // One mesh axis cuts balanced blocks; a second one would cut them
-        // again, which no layout spells.
-        bool balanced = uneven && balanceable[factor] &&
-                        splitBy[factor] == 1 && factorSize >= size;
-        if (!splittable[factor] || (ratio.empty() && !even && !balanced))
+        // A degree that does not divide the factor cuts it into balanced
+        // blocks, carried as their proportions: every tensor holding the
+        // factor (as a whole dimension, or the leading factor of a merged
+        // one: the batch of a [B*S] flatten, the heads of [H*Dh]) cuts at
+        // the same points. One mesh axis only: a second would cut the
+        // blocks again.
+        if (ratio.empty() && !even && uneven && splitBy[factor] == 1 &&
+            factorSize >= size)
+          ratio = internBlockSizes(getBalancedRatio(factorSize, size));
+        if (!splittable[factor] || (ratio.empty() && !even))
           continue;
         // Several mesh axes may split one factor only if they are adjacent.
         if (splitBy[factor] > 1 && result.factors.back() != factor)
@@ -1147,14 +1189,17 @@ void FunctionPropagation::process(Operation *op) {
   if (auto annotate = dyn_cast<AnnotateOp>(op)) {
     // A boundary: the annotated layout is only a hint to the operand.
     SmallVector<MeshRole> roles =
-        read(cast<UnionAttr>(annotate.getLayout()))->roles;
+        read(cast<UnionAttr>(annotate.getLayout()),
+             annotate.getInput().getType())
+            ->roles;
     recordNeed(op->getOpOperand(0), roles);
     hint(annotate.getInput(), roles, Priority::Derived);
     return;
   }
   if (auto reshard = dyn_cast<ReshardOp>(op)) {
     SmallVector<MeshRole> roles =
-        read(cast<UnionAttr>(reshard.getSource()))->roles;
+        read(cast<UnionAttr>(reshard.getSource()), reshard.getInput().getType())
+            ->roles;
     recordNeed(op->getOpOperand(0), roles);
     hint(reshard.getInput(), roles, Priority::Derived);
     return;
@@ -1172,8 +1217,10 @@ void FunctionPropagation::process(Operation *op) {
       if (!states.count(operand))
         continue;
       if (UnionAttr layout = getResultLayout(func, index)) {
-        recordNeed(op->getOpOperand(index), read(layout)->roles);
-        hint(operand, read(layout)->roles, Priority::Derived);
+        SmallVector<MeshRole> roles =
+            read(layout, operand.getType())->roles;
+        recordNeed(op->getOpOperand(index), roles);
+        hint(operand, roles, Priority::Derived);
         continue;
       }
       if (std::optional<Value> source = updatedArgument(index, operand)) {
@@ -1354,7 +1401,7 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
             UnionAttr layout = produced.lookup(value);
             if (!layout)
               return false;
-            FailureOr<MeshLayout> roles = read(layout);
+            FailureOr<MeshLayout> roles = read(layout, value.getType());
             return succeeded(roles) &&
                    roles->roles[axis] ==
                        MeshRole::partial(ReductionKind::Sum);
