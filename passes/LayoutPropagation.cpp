@@ -253,11 +253,13 @@ private:
     static unsigned getHashValue(const MeshRole &role) {
       return llvm::hash_combine(
           static_cast<int>(role.kind), role.dim,
-          role.isPartial() ? static_cast<int>(role.reduction) : -1);
+          role.isPartial() ? static_cast<int>(role.reduction) : -1,
+          llvm::hash_combine_range(role.ratio.begin(), role.ratio.end()));
     }
     static bool isEqual(const MeshRole &a, const MeshRole &b) {
       return a.kind == b.kind && a.dim == b.dim &&
-             (a.kind != AxisKind::Partial || a.reduction == b.reduction);
+             (a.kind != AxisKind::Partial || a.reduction == b.reduction) &&
+             a.ratio == b.ratio;
     }
   };
   using PerAxis = SmallVector<DenseMap<MeshRole, unsigned, RoleKey>, 2>;
@@ -454,6 +456,9 @@ LogicalResult FunctionPropagation::computeMesh() {
 /// cuts `size` into.
 static SmallVector<int64_t> getBalancedRatio(int64_t size, int64_t parts) {
   SmallVector<int64_t> blocks;
+  // (No blocks to speak of: an empty dimension, or no parts.)
+  if (size <= 0 || parts <= 0)
+    return blocks;
   int64_t divisor = 0;
   for (int64_t j = 0; j < parts; ++j) {
     blocks.push_back(size / parts + (j < size % parts ? 1 : 0));
@@ -487,7 +492,7 @@ UnionAttr FunctionPropagation::toUnion(ArrayRef<MeshRole> roles,
       for (int64_t part : role.ratio)
         parts += part;
       if (!tensor || role.dim >= tensor.getRank() ||
-          tensor.isDynamicDim(role.dim) ||
+          tensor.isDynamicDim(role.dim) || tensor.getDimSize(role.dim) <= 0 ||
           tensor.getDimSize(role.dim) % parts != 0)
         return duplicated();
       SmallVector<int64_t> sizes;
@@ -512,7 +517,7 @@ FailureOr<MeshLayout> FunctionPropagation::read(UnionAttr layout,
                                                 Type type) const {
   FailureOr<MeshLayout> read = toMeshLayout(layout.getStates().front(), mesh);
   auto tensor = dyn_cast_if_present<RankedTensorType>(type);
-  if (failed(read) || !tensor)
+  if (failed(read) || !tensor || !uneven)
     return read;
   for (auto [axis, role] : llvm::enumerate(read->roles)) {
     if (!role.isSplit() || !role.ratio.empty() || role.dim >= tensor.getRank() ||
@@ -525,7 +530,7 @@ FailureOr<MeshLayout> FunctionPropagation::read(UnionAttr layout,
         degree *= mesh.sizes[other];
     // (A balanced split reads onto one mesh axis: toMeshLayout gives the
     // dimension's role to every mesh axis it covers.)
-    if (size % degree != 0 && degree == mesh.sizes[axis])
+    if (size > 0 && size % degree != 0 && degree == mesh.sizes[axis])
       role = MeshRole::split(role.dim, getBalancedRatio(size, degree));
   }
   return read;
