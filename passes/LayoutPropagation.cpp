@@ -245,10 +245,10 @@ public:
 private:
   struct RoleKey {
     static MeshRole getEmptyKey() {
-      return {AxisKind::Split, -2, ReductionKind::Sum};
+      return {AxisKind::Split, -2, ReductionKind::Sum, {}};
     }
     static MeshRole getTombstoneKey() {
-      return {AxisKind::Split, -3, ReductionKind::Sum};
+      return {AxisKind::Split, -3, ReductionKind::Sum, {}};
     }
     static unsigned getHashValue(const MeshRole &role) {
       return llvm::hash_combine(

@@ -248,8 +248,7 @@ LogicalResult loom::codegen::emitForTargets(
       cls->removeAttr(name);
   }
 
-  // Headers and main: one target's driver, or the shared device driver
-  // with each program's target (a mixed cluster).
+  // Headers, the C ABI and main.
   if (classTargets.empty())
     return module.emitError() << "the call layer has no program";
   const TargetSpelling &first = *classTargets.front();
@@ -275,14 +274,34 @@ LogicalResult loom::codegen::emitForTargets(
   for (const std::string &header : headers)
     emitc::IncludeOp::create(builder, module.getLoc(), header,
                              /*is_standard=*/false);
+  // The C ABI of include/loom-c/Program.h over every program (one
+  // target's creation, or the host's with each program's target: a mixed
+  // cluster), then `main`, which runs the driver over it. Built with
+  // -DLOOM_PROGRAM_LIBRARY the file is a program library instead of an
+  // executable (runtime/host/ProgramLibrary.h).
   builder.setInsertionPointToEnd(module.getBody());
-  // Built with -DLOOM_PROGRAM_LIBRARY, the programs are a shared library
-  // with the C ABI of include/loom-c/Program.h instead of an executable
-  // (host target; runtime/host/ProgramLibrary.h).
-  bool library = !mixed && first.name == "host";
-  if (library)
-    emitc::VerbatimOp::create(builder, module.getLoc(),
-                              "#ifndef LOOM_PROGRAM_LIBRARY");
+  std::vector<std::string> groupLists;
+  for (Attribute group : groups)
+    groupLists.push_back(
+        formatIntList(cast<DenseI64ArrayAttr>(group).asArrayRef()));
+  std::string create = first.ns + "::createProgram";
+  std::string targetList;
+  if (mixed) {
+    create = "loom::host::createProgram";
+    SmallVector<std::string> targets;
+    for (const TargetSpelling *t : classTargets)
+      targets.push_back(t->name == "host" ? "nullptr"
+                                          : "&" + t->ns + "::target()");
+    targetList = ", {" + llvm::join(targets, ", ") + "}";
+  }
+  emitc::VerbatimOp::create(
+      builder, module.getLoc(),
+      "LOOM_PROGRAM_LIBRARY_ABI((" + create + "<" +
+          llvm::join(classNames, ", ") + ">(mpi_comm, program, {" +
+          llvm::join(deviceLists, ", ") + "}, {" +
+          llvm::join(groupLists, ", ") + "}" + targetList + ")))");
+  emitc::VerbatimOp::create(builder, module.getLoc(),
+                            "#ifndef LOOM_PROGRAM_LIBRARY");
   Type argvType =
       emitc::PointerType::get(emitc::PointerType::get(opaqueType("char")));
   auto mainType = FunctionType::get(context, {builder.getI32Type(), argvType},
@@ -290,38 +309,13 @@ LogicalResult loom::codegen::emitForTargets(
   auto main = emitc::FuncOp::create(builder, module.getLoc(), "main", mainType);
   Block *entry = main.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
-  std::vector<std::string> groupLists;
-  for (Attribute group : groups)
-    groupLists.push_back(
-        formatIntList(cast<DenseI64ArrayAttr>(group).asArrayRef()));
-  SmallVector<Attribute> args = {
-      builder.getIndexAttr(0), builder.getIndexAttr(1),
-      opaque("{" + llvm::join(deviceLists, ", ") + "}"),
-      opaque("{" + llvm::join(groupLists, ", ") + "}")};
-  std::string driver = first.ns + "::runPrograms";
-  if (mixed) {
-    driver = "loom::host::device::runPrograms";
-    SmallVector<std::string> targets;
-    for (const TargetSpelling *t : classTargets)
-      targets.push_back(t->name == "host" ? "nullptr"
-                                          : "&" + t->ns + "::target()");
-    args.push_back(opaque("{" + llvm::join(targets, ", ") + "}"));
-  }
   auto run = emitc::CallOpaqueOp::create(
       builder, module.getLoc(), TypeRange{builder.getI32Type()},
-      driver + "<" + llvm::join(classNames, ", ") + ">",
-      ValueRange{entry->getArgument(0), entry->getArgument(1)},
-      builder.getArrayAttr(args));
+      "loom::host::runProgramExecutable",
+      ValueRange{entry->getArgument(0), entry->getArgument(1)});
   emitc::ReturnOp::create(builder, module.getLoc(), run.getResult(0));
-  if (library) {
-    builder.setInsertionPointToEnd(module.getBody());
-    emitc::VerbatimOp::create(
-        builder, module.getLoc(),
-        "#else\nLOOM_PROGRAM_LIBRARY_ABI((loom::host::createProgram<" +
-            llvm::join(classNames, ", ") + ">(mpi_comm, program, {" +
-            llvm::join(deviceLists, ", ") + "}, {" +
-            llvm::join(groupLists, ", ") + "})))\n#endif");
-  }
+  builder.setInsertionPointToEnd(module.getBody());
+  emitc::VerbatimOp::create(builder, module.getLoc(), "#endif");
   module->removeAttr(kProgramsAttr);
   module->removeAttr(kGroupsAttr);
   return success();

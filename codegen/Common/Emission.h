@@ -6,7 +6,7 @@
 // the header generated code includes, the type of a communicator. Every
 // target's runtime provides the same names in its namespace: `Arena`,
 // `at<T>(arena, offset)`, `subgroup(devices, mesh, axes)`, `ExchangePlan`,
-// `tracePhaseBegin/End`, `runPrograms<...>`, one function per kernel and
+// `tracePhaseBegin/End`, `createProgram<...>`, one function per kernel and
 // collective.
 //
 //===----------------------------------------------------------------------===//

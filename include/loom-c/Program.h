@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* The version of this ABI; loom_program_abi_version returns it. */
-#define LOOM_PROGRAM_ABI_VERSION 1
+#define LOOM_PROGRAM_ABI_VERSION 2
 
 typedef enum loom_status_code {
   LOOM_STATUS_OK = 0,
@@ -132,6 +132,58 @@ loom_status *loom_program_get_arg(loom_program *program, int64_t index,
  * LOOM_STATUS_FAILED_PRECONDITION; destroy it. */
 loom_status *loom_program_step(loom_program *program, double *loss);
 
+/* Whether the program has a loss result for loom_program_step to give. */
+int32_t loom_program_has_loss(const loom_program *program);
+
+/* What the library's runtime on this rank records of the steps besides
+ * counting traffic, as flags (0, the default: nothing). The setting is
+ * the library's, shared by its programs on the rank. */
+typedef enum loom_record {
+  LOOM_RECORD_TRACE = 1, /* spans of step phases and collectives */
+  LOOM_RECORD_CALLS = 2, /* every device library call (NCCL, HCCL) */
+} loom_record;
+void loom_program_set_recording(loom_program *program, int32_t records);
+
+/* What this rank moved so far, per collective kind (in the order of the
+ * kinds' names): the calls and the bytes sent and received, as the
+ * compiler's communication report predicts them. The counters are the
+ * library's runtime's, shared by its programs on the rank. */
+typedef struct loom_traffic {
+  const char *collective; /* valid as long as the program */
+  int64_t calls;
+  int64_t bytes_sent;
+  int64_t bytes_received;
+} loom_traffic;
+int64_t loom_program_get_num_traffic(const loom_program *program);
+loom_status *loom_program_get_traffic(const loom_program *program,
+                                      int64_t index, loom_traffic *traffic);
+
+/* One device library call (NCCL, HCCL) as recorded at its call site while
+ * LOOM_RECORD_CALLS was set; the host target calls no library. The
+ * pointers are valid until the next step or the next call of
+ * loom_program_get_library_call. */
+typedef struct loom_library_call {
+  int64_t step;           /* the training step */
+  int64_t call;           /* the device collective of the step (1, 2, ...) */
+  const char *collective; /* of generated code: all_reduce, exchange, ... */
+  const char *primitive;  /* the library call: all_reduce, send, recv, ... */
+  const char *dtype;      /* the data type passed: f32, f64, i64 */
+  int64_t count;          /* the element count passed */
+  int64_t peer;           /* send, recv: the peer's world rank; else -1 */
+  int64_t num_members;
+  const int64_t *members; /* the communicator's world ranks, in its order */
+} loom_library_call;
+int64_t loom_program_get_num_library_calls(const loom_program *program);
+loom_status *loom_program_get_library_call(const loom_program *program,
+                                           int64_t index,
+                                           loom_library_call *call);
+
+/* Writes this rank's recorded spans (LOOM_RECORD_TRACE) to `path`: a JSON
+ * array of Chrome trace events ("X" events in microseconds of wall time;
+ * pid: the rank; tid 0: step phases, tid 1: collectives). */
+loom_status *loom_program_write_trace(const loom_program *program,
+                                      const char *path);
+
 /* Every function above, as a loader fills them in from one library
  * (loom_program_library_open in include/loom-c/Compiler.h): programs of
  * several libraries can live in one process. */
@@ -156,6 +208,15 @@ typedef struct loom_program_api {
   loom_status_code (*status_get_code)(const loom_status *status);
   const char *(*status_get_message)(const loom_status *status);
   void (*status_destroy)(loom_status *status);
+  int32_t (*has_loss)(const loom_program *program);
+  void (*set_recording)(loom_program *program, int32_t records);
+  int64_t (*get_num_traffic)(const loom_program *program);
+  loom_status *(*get_traffic)(const loom_program *program, int64_t index,
+                              loom_traffic *traffic);
+  int64_t (*get_num_library_calls)(const loom_program *program);
+  loom_status *(*get_library_call)(const loom_program *program, int64_t index,
+                                   loom_library_call *call);
+  loom_status *(*write_trace)(const loom_program *program, const char *path);
 } loom_program_api;
 
 #ifdef __cplusplus

@@ -18,6 +18,7 @@
 #include "passes/ArgumentNames.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "runtime/driver/ProgramLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -32,7 +33,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <mutex>
 
 using namespace mlir;
@@ -378,51 +378,20 @@ loom_status *loom_program_library_open(const char *path,
   return guarded([&]() -> loom_status * {
     if (!path || !api)
       return invalid("loom_program_library_open: a null pointer");
-    std::memset(api, 0, sizeof(*api));
-    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!library)
-      return makeStatus(LOOM_STATUS_NOT_FOUND,
-                        std::string("cannot load the program library: ") +
-                            dlerror());
-    std::string missing;
-    auto resolve = [&](auto &slot, const char *name) {
-      void *symbol = dlsym(library, name);
-      if (!symbol && missing.empty())
-        missing = name;
-      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
-    };
-    resolve(api->abi_version, "loom_program_abi_version");
-    resolve(api->create, "loom_program_create");
-    resolve(api->destroy, "loom_program_destroy");
-    resolve(api->get_device, "loom_program_get_device");
-    resolve(api->get_num_devices, "loom_program_get_num_devices");
-    resolve(api->get_num_args, "loom_program_get_num_args");
-    resolve(api->get_arg_info, "loom_program_get_arg_info");
-    resolve(api->find_arg, "loom_program_find_arg");
-    resolve(api->set_arg, "loom_program_set_arg");
-    resolve(api->get_arg, "loom_program_get_arg");
-    resolve(api->step, "loom_program_step");
-    resolve(api->status_get_code, "loom_status_get_code");
-    resolve(api->status_get_message, "loom_status_get_message");
-    resolve(api->status_destroy, "loom_status_destroy");
-    if (!missing.empty() || api->abi_version() != LOOM_PROGRAM_ABI_VERSION) {
-      dlclose(library);
-      std::memset(api, 0, sizeof(*api));
-      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        missing.empty()
-                            ? std::string("the program library has another ABI "
-                                          "version than ") +
-                                  std::to_string(LOOM_PROGRAM_ABI_VERSION)
-                            : "the program library lacks " + missing);
+    driver::LoadError error = driver::openProgramLibrary(path, *api);
+    switch (error.kind) {
+    case driver::LoadError::None:
+      return nullptr;
+    case driver::LoadError::NotFound:
+      return makeStatus(LOOM_STATUS_NOT_FOUND, error.message);
+    case driver::LoadError::Incompatible:
+      break;
     }
-    api->library = library;
-    return nullptr;
+    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION, error.message);
   });
 }
 
 void loom_program_library_close(loom_program_api *api) {
-  if (api && api->library)
-    dlclose(api->library);
   if (api)
-    std::memset(api, 0, sizeof(*api));
+    driver::closeProgramLibrary(*api);
 }

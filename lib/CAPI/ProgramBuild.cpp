@@ -55,8 +55,6 @@ loom::capi::getCompileCommand(const std::string &source,
   if (kind.ascend)
     appendWords(command, LOOM_ASCEND_LIBS);
   appendWords(command, LOOM_HOST_LIBS);
-  if (kind.library)
-    appendWords(command, LOOM_HOST_LIBRARY_LIBS);
   return command;
 }
 

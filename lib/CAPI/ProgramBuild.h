@@ -23,7 +23,7 @@ struct BuildKind {
   /// The CUDA or Ascend runtime (a cluster may need both).
   bool cuda = false, ascend = false;
   /// A shared library with the C ABI of include/loom-c/Program.h instead
-  /// of an executable (host target only).
+  /// of an executable.
   bool library = false;
 };
 

@@ -93,13 +93,18 @@ void loom::cuda::copyToHost(void *host, const void *device, size_t bytes) {
 //===----------------------------------------------------------------------===//
 
 void detail::fatal(const char *kernel, const char *format, ...) {
-  std::fprintf(stderr, "%sloom::cuda::%s: ", loom::host::failurePrefix(),
-               kernel);
+  char message[1024];
+  int used =
+      std::snprintf(message, sizeof(message), "loom::cuda::%s: ", kernel);
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
+  if (used >= 0 && static_cast<size_t>(used) < sizeof(message))
+    std::vsnprintf(message + used, sizeof(message) - used, format, args);
   va_end(args);
-  std::fputc('\n', stderr);
+  // In a program library the error goes back to the caller.
+  if (loom::host::FailureHandler handler = loom::host::getFailureHandler())
+    handler(message); // does not return
+  std::fprintf(stderr, "%s%s\n", loom::host::failurePrefix(), message);
   std::fflush(stderr);
   std::abort();
 }

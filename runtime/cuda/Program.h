@@ -55,7 +55,7 @@ void finishDevice();
 const host::device::Target &target();
 
 // Arena, at<T>, ExchangePlan, the typed collectives, the profiler's spans
-// and runPrograms (runtime/host/DeviceSupport.h).
+// and createProgram (runtime/host/DeviceSupport.h).
 LOOM_DEVICE_RUNTIME
 
 } // namespace loom::cuda

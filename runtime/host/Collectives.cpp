@@ -324,6 +324,10 @@ void Runtime::fail(const std::string &message) const {
   // In a program library the error goes back to the caller.
   if (library)
     throw RuntimeError("rank " + std::to_string(worldRank) + ": " + message);
+  endProcess(message);
+}
+
+void Runtime::endProcess(const std::string &message) const {
   std::fprintf(stderr, "loom runtime: rank %d: %s\n", worldRank,
                message.c_str());
   std::fflush(stderr);

@@ -182,6 +182,11 @@ public:
   /// timeout); in a program library's runtime (attach), throws
   /// RuntimeError with it instead.
   [[noreturn]] void fail(const std::string &message) const;
+  /// Reports `message` and ends the process as `fail` does in a program
+  /// executable, in a program library too: for what no status can reach
+  /// (a watchdog's thread, while the step's thread is stuck in a device
+  /// library).
+  [[noreturn]] void endProcess(const std::string &message) const;
 
 private:
   Runtime() = default;

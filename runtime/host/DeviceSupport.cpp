@@ -471,10 +471,11 @@ struct Watch {
         Runtime &runtime = Runtime::get();
         char limit[32];
         std::snprintf(limit, sizeof(limit), "%.1f", seconds);
-        runtime.fail(what + " did not complete on the device within " + limit +
-                     " s (LOOM_DEVICE_STEP_TIMEOUT_S): a device collective "
-                     "waiting for a rank that hung, is gone, or waits "
-                     "itself?");
+        runtime.endProcess(what + " did not complete on the device within " +
+                           limit +
+                           " s (LOOM_DEVICE_STEP_TIMEOUT_S): a device "
+                           "collective waiting for a rank that hung, is "
+                           "gone, or waits itself?");
       }
     }
   }

@@ -196,7 +196,8 @@ void tracePhaseEnd(const Target &target);
 /// device collectives run asynchronously, so a rank waiting on a peer that
 /// hung would otherwise wait for ever inside the library. So must the
 /// making of a device communicator. Past the deadline the rank ends with a
-/// message naming `what` ("step 3").
+/// message naming `what` ("step 3"), in a program library too: the step's
+/// thread is stuck inside the device library and cannot return a status.
 class StepWatchdog {
 public:
   explicit StepWatchdog(const std::string &what);
@@ -242,69 +243,11 @@ private:
   host::ExchangePlan plan;
 };
 
-/// Starts MPI, starts the device of the target that runs this rank's
-/// program (`targets` holds one target for every program, or one for all;
-/// null: the host target), opens the MPI communicators of `groups` (every
-/// rank walks the same list; device communicators are made from them where
-/// a program's collectives first need them), and runs `Programs[i]` on
-/// the ranks in `devices[i]` under the host runtime's driver, its arena on
-/// the device.
-template <typename... Programs>
-int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
-                std::initializer_list<Ints> groups,
-                std::initializer_list<const Target *> targets) {
-  rt::Runtime::init(&argc, &argv);
-  int rank = rt::Runtime::get().getWorldRank(), index = 0;
-  if (targets.size() != 1 && targets.size() != devices.size())
-    rt::Runtime::get().fail("the driver has " + std::to_string(targets.size()) +
-                            " targets for " + std::to_string(devices.size()) +
-                            " programs");
-  const Target *target = nullptr;
-  for (Ints group : devices) {
-    for (int64_t device : group)
-      if (device == rank)
-        target = targets.begin()[targets.size() == 1 ? 0 : index];
-    ++index;
-  }
-  // Each target's ranks on a node take its devices in rank order (host
-  // ranks of a mixed cluster take none).
-  int color = 0;
-  if (target)
-    for (const char *c = target->name; *c; ++c)
-      color = (color * 31 + *c) & 0xffff;
-  int onNode = rt::Runtime::get().getNodeRankAmong(color);
-  if (target)
-    target->start(onNode);
-  openGroups(groups);
-  int status = runChosenProgram<Programs...>(
-      argc, argv, devices, [target](ProgramView &view) {
-        if (!target)
-          return;
-        view.toArena = [target](char *arena, const char *from, int64_t bytes) {
-          target->toDevice(arena, from, static_cast<size_t>(bytes));
-        };
-        view.fromArena = [target](char *to, const char *arena, int64_t bytes) {
-          target->toHost(to, arena, static_cast<size_t>(bytes));
-        };
-        // A step's time covers its device work, which must end in time.
-        view.step = [target, step = view.step] {
-          StepWatchdog watchdog("step " +
-                                std::to_string(rt::Runtime::get().getStep()));
-          step();
-          target->synchronize();
-        };
-      });
-  if (target)
-    target->finish();
-  rt::Runtime::finalize();
-  return status;
-}
-
 } // namespace loom::host::device
 
 /// What a device target's namespace gives generated code besides its
 /// communicators: the arena, exchange plans, the typed collectives, the
-/// profiler's spans and the driver, over `target()` and a `Communicator`
+/// profiler's spans and the program's creation (the C ABI's), over `target()` and a `Communicator`
 /// with `group()`.
 #define LOOM_DEVICE_RUNTIME                                                    \
   using Arena = ::loom::host::device::Arena<target>;                           \
@@ -377,10 +320,11 @@ int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
     ::loom::host::device::tracePhaseEnd(target());                             \
   }                                                                            \
   template <typename... Programs>                                              \
-  int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,  \
-                  std::initializer_list<Ints> groups) {                        \
-    return ::loom::host::device::runPrograms<Programs...>(                     \
-        argc, argv, devices, groups, {&target()});                             \
+  loom_status *createProgram(const void *mpiComm, loom_program **out,          \
+                             std::initializer_list<Ints> devices,              \
+                             std::initializer_list<Ints> groups) {             \
+    return ::loom::host::createProgram<Programs...>(mpiComm, out, devices,     \
+                                                    groups, {&target()});      \
   }
 
 #endif // LOOM_RUNTIME_HOST_DEVICESUPPORT_H

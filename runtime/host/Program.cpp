@@ -9,11 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <sys/stat.h>
-#include <thread>
 
 using namespace loom;
 using namespace loom::host;
@@ -79,6 +75,24 @@ CommSpan::~CommSpan() {
 }
 
 bool loom::host::tracing() { return tracer().enabled; }
+
+void loom::host::setTracing(bool on) { tracer().enabled = on; }
+
+std::string loom::host::getTraceJson(int rank) {
+  // One process per rank; compute on thread 0, communication on 1.
+  std::string json = "[";
+  char line[512];
+  for (const TraceEvent &event : tracer().events) {
+    std::snprintf(line, sizeof(line),
+                  "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
+                  "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
+                  json.size() > 1 ? ",\n" : "", event.name.c_str(),
+                  event.comm ? "communication" : "compute", event.start,
+                  event.duration, rank, event.comm ? 1 : 0);
+    json += line;
+  }
+  return json + "]\n";
+}
 
 void loom::host::tracePhaseBegin(const char *name) {
   if (!tracer().enabled)
@@ -549,205 +563,4 @@ void loom::host::permuteBytes(void *out, const void *in, int64_t bytes,
                  {{peers.source, receive, bytes}});
   if (out == in && bytes > 0)
     std::memcpy(out, staged.data(), static_cast<size_t>(bytes));
-}
-
-//===----------------------------------------------------------------------===//
-// The driver
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-bool fileExists(const std::string &path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-void makeDirectory(const std::string &path) {
-  std::string partial;
-  std::stringstream parts(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/')
-    partial = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty())
-      continue;
-    partial += part + "/";
-    ::mkdir(partial.c_str(), 0755);
-  }
-}
-
-/// Reads exactly `bytes` bytes of `path` into `into`.
-void readExactly(const std::string &path, char *into, int64_t bytes) {
-  Runtime &runtime = Runtime::get();
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file)
-    runtime.fail("cannot read '" + path + "'");
-  int64_t size = static_cast<int64_t>(file.tellg());
-  if (size != bytes)
-    runtime.fail("'" + path + "' has " + std::to_string(size) +
-                 " bytes but the argument it fills has " +
-                 std::to_string(bytes) +
-                 " (a data file for another program or layout?)");
-  file.seekg(0);
-  file.read(into, bytes);
-  if (!file)
-    runtime.fail("cannot read '" + path + "'");
-}
-
-void writeBytes(const std::string &path, const char *data, int64_t bytes,
-                bool append) {
-  std::ofstream file(path, std::ios::binary |
-                               (append ? std::ios::app : std::ios::trunc));
-  file.write(data, bytes);
-  if (!file)
-    Runtime::get().fail("cannot write '" + path + "'");
-}
-
-} // namespace
-
-int loom::host::drive(int argc, char **argv, ProgramView &view) {
-  Runtime &runtime = Runtime::get();
-  int64_t steps = 1;
-  std::string in, out;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        runtime.fail("option " + arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--steps") {
-      std::string text = value();
-      char *end = nullptr;
-      steps = std::strtoll(text.c_str(), &end, 10);
-      if (!end || *end || steps < 1)
-        runtime.fail("--steps must be a positive integer, got '" + text + "'");
-    } else if (arg == "--in") {
-      in = value();
-    } else if (arg == "--out") {
-      out = value();
-    } else if (arg == "--trace") {
-      tracer().enabled = true;
-    } else if (arg == "--calls") {
-      runtime.setKeepLibraryCalls(true);
-    } else {
-      runtime.fail("unknown option '" + arg +
-                   "' (expected --steps K, --in DIR, --out DIR, --trace, "
-                   "--calls)");
-    }
-  }
-  std::string me = "rank" + std::to_string(runtime.getWorldRank());
-  std::string inDir = in.empty() ? "" : in + "/" + me;
-  std::string outDir = out.empty() ? "" : out + "/" + me;
-  if (!outDir.empty()) {
-    makeDirectory(outDir);
-    std::remove((outDir + "/loss.bin").c_str());
-  }
-  auto fill = [&](const std::string &dir) {
-    for (int64_t i = 0; i < view.numArgs; ++i) {
-      std::string path = dir + "/arg" + std::to_string(i) + ".bin";
-      if (view.argBytes[i] > 0 && fileExists(path)) {
-        if (!view.toArena) {
-          readExactly(path, view.arena + view.argOffsets[i], view.argBytes[i]);
-          continue;
-        }
-        std::vector<char> staged(static_cast<size_t>(view.argBytes[i]));
-        readExactly(path, staged.data(), view.argBytes[i]);
-        view.toArena(view.arena + view.argOffsets[i], staged.data(),
-                     view.argBytes[i]);
-      }
-    }
-  };
-  if (!inDir.empty())
-    fill(inDir);
-  // A test hook: LOOM_TEST_HANG=RANK:STEP makes rank RANK stop (sleep)
-  // before step STEP, as a hung rank would; the others must fail within the
-  // collective timeout, naming it.
-  int64_t hangRank = -1, hangStep = -1;
-  if (const char *hang = std::getenv("LOOM_TEST_HANG"))
-    if (std::sscanf(hang, "%ld:%ld", &hangRank, &hangStep) != 2)
-      runtime.fail("LOOM_TEST_HANG must be RANK:STEP, got '" +
-                   std::string(hang) + "'");
-  // The arena's bytes at `offset`, readable on the host.
-  std::vector<char> fetched;
-  auto fetch = [&](int64_t offset, int64_t bytes) -> const char * {
-    if (!view.fromArena)
-      return view.arena + offset;
-    fetched.resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-    view.fromArena(fetched.data(), view.arena + offset, bytes);
-    return fetched.data();
-  };
-  std::string times;
-  for (int64_t step = 1; step <= steps; ++step) {
-    runtime.setStep(step);
-    if (hangRank == runtime.getWorldRank() && hangStep == step)
-      std::this_thread::sleep_for(std::chrono::hours(1));
-    if (!inDir.empty())
-      fill(inDir + "/step" + std::to_string(step));
-    auto start = std::chrono::steady_clock::now();
-    view.step();
-    auto stop = std::chrono::steady_clock::now();
-    times +=
-        std::to_string(std::chrono::duration<double>(stop - start).count()) +
-        "\n";
-    if (!outDir.empty() && view.lossResult >= 0 &&
-        view.resultBytes[view.lossResult] > 0)
-      writeBytes(outDir + "/loss.bin",
-                 fetch(view.resultOffsets[view.lossResult],
-                       view.resultBytes[view.lossResult]),
-                 view.resultBytes[view.lossResult], /*append=*/true);
-  }
-  if (!outDir.empty()) {
-    writeBytes(outDir + "/times.txt", times.data(),
-               static_cast<int64_t>(times.size()), false);
-    for (int64_t i = 0; i < view.numArgs; ++i)
-      if (view.argBytes[i] >= 0) // -1: the table of a function without any
-        writeBytes(
-            outDir + "/arg" + std::to_string(i) + ".bin",
-            fetch(std::max<int64_t>(view.argOffsets[i], 0), view.argBytes[i]),
-            view.argBytes[i], false);
-    std::string comm;
-    for (const auto &[kind, traffic] : runtime.getTraffic())
-      comm += kind + " " + std::to_string(traffic.calls) + " " +
-              std::to_string(traffic.bytesSent) + " " +
-              std::to_string(traffic.bytesReceived) + "\n";
-    writeBytes(outDir + "/comm.txt", comm.data(),
-               static_cast<int64_t>(comm.size()), false);
-    if (runtime.keepsLibraryCalls()) {
-      // One device library call a line: step, collective of the step,
-      // collective, library call, data type, count, peer (-1: none), the
-      // communicator's members.
-      std::string calls;
-      for (const rt::LibraryCall &call : runtime.getLibraryCalls()) {
-        calls += std::to_string(call.step) + " " + std::to_string(call.call) +
-                 " " + call.collective + " " + call.primitive + " " +
-                 call.dtype + " " + std::to_string(call.count) + " " +
-                 std::to_string(call.peer) + " ";
-        for (size_t i = 0; i < call.group.size(); ++i)
-          calls += (i ? "," : "") + std::to_string(call.group[i]);
-        calls += "\n";
-      }
-      writeBytes(outDir + "/calls.txt", calls.data(),
-                 static_cast<int64_t>(calls.size()), false);
-    }
-    if (tracer().enabled) {
-      // One process per rank; compute on thread 0, communication on 1.
-      int rank = runtime.getWorldRank();
-      std::string json = "[";
-      char line[512];
-      for (const TraceEvent &event : tracer().events) {
-        std::snprintf(line, sizeof(line),
-                      "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
-                      "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
-                      json.size() > 1 ? ",\n" : "", event.name.c_str(),
-                      event.comm ? "communication" : "compute", event.start,
-                      event.duration, rank, event.comm ? 1 : 0);
-        json += line;
-      }
-      json += "]\n";
-      writeBytes(outDir + "/trace.json", json.data(),
-                 static_cast<int64_t>(json.size()), false);
-    }
-  }
-  return 0;
 }

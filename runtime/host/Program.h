@@ -4,8 +4,8 @@
 // group's program: an arena, typed pointers into it named after the
 // program's values, the communicators and exchange plans it uses, one
 // method per step phase calling Loom's kernels (runtime/kernels) and the
-// collectives below, and `main`, which hands every program to
-// `runPrograms`. This header is all generated code includes.
+// collectives below, then the C ABI over every program. This header is all
+// generated code includes.
 //
 // Collectives take the result first (destination-passing style), then the
 // operand, each with its shape, then the communicator of the rank's
@@ -24,26 +24,10 @@
 //     tensor).
 // Executing it gives what the simulator's exchange gives, bit for bit.
 //
-// The driver (`runPrograms`): each rank runs the program whose group holds
-// its world rank, with
-//   --steps K       steps to run (default 1)
-//   --in DIR        DIR/rank<r>/arg<i>.bin fills argument i before the
-//                   first step; DIR/rank<r>/step<n>/arg<i>.bin before step n
-//                   (raw little-endian elements, exactly the argument's
-//                   bytes; loom-run writes them)
-//   --out DIR       DIR/rank<r>/loss.bin (the loss result's bytes, one
-//                   record per step), times.txt (seconds per step),
-//                   arg<i>.bin after the last step (the updated parameters
-//                   and state), comm.txt (calls and bytes per collective)
-//   --trace         also write DIR/rank<r>/trace.json (with --out): a
-//                   Chrome trace of this rank's step phases (thread 0) and
-//                   collectives (thread 1), microseconds of wall time
-//   --calls         also write DIR/rank<r>/calls.txt (with --out): every
-//                   device library call (NCCL, HCCL) as recorded at its
-//                   call site, one a line: step, the collective's place in
-//                   the step, collective, library call, data type, count,
-//                   peer (-1: none), members (world ranks, comma-separated);
-//                   empty on the host target, which calls no library
+// The program classes and their devices become the C ABI of
+// include/loom-c/Program.h (ProgramLibrary.h): a program library, or a
+// program executable whose `main` runs the driver every compiled program
+// shares (runtime/driver/Driver.h documents its options and files).
 //
 //===----------------------------------------------------------------------===//
 
@@ -274,6 +258,11 @@ private:
 };
 /// Whether this run records a trace.
 bool tracing();
+/// Starts or stops recording (the driver's --trace).
+void setTracing(bool on);
+/// The spans recorded so far as a JSON array of Chrome trace events
+/// ("X" events, microseconds; pid `rank`, tid 0 compute, 1 communication).
+std::string getTraceJson(int rank);
 
 /// What the driver needs of a program, whatever its class.
 struct ProgramView {
@@ -289,11 +278,6 @@ struct ProgramView {
   std::function<void(char *arena, const char *from, int64_t bytes)> toArena;
   std::function<void(char *to, const char *arena, int64_t bytes)> fromArena;
 };
-
-/// The driver loop for the program `view` (see the file comment).
-int drive(int argc, char **argv, ProgramView &view);
-
-template <typename T> struct Tag { using Type = T; };
 
 /// The driver's view of a generated program object.
 template <typename Program> ProgramView makeProgramView(Program &program) {
@@ -311,56 +295,8 @@ template <typename Program> ProgramView makeProgramView(Program &program) {
   return view;
 }
 
-/// Runs `Programs[i]` on the ranks in `devices[i]` (the runtime started
-/// and the groups opened), `adjust` completing each program's view.
-template <typename... Programs, typename Adjust>
-int runChosenProgram(int argc, char **argv, std::initializer_list<Ints> devices,
-                     Adjust &&adjust) {
-  rt::Runtime &runtime = rt::Runtime::get();
-  int rank = runtime.getWorldRank();
-  int index = 0, chosen = -1;
-  for (Ints group : devices) {
-    for (int64_t device : group)
-      if (device == rank)
-        chosen = index;
-    ++index;
-  }
-  if (chosen < 0)
-    runtime.fail("no program of this build runs on rank " +
-                 std::to_string(rank) + " (the programs need " +
-                 std::to_string(index) +
-                 " device groups; check the number of ranks)");
-  int status = 1, which = 0;
-  auto tryOne = [&](auto tag) {
-    using Program = typename decltype(tag)::Type;
-    if (which++ != chosen)
-      return;
-    auto program = std::make_unique<Program>();
-    ProgramView view = makeProgramView(*program);
-    adjust(view);
-    status = drive(argc, argv, view);
-  };
-  (tryOne(Tag<Programs>{}), ...);
-  return status;
-}
-
-/// Starts the runtime, opens `groups`, and runs `Programs[i]` on the ranks
-/// in `devices[i]`.
-template <typename... Programs>
-int runPrograms(int argc, char **argv, std::initializer_list<Ints> devices,
-                std::initializer_list<Ints> groups) {
-  rt::Runtime::init(&argc, &argv);
-  openGroups(groups);
-  int status =
-      runChosenProgram<Programs...>(argc, argv, devices, [](ProgramView &) {});
-  rt::Runtime::finalize();
-  return status;
-}
-
 } // namespace loom::host
 
-#ifdef LOOM_PROGRAM_LIBRARY
 #include "runtime/host/ProgramLibrary.h"
-#endif
 
 #endif // LOOM_RUNTIME_HOST_PROGRAM_H

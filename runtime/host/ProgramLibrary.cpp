@@ -1,10 +1,12 @@
 //===- ProgramLibrary.cpp - A compiled program as a shared library --------===//
 
 #include "runtime/host/ProgramLibrary.h"
+#include "runtime/host/DeviceSupport.h"
 #include "runtime/layout/Shards.h"
 
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -160,6 +162,12 @@ readValues(const int64_t *table, int64_t size, int64_t count,
   return values;
 }
 
+/// The library's programs alive on this rank, and the device target the
+/// first of them started (null: the host, or none yet): the last program
+/// destroyed finishes it.
+int livePrograms = 0;
+const device::Target *startedTarget = nullptr;
+
 } // namespace
 
 struct loom_program {
@@ -167,14 +175,28 @@ struct loom_program {
   int64_t device = 0, numDevices = 0;
   std::vector<Value> args, results;
   int64_t steps = 0;
-  /// Whether this program holds one attachment of the runtime.
-  bool attached = false;
+  /// Whether this program holds one attachment of the runtime, and counts
+  /// among the library's live programs.
+  bool attached = false, live = false;
+  /// What loom_program_get_library_call last gave out.
+  std::vector<int64_t> members;
   /// Why the program cannot go on (a failed step or collective); empty
   /// while it can.
   std::string failure;
 
   ~loom_program() {
+    // The arena first (device memory, on a device target), then the
+    // device, then the runtime.
     handle = ProgramHandle();
+    if (live && --livePrograms == 0 && startedTarget) {
+      const device::Target *target = startedTarget;
+      startedTarget = nullptr;
+      try {
+        target->finish();
+      } catch (const std::exception &) {
+        // (Nothing to report it to: destroying has no status.)
+      }
+    }
     if (attached)
       Runtime::detach();
   }
@@ -239,7 +261,8 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
                                            loom_program **out,
                                            std::initializer_list<Ints> devices,
                                            std::initializer_list<Ints> groups,
-                                           std::vector<ProgramFactory> factories) {
+                                           std::vector<ProgramFactory> factories,
+                                           std::vector<const device::Target *> targets) {
   if (!out)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "loom_program_create: the program pointer is null");
@@ -277,6 +300,35 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
       own = absl::FailedPreconditionError(
           "no program of this library runs on rank " +
           std::to_string(runtime.getWorldRank()));
+    if (own.ok() && !targets.empty() && targets.size() != 1 &&
+        targets.size() != factories.size())
+      own = absl::InternalError("the library has " +
+                                std::to_string(targets.size()) +
+                                " targets for " +
+                                std::to_string(factories.size()) + " programs");
+    // The first program on the rank starts its device: every rank of the
+    // world takes part (the first programs of a library are created
+    // together), ranks of one target on a node taking its devices in rank
+    // order (host ranks of a mixed cluster take none).
+    program->live = true;
+    const device::Target *target = nullptr;
+    if (own.ok() && !targets.empty())
+      target = targets.size() == 1 ? targets.begin()[0] : targets[chosen];
+    if (livePrograms++ == 0) {
+      int color = 0;
+      if (target)
+        for (const char *c = target->name; *c; ++c)
+          color = (color * 31 + *c) & 0xffff;
+      int onNode = runtime.getNodeRankAmong(color);
+      if (target) {
+        try {
+          target->start(onNode);
+          startedTarget = target;
+        } catch (const std::exception &error) {
+          own = absl::FailedPreconditionError(error.what());
+        }
+      }
+    }
     openGroups(groups);
     program->device = runtime.getWorldRank();
     program->numDevices = numDevices;
@@ -284,10 +336,29 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
     if (own.ok()) {
       try {
         program->handle = factories[chosen]();
+      } catch (const RuntimeError &error) {
+        own = absl::FailedPreconditionError(error.what());
       } catch (const std::exception &error) {
         own = absl::InternalError(std::string("cannot make the program: ") +
                                   error.what());
       }
+    }
+    if (own.ok() && target) {
+      // The arena is device memory; a step's time covers its device work,
+      // which must end in time.
+      ProgramView &view = program->handle.view;
+      view.toArena = [target](char *arena, const char *from, int64_t bytes) {
+        target->toDevice(arena, from, static_cast<size_t>(bytes));
+      };
+      view.fromArena = [target](char *to, const char *arena, int64_t bytes) {
+        target->toHost(to, arena, static_cast<size_t>(bytes));
+      };
+      view.step = [target, step = view.step] {
+        device::StepWatchdog watchdog(
+            "step " + std::to_string(Runtime::get().getStep()));
+        step();
+        target->synchronize();
+      };
     }
     if (own.ok()) {
       const ProgramView &view = program->handle.view;
@@ -566,6 +637,94 @@ loom_status *library::step(loom_program *program, double *loss) {
     }
     return nullptr;
   }, &program->failure);
+}
+
+int32_t library::hasLoss(const loom_program *program) {
+  if (!program)
+    return 0;
+  int64_t loss = program->handle.view.lossResult;
+  return loss >= 0 && loss < static_cast<int64_t>(program->results.size());
+}
+
+void library::setRecording(loom_program *program, int32_t records) {
+  if (!program)
+    return;
+  setTracing((records & LOOM_RECORD_TRACE) != 0);
+  Runtime::get().setKeepLibraryCalls((records & LOOM_RECORD_CALLS) != 0);
+}
+
+int64_t library::getNumTraffic(const loom_program *program) {
+  return program ? static_cast<int64_t>(Runtime::get().getTraffic().size())
+                 : 0;
+}
+
+loom_status *library::getTraffic(const loom_program *program, int64_t index,
+                                 loom_traffic *traffic) {
+  if (!program || !traffic)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_traffic: a null pointer");
+  const auto &all = Runtime::get().getTraffic();
+  if (index < 0 || index >= static_cast<int64_t>(all.size()))
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "traffic #" + std::to_string(index) + ": there are " +
+                          std::to_string(all.size()) + " collective kinds");
+  auto it = std::next(all.begin(), index);
+  traffic->collective = it->first.c_str();
+  traffic->calls = static_cast<int64_t>(it->second.calls);
+  traffic->bytes_sent = static_cast<int64_t>(it->second.bytesSent);
+  traffic->bytes_received = static_cast<int64_t>(it->second.bytesReceived);
+  return nullptr;
+}
+
+int64_t library::getNumLibraryCalls(const loom_program *program) {
+  return program
+             ? static_cast<int64_t>(Runtime::get().getLibraryCalls().size())
+             : 0;
+}
+
+loom_status *library::getLibraryCall(const loom_program *program,
+                                     int64_t index, loom_library_call *call) {
+  if (!program || !call)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_library_call: a null pointer");
+  const std::vector<rt::LibraryCall> &all = Runtime::get().getLibraryCalls();
+  if (index < 0 || index >= static_cast<int64_t>(all.size()))
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "library call #" + std::to_string(index) + ": " +
+                          std::to_string(all.size()) + " were recorded");
+  return guarded([&]() -> loom_status * {
+    const rt::LibraryCall &recorded = all[index];
+    // (The members' buffer is the program's: valid until the next call.)
+    auto *self = const_cast<loom_program *>(program);
+    self->members.assign(recorded.group.begin(), recorded.group.end());
+    call->step = recorded.step;
+    call->call = recorded.call;
+    call->collective = recorded.collective.c_str();
+    call->primitive = recorded.primitive.c_str();
+    call->dtype = recorded.dtype.c_str();
+    call->count = recorded.count;
+    call->peer = recorded.peer;
+    call->num_members = static_cast<int64_t>(self->members.size());
+    call->members = self->members.data();
+    return nullptr;
+  });
+}
+
+loom_status *library::writeTrace(const loom_program *program,
+                                 const char *path) {
+  if (!program || !path)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_write_trace: a null pointer");
+  return guarded([&]() -> loom_status * {
+    std::string json = getTraceJson(static_cast<int>(program->device));
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file.write(json.data(), static_cast<std::streamsize>(json.size()));
+    if (!file)
+      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                        std::string("cannot write the trace to '") + path +
+                            "'");
+    return nullptr;
+  });
 }
 
 void library::destroy(loom_program *program) { delete program; }

@@ -1,11 +1,13 @@
 //===- ProgramLibrary.h - A compiled program as a shared library -*- C++ -*-===//
 //
-// Generated code built with -DLOOM_PROGRAM_LIBRARY (loom-run
-// --emit-library) is a shared library exporting the C ABI of
-// include/loom-c/Program.h instead of a `main`: the generated file ends in
-// LOOM_PROGRAM_LIBRARY_ABI(loom::host::createProgram<Programs...>(...)), which
-// defines the exported functions; everything else is hidden, so that two
-// program libraries in one process keep their own runtimes.
+// Generated code defines the C ABI of include/loom-c/Program.h: the
+// generated file ends in
+// LOOM_PROGRAM_LIBRARY_ABI(<target>::createProgram<Programs...>(...)), which
+// defines the functions. Built with -DLOOM_PROGRAM_LIBRARY (loom-run
+// --emit-library) it is a shared library exporting them, everything else
+// hidden, so that two program libraries in one process keep their own
+// runtimes; built without, it is a program executable whose `main` runs
+// the driver (runtime/driver/Driver.h) over the same functions.
 //
 // The program classes describe their interface in tables the compiler
 // writes (codegen/Common/LowerToCalls.cpp):
@@ -63,19 +65,29 @@ template <typename Program> ProgramHandle makeProgramHandle() {
 
 using ProgramFactory = ProgramHandle (*)();
 
+namespace device {
+struct Target;
+} // namespace device
+
 /// loom_program_create for programs `factories[i]` on the ranks
-/// `devices[i]`, after opening `groups`.
+/// `devices[i]`, after opening `groups`. `targets` holds the device target
+/// of every program, or one for all, or none (the host target); a null
+/// target is the host's. The first program of the library on a rank starts
+/// the rank's device, the last one destroyed finishes it.
 loom_status *createProgramFrom(const void *mpiComm, loom_program **out,
                                std::initializer_list<Ints> devices,
                                std::initializer_list<Ints> groups,
-                               std::vector<ProgramFactory> factories);
+                               std::vector<ProgramFactory> factories,
+                               std::vector<const device::Target *> targets);
 
 template <typename... Programs>
-loom_status *createProgram(const void *mpiComm, loom_program **out,
-                           std::initializer_list<Ints> devices,
-                           std::initializer_list<Ints> groups) {
+loom_status *
+createProgram(const void *mpiComm, loom_program **out,
+              std::initializer_list<Ints> devices,
+              std::initializer_list<Ints> groups,
+              std::initializer_list<const device::Target *> targets = {}) {
   return createProgramFrom(mpiComm, out, devices, groups,
-                           {&makeProgramHandle<Programs>...});
+                           {&makeProgramHandle<Programs>...}, targets);
 }
 
 /// The rest of the C ABI, which the exported functions forward to.
@@ -93,6 +105,15 @@ loom_status *getArg(loom_program *program, int64_t index, loom_form form,
                     loom_dtype dtype, int64_t rank, const int64_t *shape,
                     void *data);
 loom_status *step(loom_program *program, double *loss);
+int32_t hasLoss(const loom_program *program);
+void setRecording(loom_program *program, int32_t records);
+int64_t getNumTraffic(const loom_program *program);
+loom_status *getTraffic(const loom_program *program, int64_t index,
+                        loom_traffic *traffic);
+int64_t getNumLibraryCalls(const loom_program *program);
+loom_status *getLibraryCall(const loom_program *program, int64_t index,
+                            loom_library_call *call);
+loom_status *writeTrace(const loom_program *program, const char *path);
 void destroy(loom_program *program);
 loom_status_code getCode(const loom_status *status);
 const char *getMessage(const loom_status *status);
@@ -162,6 +183,68 @@ void destroyStatus(loom_status *status);
   }                                                                            \
   LOOM_PROGRAM_EXPORT void loom_status_destroy(loom_status *status) {          \
     loom::host::library::destroyStatus(status);                                \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT int32_t loom_program_has_loss(                           \
+      const loom_program *program) {                                           \
+    return loom::host::library::hasLoss(program);                              \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT void loom_program_set_recording(loom_program *program,   \
+                                                      int32_t records) {       \
+    loom::host::library::setRecording(program, records);                       \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT int64_t loom_program_get_num_traffic(                    \
+      const loom_program *program) {                                           \
+    return loom::host::library::getNumTraffic(program);                        \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_get_traffic(                   \
+      const loom_program *program, int64_t index, loom_traffic *traffic) {     \
+    return loom::host::library::getTraffic(program, index, traffic);           \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT int64_t loom_program_get_num_library_calls(              \
+      const loom_program *program) {                                           \
+    return loom::host::library::getNumLibraryCalls(program);                   \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_get_library_call(              \
+      const loom_program *program, int64_t index, loom_library_call *call) {   \
+    return loom::host::library::getLibraryCall(program, index, call);          \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_write_trace(                   \
+      const loom_program *program, const char *path) {                         \
+    return loom::host::library::writeTrace(program, path);                     \
   }
+
+#ifndef LOOM_PROGRAM_LIBRARY
+#include "runtime/driver/Driver.h"
+
+namespace loom::host {
+/// The `main` of a program executable: the driver over the C ABI this
+/// translation unit defines (LOOM_PROGRAM_LIBRARY_ABI).
+inline int runProgramExecutable(int argc, char **argv) {
+  loom_program_api api = {};
+  api.abi_version = &loom_program_abi_version;
+  api.create = &loom_program_create;
+  api.destroy = &loom_program_destroy;
+  api.get_device = &loom_program_get_device;
+  api.get_num_devices = &loom_program_get_num_devices;
+  api.get_num_args = &loom_program_get_num_args;
+  api.get_arg_info = &loom_program_get_arg_info;
+  api.find_arg = &loom_program_find_arg;
+  api.set_arg = &loom_program_set_arg;
+  api.get_arg = &loom_program_get_arg;
+  api.step = &loom_program_step;
+  api.status_get_code = &loom_status_get_code;
+  api.status_get_message = &loom_status_get_message;
+  api.status_destroy = &loom_status_destroy;
+  api.has_loss = &loom_program_has_loss;
+  api.set_recording = &loom_program_set_recording;
+  api.get_num_traffic = &loom_program_get_num_traffic;
+  api.get_traffic = &loom_program_get_traffic;
+  api.get_num_library_calls = &loom_program_get_num_library_calls;
+  api.get_library_call = &loom_program_get_library_call;
+  api.write_trace = &loom_program_write_trace;
+  return loom::driver::runDriver(argc, argv, 1, api);
+}
+} // namespace loom::host
+#endif
 
 #endif // LOOM_RUNTIME_HOST_PROGRAMLIBRARY_H

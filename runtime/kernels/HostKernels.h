@@ -71,6 +71,8 @@ const char *failurePrefix();
 /// The handler must not return.
 using FailureHandler = void (*)(const char *message);
 void setFailureHandler(FailureHandler handler);
+/// The handler set (the CUDA kernels call it too).
+FailureHandler getFailureHandler();
 
 /// The most dimensions a Shape holds.
 constexpr int kMaxRank = 8;

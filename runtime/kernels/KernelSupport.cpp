@@ -19,6 +19,8 @@ void loom::host::setFailureHandler(FailureHandler handler) {
   failureHandler = handler;
 }
 
+FailureHandler loom::host::getFailureHandler() { return failureHandler; }
+
 void loom::host::setFailurePrefix(const char *prefix) {
   std::snprintf(prefixStorage, sizeof(prefixStorage), "%s", prefix);
 }

@@ -46,8 +46,13 @@
 // CPP-NEXT: loom::host::matmul(matmul_0, {2, 2}, x, {2, 4}, w, {4, 2}, loom::kAbsent, loom::kAbsent);
 // CPP-NEXT: loom::host::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
 // CPP: void step() {
-// CPP: int32_t main(int32_t [[ARGC:[a-z0-9]+]], char** [[ARGV:[a-z0-9]+]]) {
-// CPP-NEXT: int32_t {{.*}} = loom::host::runPrograms<step_group0, step_group1>([[ARGC]], [[ARGV]], {{[{][{]}}0, 1}, {2}}, {{[{][{]}}0, 1}, {0, 1, 2}});
+// The C ABI of a compiled program over both programs (a program library
+// built with -DLOOM_PROGRAM_LIBRARY), else main, the driver over it.
+// CPP: LOOM_PROGRAM_LIBRARY_ABI((loom::host::createProgram<step_group0, step_group1>(mpi_comm, program, {{[{][{]}}0, 1}, {2}}, {{[{][{]}}0, 1}, {0, 1, 2}})))
+// CPP-NEXT: #ifndef LOOM_PROGRAM_LIBRARY
+// CPP-NEXT: int32_t main(int32_t [[ARGC:[a-z0-9]+]], char** [[ARGV:[a-z0-9]+]]) {
+// CPP-NEXT: int32_t {{.*}} = loom::host::runProgramExecutable([[ARGC]], [[ARGV]]);
+// CPP: #endif
 
 // The CUDA target spells the same call layer with its own runtime's names
 // (device arena, NCCL communicators, Loom's CUDA kernels).
@@ -58,7 +63,7 @@
 // CUDA: void forward() {
 // CUDA-NEXT: loom::cuda::matmul(matmul_0, {2, 2}, x, {2, 4}, w, {4, 2}, loom::kAbsent, loom::kAbsent);
 // CUDA-NEXT: loom::cuda::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
-// CUDA: loom::cuda::runPrograms<step_group0, step_group1>(
+// CUDA: LOOM_PROGRAM_LIBRARY_ABI((loom::cuda::createProgram<step_group0, step_group1>(mpi_comm, program,
 
 // So does the Ascend target (device arena from aclrtMalloc, HCCL
 // communicators, each kernel an aclnn operator: runtime/ascend).
@@ -71,7 +76,7 @@
 // ASCEND-NEXT: loom::ascend::matmul(matmul_0, {2, 2}, x, {2, 4}, w, {4, 2}, loom::kAbsent, loom::kAbsent);
 // ASCEND-NEXT: loom::ascend::all_reduce(all_reduce_0, {2, 2}, matmul_0, {2, 2}, comm_0, "sum");
 // ASCEND: loom::ascend::sgd_update(
-// ASCEND: loom::ascend::runPrograms<step_group0, step_group1>(
+// ASCEND: LOOM_PROGRAM_LIBRARY_ABI((loom::ascend::createProgram<step_group0, step_group1>(mpi_comm, program,
 
 module {
   func.func @step(%w: tensor<4x4xf32> {nn.param}, %m: tensor<4x4xf32> {nn.state = 0 : i64},

@@ -16,10 +16,10 @@ call (nothing would be compared).
 
     check_calls.py --opt loom-opt --run loom-run --step STEP.mlir \\
         --ranks N --steps K --work-dir DIR [--target ascend] \\
-        [--global-entry F] [--binary PROGRAM] [--seed S] [--vocab V]
+        [--global-entry F] [--library PROGRAM.so] [--seed S] [--vocab V]
 
---binary reuses a program built before from the same step (loom-run
---binary). Exchanges between device groups are staged through host memory
+--library reuses a program library built before from the same step
+(loom-run --library). Exchanges between device groups are staged through host memory
 over MPI and make no library call; their bytes are the host runtime's
 counters (check_layout.py compares those with the report).
 """
@@ -50,7 +50,7 @@ def main():
     # host groups make none; mixed clusters are not compared yet.)
     ap.add_argument("--target", default="ascend", choices=["ascend", "cuda"])
     ap.add_argument("--global-entry")
-    ap.add_argument("--binary")
+    ap.add_argument("--library")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vocab", type=int, default=64)
     args = ap.parse_args()
@@ -92,8 +92,8 @@ def main():
            str(args.vocab), "--work-dir", args.work_dir, "--comm-calls"]
     if args.target == "ascend":
         cmd.append("--ascend-double")
-    if args.binary:
-        cmd += ["--binary", args.binary]
+    if args.library:
+        cmd += ["--library", args.library]
     out = run(cmd)
     recorded = collections.defaultdict(list)
     for line in out.splitlines():

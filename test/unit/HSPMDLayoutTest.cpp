@@ -999,14 +999,14 @@ TEST_F(HSPMDLayoutTest, DistStatesVerifier) {
   EXPECT_CONTAINS(parseError("#hspmd.states<[S2147483648:2]>"),
                   "split of dimension 2147483648 is out of range");
   // Only split axes name a dimension.
-  EXPECT_CONTAINS(reject({Axis{AxisKind::Duplicate, 3, 2}}),
+  EXPECT_CONTAINS(reject({Axis{AxisKind::Duplicate, 3, 2, ReductionKind::Sum, {}}}),
                   "axis D:2 names dimension 3; only split axes name a "
                   "dimension");
   EXPECT_CONTAINS(reject({Axis::split(0, 2),
-                          Axis{AxisKind::Partial, 0, 2, ReductionKind::Max}}),
+                          Axis{AxisKind::Partial, 0, 2, ReductionKind::Max, {}}}),
                   "axis P(max):2 names dimension 0; only split axes name a "
                   "dimension");
-  EXPECT_CONTAINS(reject({Axis{AxisKind::Duplicate, -2, 1}}),
+  EXPECT_CONTAINS(reject({Axis{AxisKind::Duplicate, -2, 1, ReductionKind::Sum, {}}}),
                   "axis D:1 names dimension -2");
   // The degrees' product, the group size, must fit in 64 bits.
   EXPECT_CONTAINS(reject({Axis::split(0, int64_t{1} << 32),

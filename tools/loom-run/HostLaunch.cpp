@@ -10,7 +10,6 @@
 #include "codegen/Pipelines.h"
 #include "passes/Partitioning/Attributes.h"
 #include "runtime/interpreter/Npy.h"
-#include "runtime/simulator/Sharding.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 
@@ -56,29 +55,6 @@ struct Program {
   func::FuncOp func;
   std::vector<int64_t> devices;
 };
-
-hspmd::UnionAttr argLayout(func::FuncOp func, unsigned i) {
-  return getArgGlobalLayout(func, i);
-}
-hspmd::UnionAttr resultLayout(func::FuncOp func, unsigned i) {
-  return getResultGlobalLayout(func, i);
-}
-
-/// What device `device` holds of `global` as argument `i` of `program`.
-FailureOr<Tensor> shardFor(const Program &program, unsigned i,
-                           const Tensor &global, int64_t device,
-                           std::string &error) {
-  hspmd::UnionAttr layout = argLayout(program.func, i);
-  if (!layout)
-    return global;
-  if (!llvm::is_contained(layout.getAllDevices(), device)) {
-    // Held by another pipeline stage: the program's argument is empty.
-    auto type = cast<RankedTensorType>(
-        func::FuncOp(program.func).getArgumentTypes()[i]);
-    return Tensor(global.getKind(), type.getShape());
-  }
-  return sim::extractShard(global, layout, device, error);
-}
 
 bool writeRaw(const std::string &path, const Tensor &tensor,
               std::string &error) {
@@ -201,12 +177,12 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     return fail("cannot create '" + work + "': " + ec.message());
   }
 
-  // 1. The C++ of every program, and its build.
-  std::string binary = host.binary;
-  if (!host.emitLibrary.empty() && !binary.empty())
+  // 1. The C++ of every program, built as a program library.
+  std::string library = host.library;
+  if (!host.emitLibrary.empty() && !library.empty())
     return fail("--emit-library builds the library from the program; it "
-                "does not take --binary");
-  if (binary.empty()) {
+                "does not take --library");
+  if (library.empty()) {
     OwningOpRef<ModuleOp> copy = module.clone();
     std::optional<codegen::Target> target = codegen::parseTarget(host.target);
     if (!target)
@@ -244,55 +220,47 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                   "target (configure with LOOM_ENABLE_CUDA where nvcc, "
                   "cuBLAS and NCCL are installed)");
 #endif
-    bool library = !host.emitLibrary.empty();
-    if (library && (cuda || ascend || *target != codegen::Target::Host))
-      return fail("--emit-library builds host-target programs only so far");
-    binary = library ? host.emitLibrary : work + "/program";
+    library =
+        host.emitLibrary.empty() ? work + "/program.so" : host.emitLibrary;
     capi::BuildKind kind;
     kind.cuda = cuda;
     kind.ascend = ascend;
-    kind.library = library;
+    kind.library = true;
     std::vector<std::string> command =
-        capi::getCompileCommand(source, binary, kind);
+        capi::getCompileCommand(source, library, kind);
     if (int code = run(command, "compiling the generated C++"))
       return code;
-    if (library)
+    if (!host.emitLibrary.empty())
       return 0;
   }
 
-  // 2. Every rank's shards: initial parameters and state, then each step's
-  // data and step counter.
+  // 2. The global arrays: initial parameters and state, then each step's
+  // data (the library sets the step counters itself); each rank keeps its
+  // shard.
   std::string in = work + "/in", out = work + "/out";
   std::vector<bool> perStep(global.getNumArguments(), false);
   for (unsigned i : setup.data)
     perStep[i] = true;
   for (unsigned i : setup.steps)
     perStep[i] = true;
-  auto writeShards = [&](const std::string &sub, bool stepArgs) -> int {
-    for (auto [device, index] : programOf) {
-      std::string dir = in + "/rank" + std::to_string(device) + sub;
-      if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-        return fail("cannot create '" + dir + "': " + ec.message());
-      for (unsigned i = 0; i < global.getNumArguments(); ++i) {
-        if (perStep[i] != stepArgs)
-          continue;
-        std::string error;
-        FailureOr<Tensor> shard =
-            shardFor(programs[index], i, setup.args[i], device, error);
-        if (failed(shard))
-          return fail("argument #" + llvm::Twine(i) + " of @" + name +
-                      " on device " + llvm::Twine(device) + ": " + error);
-        if (!writeRaw(dir + "/arg" + std::to_string(i) + ".bin", *shard, error))
-          return fail(error);
-      }
+  auto writeArrays = [&](const std::string &dir, bool stepArgs) -> int {
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+      return fail("cannot create '" + dir + "': " + ec.message());
+    for (unsigned i = 0; i < global.getNumArguments(); ++i) {
+      if (perStep[i] != stepArgs || llvm::is_contained(setup.steps, i))
+        continue;
+      std::string error;
+      if (!writeRaw(dir + "/arg" + std::to_string(i) + ".bin", setup.args[i],
+                    error))
+        return fail(error);
     }
     return 0;
   };
-  if (int code = writeShards("", false))
+  if (int code = writeArrays(in, false))
     return code;
   for (int64_t step = 1; step <= train.steps; ++step) {
     fillStepArguments(setup, step);
-    if (int code = writeShards("/step" + std::to_string(step), true))
+    if (int code = writeArrays(in + "/step" + std::to_string(step), true))
       return code;
   }
 
@@ -362,8 +330,9 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     command.push_back("-x");
     command.push_back(var);
   }
-  command.insert(command.end(), {binary, "--steps", std::to_string(train.steps),
-                                 "--in", in, "--out", out});
+  command.insert(command.end(),
+                 {LOOM_RANK_TOOL, library, "--steps",
+                  std::to_string(train.steps), "--in", in, "--out", out});
   if (!host.trace.empty())
     command.push_back("--trace");
   if (host.commCalls)
@@ -371,19 +340,15 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   if (int code = run(command, "the ranks (mpirun)"))
     return code;
 
-  // 4. Losses per step, put back under the loss's layout; the step time is
-  // the slowest rank's.
-  std::map<int64_t, std::string> losses;
+  // 4. Losses per step (rank 0 wrote the global loss of each); the step
+  // time is the slowest rank's.
   std::map<int64_t, std::vector<double>> times;
   for (auto [device, index] : programOf) {
-    std::string dir = out + "/rank" + std::to_string(device);
     std::string error;
-    // (A rank that holds no part of the loss may have written none.)
-    FailureOr<std::string> lossBytes = readFile(dir + "/loss.bin", error);
-    FailureOr<std::string> timeText = readFile(dir + "/times.txt", error);
+    FailureOr<std::string> timeText =
+        readFile(out + "/rank" + std::to_string(device) + "/times.txt", error);
     if (failed(timeText))
       return fail(error);
-    losses[device] = succeeded(lossBytes) ? *lossBytes : std::string();
     SmallVector<llvm::StringRef> lines;
     llvm::StringRef(*timeText).split(lines, '\n', -1, false);
     for (llvm::StringRef line : lines) {
@@ -392,54 +357,31 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       times[device].push_back(seconds);
     }
   }
-  unsigned lossIndex = *setup.lossIndex;
-  auto lossType =
-      cast<RankedTensorType>(global.getFunctionType().getResult(lossIndex));
-  // Where the loss lives: its layout (the same whole layout on every
-  // program), or, for one program without layouts, device 0.
-  hspmd::UnionAttr lossLayout;
-  for (const Program &program : programs)
-    if (!lossLayout)
-      lossLayout = resultLayout(program.func, lossIndex);
-  if (!lossLayout && programs.size() > 1)
-    return fail("the loss result of the programs of @" + name +
-                " has no layout (hspmd.global_layout) to put it back with");
-  std::vector<int64_t> lossDevices;
-  for (auto [device, index] : programOf)
-    if (!lossLayout || llvm::is_contained(lossLayout.getAllDevices(), device))
-      lossDevices.push_back(device);
+  std::string error;
+  FailureOr<std::string> losses = readFile(out + "/loss.bin", error);
+  if (failed(losses))
+    return fail(error);
+  if (losses->size() != static_cast<size_t>(train.steps) * sizeof(double))
+    return fail("the ranks wrote " + llvm::Twine(losses->size()) +
+                " bytes of losses for " + llvm::Twine(train.steps) +
+                " steps");
+  auto lossType = cast<RankedTensorType>(
+      global.getFunctionType().getResult(*setup.lossIndex));
   llvm::raw_ostream &os = llvm::outs();
   for (int64_t step = 1; step <= train.steps; ++step) {
-    std::vector<Tensor> shards;
-    std::string error;
-    for (int64_t device : lossDevices) {
-      auto localType = cast<RankedTensorType>(
-          programs[programOf[device]].func.getResultTypes()[lossIndex]);
-      size_t bytes = static_cast<size_t>(
-          getElementSize(*getElementKind(localType.getElementType())) *
-          localType.getNumElements());
-      FailureOr<Tensor> shard =
-          tensorFrom(localType, losses[device], (step - 1) * bytes, error);
-      if (failed(shard))
-        return fail("rank " + llvm::Twine(device) + ": " + error);
-      shards.push_back(std::move(*shard));
-    }
-    FailureOr<Tensor> loss =
-        lossLayout ? sim::assembleGlobal(lossDevices, shards, lossLayout,
-                                         lossType.getShape(), error)
-                   : FailureOr<Tensor>(shards.front());
-    if (failed(loss))
-      return fail("the loss of step " + llvm::Twine(step) + ": " + error);
+    double value = 0;
+    std::memcpy(&value, losses->data() + (step - 1) * sizeof(double),
+                sizeof(double));
     double seconds = 0;
     for (auto &[device, list] : times)
       if (step - 1 < static_cast<int64_t>(list.size()))
         seconds = std::max(seconds, list[step - 1]);
     double tokensPerSecond =
         seconds > 0 ? static_cast<double>(setup.tokensPerStep) / seconds : 0;
-    double value = loss->getDouble(0);
     if (plantedFault("loss-1e-6"))
       value *= 1 + 1e-6;
-    const char *format = loss->getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
+    const char *format =
+        lossType.getElementType().isF64() ? "%.17g" : "%.9g";
     if (train.json)
       os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
@@ -540,38 +482,17 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     os << json;
   }
 
-  // 7. The final parameters, put back together.
+  // 7. The final parameters, put back together by the ranks.
   if (!train.outputDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(train.outputDir))
       return fail("cannot create '" + train.outputDir + "': " + ec.message());
     for (auto [k, i] : llvm::enumerate(setup.params)) {
       auto type = cast<RankedTensorType>(global.getArgumentTypes()[i]);
-      std::vector<Tensor> shards;
-      std::vector<int64_t> devices;
-      hspmd::UnionAttr layout;
-      std::string error;
-      for (auto [device, index] : programOf) {
-        layout = argLayout(programs[index].func, i);
-        if (layout && !llvm::is_contained(layout.getAllDevices(), device))
-          continue;
-        auto localType =
-            cast<RankedTensorType>(programs[index].func.getArgumentTypes()[i]);
-        FailureOr<std::string> bytes =
-            readFile(out + "/rank" + std::to_string(device) + "/arg" +
-                         std::to_string(i) + ".bin",
-                     error);
-        if (failed(bytes))
-          return fail(error);
-        FailureOr<Tensor> shard = tensorFrom(localType, *bytes, 0, error);
-        if (failed(shard))
-          return fail("rank " + llvm::Twine(device) + ": " + error);
-        shards.push_back(std::move(*shard));
-        devices.push_back(device);
-      }
-      FailureOr<Tensor> whole =
-          layout ? sim::assembleGlobal(devices, shards, layout, type.getShape(),
-                                       error)
-                 : FailureOr<Tensor>(shards.front());
+      FailureOr<std::string> bytes =
+          readFile(out + "/arg" + std::to_string(i) + ".bin", error);
+      if (failed(bytes))
+        return fail(error);
+      FailureOr<Tensor> whole = tensorFrom(type, *bytes, 0, error);
       if (failed(whole))
         return fail("parameter " + llvm::Twine(k) + " (argument #" +
                     llvm::Twine(i) + "): " + error);

@@ -1,11 +1,14 @@
 //===- HostLaunch.h - loom-run --train --target host -----------*- C++ -*-===//
 //
-// Trains a partitioned training step on real MPI ranks: compiles the
-// step's per-group programs to C++ (codegen/, the host target), builds
-// them against the host runtime, writes every rank's shards of the initial
-// parameters and of each step's synthetic data (the same data as
-// `loom-run --interpret --train`), launches `mpirun`, and puts the ranks'
-// losses and final parameters back together under the layouts.
+// Trains a partitioned training step on real MPI ranks, as a thin driver
+// over the compiled program as a library: compiles the step's per-group
+// programs to C++ (codegen/, for the target), builds them as a program
+// library (include/loom-c/Program.h), writes the global arrays of the
+// initial parameters and of each step's synthetic data (the same data as
+// `loom-run --interpret --train`), and launches `mpirun` of loom-rank, the
+// driver every compiled program shares (runtime/driver/Driver.h), which
+// cuts them into each rank's shard and puts the losses and the trained
+// parameters back together through the library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,10 +38,11 @@ struct HostLaunchOptions {
   std::string hostfile;
   /// The mpirun to use.
   std::string mpirun = "mpirun";
-  /// A binary built before from the same program (skips compiling).
-  std::string binary;
+  /// A program library built before from the same program (skips
+  /// compiling).
+  std::string library;
   /// Build the programs as a shared library (runtime/host/ProgramLibrary.h)
-  /// at this path, and stop (host target).
+  /// at this path, and stop.
   std::string emitLibrary;
   /// Print every rank's calls and bytes per collective kind.
   bool commStats = false;

@@ -364,8 +364,9 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::init(1), llvm::cl::cat(category));
   llvm::cl::opt<std::string> workDir(
       "work-dir",
-      llvm::cl::desc("--target host: keep the generated C++, the binary, the "
-                     "ranks' shards and outputs in DIR"),
+      llvm::cl::desc("--target host: keep the generated C++, the program "
+                     "library, the global arrays in and out and the ranks' "
+                     "outputs in DIR"),
       llvm::cl::value_desc("dir"), llvm::cl::cat(category));
   llvm::cl::opt<std::string> hostfile(
       "hostfile",
@@ -376,16 +377,19 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::init("mpirun"), llvm::cl::cat(category));
   llvm::cl::opt<std::string> emitLibrary(
       "emit-library",
-      llvm::cl::desc("--target host: build the programs as a shared library "
-                     "with the C ABI of include/loom-c/Program.h at this "
-                     "path instead of training"),
+      llvm::cl::desc("--target host|cuda|ascend|cluster: build the programs "
+                     "as a shared library with the C ABI of "
+                     "include/loom-c/Program.h at this path instead of "
+                     "training"),
       llvm::cl::value_desc("path"), llvm::cl::init(""),
       llvm::cl::cat(category));
-  llvm::cl::opt<std::string> binary(
-      "binary",
-      llvm::cl::desc("--target host: run this binary, built before from the "
-                     "same program (in --work-dir), instead of compiling"),
-      llvm::cl::cat(category));
+  llvm::cl::opt<std::string> library(
+      "library",
+      llvm::cl::desc("--target host|cuda|ascend|cluster: run this program "
+                     "library, built before from the same program "
+                     "(--emit-library, or program.so in --work-dir), "
+                     "instead of compiling"),
+      llvm::cl::value_desc("path"), llvm::cl::cat(category));
   llvm::cl::opt<bool> ascendDouble(
       "ascend-double",
       llvm::cl::desc("--target ascend or cluster: run Ascend programs on "
@@ -459,7 +463,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     host.workDir = workDir;
     host.hostfile = hostfile;
     host.mpirun = mpirun;
-    host.binary = binary;
+    host.library = library;
     host.emitLibrary = emitLibrary;
     host.commStats = commStats;
     host.commCalls = commCalls;

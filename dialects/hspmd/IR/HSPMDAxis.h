@@ -43,10 +43,10 @@ struct Axis {
   /// A split into blocks of explicit sizes (interned here).
   static Axis split(int64_t dim, llvm::ArrayRef<int64_t> sizes);
   static Axis duplicate(int64_t degree) {
-    return {AxisKind::Duplicate, -1, degree, ReductionKind::Sum};
+    return {AxisKind::Duplicate, -1, degree, ReductionKind::Sum, {}};
   }
   static Axis partial(int64_t degree, ReductionKind kind) {
-    return {AxisKind::Partial, -1, degree, kind};
+    return {AxisKind::Partial, -1, degree, kind, {}};
   }
 
   bool isSplit() const { return kind == AxisKind::Split; }

@@ -1,0 +1,291 @@
+//===- Driver.cpp - Running a compiled program on MPI ranks ---------------===//
+
+#include "runtime/driver/Driver.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int worldRank = 0;
+
+/// Ends the rank with `message` (see Driver.h).
+[[noreturn]] void fail(const std::string &message) {
+  bool ranked = message.rfind("rank ", 0) == 0;
+  std::fprintf(stderr, "loom runtime: %s%s\n",
+               ranked ? "" : ("rank " + std::to_string(worldRank) + ": ").c_str(),
+               message.c_str());
+  std::fflush(stderr);
+  std::fflush(stdout);
+  std::_Exit(1);
+}
+
+/// Ends the rank if `status` is a failure, after freeing it.
+void check(const loom_program_api &api, loom_status *status) {
+  if (!status)
+    return;
+  std::string message = api.status_get_message(status);
+  api.status_destroy(status);
+  fail(message);
+}
+
+bool fileExists(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+void makeDirectory(const std::string &path) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/')
+    partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty())
+      continue;
+    partial += part + "/";
+    ::mkdir(partial.c_str(), 0755);
+  }
+}
+
+void writeText(const std::string &path, const std::string &text,
+               bool append = false) {
+  std::ofstream file(path, std::ios::binary |
+                               (append ? std::ios::app : std::ios::trunc));
+  file.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!file)
+    fail("cannot write '" + path + "'");
+}
+
+int64_t elementBytes(loom_dtype dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+  case LOOM_DTYPE_I32:
+    return 4;
+  case LOOM_DTYPE_F64:
+  case LOOM_DTYPE_I64:
+    return 8;
+  case LOOM_DTYPE_BF16:
+    return 2;
+  case LOOM_DTYPE_I1:
+    return 1;
+  }
+  return 1;
+}
+
+const char *dtypeName(loom_dtype dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+    return "f32";
+  case LOOM_DTYPE_F64:
+    return "f64";
+  case LOOM_DTYPE_BF16:
+    return "bf16";
+  case LOOM_DTYPE_I1:
+    return "i1";
+  case LOOM_DTYPE_I32:
+    return "i32";
+  case LOOM_DTYPE_I64:
+    return "i64";
+  }
+  return "?";
+}
+
+/// An argument as the driver moves it: the global array.
+struct Argument {
+  loom_arg_info info;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  std::string describe(int64_t index) const {
+    std::string text = "argument #" + std::to_string(index);
+    if (info.name && *info.name)
+      text += std::string(" ('") + info.name + "')";
+    return text;
+  }
+};
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace
+
+int loom::driver::runDriver(int argc, char **argv, int first,
+                            const loom_program_api &api) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    MPI_Init(nullptr, nullptr);
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+
+  int64_t steps = 1;
+  std::string in, out;
+  bool trace = false, calls = false;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        fail("option " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--steps") {
+      std::string text = value();
+      char *end = nullptr;
+      steps = std::strtoll(text.c_str(), &end, 10);
+      if (!end || *end || steps < 1)
+        fail("--steps must be a positive integer, got '" + text + "'");
+    } else if (arg == "--in") {
+      in = value();
+    } else if (arg == "--out") {
+      out = value();
+    } else if (arg == "--trace") {
+      trace = true;
+    } else if (arg == "--calls") {
+      calls = true;
+    } else {
+      fail("unknown option '" + arg +
+           "' (expected --steps K, --in DIR, --out DIR, --trace, --calls)");
+    }
+  }
+  // A test hook (see Driver.h), read before anything runs.
+  int64_t hangRank = -1, hangStep = -1;
+  if (const char *hang = std::getenv("LOOM_TEST_HANG"))
+    if (std::sscanf(hang, "%ld:%ld", &hangRank, &hangStep) != 2)
+      fail("LOOM_TEST_HANG must be RANK:STEP, got '" + std::string(hang) +
+           "'");
+
+  loom_program *program = nullptr;
+  check(api, api.create(nullptr, &program));
+  api.set_recording(program, (trace ? LOOM_RECORD_TRACE : 0) |
+                                 (calls ? LOOM_RECORD_CALLS : 0));
+  std::vector<Argument> args(
+      static_cast<size_t>(api.get_num_args(program)));
+  for (size_t i = 0; i < args.size(); ++i) {
+    Argument &arg = args[i];
+    check(api, api.get_arg_info(program, static_cast<int64_t>(i), &arg.info));
+    arg.shape.assign(arg.info.global_shape,
+                     arg.info.global_shape + arg.info.rank);
+    arg.bytes = elementBytes(arg.info.dtype);
+    for (int64_t size : arg.shape)
+      arg.bytes *= size;
+  }
+
+  // Every argument with a file in `dir`, from its global array.
+  std::vector<char> data;
+  auto fill = [&](const std::string &dir) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Argument &arg = args[i];
+      std::string path = dir + "/arg" + std::to_string(i) + ".bin";
+      if (!fileExists(path))
+        continue;
+      std::ifstream file(path, std::ios::binary | std::ios::ate);
+      if (!file)
+        fail("cannot read '" + path + "'");
+      int64_t size = static_cast<int64_t>(file.tellg());
+      if (size != arg.bytes)
+        fail("'" + path + "' has " + std::to_string(size) + " bytes but " +
+             arg.describe(static_cast<int64_t>(i)) + " holds " +
+             std::to_string(arg.bytes) + ", a global " +
+             dtypeName(arg.info.dtype) + " array of shape " +
+             shapeText(arg.shape) + " (a data file for another program?)");
+      data.resize(static_cast<size_t>(std::max<int64_t>(size, 1)));
+      file.seekg(0);
+      file.read(data.data(), size);
+      if (!file)
+        fail("cannot read '" + path + "'");
+      check(api, api.set_arg(program, static_cast<int64_t>(i),
+                             LOOM_FORM_GLOBAL, arg.info.dtype, arg.info.rank,
+                             arg.shape.data(), data.data()));
+    }
+  };
+  if (!in.empty())
+    fill(in);
+
+  std::string me = out + "/rank" + std::to_string(worldRank);
+  if (!out.empty()) {
+    makeDirectory(me);
+    if (worldRank == 0)
+      std::remove((out + "/loss.bin").c_str());
+  }
+  bool hasLoss = api.has_loss(program) != 0;
+  std::string times;
+  for (int64_t step = 1; step <= steps; ++step) {
+    if (hangRank == worldRank && hangStep == step)
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    if (!in.empty())
+      fill(in + "/step" + std::to_string(step));
+    double loss = 0;
+    auto start = std::chrono::steady_clock::now();
+    check(api, api.step(program, hasLoss ? &loss : nullptr));
+    auto stop = std::chrono::steady_clock::now();
+    times +=
+        std::to_string(std::chrono::duration<double>(stop - start).count()) +
+        "\n";
+    if (!out.empty() && hasLoss && worldRank == 0)
+      writeText(out + "/loss.bin",
+                std::string(reinterpret_cast<const char *>(&loss),
+                            sizeof(loss)),
+                /*append=*/true);
+  }
+
+  if (!out.empty()) {
+    writeText(me + "/times.txt", times);
+    std::string comm;
+    for (int64_t k = 0; k < api.get_num_traffic(program); ++k) {
+      loom_traffic traffic;
+      check(api, api.get_traffic(program, k, &traffic));
+      comm += std::string(traffic.collective) + " " +
+              std::to_string(traffic.calls) + " " +
+              std::to_string(traffic.bytes_sent) + " " +
+              std::to_string(traffic.bytes_received) + "\n";
+    }
+    writeText(me + "/comm.txt", comm);
+    if (calls) {
+      std::string text;
+      for (int64_t k = 0; k < api.get_num_library_calls(program); ++k) {
+        loom_library_call call;
+        check(api, api.get_library_call(program, k, &call));
+        text += std::to_string(call.step) + " " + std::to_string(call.call) +
+                " " + call.collective + " " + call.primitive + " " +
+                call.dtype + " " + std::to_string(call.count) + " " +
+                std::to_string(call.peer) + " ";
+        for (int64_t m = 0; m < call.num_members; ++m)
+          text += (m ? "," : "") + std::to_string(call.members[m]);
+        text += "\n";
+      }
+      writeText(me + "/calls.txt", text);
+    }
+    if (trace)
+      check(api, api.write_trace(program, (me + "/trace.json").c_str()));
+    // The trained arguments, put back together (collective: every rank
+    // reads each in turn).
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Argument &arg = args[i];
+      if (arg.info.role == LOOM_ARG_DATA || arg.info.role == LOOM_ARG_STEP)
+        continue;
+      data.assign(static_cast<size_t>(std::max<int64_t>(arg.bytes, 1)), 0);
+      check(api, api.get_arg(program, static_cast<int64_t>(i),
+                             LOOM_FORM_GLOBAL, arg.info.dtype, arg.info.rank,
+                             arg.shape.data(), data.data()));
+      if (worldRank == 0)
+        writeText(out + "/arg" + std::to_string(i) + ".bin",
+                  std::string(data.data(), static_cast<size_t>(arg.bytes)));
+    }
+  }
+  api.destroy(program);
+  MPI_Finalize();
+  return 0;
+}

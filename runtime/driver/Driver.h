@@ -1,0 +1,50 @@
+//===- Driver.h - Running a compiled program on MPI ranks -------*- C++ -*-===//
+//
+// The one driver of compiled programs, over the C ABI of
+// include/loom-c/Program.h: a program executable's `main` calls it with its
+// own, statically linked functions, and loom-rank with those of a program
+// library it opened. loom-run launches loom-rank under mpirun. Every rank
+// of MPI_COMM_WORLD runs device rank's program:
+//
+//   --steps K   steps to run (default 1)
+//   --in DIR    DIR/arg<i>.bin is argument i's global array before the
+//               first step, DIR/step<n>/arg<i>.bin before step n (raw
+//               little-endian elements, the whole array as one device
+//               holds it; every rank reads the same file and keeps its
+//               shard); a missing file leaves the argument as it is
+//   --out DIR   rank 0 writes DIR/loss.bin (the loss of every step, one
+//               f64 each) and, after the last step, DIR/arg<i>.bin, the
+//               global arrays of every argument but the data and the step
+//               counters; every rank writes DIR/rank<r>/times.txt (seconds
+//               per step) and comm.txt (a line per collective kind: kind,
+//               calls, bytes sent, bytes received)
+//   --trace     also DIR/rank<r>/trace.json (loom_program_write_trace)
+//   --calls     also DIR/rank<r>/calls.txt: every device library call, a
+//               line each: step, collective of the step, collective,
+//               library call, data type, count, peer (-1: none), members
+//               (world ranks, comma-separated); empty on the host target
+//
+// A test hook: LOOM_TEST_HANG=RANK:STEP makes rank RANK stop (sleep)
+// before step STEP, as a hung rank would; the others must fail within the
+// collective timeout, naming it.
+//
+// Errors are printed as `loom runtime: rank R: ...` and end the rank with
+// status 1 without finalizing MPI (the others fail their next collective
+// within the timeout, each naming what it waited for).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DRIVER_DRIVER_H
+#define LOOM_RUNTIME_DRIVER_DRIVER_H
+
+#include "include/loom-c/Program.h"
+
+namespace loom::driver {
+
+/// Runs the program of `api` as the options in `argv[first..argc)` say;
+/// starts and ends MPI. Returns the exit status (0; failures end the rank).
+int runDriver(int argc, char **argv, int first, const loom_program_api &api);
+
+} // namespace loom::driver
+
+#endif // LOOM_RUNTIME_DRIVER_DRIVER_H
