@@ -30,6 +30,8 @@
 typedef loom_program_api Api;
 
 static int rank_ = 0;
+/* --trace PATH: where errors() writes the ranks' traces (PATH.<rank>.json). */
+static const char *trace_ = NULL;
 
 static void die(const char *what, const char *detail) {
   fprintf(stderr, "program-library-test: rank %d: %s%s%s\n", rank_, what,
@@ -269,6 +271,8 @@ static void write_results(Run *run, const char *out, int64_t steps) {
   }
 }
 
+static char *read_file(const char *path, size_t *length);
+
 /* The error paths of the ABI, on a program of library `api`. */
 static void errors(Api *api) {
   loom_program *program = NULL;
@@ -339,6 +343,55 @@ static void errors(Api *api) {
   if (rank_ == 0)
     printf("two programs of one library stepped; a NULL loss on rank 0 "
            "only: loss %.6f\n", loss);
+
+  /* What the library's runtime counts and records (ABI version 2): the
+   * traffic of all three steps so far (the counters are the library's,
+   * shared by its programs), a trace of one step, no device library calls
+   * on the host. */
+  if (api->has_loss(first) != 1 || api->has_loss(NULL) != 0)
+    die("has_loss", "wrong answer");
+  api->set_recording(first, LOOM_RECORD_TRACE);
+  check(api, api->step(first, &loss), "a recorded step");
+  api->set_recording(first, 0);
+  check(api, api->step(first, &loss), "an unrecorded step");
+  int64_t kinds = api->get_num_traffic(first);
+  for (int64_t k = 0; k < kinds; ++k) {
+    loom_traffic traffic;
+    check(api, api->get_traffic(first, k, &traffic), "traffic");
+    if (rank_ == 0)
+      printf("traffic after 4 steps: %s: calls %lld, sent %lld, received "
+             "%lld\n",
+             traffic.collective, (long long)traffic.calls,
+             (long long)traffic.bytes_sent, (long long)traffic.bytes_received);
+  }
+  loom_traffic past;
+  expect_failure(api, api->get_traffic(first, kinds, &past),
+                 "traffic past the end");
+  loom_library_call call;
+  if (api->get_num_library_calls(first) != 0)
+    die("library calls", "the host target made some");
+  expect_failure(api, api->get_library_call(first, 0, &call),
+                 "a library call on the host");
+  if (trace_) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s.%d.json", trace_, rank_);
+    check(api, api->write_trace(first, path), "write the trace");
+    size_t length = 0;
+    char *text = read_file(path, &length);
+    int events = 0, collectives = 0;
+    for (const char *at = text; (at = strstr(at, "\"ph\":\"X\"")); ++at)
+      ++events;
+    for (const char *at = text; (at = strstr(at, "\"cat\":\"communication\""));
+         ++at)
+      ++collectives;
+    if (length < 2 || text[0] != '[' || !collectives || collectives == events)
+      die("the trace", text);
+    if (rank_ == 0)
+      printf("trace of one step: phases and collectives, a JSON array\n");
+    free(text);
+    expect_failure(api, api->write_trace(first, "/nonexistent/trace.json"),
+                   "a trace into a missing folder");
+  }
   api->destroy(first);
   api->destroy(second);
   expect_failure(api, api->create(NULL, NULL), "create without a pointer");
@@ -492,6 +545,8 @@ int main(int argc, char **argv) {
       config = argv[++i];
     else if (!strcmp(argv[i], "--build") && i + 1 < argc)
       build = argv[++i];
+    else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+      trace_ = argv[++i];
     else if (!strcmp(argv[i], "--compile-errors"))
       mode = 3;
     else if (!strcmp(argv[i], "--errors"))

@@ -117,7 +117,8 @@ def main():
         libraries.append(library)
 
     if args.mode == "errors":
-        print(run(mpirun(2) + [args.driver, "--errors", libraries[1]],
+        print(run(mpirun(2) + [args.driver, "--errors", libraries[1],
+                               "--trace", os.path.join(work, "trace")],
                   env=env), end="")
         return
     if args.mode == "compile-errors":

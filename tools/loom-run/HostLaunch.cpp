@@ -179,9 +179,12 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
 
   // 1. The C++ of every program, built as a program library.
   std::string library = host.library;
-  if (!host.emitLibrary.empty() && !library.empty())
-    return fail("--emit-library builds the library from the program; it "
-                "does not take --library");
+  bool emitOnly = !host.emitLibrary.empty() || !host.emitExecutable.empty();
+  if (!host.emitLibrary.empty() && !host.emitExecutable.empty())
+    return fail("--emit-library and --emit-executable: one build at a time");
+  if (emitOnly && !library.empty())
+    return fail("--emit-library and --emit-executable build from the "
+                "program; they do not take --library");
   if (library.empty()) {
     OwningOpRef<ModuleOp> copy = module.clone();
     std::optional<codegen::Target> target = codegen::parseTarget(host.target);
@@ -220,17 +223,18 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                   "target (configure with LOOM_ENABLE_CUDA where nvcc, "
                   "cuBLAS and NCCL are installed)");
 #endif
-    library =
-        host.emitLibrary.empty() ? work + "/program.so" : host.emitLibrary;
+    library = !host.emitLibrary.empty()      ? host.emitLibrary
+              : !host.emitExecutable.empty() ? host.emitExecutable
+                                             : work + "/program.so";
     capi::BuildKind kind;
     kind.cuda = cuda;
     kind.ascend = ascend;
-    kind.library = true;
+    kind.library = host.emitExecutable.empty();
     std::vector<std::string> command =
         capi::getCompileCommand(source, library, kind);
     if (int code = run(command, "compiling the generated C++"))
       return code;
-    if (!host.emitLibrary.empty())
+    if (emitOnly)
       return 0;
   }
 

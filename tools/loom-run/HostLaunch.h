@@ -44,6 +44,9 @@ struct HostLaunchOptions {
   /// Build the programs as a shared library (runtime/host/ProgramLibrary.h)
   /// at this path, and stop.
   std::string emitLibrary;
+  /// Build them as a program executable (the same C ABI, with a `main`
+  /// running the driver, runtime/driver/Driver.h) at this path, and stop.
+  std::string emitExecutable;
   /// Print every rank's calls and bytes per collective kind.
   bool commStats = false;
   /// Print every device library call (NCCL, HCCL) each rank made, per

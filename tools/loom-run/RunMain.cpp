@@ -383,6 +383,14 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                      "training"),
       llvm::cl::value_desc("path"), llvm::cl::init(""),
       llvm::cl::cat(category));
+  llvm::cl::opt<std::string> emitExecutable(
+      "emit-executable",
+      llvm::cl::desc("--target host|cuda|ascend|cluster: build the programs "
+                     "as a program executable for mpirun at this path "
+                     "(runtime/driver/Driver.h: --steps, --in, --out) "
+                     "instead of training"),
+      llvm::cl::value_desc("path"), llvm::cl::init(""),
+      llvm::cl::cat(category));
   llvm::cl::opt<std::string> library(
       "library",
       llvm::cl::desc("--target host|cuda|ascend|cluster: run this program "
@@ -465,6 +473,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     host.mpirun = mpirun;
     host.library = library;
     host.emitLibrary = emitLibrary;
+    host.emitExecutable = emitExecutable;
     host.commStats = commStats;
     host.commCalls = commCalls;
     host.trace = traceFile;
