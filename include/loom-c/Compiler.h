@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* The version of this API; loom_compiler_api_version returns it. */
-#define LOOM_COMPILER_API_VERSION 1
+#define LOOM_COMPILER_API_VERSION 2
 
 int32_t loom_compiler_api_version(void);
 
@@ -91,10 +91,12 @@ loom_status *loom_module_run_pipeline(loom_module *module,
 loom_status *loom_module_emit(const loom_module *module, const char *target,
                               const char *entry, char **source);
 
-/* Builds the training step `entry` as a host program library at `path`
- * (loom-run --emit-library). */
+/* Builds the training step `entry` as a program library for `target`
+ * (host, cuda, ascend or cluster, as loom_module_emit) at `path` (loom-run
+ * --emit-library). */
 loom_status *loom_module_build_library(const loom_module *module,
-                                       const char *entry, const char *path);
+                                       const char *target, const char *entry,
+                                       const char *path);
 
 /* Loads the program library at `path` (dlopen) and fills `api` with its
  * functions; `api->library` is the handle for loom_program_library_close. */

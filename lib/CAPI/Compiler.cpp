@@ -329,13 +329,20 @@ loom_status *loom_module_emit(const loom_module *module, const char *target,
 }
 
 loom_status *loom_module_build_library(const loom_module *module,
-                                       const char *entry, const char *path) {
+                                       const char *target, const char *entry,
+                                       const char *path) {
   return guarded([&]() -> loom_status * {
-    if (!module || !path)
+    if (!module || !target || !path)
       return invalid("loom_module_build_library: a null pointer");
     std::string text;
-    if (loom_status *status = emitSources(module, "host", entry, text))
+    if (loom_status *status = emitSources(module, target, entry, text))
       return status;
+    capi::BuildKind kind = capi::getBuildKind(text, /*library=*/true);
+    if (kind.cuda && !capi::haveCudaToolchain())
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the programs need the CUDA runtime, which this "
+                        "build of Loom does not have (configure with "
+                        "LOOM_ENABLE_CUDA)");
     llvm::SmallString<128> source;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
             "loom-program", "cpp", source))
@@ -361,8 +368,6 @@ loom_status *loom_module_build_library(const loom_module *module,
                                                     "': " + why);
       }
     }
-    capi::BuildKind kind;
-    kind.library = true;
     std::string problem = capi::runCommand(
         capi::getCompileCommand(source.str().str(), path, kind),
         "compiling the program library");

@@ -24,6 +24,14 @@ void appendWords(std::vector<std::string> &command, llvm::StringRef text) {
 
 } // namespace
 
+BuildKind loom::capi::getBuildKind(llvm::StringRef source, bool library) {
+  BuildKind kind;
+  kind.cuda = source.contains("#include \"runtime/cuda/Program.h\"");
+  kind.ascend = source.contains("#include \"runtime/ascend/Program.h\"");
+  kind.library = library;
+  return kind;
+}
+
 bool loom::capi::haveCudaToolchain() {
 #ifdef LOOM_CUDA_LIBS
   return true;

@@ -27,6 +27,10 @@ struct BuildKind {
   bool library = false;
 };
 
+/// What generated C++ `source` links (a cluster's programs may be of several
+/// targets: the runtimes it includes), as a library or an executable.
+BuildKind getBuildKind(llvm::StringRef source, bool library);
+
 /// Whether this build has the CUDA toolchain.
 bool haveCudaToolchain();
 

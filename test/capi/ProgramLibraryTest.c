@@ -462,7 +462,7 @@ static void compile(const char *model_path, const char *config_path,
   compiled(loom_module_run_pipeline(module,
                                     loom_module_get_config_pipeline(module)),
            loom_module_get_config_pipeline(module));
-  compiled(loom_module_build_library(module, "", library), "build");
+  compiled(loom_module_build_library(module, "host", "", library), "build");
   loom_module_destroy(module);
   loom_context_destroy(context);
   free(model);

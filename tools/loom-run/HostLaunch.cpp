@@ -212,13 +212,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         return fail("cannot write '" + source + "': " + ec.message());
       file << text;
     }
-    // A cluster's programs may be of several targets: link what it uses.
-    bool cuda =
-        llvm::StringRef(text).contains("#include \"runtime/cuda/Program.h\"");
-    bool ascend =
-        llvm::StringRef(text).contains("#include \"runtime/ascend/Program.h\"");
+    capi::BuildKind kind =
+        capi::getBuildKind(text, /*library=*/host.emitExecutable.empty());
 #ifndef LOOM_CUDA_LIBS
-    if (cuda)
+    if (kind.cuda)
       return fail("the cluster has CUDA devices but this build has no CUDA "
                   "target (configure with LOOM_ENABLE_CUDA where nvcc, "
                   "cuBLAS and NCCL are installed)");
@@ -226,10 +223,6 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     library = !host.emitLibrary.empty()      ? host.emitLibrary
               : !host.emitExecutable.empty() ? host.emitExecutable
                                              : work + "/program.so";
-    capi::BuildKind kind;
-    kind.cuda = cuda;
-    kind.ascend = ascend;
-    kind.library = host.emitExecutable.empty();
     std::vector<std::string> command =
         capi::getCompileCommand(source, library, kind);
     if (int code = run(command, "compiling the generated C++"))
