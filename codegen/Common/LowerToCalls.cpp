@@ -139,8 +139,8 @@ LogicalResult ProgramLowering::addInterfaceTables() {
                       SmallVector<int64_t> &dtypes) -> LogicalResult {
     auto local = dyn_cast<RankedTensorType>(localType);
     auto whole = dyn_cast<RankedTensorType>(globalType);
-    // A value a program library cannot take is marked (rank -1); building
-    // an executable does not care, creating a library refuses it.
+    // A value the C ABI cannot move is marked (rank -1): creating the
+    // program refuses it.
     if (!local || !whole || !whole.hasStaticShape() ||
         dtypeCode(local.getElementType()) < 0) {
       dtypes.push_back(-1);

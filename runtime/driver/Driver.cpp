@@ -21,9 +21,10 @@ int worldRank = 0;
 
 /// Ends the rank with `message` (see Driver.h).
 [[noreturn]] void fail(const std::string &message) {
-  bool ranked = message.rfind("rank ", 0) == 0;
-  std::fprintf(stderr, "loom runtime: %s%s\n",
-               ranked ? "" : ("rank " + std::to_string(worldRank) + ": ").c_str(),
+  // (The runtime's own messages already name this rank.)
+  std::string me = "rank " + std::to_string(worldRank) + ": ";
+  bool ranked = message.rfind(me, 0) == 0;
+  std::fprintf(stderr, "loom runtime: %s%s\n", ranked ? "" : me.c_str(),
                message.c_str());
   std::fflush(stderr);
   std::fflush(stdout);
@@ -133,7 +134,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
 
   int64_t steps = 1;
   std::string in, out;
-  bool trace = false, calls = false;
+  bool trace = false, calls = false, saveArgs = false;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -155,9 +156,12 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       trace = true;
     } else if (arg == "--calls") {
       calls = true;
+    } else if (arg == "--save-args") {
+      saveArgs = true;
     } else {
       fail("unknown option '" + arg +
-           "' (expected --steps K, --in DIR, --out DIR, --trace, --calls)");
+           "' (expected --steps K, --in DIR, --out DIR, --save-args, "
+           "--trace, --calls)");
     }
   }
   // A test hook (see Driver.h), read before anything runs.
@@ -272,7 +276,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       check(api, api.write_trace(program, (me + "/trace.json").c_str()));
     // The trained arguments, put back together (collective: every rank
     // reads each in turn).
-    for (size_t i = 0; i < args.size(); ++i) {
+    for (size_t i = 0; saveArgs && i < args.size(); ++i) {
       const Argument &arg = args[i];
       if (arg.info.role == LOOM_ARG_DATA || arg.info.role == LOOM_ARG_STEP)
         continue;

@@ -13,11 +13,12 @@
 //               holds it; every rank reads the same file and keeps its
 //               shard); a missing file leaves the argument as it is
 //   --out DIR   rank 0 writes DIR/loss.bin (the loss of every step, one
-//               f64 each) and, after the last step, DIR/arg<i>.bin, the
+//               f64 each); every rank writes DIR/rank<r>/times.txt
+//               (seconds per step) and comm.txt (a line per collective
+//               kind: kind, calls, bytes sent, bytes received)
+//   --save-args also, after the last step, DIR/arg<i>.bin (rank 0): the
 //               global arrays of every argument but the data and the step
-//               counters; every rank writes DIR/rank<r>/times.txt (seconds
-//               per step) and comm.txt (a line per collective kind: kind,
-//               calls, bytes sent, bytes received)
+//               counters (each gathered from every rank's shard)
 //   --trace     also DIR/rank<r>/trace.json (loom_program_write_trace)
 //   --calls     also DIR/rank<r>/calls.txt: every device library call, a
 //               line each: step, collective of the step, collective,

@@ -13,7 +13,11 @@ LoadError loom::driver::openProgramLibrary(const char *path,
   std::memset(&api, 0, sizeof(api));
   if (!path)
     return {LoadError::NotFound, "no program library named"};
-  void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  // A bare name is a file here, not a search of the library path.
+  std::string file = path;
+  if (file.find('/') == std::string::npos)
+    file = "./" + file;
+  void *library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char *why = dlerror();
     return {LoadError::NotFound,

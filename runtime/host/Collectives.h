@@ -179,8 +179,8 @@ public:
 
   /// Reports `message` as this rank's error and ends the process with
   /// status 1 (every other rank then fails its next collective within the
-  /// timeout); in a program library's runtime (attach), throws
-  /// RuntimeError with it instead.
+  /// timeout); in a runtime attached for the C ABI (attach: program
+  /// libraries and executables alike), throws RuntimeError with it instead.
   [[noreturn]] void fail(const std::string &message) const;
   /// Reports `message` and ends the process as `fail` does in a program
   /// executable, in a program library too: for what no status can reach

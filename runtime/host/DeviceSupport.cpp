@@ -129,8 +129,13 @@ public:
   DeviceSpan(const Target &target, const char *name)
       : target(target), drained(drain(target)), span(name), scope(name) {}
   ~DeviceSpan() {
+    // (A device error here surfaces again at the step's own
+    // synchronisation, which reports it: a destructor must not throw.)
     if (drained)
-      target.synchronize();
+      try {
+        target.synchronize();
+      } catch (const std::exception &) {
+      }
   }
 
 private:

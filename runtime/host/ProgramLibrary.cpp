@@ -167,6 +167,10 @@ readValues(const int64_t *table, int64_t size, int64_t count,
 /// destroyed finishes it.
 int livePrograms = 0;
 const device::Target *startedTarget = nullptr;
+/// Why the library's device cannot be started again on this rank (its
+/// finish failed: its communicators may be left behind); empty while it
+/// can.
+std::string deviceBroken;
 
 } // namespace
 
@@ -193,8 +197,10 @@ struct loom_program {
       startedTarget = nullptr;
       try {
         target->finish();
-      } catch (const std::exception &) {
-        // (Nothing to report it to: destroying has no status.)
+      } catch (const std::exception &error) {
+        // (Nothing to report it to: destroying has no status. A later
+        // program of the library refuses to start on what is left.)
+        deviceBroken = error.what();
       }
     }
     if (attached)
@@ -320,15 +326,28 @@ loom_status *loom::host::createProgramFrom(const void *mpiComm,
         for (const char *c = target->name; *c; ++c)
           color = (color * 31 + *c) & 0xffff;
       int onNode = runtime.getNodeRankAmong(color);
-      if (target) {
+      if (target && !deviceBroken.empty()) {
+        own = absl::FailedPreconditionError(
+            "the device of an earlier program of this library failed to "
+            "finish (" + deviceBroken + "); load the library in a new process");
+      } else if (target) {
+        // (Finished at the last destroy even where starting fails
+        // half-way.)
+        startedTarget = target;
         try {
           target->start(onNode);
-          startedTarget = target;
         } catch (const std::exception &error) {
           own = absl::FailedPreconditionError(error.what());
         }
       }
     }
+    // The ranks agree before the programs are made: making a device
+    // target's program makes its device communicators, collectively.
+    if (!runtime.allAgree(own.ok()))
+      return own.ok() ? makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                                   "another rank could not start its device "
+                                   "or find its program")
+                      : fromStatus(own);
     openGroups(groups);
     program->device = runtime.getWorldRank();
     program->numDevices = numDevices;

@@ -330,6 +330,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   command.insert(command.end(),
                  {LOOM_RANK_TOOL, library, "--steps",
                   std::to_string(train.steps), "--in", in, "--out", out});
+  if (!train.outputDir.empty())
+    command.push_back("--save-args");
   if (!host.trace.empty())
     command.push_back("--trace");
   if (host.commCalls)

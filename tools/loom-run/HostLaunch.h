@@ -30,8 +30,8 @@ struct HostLaunchOptions {
   bool ascendDouble = false;
   /// Ranks to launch (must be one per device the programs use).
   int64_t ranks = 1;
-  /// Where the C++, the binary, the shards and the ranks' outputs go
-  /// (default: a fresh temporary folder, removed when the run ends; the
+  /// Where the C++, the program library, the arrays and the ranks' outputs
+  /// go (default: a fresh temporary folder, removed when the run ends; the
   /// folder must be visible to every node of a multi-node run).
   std::string workDir;
   /// An MPI hostfile for multi-node runs.
