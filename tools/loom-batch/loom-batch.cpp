@@ -1,17 +1,22 @@
 //===- loom-batch.cpp - What prefix sharing saves on an RL batch ----------===//
 //
-//   loom-batch stats FILE.jsonl   T, U, T/U, prediction edges and attention
-//                                 pairs before and after deduplication
-//   loom-batch trie FILE.jsonl    the trie packed in depth-first order: a
-//                                 line per node (index, token, position,
-//                                 parent, subtree end), then each sample's
-//                                 nodes
+//   loom-batch stats BATCH       T, U, T/U, prediction edges and attention
+//                                pairs before and after deduplication
+//   loom-batch trie BATCH        the trie packed in depth-first order: a
+//                                line per node (index, token, position,
+//                                parent, subtree end), then each sample's
+//                                nodes
+//   loom-batch npy BATCH DIR     the batch and its trie as .npy arrays
 //
-// The batch format is frontends/rl/Batch.h's (README, "RL batches").
+// BATCH is a JSON Lines file (frontends/rl/Batch.h; README, "RL batches")
+// or a folder of the .npy form (frontends/rl/BatchNpy.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontends/rl/Batch.h"
+#include "frontends/rl/BatchNpy.h"
+
+#include "llvm/Support/FileSystem.h"
 
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,18 +24,36 @@
 #include <cstring>
 
 int main(int argc, char **argv) {
-  if (argc != 3 || (std::strcmp(argv[1], "stats") && std::strcmp(argv[1], "trie"))) {
-    llvm::errs() << "usage: loom-batch stats|trie FILE.jsonl\n";
+  bool usage = argc < 3;
+  if (!usage) {
+    bool stats = !std::strcmp(argv[1], "stats"),
+         trie = !std::strcmp(argv[1], "trie"),
+         npy = !std::strcmp(argv[1], "npy");
+    usage = !(((stats || trie) && argc == 3) || (npy && argc == 4));
+  }
+  if (usage) {
+    llvm::errs() << "usage: loom-batch stats|trie BATCH, or loom-batch npy "
+                    "BATCH DIR (BATCH: a .jsonl file or a folder of .npy "
+                    "arrays)\n";
     return 1;
   }
-  llvm::Expected<loom::rl::Batch> batch = loom::rl::readBatchFile(argv[2]);
-  if (!batch) {
+  auto error = [](llvm::Error err) {
     llvm::WithColor::error(llvm::errs(), "loom-batch")
-        << llvm::toString(batch.takeError()) << "\n";
+        << llvm::toString(std::move(err)) << "\n";
     return 1;
-  }
+  };
+  llvm::Expected<loom::rl::Batch> batch =
+      llvm::sys::fs::is_directory(argv[2]) ? loom::rl::readBatchNpy(argv[2])
+                                           : loom::rl::readBatchFile(argv[2]);
+  if (!batch)
+    return error(batch.takeError());
   loom::rl::Trie trie = loom::rl::buildTrie(*batch);
   llvm::raw_ostream &os = llvm::outs();
+  if (!std::strcmp(argv[1], "npy")) {
+    if (llvm::Error err = loom::rl::writeBatchNpy(*batch, trie, argv[3]))
+      return error(std::move(err));
+    return 0;
+  }
   if (!std::strcmp(argv[1], "stats")) {
     os << loom::rl::formatStatistics(loom::rl::getStatistics(*batch, trie),
                                      argv[2]);
