@@ -10,9 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontends/rl/Batch.h"
+#include "frontends/rl/Bins.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -92,6 +94,69 @@ TEST(RLBatch, RandomTriesAreConsistent) {
     EXPECT_EQ(stats.trieEdges, n - roots);
     EXPECT_LE(stats.triePairs, stats.plainPairs);
     EXPECT_LE(stats.uniqueTokens, stats.totalTokens);
+  }
+}
+
+// Bins: every sample on exactly one rank, loads as the costs say, never
+// worse than assigning whole root subtrees, never fewer tokens computed
+// than the trie has.
+TEST(RLBatch, BinsCoverEverySampleOnce) {
+  std::mt19937 rng(29);
+  for (int round = 0; round < 60; ++round) {
+    Batch batch = randomBatch(rng);
+    int64_t ranks = 1 + round % 4;
+    BinCosts costs{1.0, round % 2 ? 0.25 : 0.0};
+    BinPlan plan = planBins(batch, ranks, costs);
+    ASSERT_EQ(static_cast<int64_t>(plan.samples.size()), ranks);
+    std::vector<int> seen(batch.samples.size(), 0);
+    for (const std::vector<int64_t> &samples : plan.samples)
+      for (int64_t s : samples)
+        ++seen[s];
+    for (int count : seen)
+      EXPECT_EQ(count, 1);
+    int64_t computed = 0;
+    double maxLoad = 0;
+    for (int64_t r = 0; r < ranks; ++r) {
+      Batch part;
+      for (int64_t s : plan.samples[r])
+        part.samples.push_back(batch.samples[s]);
+      int64_t unique = 0, pairs = 0;
+      if (!part.samples.empty()) {
+        Statistics stats = getStatistics(part, buildTrie(part));
+        unique = stats.uniqueTokens;
+        pairs = stats.triePairs;
+      }
+      EXPECT_EQ(plan.uniqueTokens[r], unique);
+      EXPECT_EQ(plan.pairs[r], pairs);
+      EXPECT_DOUBLE_EQ(plan.loads[r],
+                       costs.perToken * unique + costs.perPair * pairs);
+      computed += unique;
+      maxLoad = std::max(maxLoad, plan.loads[r]);
+    }
+    EXPECT_EQ(plan.totalComputed, computed);
+    EXPECT_GE(computed, plan.idealUnique);
+    EXPECT_DOUBLE_EQ(plan.maxLoad, maxLoad);
+    if (ranks == 1)
+      EXPECT_EQ(computed, plan.idealUnique);
+    // Whole root subtrees, largest first to the least loaded rank: the
+    // plan's starting point, which it may only improve.
+    std::map<int64_t, std::vector<int64_t>> byRoot;
+    for (size_t s = 0; s < batch.samples.size(); ++s)
+      byRoot[batch.samples[s].tokens.front()].push_back(s);
+    std::vector<double> pieceLoads;
+    for (auto &[token, samples] : byRoot) {
+      Batch part;
+      for (int64_t s : samples)
+        part.samples.push_back(batch.samples[s]);
+      Statistics stats = getStatistics(part, buildTrie(part));
+      pieceLoads.push_back(costs.perToken * stats.uniqueTokens +
+                           costs.perPair * stats.triePairs);
+    }
+    std::sort(pieceLoads.rbegin(), pieceLoads.rend());
+    std::vector<double> loads(ranks, 0);
+    for (double load : pieceLoads)
+      *std::min_element(loads.begin(), loads.end()) += load;
+    EXPECT_LE(plan.maxLoad, *std::max_element(loads.begin(), loads.end()));
   }
 }
 
