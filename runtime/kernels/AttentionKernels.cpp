@@ -8,6 +8,14 @@
 // (the key and value gradients are scatter-adds over heads and queries).
 // A query that sees no key yields zeros and contributes nothing.
 //
+// Under a causal mask, and under a tree mask whose subtrees nest (a
+// depth-first packing), each query visits only the keys it sees: [0, p],
+// or its ancestors and itself, found by skipping every subtree that ends
+// before it, so the work is the sum of the queries' depths rather than the
+// square of the sequence (forward: scalar dot products over the visible
+// keys instead of the dense GEMMs; backward: the same loops over the
+// visible keys only). Other tree masks take the dense path.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/Blas.h"
@@ -16,6 +24,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace loom::host;
 using namespace loom::host::detail;
@@ -48,6 +57,65 @@ struct AttentionGeometry {
     return false;
   }
 };
+
+/// Whether the range-skipping paths run (setAttentionRangeSkipping), and
+/// the keys they visited (getAttentionKeysVisited).
+bool rangeSkipping = true;
+int64_t keysVisited = 0;
+
+/// Whether batch `b`'s subtree ends nest, as a depth-first packing's do:
+/// every key inside a subtree [j, end(j)] ends no later than it.
+bool subtreesNest(const AttentionGeometry &g, int64_t b) {
+  thread_local std::vector<int64_t> open;
+  open.clear();
+  for (int64_t k = 0; k < g.seqK; ++k) {
+    int64_t end = g.subtreeEnd[b * g.seqK + k];
+    while (!open.empty() && open.back() < k)
+      open.pop_back();
+    if (!open.empty() && end > open.back())
+      return false;
+    if (end >= k)
+      open.push_back(end);
+  }
+  return true;
+}
+
+/// Whether the keys of batch `b` can be found by skipping: a causal mask,
+/// or a tree mask whose subtrees nest.
+bool canSkip(const AttentionGeometry &g, int64_t b) {
+  return rangeSkipping &&
+         (g.kind == MaskKind::Causal ||
+          (g.kind == MaskKind::Tree && subtreesNest(g, b)));
+}
+
+/// The keys a query at key index `p` of batch `b` sees, in key order, into
+/// `keys`: with `skip`, [0, p] under a causal mask, and under a nested tree
+/// mask its ancestors and itself, every subtree that ends before `p`
+/// skipped whole (the work is the query's depth, not the sequence);
+/// otherwise by testing every key. `count`: add them to keysVisited.
+void findKeys(const AttentionGeometry &g, int64_t b, int64_t p, bool count,
+              std::vector<int64_t> &keys, bool skip = true) {
+  keys.clear();
+  if (!skip) {
+    for (int64_t j = 0; j < g.seqK; ++j)
+      if (g.sees(b, j, p))
+        keys.push_back(j);
+    return;
+  }
+  int64_t last = std::min(p, g.seqK - 1);
+  for (int64_t j = 0; j <= last;) {
+    int64_t end = g.kind == MaskKind::Tree ? g.subtreeEnd[b * g.seqK + j]
+                                           : g.seqK - 1;
+    if (end >= p) {
+      keys.push_back(j);
+      ++j;
+    } else {
+      j = std::max(j + 1, end + 1);
+    }
+  }
+  if (count)
+    keysVisited += static_cast<int64_t>(keys.size());
+}
 
 AttentionGeometry getGeometry(const char *kernel, const Shape &queryShape,
                               const Shape &keyShape, const Shape &valueShape,
@@ -133,7 +201,46 @@ void attentionImpl(T *result, const Shape &resultShape, const T *query,
   T *scores = scratch<T>(0, static_cast<size_t>(seqQ * seqK));
   uint8_t *visible = scratch<uint8_t>(0, static_cast<size_t>(seqK));
   const T scale = static_cast<T>(g.scale);
+  std::vector<int64_t> keys;
   for (int64_t b = 0; b < g.batch; ++b) {
+    if (canSkip(g, b)) {
+      // Only the visible keys: per query its key list, then per head the
+      // scores, the softmax in key order and the weighted values.
+      for (int64_t i = 0; i < seqQ; ++i) {
+        findKeys(g, b, g.positionOf(b, i), /*count=*/true, keys);
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t kvHead = h / g.group;
+          const T *q = query + ((b * seqQ + i) * heads + h) * dim;
+          T *o = result + ((b * seqQ + i) * heads + h) * valueDim;
+          for (int64_t d = 0; d < valueDim; ++d)
+            o[d] = T(0);
+          if (keys.empty())
+            continue;
+          T max = -std::numeric_limits<T>::infinity();
+          for (size_t n = 0; n < keys.size(); ++n) {
+            const T *k = key + ((b * seqK + keys[n]) * kvHeads + kvHead) * dim;
+            T s = 0;
+            for (int64_t d = 0; d < dim; ++d)
+              s += q[d] * k[d];
+            scores[n] = scale * s;
+            max = math::runningMax(max, scores[n]);
+          }
+          T sum = 0;
+          for (size_t n = 0; n < keys.size(); ++n) {
+            scores[n] = std::exp(scores[n] - max);
+            sum += scores[n];
+          }
+          for (size_t n = 0; n < keys.size(); ++n) {
+            const T weight = scores[n] / sum;
+            const T *v =
+                value + ((b * seqK + keys[n]) * kvHeads + kvHead) * valueDim;
+            for (int64_t d = 0; d < valueDim; ++d)
+              o[d] += weight * v[d];
+          }
+        }
+      }
+      continue;
+    }
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kvHead = h / g.group;
       const T *q = query + (b * seqQ * heads + h) * dim;
@@ -205,7 +312,6 @@ void attentionGradImpl(T *dq, const Shape &dqShape, T *dk, const Shape &dkShape,
   const T scale = static_cast<T>(g.scale);
   T *p = scratch<T>(0, static_cast<size_t>(seqK));
   T *ds = scratch<T>(1, static_cast<size_t>(seqK));
-  uint8_t *visible = scratch<uint8_t>(0, static_cast<size_t>(seqK));
   // Row offsets of [batch, seq, heads, width] tensors.
   auto qAt = [&](int64_t b, int64_t i, int64_t h, int64_t width) {
     return ((b * seqQ + i) * heads + h) * width;
@@ -213,53 +319,52 @@ void attentionGradImpl(T *dq, const Shape &dqShape, T *dk, const Shape &dkShape,
   auto kAt = [&](int64_t b, int64_t j, int64_t kvHead, int64_t width) {
     return ((b * seqK + j) * kvHeads + kvHead) * width;
   };
+  // Per query its visible keys in key order (found by skipping where the
+  // mask allows: the work follows the visible keys, not the sequence).
+  std::vector<int64_t> keys;
+  // (In the dense loops' order, batch, head, query, so that the key and
+  // value gradients accumulate as they do: the results are the dense
+  // path's bit for bit, the skipped keys having added zeros there.)
   for (int64_t b = 0; b < g.batch; ++b) {
+    bool skip = canSkip(g, b);
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kvHead = h / g.group;
       for (int64_t i = 0; i < seqQ; ++i) {
         int64_t pos = g.positionOf(b, i);
+        findKeys(g, b, pos, skip && h == 0, keys, skip);
+        if (keys.empty())
+          continue;
         const T *q = query + qAt(b, i, h, dim);
         const T *dout = grad + qAt(b, i, h, valueDim);
-        bool any = false;
         T max = -std::numeric_limits<T>::infinity();
-        for (int64_t j = 0; j < seqK; ++j) {
-          bool sees = g.sees(b, j, pos);
-          visible[j] = sees;
-          if (!sees)
-            continue;
-          any = true;
-          const T *k = key + kAt(b, j, kvHead, dim);
+        for (size_t n = 0; n < keys.size(); ++n) {
+          const T *k = key + kAt(b, keys[n], kvHead, dim);
           T s = 0;
           for (int64_t d = 0; d < dim; ++d)
             s += q[d] * k[d];
-          p[j] = scale * s;
-          max = math::runningMax(max, p[j]);
+          p[n] = scale * s;
+          max = math::runningMax(max, p[n]);
         }
-        if (!any)
-          continue;
         T sum = 0;
-        for (int64_t j = 0; j < seqK; ++j) {
-          p[j] = visible[j] ? std::exp(p[j] - max) : T(0);
-          sum += p[j];
+        for (size_t n = 0; n < keys.size(); ++n) {
+          p[n] = std::exp(p[n] - max);
+          sum += p[n];
         }
         T pdp = 0;
-        for (int64_t j = 0; j < seqK; ++j) {
-          p[j] /= sum;
+        for (size_t n = 0; n < keys.size(); ++n) {
+          p[n] /= sum;
           T dp = 0;
-          if (visible[j]) {
-            const T *v = value + kAt(b, j, kvHead, valueDim);
-            for (int64_t d = 0; d < valueDim; ++d)
-              dp += dout[d] * v[d];
-          }
-          ds[j] = dp;
-          pdp += p[j] * dp;
+          const T *v = value + kAt(b, keys[n], kvHead, valueDim);
+          for (int64_t d = 0; d < valueDim; ++d)
+            dp += dout[d] * v[d];
+          ds[n] = dp;
+          pdp += p[n] * dp;
         }
         T *dqRow = dq + qAt(b, i, h, dim);
-        for (int64_t j = 0; j < seqK; ++j) {
-          if (!visible[j])
-            continue;
-          ds[j] = p[j] * (ds[j] - pdp);
-          const T coefficient = scale * ds[j];
+        for (size_t n = 0; n < keys.size(); ++n) {
+          int64_t j = keys[n];
+          ds[n] = p[n] * (ds[n] - pdp);
+          const T coefficient = scale * ds[n];
           const T *k = key + kAt(b, j, kvHead, dim);
           T *dkRow = dk + kAt(b, j, kvHead, dim);
           T *dvRow = dv + kAt(b, j, kvHead, valueDim);
@@ -267,7 +372,7 @@ void attentionGradImpl(T *dq, const Shape &dqShape, T *dk, const Shape &dkShape,
             dqRow[d] += coefficient * k[d];
             dkRow[d] += coefficient * q[d];
           }
-          const T pj = p[j];
+          const T pj = p[n];
           for (int64_t d = 0; d < valueDim; ++d)
             dvRow[d] += pj * dout[d];
         }
@@ -303,3 +408,7 @@ void attentionGradImpl(T *dq, const Shape &dqShape, T *dk, const Shape &dkShape,
 DEFINE_ATTENTION(float)
 DEFINE_ATTENTION(double)
 #undef DEFINE_ATTENTION
+
+void loom::host::setAttentionRangeSkipping(bool on) { rangeSkipping = on; }
+
+int64_t loom::host::getAttentionKeysVisited() { return keysVisited; }

@@ -74,6 +74,14 @@ void setFailureHandler(FailureHandler handler);
 /// The handler set (the CUDA kernels call it too).
 FailureHandler getFailureHandler();
 
+/// Whether attention and attention_grad visit only the keys a query sees
+/// under a causal or nested tree mask (default on; off: the dense path,
+/// the tests' oracle), and how many (query, key) pairs those range-
+/// skipping paths visited so far in this process (per batch and
+/// query, not per head).
+void setAttentionRangeSkipping(bool on);
+int64_t getAttentionKeysVisited();
+
 /// The most dimensions a Shape holds.
 constexpr int kMaxRank = 8;
 

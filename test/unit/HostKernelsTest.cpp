@@ -665,6 +665,125 @@ TEST(HostKernels, DropoutOfABlock) {
 
 // A kernel given shapes that do not fit ends the process with a message
 // naming the kernel, after the prefix the runtime sets (its rank).
+/// A random prefix tree of `count` tokens packed depth first: per token its
+/// parent (-1 for a root) and subtree end.
+static void randomTree(std::mt19937 &rng, int64_t count, std::vector<int64_t> &parent,
+                std::vector<int64_t> &end) {
+  parent.assign(count, -1);
+  end.resize(count);
+  std::vector<int64_t> path;
+  for (int64_t j = 0; j < count; ++j) {
+    std::uniform_int_distribution<size_t> pops(0, path.size());
+    path.resize(path.size() - pops(rng));
+    parent[j] = path.empty() ? -1 : path.back();
+    path.push_back(j);
+  }
+  for (int64_t j = 0; j < count; ++j)
+    end[j] = j;
+  for (int64_t j = count - 1; j >= 0; --j)
+    if (parent[j] >= 0)
+      end[parent[j]] = std::max(end[parent[j]], end[j]);
+}
+
+static double relativeError(const std::vector<double> &a,
+                     const std::vector<double> &b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i]))
+      return std::numeric_limits<double>::infinity();
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += b[i] * b[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-300);
+}
+
+// The tree-aware attention (runtime/kernels/AttentionKernels.cpp): on
+// random prefix trees, forward within 1e-12 of the dense masked path (the
+// oracle, range skipping off) in f64 and backward bit for bit, each query
+// visiting exactly its ancestors and itself (the keys counted are the sum
+// of depths + 1 per query); the causal mask visits [0, p]; subtree ends
+// that do not nest take the dense path.
+TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
+  std::mt19937 rng(41);
+  const int64_t batch = 2, heads = 4, kvHeads = 2, dim = 8, valueDim = 6;
+  for (int round = 0; round < 12; ++round) {
+    const int64_t seq = 5 + round * 7;
+    host::Shape qs{batch, seq, heads, dim}, ks{batch, seq, kvHeads, dim},
+        vs{batch, seq, kvHeads, valueDim}, os{batch, seq, heads, valueDim};
+    std::uniform_real_distribution<double> uniform(-2, 2);
+    auto fill = [&](std::vector<double> &v, const host::Shape &shape) {
+      v.resize(shape.numElements());
+      for (double &x : v)
+        x = uniform(rng);
+    };
+    std::vector<double> q, k, v, dout;
+    fill(q, qs);
+    fill(k, ks);
+    fill(v, vs);
+    fill(dout, os);
+    std::vector<int64_t> ends(batch * seq);
+    int64_t expected = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<int64_t> parent, end;
+      randomTree(rng, seq, parent, end);
+      for (int64_t j = 0; j < seq; ++j) {
+        ends[b * seq + j] = end[j];
+        for (int64_t up = j; up >= 0; up = parent[up])
+          ++expected; // j's ancestors and itself
+      }
+    }
+    for (const char *mask : {"tree", "causal"}) {
+      bool tree = !std::strcmp(mask, "tree");
+      host::IndexPtr endsPtr =
+          tree ? host::IndexPtr(ends.data()) : host::IndexPtr(nullptr);
+      host::Shape endsShape = tree ? host::Shape{batch, seq} : host::Shape{};
+      std::vector<double> out[2], dq[2], dk[2], dv[2];
+      int64_t visited[2] = {0, 0};
+      for (int skipping = 0; skipping < 2; ++skipping) {
+        host::setAttentionRangeSkipping(skipping == 1);
+        out[skipping].resize(os.numElements());
+        dq[skipping].resize(qs.numElements());
+        dk[skipping].resize(ks.numElements());
+        dv[skipping].resize(vs.numElements());
+        int64_t before = host::getAttentionKeysVisited();
+        host::attention(out[skipping].data(), os, q.data(), qs, k.data(), ks,
+                        v.data(), vs, endsPtr, endsShape, nullptr, {}, mask,
+                        host::kAbsent);
+        visited[skipping] = host::getAttentionKeysVisited() - before;
+        host::attention_grad(dq[skipping].data(), qs, dk[skipping].data(), ks,
+                             dv[skipping].data(), vs, dout.data(), os,
+                             q.data(), qs, k.data(), ks, v.data(), vs, endsPtr,
+                             endsShape, nullptr, {}, mask, host::kAbsent);
+      }
+      host::setAttentionRangeSkipping(true);
+      EXPECT_EQ(visited[0], 0) << "the dense path skips nothing";
+      EXPECT_EQ(visited[1], tree ? expected : batch * seq * (seq + 1) / 2)
+          << mask << ", seq " << seq;
+      EXPECT_LE(relativeError(out[1], out[0]), 1e-12) << mask << ", seq " << seq;
+      EXPECT_EQ(dq[1], dq[0]) << mask;
+      EXPECT_EQ(dk[1], dk[0]) << mask;
+      EXPECT_EQ(dv[1], dv[0]) << mask;
+    }
+    // Ends that do not nest (key 0's subtree stops inside key 1's): the
+    // dense path, nothing counted.
+    std::vector<int64_t> crossing(batch * seq, seq - 1);
+    for (int64_t b = 0; b < batch; ++b)
+      crossing[b * seq] = 1;
+    std::vector<double> skipped(os.numElements()), dense(os.numElements());
+    int64_t before = host::getAttentionKeysVisited();
+    host::attention(skipped.data(), os, q.data(), qs, k.data(), ks, v.data(),
+                    vs, crossing.data(), {batch, seq}, nullptr, {}, "tree",
+                    host::kAbsent);
+    EXPECT_EQ(host::getAttentionKeysVisited(), before);
+    host::setAttentionRangeSkipping(false);
+    host::attention(dense.data(), os, q.data(), qs, k.data(), ks, v.data(), vs,
+                    crossing.data(), {batch, seq}, nullptr, {}, "tree",
+                    host::kAbsent);
+    host::setAttentionRangeSkipping(true);
+    EXPECT_EQ(skipped, dense);
+  }
+}
+
 TEST(HostKernelsDeathTest, FailureNamesTheRankAndTheKernel) {
   float out[4], lhs[6], rhs[6];
   EXPECT_DEATH(
