@@ -75,11 +75,14 @@ void setFailureHandler(FailureHandler handler);
 FailureHandler getFailureHandler();
 
 /// Whether attention and attention_grad visit only the keys a query sees
-/// under a causal or nested tree mask (default on; off: the dense path,
-/// the tests' oracle), and how many (query, key) pairs those range-
-/// skipping paths visited so far in this process (per batch and
+/// under a causal or nested tree mask: Auto (the default) where it pays
+/// (always in the backward pass; in the forward pass where the visible
+/// pairs are under a tenth of the dense ones), Always, or Never (the dense
+/// path, the tests' oracle); and how many (query, key) pairs those
+/// range-skipping paths visited so far in this process (per batch and
 /// query, not per head).
-void setAttentionRangeSkipping(bool on);
+enum class AttentionSkipping { Auto, Always, Never };
+void setAttentionRangeSkipping(AttentionSkipping mode);
 int64_t getAttentionKeysVisited();
 
 /// The most dimensions a Shape holds.

@@ -9,7 +9,8 @@
 # time of an asymmetric vs an even batch split between a fast and a slow
 # group) and host_step.py (a training step as generated C++ on 1, 2 and 4
 # MPI ranks against the interpreter and JAX on CPU; JAX is installed with
-# pip when missing).
+# pip when missing), and attention_skipping.cpp (the host attention
+# kernel's range skipping against its dense path).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-release}
@@ -25,3 +26,7 @@ if ! python3 -c 'import jax' 2>/dev/null; then
   python3 -m pip install -q "jax[cpu]" || echo "bench: JAX could not be installed; host_step.py skips it"
 fi
 python3 "$root/test/bench/host_step.py" --build "$build"
+# The host attention kernel: range skipping against dense (one thread).
+c++ -O2 -std=c++17 -I"$root" -I"$build" "$root/test/bench/attention_skipping.cpp" \
+    "$root"/runtime/kernels/*.cpp -lopenblas -lpthread -o "$build/attention-skipping"
+OPENBLAS_NUM_THREADS=1 "$build/attention-skipping"

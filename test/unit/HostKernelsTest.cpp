@@ -701,8 +701,9 @@ static double relativeError(const std::vector<double> &a,
 // random prefix trees, forward within 1e-12 of the dense masked path (the
 // oracle, range skipping off) in f64 and backward bit for bit, each query
 // visiting exactly its ancestors and itself (the keys counted are the sum
-// of depths + 1 per query); the causal mask visits [0, p]; subtree ends
-// that do not nest take the dense path.
+// of depths + 1 per query); the causal mask visits [0, p]; by default a
+// causal forward pass stays dense; subtree ends that do not nest take the
+// dense path.
 TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
   std::mt19937 rng(41);
   const int64_t batch = 2, heads = 4, kvHeads = 2, dim = 8, valueDim = 6;
@@ -740,7 +741,9 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
       std::vector<double> out[2], dq[2], dk[2], dv[2];
       int64_t visited[2] = {0, 0};
       for (int skipping = 0; skipping < 2; ++skipping) {
-        host::setAttentionRangeSkipping(skipping == 1);
+        host::setAttentionRangeSkipping(skipping == 1
+                                            ? host::AttentionSkipping::Always
+                                            : host::AttentionSkipping::Never);
         out[skipping].resize(os.numElements());
         dq[skipping].resize(qs.numElements());
         dk[skipping].resize(ks.numElements());
@@ -755,7 +758,7 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
                              q.data(), qs, k.data(), ks, v.data(), vs, endsPtr,
                              endsShape, nullptr, {}, mask, host::kAbsent);
       }
-      host::setAttentionRangeSkipping(true);
+      host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
       EXPECT_EQ(visited[0], 0) << "the dense path skips nothing";
       EXPECT_EQ(visited[1], tree ? expected : batch * seq * (seq + 1) / 2)
           << mask << ", seq " << seq;
@@ -763,6 +766,22 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
       EXPECT_EQ(dq[1], dq[0]) << mask;
       EXPECT_EQ(dk[1], dk[0]) << mask;
       EXPECT_EQ(dv[1], dv[0]) << mask;
+    }
+    // By default a causal forward pass stays on the dense GEMMs (it sees
+    // half the pairs, which scalar products do not win back): bit for bit
+    // the dense path, nothing counted.
+    {
+      std::vector<double> automatic(os.numElements()), dense(os.numElements());
+      int64_t before = host::getAttentionKeysVisited();
+      host::attention(automatic.data(), os, q.data(), qs, k.data(), ks,
+                      v.data(), vs, nullptr, {}, nullptr, {}, "causal",
+                      host::kAbsent);
+      EXPECT_EQ(host::getAttentionKeysVisited(), before);
+      host::setAttentionRangeSkipping(host::AttentionSkipping::Never);
+      host::attention(dense.data(), os, q.data(), qs, k.data(), ks, v.data(),
+                      vs, nullptr, {}, nullptr, {}, "causal", host::kAbsent);
+      host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
+      EXPECT_EQ(automatic, dense);
     }
     // Ends that do not nest (key 0's subtree stops inside key 1's): the
     // dense path, nothing counted.
@@ -775,11 +794,11 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
                     vs, crossing.data(), {batch, seq}, nullptr, {}, "tree",
                     host::kAbsent);
     EXPECT_EQ(host::getAttentionKeysVisited(), before);
-    host::setAttentionRangeSkipping(false);
+    host::setAttentionRangeSkipping(host::AttentionSkipping::Never);
     host::attention(dense.data(), os, q.data(), qs, k.data(), ks, v.data(), vs,
                     crossing.data(), {batch, seq}, nullptr, {}, "tree",
                     host::kAbsent);
-    host::setAttentionRangeSkipping(true);
+    host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
     EXPECT_EQ(skipped, dense);
   }
 }
