@@ -90,29 +90,36 @@ bool canSkip(const AttentionGeometry &g, int64_t b) {
           (g.kind == MaskKind::Tree && subtreesNest(g, b)));
 }
 
-/// The keys the queries of batch `b` see in all, walking as findKeys does
-/// without storing them.
-int64_t countKeys(const AttentionGeometry &g, int64_t b) {
-  int64_t count = 0;
-  for (int64_t i = 0; i < g.seqQ; ++i) {
-    int64_t p = g.positionOf(b, i), last = std::min(p, g.seqK - 1);
-    for (int64_t j = 0; j <= last;) {
-      int64_t end = g.kind == MaskKind::Tree ? g.subtreeEnd[b * g.seqK + j]
-                                             : g.seqK - 1;
-      if (end >= p) {
-        ++count;
-        ++j;
-      } else {
-        j = std::max(j + 1, end + 1);
-      }
+/// Calls `visit(j)` for every key a query at key index `p` of batch `b`
+/// sees, in key order, under a causal or nested tree mask: [0, p], or its
+/// ancestors and itself, every subtree that ends before `p` skipped whole
+/// (the work is the query's depth, not the sequence).
+template <typename Visit>
+void walkKeys(const AttentionGeometry &g, int64_t b, int64_t p, Visit visit) {
+  int64_t last = std::min(p, g.seqK - 1);
+  for (int64_t j = 0; j <= last;) {
+    int64_t end = g.kind == MaskKind::Tree ? g.subtreeEnd[b * g.seqK + j]
+                                           : g.seqK - 1;
+    if (end >= p) {
+      visit(j);
+      ++j;
+    } else {
+      j = std::max(j + 1, end + 1);
     }
   }
+}
+
+/// The keys the queries of batch `b` see in all.
+int64_t countKeys(const AttentionGeometry &g, int64_t b) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < g.seqQ; ++i)
+    walkKeys(g, b, g.positionOf(b, i), [&](int64_t) { ++count; });
   return count;
 }
 
 /// Whether the forward pass of batch `b` visits only the visible keys: its
-/// scalar dot products cost about 8 times a dense GEMM's per pair (measured
-/// with OpenBLAS on this project's machines), so Auto skips only where the
+/// scalar dot products cost about 7 times a dense GEMM's per pair (measured
+/// by test/bench/attention_skipping.cpp), so Auto skips only where the
 /// visible pairs are under a tenth of the dense ones (deep trees with many
 /// branches; never a causal mask, which sees half).
 bool skipForward(const AttentionGeometry &g, int64_t b) {
@@ -124,10 +131,8 @@ bool skipForward(const AttentionGeometry &g, int64_t b) {
 }
 
 /// The keys a query at key index `p` of batch `b` sees, in key order, into
-/// `keys`: with `skip`, [0, p] under a causal mask, and under a nested tree
-/// mask its ancestors and itself, every subtree that ends before `p`
-/// skipped whole (the work is the query's depth, not the sequence);
-/// otherwise by testing every key. `count`: add them to keysVisited.
+/// `keys`: with `skip`, by walkKeys; otherwise by testing every key.
+/// `count`: add them to keysVisited.
 void findKeys(const AttentionGeometry &g, int64_t b, int64_t p, bool count,
               std::vector<int64_t> &keys, bool skip = true) {
   keys.clear();
@@ -137,17 +142,7 @@ void findKeys(const AttentionGeometry &g, int64_t b, int64_t p, bool count,
         keys.push_back(j);
     return;
   }
-  int64_t last = std::min(p, g.seqK - 1);
-  for (int64_t j = 0; j <= last;) {
-    int64_t end = g.kind == MaskKind::Tree ? g.subtreeEnd[b * g.seqK + j]
-                                           : g.seqK - 1;
-    if (end >= p) {
-      keys.push_back(j);
-      ++j;
-    } else {
-      j = std::max(j + 1, end + 1);
-    }
-  }
+  walkKeys(g, b, p, [&](int64_t j) { keys.push_back(j); });
   if (count)
     keysVisited += static_cast<int64_t>(keys.size());
 }
