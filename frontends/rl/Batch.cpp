@@ -33,32 +33,48 @@ llvm::Error lineError(llvm::StringRef name, int64_t line,
                                      .str());
 }
 
-/// Reads `key` of `object` as an array of numbers; `integers`: of
-/// integers. Fails with what is wrong.
-llvm::Expected<std::vector<double>> numbers(const llvm::json::Object &object,
-                                            llvm::StringRef key,
-                                            bool integers) {
+/// The array `key` of `object`, or why it is not one.
+llvm::Expected<const llvm::json::Array *>
+arrayOf(const llvm::json::Object &object, llvm::StringRef key) {
   const llvm::json::Value *value = object.get(key);
   const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
   if (!array)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "'%s' is not an array", key.str().c_str());
+  return array;
+}
+
+/// Reads `key` of `object` as an array of finite numbers.
+llvm::Expected<std::vector<double>> numbers(const llvm::json::Object &object,
+                                            llvm::StringRef key) {
+  llvm::Expected<const llvm::json::Array *> array = arrayOf(object, key);
+  if (!array)
+    return array.takeError();
   std::vector<double> out;
-  for (auto [i, element] : llvm::enumerate(*array)) {
-    if (integers) {
-      std::optional<int64_t> v = element.getAsInteger();
-      if (!v)
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "'%s'[%zu] is not an integer", key.str().c_str(), i);
-      out.push_back(static_cast<double>(*v));
-      continue;
-    }
+  for (auto [i, element] : llvm::enumerate(**array)) {
     std::optional<double> v = element.getAsNumber();
     if (!v || !std::isfinite(*v))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "'%s'[%zu] is not a finite number", key.str().c_str(), i);
+    out.push_back(*v);
+  }
+  return out;
+}
+
+/// Reads `key` of `object` as an array of integers (exactly, as int64).
+llvm::Expected<std::vector<int64_t>>
+integers(const llvm::json::Object &object, llvm::StringRef key) {
+  llvm::Expected<const llvm::json::Array *> array = arrayOf(object, key);
+  if (!array)
+    return array.takeError();
+  std::vector<int64_t> out;
+  for (auto [i, element] : llvm::enumerate(**array)) {
+    std::optional<int64_t> v = element.getAsInteger();
+    if (!v)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "'%s'[%zu] is not an integer",
+                                     key.str().c_str(), i);
     out.push_back(*v);
   }
   return out;
@@ -81,20 +97,19 @@ llvm::Expected<Sample> parseSample(const llvm::json::Object &object) {
   Sample sample;
   if (!object.get("tokens"))
     return fail("no 'tokens'");
-  llvm::Expected<std::vector<double>> tokens = numbers(object, "tokens", true);
+  llvm::Expected<std::vector<int64_t>> tokens = integers(object, "tokens");
   if (!tokens)
     return tokens.takeError();
   if (tokens->empty())
     return fail("'tokens' is empty");
-  for (auto [t, token] : llvm::enumerate(*tokens)) {
+  for (auto [t, token] : llvm::enumerate(*tokens))
     if (token < 0)
       return fail("'tokens'[" + llvm::Twine(t) + "] is negative");
-    sample.tokens.push_back(static_cast<int64_t>(token));
-  }
+  sample.tokens = *tokens;
   size_t length = sample.tokens.size();
   if (object.get("loss_mask")) {
     llvm::Expected<std::vector<double>> mask =
-        numbers(object, "loss_mask", false);
+        numbers(object, "loss_mask");
     if (!mask)
       return mask.takeError();
     if (mask->size() != length)
@@ -125,7 +140,7 @@ llvm::Expected<Sample> parseSample(const llvm::json::Object &object) {
   }
   if (object.get("old_logprobs")) {
     llvm::Expected<std::vector<double>> old =
-        numbers(object, "old_logprobs", false);
+        numbers(object, "old_logprobs");
     if (!old)
       return old.takeError();
     if (old->size() != length)

@@ -85,6 +85,12 @@ llvm::Error loom::rl::writeBatchNpy(const Batch &batch, const Trie &trie,
   if (ppo) {
     arrays.push_back({"advantages.npy", advantages});
     arrays.push_back({"old_logprobs.npy", old});
+  } else {
+    // (A PPO batch written here before must not be read back as this one.)
+    for (const char *file : {"advantages.npy", "old_logprobs.npy"})
+      if (std::error_code ec = llvm::sys::fs::remove(pathOf(dir, file)))
+        return fail("cannot remove '" + pathOf(dir, file) +
+                    "': " + ec.message());
   }
   for (const auto &[file, tensor] : arrays)
     if (llvm::Error error = loom::interp::writeNpyFile(pathOf(dir, file), tensor))

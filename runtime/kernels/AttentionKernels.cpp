@@ -23,6 +23,7 @@
 #include "runtime/kernels/Blas.h"
 #include "runtime/kernels/KernelSupport.h"
 
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -62,8 +63,8 @@ struct AttentionGeometry {
 
 /// Whether the range-skipping paths run (setAttentionRangeSkipping), and
 /// the keys they visited (getAttentionKeysVisited).
-AttentionSkipping rangeSkipping = AttentionSkipping::Auto;
-int64_t keysVisited = 0;
+std::atomic<AttentionSkipping> rangeSkipping{AttentionSkipping::Auto};
+std::atomic<int64_t> keysVisited{0};
 
 /// Whether batch `b`'s subtree ends nest, as a depth-first packing's do:
 /// every key inside a subtree [j, end(j)] ends no later than it.
@@ -98,8 +99,10 @@ template <typename Visit>
 void walkKeys(const AttentionGeometry &g, int64_t b, int64_t p, Visit visit) {
   int64_t last = std::min(p, g.seqK - 1);
   for (int64_t j = 0; j <= last;) {
+    // (A causal mask's keys all reach every later position, past the last
+    // key too.)
     int64_t end = g.kind == MaskKind::Tree ? g.subtreeEnd[b * g.seqK + j]
-                                           : g.seqK - 1;
+                                           : std::numeric_limits<int64_t>::max();
     if (end >= p) {
       visit(j);
       ++j;
@@ -144,7 +147,8 @@ void findKeys(const AttentionGeometry &g, int64_t b, int64_t p, bool count,
   }
   walkKeys(g, b, p, [&](int64_t j) { keys.push_back(j); });
   if (count)
-    keysVisited += static_cast<int64_t>(keys.size());
+    keysVisited.fetch_add(static_cast<int64_t>(keys.size()),
+                          std::memory_order_relaxed);
 }
 
 AttentionGeometry getGeometry(const char *kernel, const Shape &queryShape,
@@ -228,12 +232,13 @@ void attentionImpl(T *result, const Shape &resultShape, const T *query,
       result[i] = T(0);
     return;
   }
-  T *scores = scratch<T>(0, static_cast<size_t>(seqQ * seqK));
   uint8_t *visible = scratch<uint8_t>(0, static_cast<size_t>(seqK));
   const T scale = static_cast<T>(g.scale);
   std::vector<int64_t> keys;
   for (int64_t b = 0; b < g.batch; ++b) {
     if (skipForward(g, b)) {
+      // (Scores of one query's visible keys: linear, not quadratic, scratch.)
+      T *scores = scratch<T>(1, static_cast<size_t>(seqK));
       // Only the visible keys: per query its key list, then per head the
       // scores, the softmax in key order and the weighted values.
       for (int64_t i = 0; i < seqQ; ++i) {
@@ -271,6 +276,7 @@ void attentionImpl(T *result, const Shape &resultShape, const T *query,
       }
       continue;
     }
+    T *scores = scratch<T>(0, static_cast<size_t>(seqQ * seqK));
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kvHead = h / g.group;
       const T *q = query + (b * seqQ * heads + h) * dim;
@@ -440,7 +446,9 @@ DEFINE_ATTENTION(double)
 #undef DEFINE_ATTENTION
 
 void loom::host::setAttentionRangeSkipping(AttentionSkipping mode) {
-  rangeSkipping = mode;
+  rangeSkipping.store(mode, std::memory_order_relaxed);
 }
 
-int64_t loom::host::getAttentionKeysVisited() { return keysVisited; }
+int64_t loom::host::getAttentionKeysVisited() {
+  return keysVisited.load(std::memory_order_relaxed);
+}

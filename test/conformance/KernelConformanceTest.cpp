@@ -984,25 +984,15 @@ std::string keywordOf(Attribute attr) {
   return keyword.str();
 }
 
-/// Ops whose host kernel does not mirror the interpreter's loops, so that
-/// targets that agree bit for bit (the host, and the Ascend double, which
-/// runs host kernels) agree within the tolerance there: nn.attention visits
-/// only the keys a query sees under a causal or tree mask (scalar dot
-/// products over them, where the interpreter, the dense oracle, takes every
-/// key through GEMMs and masks).
-bool hostKernelDiffers(const std::string &op) { return op == "nn.attention"; }
-
-/// Results agree: bit for bit, or (Tolerance, or `approximate`) norm-wise
-/// within 1e-12 (f64) or 1e-5 (f32) with NaNs in the same places; integers
-/// exactly.
+/// Results agree: bit for bit, or (Tolerance) norm-wise within 1e-12 (f64)
+/// or 1e-5 (f32) with NaNs in the same places; integers exactly.
 void expectAgree(const conf::Target &target, const std::string &what,
-                 const Tensor &got, const Tensor &want,
-                 bool approximate = false) {
+                 const Tensor &got, const Tensor &want) {
   ASSERT_EQ(got.getByteSize(), want.getByteSize()) << what;
   if (!got.getByteSize() ||
       std::memcmp(got.rawData(), want.rawData(), got.getByteSize()) == 0)
     return;
-  if ((target.agreement == conf::Agreement::Bitwise && !approximate) ||
+  if (target.agreement == conf::Agreement::Bitwise ||
       !loom::interp::isFloatKind(want.getKind())) {
     int64_t first = 0;
     for (; first < want.getNumElements(); ++first)
@@ -1194,7 +1184,7 @@ bool runCase(const conf::Target &target, const KernelContract &contract,
     if (got.getByteSize())
       target.toHost(got.rawData(), call.results[i].data, got.getByteSize());
     expectAgree(target, what + " result " + std::to_string(i), got,
-                (*want)[i], hostKernelDiffers(contract.op));
+                (*want)[i]);
   }
   for (void *memory : allocated)
     target.release(memory);

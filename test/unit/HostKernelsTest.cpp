@@ -767,6 +767,63 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
       EXPECT_EQ(dk[1], dk[0]) << mask;
       EXPECT_EQ(dv[1], dv[0]) << mask;
     }
+    // Query positions (chunked prefill, a KV cache): fewer queries than
+    // keys, at positions from -1 (sees nothing) to past the last key (sees
+    // every key it reaches), both masks, skipping forced against dense;
+    // and f32 within its tolerance.
+    {
+      const int64_t seqQ = seq / 2 + 1;
+      host::Shape pqs{batch, seqQ, heads, dim},
+          pos{batch, seqQ, heads, valueDim};
+      std::vector<double> pq, pdout;
+      fill(pq, pqs);
+      fill(pdout, pos);
+      std::vector<int64_t> positions(batch * seqQ);
+      std::uniform_int_distribution<int64_t> at(-1, seq + 2);
+      for (int64_t &p : positions)
+        p = at(rng);
+      for (const char *mask : {"tree", "causal"}) {
+        bool tree = !std::strcmp(mask, "tree");
+        host::IndexPtr endsPtr =
+            tree ? host::IndexPtr(ends.data()) : host::IndexPtr(nullptr);
+        host::Shape endsShape = tree ? host::Shape{batch, seq} : host::Shape{};
+        std::vector<double> out[2], dq[2], dk[2], dv[2];
+        std::vector<float> out32[2];
+        for (int skipping = 0; skipping < 2; ++skipping) {
+          host::setAttentionRangeSkipping(skipping
+                                              ? host::AttentionSkipping::Always
+                                              : host::AttentionSkipping::Never);
+          out[skipping].resize(pos.numElements());
+          dq[skipping].resize(pqs.numElements());
+          dk[skipping].resize(ks.numElements());
+          dv[skipping].resize(vs.numElements());
+          host::attention(out[skipping].data(), pos, pq.data(), pqs, k.data(),
+                          ks, v.data(), vs, endsPtr, endsShape,
+                          positions.data(), {batch, seqQ}, mask,
+                          host::kAbsent);
+          host::attention_grad(dq[skipping].data(), pqs, dk[skipping].data(),
+                               ks, dv[skipping].data(), vs, pdout.data(), pos,
+                               pq.data(), pqs, k.data(), ks, v.data(), vs,
+                               endsPtr, endsShape, positions.data(),
+                               {batch, seqQ}, mask, host::kAbsent);
+          std::vector<float> q32(pq.begin(), pq.end()), k32(k.begin(), k.end()),
+              v32(v.begin(), v.end());
+          out32[skipping].resize(pos.numElements());
+          host::attention(out32[skipping].data(), pos, q32.data(), pqs,
+                          k32.data(), ks, v32.data(), vs, endsPtr, endsShape,
+                          positions.data(), {batch, seqQ}, mask,
+                          host::kAbsent);
+        }
+        host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
+        EXPECT_LE(relativeError(out[1], out[0]), 1e-12) << mask << " positions";
+        EXPECT_EQ(dq[1], dq[0]) << mask << " positions";
+        EXPECT_EQ(dk[1], dk[0]) << mask << " positions";
+        EXPECT_EQ(dv[1], dv[0]) << mask << " positions";
+        std::vector<double> a(out32[1].begin(), out32[1].end()),
+            b(out32[0].begin(), out32[0].end());
+        EXPECT_LE(relativeError(a, b), 1e-5) << mask << " positions, f32";
+      }
+    }
     // By default a causal forward pass stays on the dense GEMMs (it sees
     // half the pairs, which scalar products do not win back): bit for bit
     // the dense path, nothing counted.
@@ -783,23 +840,34 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
       host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
       EXPECT_EQ(automatic, dense);
     }
-    // Ends that do not nest (key 0's subtree stops inside key 1's): the
-    // dense path, nothing counted.
+    // Ends that do not nest (key 0's subtree stops inside key 1's, which
+    // would hide key 1 from later queries if skipped): the dense path,
+    // forward and backward, even when skipping is forced; nothing counted.
     std::vector<int64_t> crossing(batch * seq, seq - 1);
     for (int64_t b = 0; b < batch; ++b)
       crossing[b * seq] = 1;
-    std::vector<double> skipped(os.numElements()), dense(os.numElements());
+    std::vector<double> out[2], dq[2], dk[2], dv[2];
     int64_t before = host::getAttentionKeysVisited();
-    host::attention(skipped.data(), os, q.data(), qs, k.data(), ks, v.data(),
-                    vs, crossing.data(), {batch, seq}, nullptr, {}, "tree",
-                    host::kAbsent);
-    EXPECT_EQ(host::getAttentionKeysVisited(), before);
-    host::setAttentionRangeSkipping(host::AttentionSkipping::Never);
-    host::attention(dense.data(), os, q.data(), qs, k.data(), ks, v.data(), vs,
-                    crossing.data(), {batch, seq}, nullptr, {}, "tree",
-                    host::kAbsent);
+    for (int forced = 0; forced < 2; ++forced) {
+      host::setAttentionRangeSkipping(forced ? host::AttentionSkipping::Always
+                                             : host::AttentionSkipping::Never);
+      out[forced].resize(os.numElements());
+      dq[forced].resize(qs.numElements());
+      dk[forced].resize(ks.numElements());
+      dv[forced].resize(vs.numElements());
+      host::attention(out[forced].data(), os, q.data(), qs, k.data(), ks,
+                      v.data(), vs, crossing.data(), {batch, seq}, nullptr, {},
+                      "tree", host::kAbsent);
+      host::attention_grad(dq[forced].data(), qs, dk[forced].data(), ks,
+                           dv[forced].data(), vs, dout.data(), os, q.data(),
+                           qs, k.data(), ks, v.data(), vs, crossing.data(),
+                           {batch, seq}, nullptr, {}, "tree", host::kAbsent);
+    }
     host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
-    EXPECT_EQ(skipped, dense);
+    EXPECT_EQ(host::getAttentionKeysVisited(), before);
+    EXPECT_EQ(out[1], out[0]);
+    EXPECT_EQ(dq[1], dq[0]);
+    EXPECT_EQ(dk[1], dk[0]);
   }
 }
 
