@@ -11,10 +11,12 @@
 
 #include "frontends/rl/Batch.h"
 #include "frontends/rl/Bins.h"
+#include "frontends/rl/Objective.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -158,6 +160,113 @@ TEST(RLBatch, BinsCoverEverySampleOnce) {
       *std::min_element(loads.begin(), loads.end()) += load;
     EXPECT_LE(plan.maxLoad, *std::max_element(loads.begin(), loads.end()));
   }
+}
+
+// The merged PPO/GRPO objective: on random batches whose old
+// log-probabilities are a function of the prefix (as an old policy's are),
+// the per-node sums of positive and negative advantages give the plain
+// per-(sample, token) objective and its derivative in every node's ratio
+// within 1e-12, for ratios inside and outside the clip range.
+TEST(RLObjective, MergedAdvantagesAreExact) {
+  std::mt19937 rng(53);
+  std::uniform_real_distribution<double> advantage(-2, 2), ratio(0.3, 2.0),
+      weight(0, 2);
+  for (int round = 0; round < 100; ++round) {
+    Batch batch = randomBatch(rng);
+    std::map<std::vector<int64_t>, double> oldOf;
+    std::uniform_real_distribution<double> logp(-4, 0);
+    for (Sample &sample : batch.samples) {
+      sample.advantage = advantage(rng);
+      sample.weight = weight(rng);
+      sample.oldLogProbs.assign(sample.tokens.size(), 0);
+      for (size_t t = 1; t < sample.tokens.size(); ++t) {
+        std::vector<int64_t> prefix(sample.tokens.begin(),
+                                    sample.tokens.begin() + t + 1);
+        auto [it, added] = oldOf.emplace(prefix, logp(rng));
+        sample.oldLogProbs[t] = it->second;
+        sample.lossMask[t] = (t % 3 == 0) ? 0.0 : 1.0;
+      }
+    }
+    Trie trie = buildTrie(batch);
+    llvm::Expected<MergedNodes> merged = mergeAdvantages(batch, trie);
+    ASSERT_TRUE(static_cast<bool>(merged)) << llvm::toString(merged.takeError());
+    const double eps = 0.2;
+    std::vector<double> r(trie.getNumNodes());
+    for (double &x : r)
+      x = ratio(rng);
+    double plain = 0, dedup = 0, norm = 0;
+    std::vector<double> dPlain(r.size(), 0), dDedup(r.size(), 0);
+    for (size_t s = 0; s < batch.samples.size(); ++s) {
+      const Sample &sample = batch.samples[s];
+      for (size_t t = 1; t < sample.tokens.size(); ++t) {
+        int64_t node = trie.nodeOf[s][t];
+        double scale = sample.weight * sample.lossMask[t], d = 0;
+        plain += scale * clippedSurrogate(r[node], *sample.advantage, eps, &d);
+        dPlain[node] += scale * d;
+        norm += std::fabs(scale * r[node] * *sample.advantage);
+      }
+    }
+    for (int64_t node = 0; node < trie.getNumNodes(); ++node) {
+      double d = 0;
+      dedup += mergedSurrogate(r[node], merged->advantages[node], eps, &d);
+      dDedup[node] = d;
+    }
+    EXPECT_NEAR(dedup, plain, 1e-12 * std::max(norm, 1.0));
+    for (size_t node = 0; node < r.size(); ++node)
+      EXPECT_NEAR(dDedup[node], dPlain[node], 1e-12 * std::max(norm, 1.0));
+  }
+}
+
+// The sign case: one token shared by two branches with advantages +1 and
+// -1, its ratio 1.5 outside the clip range (eps 0.2). Per sample:
+// min(1.5, 1.2) - max(1.5, 0.8) = -0.3, derivative -1 (only the negative
+// branch's term moves). Merged: the same. Clipping the summed advantage
+// (0) gives 0 and derivative 0: wrong.
+TEST(RLObjective, SummedAdvantageShortcutIsWrong) {
+  llvm::Expected<Batch> batch = parseBatch(
+      "{\"tokens\": [7, 8, 9], \"advantage\": 1, \"old_logprobs\": [0, "
+      "-1, -2]}\n"
+      "{\"tokens\": [7, 8, 5], \"advantage\": -1, \"old_logprobs\": [0, "
+      "-1, -3]}\n",
+      "sign.jsonl");
+  ASSERT_TRUE(static_cast<bool>(batch)) << llvm::toString(batch.takeError());
+  Trie trie = buildTrie(*batch);
+  llvm::Expected<MergedNodes> merged = mergeAdvantages(*batch, trie);
+  ASSERT_TRUE(static_cast<bool>(merged));
+  int64_t shared = trie.nodeOf[0][1];
+  ASSERT_EQ(shared, trie.nodeOf[1][1]);
+  const double r = 1.5, eps = 0.2;
+  double dA = 0, dB = 0, dMerged = 0, dShortcut = 0;
+  double plain = clippedSurrogate(r, 1, eps, &dA) +
+                 clippedSurrogate(r, -1, eps, &dB);
+  double exact = mergedSurrogate(r, merged->advantages[shared], eps, &dMerged);
+  double shortcut =
+      summedAdvantageSurrogate(r, merged->advantages[shared], eps, &dShortcut);
+  EXPECT_NEAR(plain, -0.3, 1e-15);
+  EXPECT_NEAR(exact, plain, 1e-15);
+  EXPECT_EQ(dMerged, dA + dB);
+  EXPECT_EQ(dMerged, -1.0);
+  EXPECT_EQ(shortcut, 0.0);
+  EXPECT_EQ(dShortcut, 0.0);
+  EXPECT_GT(std::fabs(shortcut - plain), 0.29);
+}
+
+// Samples that share a node but not its old log-probability cannot be
+// merged: the node and both lines are named.
+TEST(RLObjective, DisagreeingOldLogProbsAreRefused) {
+  llvm::Expected<Batch> batch = parseBatch(
+      "{\"tokens\": [7, 8], \"advantage\": 1, \"old_logprobs\": [0, -1]}\n"
+      "{\"tokens\": [7, 8], \"advantage\": 2, \"old_logprobs\": [0, "
+      "-1.5]}\n",
+      "d.jsonl");
+  ASSERT_TRUE(static_cast<bool>(batch));
+  Trie trie = buildTrie(*batch);
+  llvm::Expected<MergedNodes> merged = mergeAdvantages(*batch, trie);
+  ASSERT_FALSE(static_cast<bool>(merged));
+  EXPECT_EQ(llvm::toString(merged.takeError()),
+            "node 1 (token 8 at position 1): the samples of lines 1 and 2 "
+            "have old log-probabilities -1 and -1.5; the advantages of "
+            "samples that do not share r cannot be merged");
 }
 
 TEST(RLBatch, LinesAreNamed) {
