@@ -486,6 +486,84 @@ def DecomposeCrossEntropyPass
   ];
 }
 
+def PrefixDedupPass : Pass<"nn-prefix-dedup", "mlir::ModuleOp"> {
+  let summary = "Rewrites a step over a padded batch into a step over the "
+                "batch's prefix trie";
+  let description = [{
+    RL updates (GRPO, PPO, tree rollouts) train on samples that share
+    prefixes. This pass rewrites a function written over a padded batch of
+    token sequences, `[batch, seq]`, into the same function over the batch's
+    prefix trie packed in depth-first order, `[bins, capacity]` (a row per
+    data-parallel bin, each holding the trie of `batch / bins` sample
+    slots), so every shared prefix is computed once, forward and, after
+    `nn-autodiff` or `nn-training-step`, backward. The loss is unchanged in
+    exact arithmetic: what a sample computes at a token depends only on its
+    prefix.
+
+    The token argument is the `nn.data` `[batch, seq]` integer tensor read
+    as `nn.embedding` ids (exactly one). In the rewritten function
+
+    * values computed from the tokens hold one row per trie node:
+      `[batch, seq, ...]` becomes `[bins, capacity, ...]`, the same ops on
+      the packed tokens (an op is kept when its factor rule maps the batch
+      and sequence dimensions of every tensor that has them to parallel
+      factors of its results);
+    * causal `nn.attention` becomes `mask = tree subtree_end
+      %trie_subtree_end`: a node sees exactly its ancestors;
+    * `nn.iota dim = 1` over `[batch, seq]` (positions, for position
+      embeddings and `nn.rope`) reads each node's original position,
+      `%trie_positions`;
+    * an `nn.cross_entropy`, or an `nn.gather` over the classes (a
+      log-probability per token), whose labels are a data argument reads
+      one log-probability per (sample, token) from a log-softmax computed
+      once per node: argument `%trie_index_<labels>` holds `node * vocab +
+      label` (`node` the sample's token's node in its bin's row); what
+      follows (weights, PPO ratios and clipping with each sample's own old
+      log-probabilities and advantage, normalisers) is the per-sample code
+      as written, so it keeps the un-deduplicated batch's normalisers;
+    * any other op reading token-derived values reads their per-sample form,
+      gathered from the nodes by `%trie_nodes` (`[batch, seq]`, the node of
+      every (sample, token); exact, but not deduplicated).
+
+    ```mlir
+    // before
+    func.func @f(%tokens: tensor<8x16xi64> {nn.data}, %targets: tensor<8x16xi64> {nn.data}, ...)
+    // after nn-prefix-dedup{capacity=64}
+    func.func @f(..., %tokens_packed: tensor<1x64xi64> {nn.data},
+                 %trie_positions: tensor<1x64xi64> {nn.data},
+                 %trie_subtree_end: tensor<1x64xi64> {nn.data},
+                 %trie_index_targets: tensor<8x16xi64> {nn.data})
+        attributes {nn.prefix_dedup = {batch = 8, bins = 1, capacity = 64,
+                                       seq = 16, vocab = 64}}
+    ```
+
+    The padded tokens and labels read only through their index are
+    removed; the new arguments come last, named by `nn.name`; the function
+    attribute `nn.prefix_dedup` records the shapes a batch packer needs
+    (`loom-batch pack`). Padding nodes (past a bin's trie) see only
+    themselves and no real token sees them.
+
+    Errors, at the op: dropout with a non-zero rate (its mask depends on the
+    sample's index), attention that is not causal or has a positions
+    operand, attention between token-derived and other tensors, no or
+    several token arguments, `bins` not dividing the batch, an argument name
+    the rewrite needs already taken.
+  }];
+  let options = [
+    Option<"func", "func", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: every function with nn.data "
+           "arguments)">,
+    Option<"capacity", "capacity", "int64_t", /*default=*/"0",
+           "Packed tokens per bin (the shape bucket; required)">,
+    Option<"bins", "bins", "int64_t", /*default=*/"1",
+           "Data-parallel bins (rows of the packing); must divide the batch">,
+  ];
+  let dependentDialects = ["loom::nn::NNDialect"];
+  let statistics = [
+    Statistic<"numFunctions", "functions", "Functions deduplicated">,
+  ];
+}
+
 def GradientBucketingPass : Pass<"hspmd-bucket-gradients", "mlir::ModuleOp"> {
   let summary = "Fuses the collectives of a local-view function into buckets";
   let description = [{

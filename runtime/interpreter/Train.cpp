@@ -273,7 +273,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   int64_t &affineIn = setup.affineIn, &affineOut = setup.affineOut,
           &rows = setup.rows;
   std::vector<double> &affineA = setup.affineA, &affineC = setup.affineC;
-  if (!data.empty()) {
+  // (With --data the files fill every data argument: no task.)
+  if (!data.empty() && options.dataDir.empty()) {
     bool classes = task == "classes";
     bool wantFloat = task == "affine" || classes;
     inputArg = nthOf(wantFloat, 0);
@@ -326,7 +327,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   // Integer data is drawn from [0, vocab): it must index whatever it
   // directly feeds (an embedding table's rows, cross-entropy's classes).
   for (unsigned i : data) {
-    if (!isIntegerKind(argKinds[i]) || argKinds[i] == ElementKind::I1)
+    if (!options.dataDir.empty() || !isIntegerKind(argKinds[i]) ||
+        argKinds[i] == ElementKind::I1)
       continue;
     for (OpOperand &use : func.getArgument(i).getUses()) {
       Operation *user = use.getOwner();

@@ -4,7 +4,8 @@
 // Whatever parses must verify (the parser verifies), print, parse back and
 // print the same text again. Then autodiff (nn-autodiff), the training
 // step (nn-training-step), the cross-entropy decomposition
-// (nn-decompose-cross-entropy), share selection (hspmd-select-shares), layout
+// (nn-decompose-cross-entropy), prefix deduplication
+// (nn-prefix-dedup), share selection (hspmd-select-shares), layout
 // propagation (hspmd-propagate-layouts, across device groups too),
 // reshard lowering (hspmd-lower-reshards), the whole partitioning chain
 // (propagation, reshard insertion and lowering, specialisation, bucketing)
@@ -115,6 +116,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 "nn-training-step");
   runPassOnCopy(*module, loom::createDecomposeCrossEntropyPass(),
                 "nn-decompose-cross-entropy");
+  loom::PrefixDedupPassOptions dedup;
+  dedup.capacity = 32;
+  dedup.bins = 2;
+  runPassOnCopy(*module, loom::createPrefixDedupPass(dedup),
+                "nn-prefix-dedup");
   runPassOnCopy(*module, loom::createLayoutPropagationPass(),
                 "hspmd-propagate-layouts");
   runPassOnCopy(*module, loom::createReshardLoweringPass(),

@@ -13,6 +13,17 @@
 //                                token and per attention pair, default 1
 //                                and 0): each rank's samples and load, the
 //                                reuse achieved against the ideal, max/mean
+//   loom-batch pack DIR --batch B --seq S --capacity C [--bins R]
+//            [--vocab V] [--costs C_TOK C_ATT] BATCH...
+//                                the arrays of a training run over the
+//                                batches, one step each (frontends/rl/
+//                                Pack.h): DIR/<name>.npy for the plain
+//                                step's and the deduplicated step's data
+//                                arguments, the steps stacked along a
+//                                leading dimension (loom-run --train
+//                                --data DIR); with R > 1, each step's
+//                                samples cut into R bins as `bins` does.
+//                                Prints each step's bins and reuse
 //
 // BATCH is a JSON Lines file (frontends/rl/Batch.h; README, "RL batches")
 // or a folder of the .npy form (frontends/rl/BatchNpy.h).
@@ -22,8 +33,11 @@
 #include "frontends/rl/Batch.h"
 #include "frontends/rl/BatchNpy.h"
 #include "frontends/rl/Bins.h"
+#include "frontends/rl/Pack.h"
+#include "runtime/interpreter/Npy.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -31,7 +45,139 @@
 #include <cmath>
 #include <cstring>
 
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static llvm::Expected<loom::rl::Batch> readBatch(llvm::StringRef path) {
+  return llvm::sys::fs::is_directory(path) ? loom::rl::readBatchNpy(path)
+                                           : loom::rl::readBatchFile(path);
+}
+
+/// loom-batch pack DIR options BATCH...
+static llvm::Error pack(llvm::ArrayRef<const char *> args) {
+  if (args.empty())
+    return fail("pack: give the output folder first");
+  std::string dir = args.front();
+  loom::rl::PackShape shape;
+  loom::rl::BinCosts costs;
+  std::vector<std::string> batches;
+  for (size_t i = 1; i < args.size(); ++i) {
+    llvm::StringRef arg = args[i];
+    auto number = [&](int64_t &out) -> llvm::Error {
+      if (i + 1 >= args.size() ||
+          llvm::StringRef(args[i + 1]).getAsInteger(10, out) || out <= 0 ||
+          out > (int64_t{1} << 30))
+        return fail("pack: " + arg + " needs a positive integer");
+      ++i;
+      return llvm::Error::success();
+    };
+    llvm::Error err = llvm::Error::success();
+    if (arg == "--batch")
+      err = number(shape.batch);
+    else if (arg == "--seq")
+      err = number(shape.seq);
+    else if (arg == "--capacity")
+      err = number(shape.capacity);
+    else if (arg == "--bins")
+      err = number(shape.bins);
+    else if (arg == "--vocab")
+      err = number(shape.vocab);
+    else if (arg == "--costs") {
+      if (i + 2 >= args.size() ||
+          llvm::StringRef(args[i + 1]).getAsDouble(costs.perToken) ||
+          llvm::StringRef(args[i + 2]).getAsDouble(costs.perPair) ||
+          !(costs.perToken >= 0) || !(costs.perPair >= 0) ||
+          !std::isfinite(costs.perToken + costs.perPair) ||
+          costs.perToken + costs.perPair <= 0)
+        return fail("pack: --costs needs two finite numbers >= 0, not both "
+                    "0");
+      i += 2;
+    } else if (arg.starts_with("--"))
+      return fail("pack: unknown option " + arg);
+    else
+      batches.push_back(arg.str());
+    if (err)
+      return err;
+  }
+  if (!shape.batch || !shape.seq || !shape.capacity)
+    return fail("pack: --batch, --seq and --capacity are required (the "
+                "step's shapes: nn.prefix_dedup of the deduplicated "
+                "function)");
+  if (batches.empty())
+    return fail("pack: no batch files");
+  std::vector<loom::rl::PackedStep> steps;
+  llvm::raw_ostream &os = llvm::outs();
+  for (auto [k, path] : llvm::enumerate(batches)) {
+    llvm::Expected<loom::rl::Batch> batch = readBatch(path);
+    if (!batch)
+      return batch.takeError();
+    std::vector<std::vector<int64_t>> bins;
+    loom::rl::Statistics stats =
+        loom::rl::getStatistics(*batch, loom::rl::buildTrie(*batch));
+    if (shape.bins > 1) {
+      loom::rl::BinPlan plan = loom::rl::planBins(*batch, shape.bins, costs);
+      bins = plan.samples;
+      os << "step " << k << " (" << path << "): bins: max/mean load "
+         << llvm::format("%.3f", plan.meanLoad > 0
+                                     ? plan.maxLoad / plan.meanLoad
+                                     : 1.0)
+         << ", tokens computed " << plan.totalComputed << " (ideal "
+         << plan.idealUnique << ", plain " << plan.totalTokens << ")\n";
+    }
+    llvm::Expected<loom::rl::PackedStep> step =
+        loom::rl::packStep(*batch, shape, bins);
+    if (!step)
+      return fail(path + ": " + llvm::toString(step.takeError()));
+    os << "step " << k << " (" << path << "): samples " << stats.samples
+       << ", T " << stats.totalTokens << ", U " << stats.uniqueTokens
+       << ", nodes per bin";
+    for (int64_t n : step->binNodes)
+      os << " " << n;
+    os << " of " << shape.capacity << "\n";
+    steps.push_back(std::move(*step));
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return fail("pack: cannot create " + dir + ": " + ec.message());
+  using loom::interp::Tensor;
+  auto write = [&](const std::string &name, Tensor tensor) -> llvm::Error {
+    std::string path = dir + "/" + name + ".npy";
+    return loom::interp::writeNpyFile(path, tensor);
+  };
+  const loom::rl::PackedStep &first = steps.front();
+  for (const auto &[name, shapeOf] : first.shapes) {
+    llvm::SmallVector<int64_t> stacked = {
+        static_cast<int64_t>(steps.size())};
+    stacked.append(shapeOf.begin(), shapeOf.end());
+    if (first.ints.count(name)) {
+      std::vector<int64_t> all;
+      for (const auto &step : steps)
+        llvm::append_range(all, step.ints.at(name));
+      if (llvm::Error err = write(name, Tensor::fromValues<int64_t>(
+                                            stacked, all)))
+        return err;
+    } else {
+      std::vector<double> all;
+      for (const auto &step : steps)
+        llvm::append_range(all, step.floats.at(name));
+      if (llvm::Error err =
+              write(name, Tensor::fromValues<double>(stacked, all)))
+        return err;
+    }
+  }
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && !std::strcmp(argv[1], "pack")) {
+    if (llvm::Error err = pack(llvm::ArrayRef<const char *>(argv + 2,
+                                                            argc - 2))) {
+      llvm::WithColor::error(llvm::errs(), "loom-batch")
+          << llvm::toString(std::move(err)) << "\n";
+      return 1;
+    }
+    return 0;
+  }
   bool usage = argc < 3;
   if (!usage) {
     bool stats = !std::strcmp(argv[1], "stats"),
@@ -43,7 +189,9 @@ int main(int argc, char **argv) {
   }
   if (usage) {
     llvm::errs() << "usage: loom-batch stats|trie BATCH, loom-batch npy BATCH "
-                    "DIR, or loom-batch bins BATCH RANKS [C_TOK C_ATT] "
+                    "DIR, loom-batch bins BATCH RANKS [C_TOK C_ATT], or "
+                    "loom-batch pack DIR --batch B --seq S --capacity C "
+                    "[--bins R] [--vocab V] [--costs C_TOK C_ATT] BATCH... "
                     "(BATCH: a .jsonl file or a folder of .npy arrays)\n";
     return 1;
   }
@@ -52,9 +200,7 @@ int main(int argc, char **argv) {
         << llvm::toString(std::move(err)) << "\n";
     return 1;
   };
-  llvm::Expected<loom::rl::Batch> batch =
-      llvm::sys::fs::is_directory(argv[2]) ? loom::rl::readBatchNpy(argv[2])
-                                           : loom::rl::readBatchFile(argv[2]);
+  llvm::Expected<loom::rl::Batch> batch = readBatch(argv[2]);
   if (!batch)
     return error(batch.takeError());
   loom::rl::Trie trie = loom::rl::buildTrie(*batch);

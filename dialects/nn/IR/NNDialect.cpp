@@ -251,5 +251,29 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError() << "carries '" << name
                              << "' as an op attribute, but it is only valid "
                                 "on function results";
+  if (name == getPrefixDedupAttrName()) {
+    auto info = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !info)
+      return op->emitOpError()
+             << "carries '" << name
+             << "', which must be a dictionary on a function";
+    for (StringRef key : {"batch", "bins", "capacity", "seq"})
+      if (!info.get(key))
+        return op->emitOpError() << "'" << name << "' lacks '" << key << "'";
+    for (NamedAttribute entry : info) {
+      StringRef key = entry.getName().strref();
+      auto value = dyn_cast<IntegerAttr>(entry.getValue());
+      if (!llvm::is_contained({StringRef("batch"), StringRef("bins"),
+                               StringRef("capacity"), StringRef("seq"),
+                               StringRef("vocab")},
+                              key))
+        return op->emitOpError()
+               << "'" << name << "' has unknown entry '" << key << "'";
+      if (!value || value.getValue().getSExtValue() <= 0)
+        return op->emitOpError() << "'" << name << "' entry '" << key
+                                 << "' must be a positive integer";
+    }
+    return success();
+  }
   return op->emitOpError() << "has unknown nn attribute '" << name << "'";
 }

@@ -101,6 +101,12 @@ def NN_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getNameAttrName() {
       return ::llvm::StringLiteral("nn.name");
     }
+    /// The dictionary attribute nn-prefix-dedup sets on a function it
+    /// rewrote: the shapes of the packing (batch, bins, capacity, seq and,
+    /// with a loss over classes, vocab), all positive integers.
+    static constexpr ::llvm::StringLiteral getPrefixDedupAttrName() {
+      return ::llvm::StringLiteral("nn.prefix_dedup");
+    }
     /// The unit attribute that marks a function result as the loss.
     static constexpr ::llvm::StringLiteral getLossAttrName() {
       return ::llvm::StringLiteral("nn.loss");

@@ -1,0 +1,131 @@
+//===- Pack.cpp - A batch as the arrays of one training step --------------===//
+
+#include "frontends/rl/Pack.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace loom::rl;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<PackedStep>
+loom::rl::packStep(const Batch &batch, const PackShape &shape,
+                   std::vector<std::vector<int64_t>> binSamples) {
+  const int64_t B = shape.batch, S = shape.seq, R = shape.bins,
+                C = shape.capacity;
+  if (B <= 0 || S <= 0 || R <= 0 || C <= 0 || B % R != 0)
+    return fail(llvm::formatv("invalid step shape: batch {0}, seq {1}, bins "
+                              "{2}, capacity {3} (all positive, bins "
+                              "dividing the batch)",
+                              B, S, R, C));
+  const int64_t slotsPerBin = B / R;
+  const int64_t numSamples = static_cast<int64_t>(batch.samples.size());
+  if (binSamples.empty()) {
+    binSamples.resize(R);
+    for (int64_t i = 0; i < numSamples; ++i)
+      binSamples[std::min(i / slotsPerBin, R - 1)].push_back(i);
+  }
+  if (static_cast<int64_t>(binSamples.size()) != R)
+    return fail(llvm::formatv("{0} bins given for a step of {1}",
+                              binSamples.size(), R));
+  for (const Sample &sample : batch.samples) {
+    int64_t length = static_cast<int64_t>(sample.tokens.size());
+    if (length > S)
+      return fail(llvm::formatv(
+          "line {0}: the sample has {1} tokens; the step's sequences hold "
+          "{2} (the model's positions)",
+          sample.line, length, S));
+    if (shape.vocab > 0)
+      for (int64_t token : sample.tokens)
+        if (token < 0 || token >= shape.vocab)
+          return fail(llvm::formatv("line {0}: token {1} is outside the "
+                                    "model's vocabulary of {2}",
+                                    sample.line, token, shape.vocab));
+  }
+
+  PackedStep step;
+  auto &tokens = step.ints["tokens"], &targets = step.ints["targets"],
+       &nodes = step.ints["trie_nodes"];
+  auto &weights = step.floats["weights"], &advantages = step.floats["advantages"],
+       &oldLogProbs = step.floats["old_logprobs"];
+  auto &packed = step.ints["tokens_packed"],
+       &positions = step.ints["trie_positions"],
+       &subtreeEnd = step.ints["trie_subtree_end"];
+  for (auto *v : {&tokens, &targets, &nodes})
+    v->assign(B * S, 0);
+  for (auto *v : {&weights, &advantages, &oldLogProbs})
+    v->assign(B * S, 0.0);
+  packed.assign(R * C, 0);
+  positions.assign(R * C, 0);
+  subtreeEnd.resize(R * C);
+  for (int64_t i = 0; i < R * C; ++i)
+    subtreeEnd[i] = i % C;
+  for (const char *name : {"tokens", "targets", "trie_nodes", "weights",
+                           "advantages", "old_logprobs"})
+    step.shapes[name] = {B, S};
+  for (const char *name :
+       {"tokens_packed", "trie_positions", "trie_subtree_end"})
+    step.shapes[name] = {R, C};
+
+  std::vector<bool> placed(numSamples, false);
+  for (int64_t r = 0; r < R; ++r) {
+    const std::vector<int64_t> &mine = binSamples[r];
+    if (static_cast<int64_t>(mine.size()) > slotsPerBin)
+      return fail(llvm::formatv("bin {0} holds {1} samples; the step has {2} "
+                                "sample slots per bin (batch {3} / bins {4})",
+                                r, mine.size(), slotsPerBin, B, R));
+    Batch sub;
+    for (int64_t i : mine) {
+      if (i < 0 || i >= numSamples || placed[i])
+        return fail(llvm::formatv("bin {0} names sample {1}, which is out of "
+                                  "range or in another bin",
+                                  r, i));
+      placed[i] = true;
+      sub.samples.push_back(batch.samples[i]);
+    }
+    Trie trie = buildTrie(sub);
+    int64_t used = trie.getNumNodes();
+    step.binNodes.push_back(used);
+    if (used > C)
+      return fail(llvm::formatv(
+          "bin {0}'s trie has {1} nodes (samples from line {2}); the "
+          "capacity is {3}: use a larger capacity bucket",
+          r, used, sub.samples.empty() ? 0 : sub.samples.front().line, C));
+    for (int64_t n = 0; n < used; ++n) {
+      packed[r * C + n] = trie.tokens[n];
+      positions[r * C + n] = trie.positions[n];
+      subtreeEnd[r * C + n] = trie.subtreeEnd[n];
+    }
+    for (auto [k, sample] : llvm::enumerate(sub.samples)) {
+      int64_t b = r * slotsPerBin + static_cast<int64_t>(k);
+      int64_t length = static_cast<int64_t>(sample.tokens.size());
+      for (int64_t s = 0; s < length; ++s) {
+        tokens[b * S + s] = sample.tokens[s];
+        nodes[b * S + s] = trie.nodeOf[k][s];
+      }
+      for (int64_t s = 0; s + 1 < length; ++s) {
+        targets[b * S + s] = sample.tokens[s + 1];
+        weights[b * S + s] = sample.lossMask[s + 1] * sample.weight;
+        advantages[b * S + s] = sample.advantage.value_or(0.0);
+        if (!sample.oldLogProbs.empty())
+          oldLogProbs[b * S + s] = sample.oldLogProbs[s + 1];
+      }
+    }
+    step.binSamples.push_back(mine);
+  }
+  for (int64_t i = 0; i < numSamples; ++i)
+    if (!placed[i])
+      return fail(llvm::formatv("line {0}: the sample is in no bin (the "
+                                "step has {1} sample slots)",
+                                batch.samples[i].line, B));
+  if (shape.vocab > 0) {
+    auto &index = step.ints["trie_index_targets"];
+    index.resize(B * S);
+    for (int64_t i = 0; i < B * S; ++i)
+      index[i] = nodes[i] * shape.vocab + targets[i];
+    step.shapes["trie_index_targets"] = {B, S};
+  }
+  return step;
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Training from RL batch files, plain and prefix-deduplicated, end to end.
+
+Writes --steps seeded GRPO-shaped batches (JSON Lines: P prompts, each with
+G responses; loss masks on the responses, group-normalised advantages, old
+log-probabilities near the model's), packs them with `loom-batch pack`
+(the deduplicated side cut into --ranks data-parallel bins), and trains
+
+  * the plain step (the model as written, over padded [batch, seq]) on the
+    interpreter: the reference;
+  * the deduplicated step (nn-prefix-dedup, one bin per rank, the bins
+    split across the ranks: data parallel) compiled for the host target on
+    --ranks real MPI ranks (loom-run --train --target host);
+
+from the same seeded initialisation and the same batches. Every step's loss
+and the final parameters must agree within --tolerance (norm-wise relative;
+NaN or Inf fails). --plant-fault positions packs the deduplicated side
+with every node's position off by one past the root (the error the check
+must catch).
+
+    check_dedup.py --opt loom-opt --run loom-run --batch-tool loom-batch \\
+        --work-dir DIR --model FILE.mlir [--f64] [--ranks 2] [--steps 5]
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+from check_layout import fresh, losses, relative, run
+
+
+def make_batch(rng, prompts, group, vocab, seq):
+    lines = []
+    for _ in range(prompts):
+        prompt = [int(t) for t in rng.integers(0, vocab, rng.integers(3, 7))]
+        advantages = rng.normal(size=group)
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-6)
+        for g in range(group):
+            room = seq - len(prompt)
+            response = [int(t) for t in
+                        rng.integers(0, vocab, rng.integers(2, room + 1))]
+            tokens = prompt + response
+            mask = [0] * len(prompt) + [1] * len(response)
+            old = [0.0] + [float(v) for v in
+                           rng.normal(-np.log(vocab), 0.3, len(tokens) - 1)]
+            lines.append(json.dumps({
+                "tokens": tokens, "loss_mask": mask, "weight": 1.0,
+                "advantage": float(advantages[g]), "old_logprobs": old}))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for flag in ("--opt", "--run", "--batch-tool", "--work-dir", "--model"):
+        ap.add_argument(flag, required=True)
+    ap.add_argument("--f64", action="store_true")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--capacity", type=int, default=64)
+    ap.add_argument("--tolerance", type=float, default=1e-9)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plant-fault", default="", choices=["", "positions"])
+    args = ap.parse_args()
+    work = args.work_dir
+    os.makedirs(work, exist_ok=True)
+    batch, seq, vocab = 8, 16, 64
+
+    rng = np.random.default_rng(args.seed)
+    files = []
+    for k in range(args.steps):
+        path = os.path.join(work, f"batch{k}.jsonl")
+        with open(path, "w") as f:
+            f.write(make_batch(rng, 2, 4, vocab, seq))
+        files.append(path)
+    data = fresh(os.path.join(work, "data"))
+    packed = run([args.batch_tool, "pack", data, "--batch", str(batch),
+                  "--seq", str(seq), "--capacity", str(args.capacity),
+                  "--bins", str(args.ranks), "--vocab", str(vocab)] + files)
+    print(packed, end="")
+    if args.plant_fault == "positions":
+        path = os.path.join(data, "trie_positions.npy")
+        positions = np.load(path)
+        np.save(path, np.where(positions > 0, positions + 1,
+                               positions).clip(max=seq - 1))
+
+    with open(args.model) as f:
+        text = f.read()
+    if args.f64:
+        text = text.replace("f32", "f64")
+    forward = os.path.join(work, "forward.mlir")
+    with open(forward, "w") as f:
+        f.write(text)
+    train = "--loom-training-pipeline=optimizer=sgd lr=5e-2"
+
+    # The plain step on the interpreter.
+    plain = os.path.join(work, "plain.mlir")
+    run([args.opt, forward, "--nn-name-arguments-from-source", train, "-o",
+         plain])
+    ref_dir = fresh(os.path.join(work, "train-plain"))
+    ref = run([args.run, "--interpret", plain, "--train", "--steps",
+               str(args.steps), "--seed", str(args.seed), "--data", data,
+               "--output-dir", ref_dir])
+
+    # The deduplicated step, its bins split across the ranks.
+    dedup = os.path.join(work, "dedup.mlir")
+    run([args.opt, forward, "--nn-name-arguments-from-source",
+         f"--nn-prefix-dedup=capacity={args.capacity} bins={args.ranks}",
+         "-o", dedup])
+    with open(dedup) as f:
+        text = f.read()
+    group = "[" + ", ".join(str(d) for d in range(args.ranks)) + "]"
+    layout = f"#hspmd.union<{{{group}: [S0:{args.ranks}]}}>"
+    text, n = re.subn(r"\{nn\.data, nn\.name",
+                      "{hspmd.layout = " + layout + ", nn.data, nn.name",
+                      text)
+    if not n:
+        sys.exit("FAIL: no data arguments to split in the deduplicated step")
+    with open(dedup, "w") as f:
+        f.write(text)
+    stepped = os.path.join(work, "dedup-step.mlir")
+    run([args.opt, dedup, train, "--loom-partition-pipeline", "-o", stepped])
+    host_dir = fresh(os.path.join(work, "train-host"))
+    host = run([args.run, "--interpret", stepped, "--train", "--target",
+                "host", "--ranks", str(args.ranks), "--steps",
+                str(args.steps), "--seed", str(args.seed), "--data", data,
+                "--work-dir", os.path.join(work, "host"), "--output-dir",
+                host_dir])
+
+    loss, ref_loss = losses(host), losses(ref)
+    if len(loss) != args.steps or len(ref_loss) != args.steps:
+        sys.exit(f"FAIL: expected {args.steps} losses, got {len(ref_loss)} "
+                 f"(plain) and {len(loss)} (deduplicated)")
+    loss_error = max(relative([h], [r]) for h, r in zip(loss, ref_loss))
+    param_error, k = 0.0, 0
+    while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
+        param_error = max(param_error, relative(
+            np.load(os.path.join(host_dir, f"param_{k}.npy")),
+            np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
+        k += 1
+    if not k:
+        sys.exit("FAIL: no parameters were written")
+    if (not loss_error <= args.tolerance or
+            not param_error <= args.tolerance):
+        sys.exit(f"FAIL: deduplicated training differs from the plain "
+                 f"step: loss {loss_error:.2e}, parameters "
+                 f"{param_error:.2e} (bound {args.tolerance:.0e})")
+    print(f"deduplicated on {args.ranks} ranks against plain: {args.steps} "
+          f"steps, {k} parameters: loss error {loss_error:.2e}, parameter "
+          f"error {param_error:.2e} (bound {args.tolerance:.0e})")
+
+
+if __name__ == "__main__":
+    main()
