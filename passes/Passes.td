@@ -529,7 +529,7 @@ def PrefixDedupPass : Pass<"nn-prefix-dedup", "mlir::ModuleOp"> {
     // before
     func.func @f(%tokens: tensor<8x16xi64> {nn.data}, %targets: tensor<8x16xi64> {nn.data}, ...)
     // after nn-prefix-dedup{capacity=64}
-    func.func @f(..., %tokens_packed: tensor<1x64xi64> {nn.data},
+    func.func @f(..., %trie_tokens: tensor<1x64xi64> {nn.data},
                  %trie_positions: tensor<1x64xi64> {nn.data},
                  %trie_subtree_end: tensor<1x64xi64> {nn.data},
                  %trie_index_targets: tensor<8x16xi64> {nn.data})

@@ -45,7 +45,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -119,7 +121,9 @@ private:
   BlockArgument traceToArgument(Value v);
 
   bool isTokenWise(Operation *op);
-  void cloneOnNodes(Operation *op);
+  /// The op on the node forms; false (nothing changed) where the clone
+  /// does not verify (an attribute that spells the token dimensions).
+  bool cloneOnNodes(Operation *op);
   bool rewriteAttention(AttentionOp op);
   bool rewriteCrossEntropy(CrossEntropyOp op);
   bool rewriteGather(GatherOp op);
@@ -137,10 +141,16 @@ private:
   std::optional<int64_t> vocab;
   /// Original ops whose results only exist as node forms now.
   SmallVector<Operation *> stale;
+  /// Set after a diagnostic in a helper that cannot return failure.
+  bool hadError = false;
 };
 
-bool Deduplicator::findTokens() {
+/// The candidates for the token argument of `func`: nn.data [batch, seq]
+/// integer tensors read as nn.embedding ids.
+SmallVector<BlockArgument> getTokenCandidates(func::FuncOp func) {
   SmallVector<BlockArgument> candidates;
+  if (func.isExternal())
+    return candidates;
   for (BlockArgument arg : func.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!isData(func, arg.getArgNumber()) || !type || type.getRank() != 2 ||
@@ -152,6 +162,15 @@ bool Deduplicator::findTokens() {
         }))
       candidates.push_back(arg);
   }
+  return candidates;
+}
+
+bool hasTokenArgument(func::FuncOp func) {
+  return !getTokenCandidates(func).empty();
+}
+
+bool Deduplicator::findTokens() {
+  SmallVector<BlockArgument> candidates = getTokenCandidates(func);
   if (candidates.size() != 1) {
     func.emitError() << "prefix deduplication needs exactly one token "
                         "argument (an nn.data [batch, seq] integer tensor "
@@ -174,20 +193,16 @@ bool Deduplicator::findTokens() {
 
 Value Deduplicator::addArgument(RankedTensorType type, StringRef name) {
   unsigned index = func.getNumArguments();
-  for (unsigned i = 0; i < index; ++i)
-    if (getArgName(func, i) == name) {
-      func.emitError() << "argument name '" << name
-                       << "' is taken; prefix deduplication adds an argument "
-                          "of that name";
-      return {};
-    }
   Builder b(func.getContext());
   NamedAttribute attrs[] = {
       b.getNamedAttr(NNDialect::getDataAttrName(), b.getUnitAttr()),
       b.getNamedAttr(NNDialect::getNameAttrName(), b.getStringAttr(name))};
   if (failed(func.insertArgument(index, type, b.getDictionaryAttr(attrs),
-                                 func.getLoc())))
+                                 func.getLoc()))) {
+    func.emitError() << "cannot add argument '" << name << "'";
+    hadError = true;
     return {};
+  }
   return func.getArgument(index);
 }
 
@@ -229,7 +244,7 @@ Value Deduplicator::expand(Value v, Location loc) {
   int64_t slots = batch / bins * seq;
   Value index = getNodes(loc);
   if (!index)
-    return {};
+    return nodeValue; // (hadError is set: the caller stops)
   Type element = type.getElementType();
   auto reshape = [&](RankedTensorType to, Value from) -> Value {
     if (from.getType() == to)
@@ -254,12 +269,6 @@ Value Deduplicator::expand(Value v, Location loc) {
 
 Value Deduplicator::getLabelIndex(BlockArgument labels, int64_t classes,
                                   Location loc) {
-  if (vocab && *vocab != classes) {
-    emitError(loc) << "labels over " << classes
-                   << " classes; an earlier loss in this function has "
-                   << *vocab << " (the trie index arguments share one vocab)";
-    return {};
-  }
   vocab = classes;
   if (Value existing = labelIndices.lookup(labels))
     return existing;
@@ -348,7 +357,7 @@ bool Deduplicator::isTokenWise(Operation *op) {
   return true;
 }
 
-void Deduplicator::cloneOnNodes(Operation *op) {
+bool Deduplicator::cloneOnNodes(Operation *op) {
   IRMapping mapping;
   bool allDual = true;
   for (Value operand : op->getOperands()) {
@@ -360,14 +369,34 @@ void Deduplicator::cloneOnNodes(Operation *op) {
   builder.setInsertionPoint(op);
   Operation *clone = builder.clone(*op, mapping);
   for (auto [result, cloned] :
-       llvm::zip(op->getResults(), clone->getResults())) {
+       llvm::zip(op->getResults(), clone->getResults()))
     cloned.setType(toNodeType(result.getType()));
+  // A slice taking the token dimensions whole takes them whole on nodes.
+  if (auto slice = dyn_cast<SliceOp>(clone)) {
+    SmallVector<int64_t> sizes(slice.getSizes());
+    sizes[0] = bins;
+    sizes[1] = capacity;
+    slice.setSizes(sizes);
+  }
+  bool valid;
+  {
+    ScopedDiagnosticHandler quiet(func.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    valid = succeeded(mlir::verify(clone));
+  }
+  if (!valid) {
+    clone->erase();
+    return false;
+  }
+  for (auto [result, cloned] :
+       llvm::zip(op->getResults(), clone->getResults())) {
     nodeForms[result] = cloned;
     if (allDual)
       duals.insert(result);
   }
   if (!allDual)
     stale.push_back(op);
+  return true;
 }
 
 void Deduplicator::expandOperands(Operation *op) {
@@ -411,6 +440,14 @@ bool Deduplicator::rewriteAttention(AttentionOp op) {
 
 bool Deduplicator::rewriteCrossEntropy(CrossEntropyOp op) {
   Location loc = op.getLoc();
+  if (!op.getWeights()) {
+    op.emitError() << "has no weights; prefix deduplication keeps the loss "
+                      "at every real token, but the padding positions of "
+                      "the batch, which an unweighted loss counts, read "
+                      "other values (a padding slot is no trie node): "
+                      "give weights, 0 on padding";
+    return false;
+  }
   builder.setInsertionPoint(op);
   Value logits = nodeForms.lookup(op.getLogits());
   auto logitsType = cast<RankedTensorType>(logits.getType());
@@ -467,6 +504,8 @@ bool Deduplicator::rewriteGather(GatherOp op) {
 /// Whether `op` takes the classes of a `[batch, seq, vocab]` node-valued
 /// tensor at labels held in a data argument (per sample).
 bool Deduplicator::visit(Operation *op) {
+  if (hadError)
+    return false;
   if (llvm::none_of(op->getOperands(),
                     [&](Value v) { return isNodeValued(v); }))
     return true;
@@ -485,6 +524,7 @@ bool Deduplicator::visit(Operation *op) {
     auto type = cast<RankedTensorType>(input.getType());
     return isNodeValued(input) && !duals.contains(input) &&
            type.getRank() == 3 && hasTokenShape(type) &&
+           (!vocab || *vocab == type.getDimSize(2)) &&
            traceToArgument(labels);
   };
   if (auto loss = dyn_cast<CrossEntropyOp>(op);
@@ -495,12 +535,10 @@ bool Deduplicator::visit(Operation *op) {
       overClasses(gather.getInput(), gather.getIndices()) &&
       !isNodeValued(gather.getIndices()))
     return rewriteGather(gather);
-  if (isTokenWise(op)) {
-    cloneOnNodes(op);
+  if (isTokenWise(op) && cloneOnNodes(op))
     return true;
-  }
   expandOperands(op);
-  return true;
+  return !hadError;
 }
 
 bool Deduplicator::run() {
@@ -511,13 +549,39 @@ bool Deduplicator::run() {
   }
   if (!findTokens())
     return false;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (StringRef(getArgName(func, i)).starts_with("trie_")) {
+      func.emitError() << "argument #" << i << " is named '"
+                       << getArgName(func, i)
+                       << "'; prefix deduplication adds the arguments "
+                          "named trie_*";
+      return false;
+    }
+  if (capacity > batch / bins * seq) {
+    func.emitError() << "capacity = " << capacity << " exceeds the "
+                     << batch / bins * seq
+                     << " tokens of a bin (batch / bins * seq): a bin's "
+                        "trie never has more nodes";
+    return false;
+  }
+  if (auto module = func->getParentOfType<ModuleOp>();
+      module && !SymbolTable::symbolKnownUseEmpty(func, module)) {
+    func.emitError() << "is called; prefix deduplication changes its "
+                        "arguments: inline the calls first";
+    return false;
+  }
+  for (Operation &op : func.getBody().front())
+    if (op.getNumRegions()) {
+      op.emitError() << "has regions; prefix deduplication rewrites "
+                        "straight-line bodies";
+      return false;
+    }
   auto tokenType = cast<RankedTensorType>(tokens.getType());
   auto packedType = RankedTensorType::get({bins, capacity},
                                           tokenType.getElementType());
   auto indexType = RankedTensorType::get({bins, capacity},
                                          builder.getI64Type());
-  Value packed = addArgument(packedType, getArgName(func, tokens.getArgNumber()) +
-                                             "_packed");
+  Value packed = addArgument(packedType, "trie_tokens");
   positions = packed ? addArgument(indexType, "trie_positions") : Value();
   subtreeEnd = positions ? addArgument(indexType, "trie_subtree_end") : Value();
   if (!subtreeEnd)
@@ -558,10 +622,10 @@ bool Deduplicator::run() {
   }
   // Per-sample forms of duals that nothing reads any more (the positions'
   // iota, a position embedding of it) go, last first.
+  // So do ops nothing reads (a reshape of labels now read through their
+  // trie index).
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (op.use_empty() && op.getNumResults() > 0 &&
-        llvm::all_of(op.getResults(),
-                     [&](Value r) { return duals.contains(r); }))
+    if (isOpTriviallyDead(&op))
       op.erase();
   // The padded tokens, and labels now read through their trie index, go.
   llvm::BitVector unused(func.getNumArguments());
@@ -611,11 +675,7 @@ struct PrefixDedupPass
     for (auto f : module.getOps<func::FuncOp>()) {
       if (f.isExternal() || f->hasAttr(NNDialect::getPrefixDedupAttrName()))
         continue;
-      if (func.empty() ? llvm::any_of(llvm::seq(0u, f.getNumArguments()),
-                                      [&](unsigned i) {
-                                        return isData(f, i);
-                                      })
-                       : f.getSymName() == func)
+      if (func.empty() ? hasTokenArgument(f) : f.getSymName() == func)
         funcs.push_back(f);
     }
     if (!func.empty() && funcs.empty()) {

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <map>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace loom::rl;
@@ -81,9 +83,12 @@ std::vector<Piece> split(const Batch &batch, const Piece &piece) {
   }
 }
 
-/// Largest first to the least loaded rank; the rank of every piece.
+/// Largest first to the least loaded rank with room for its samples (at
+/// most `slots` per rank, 0: no limit); the rank of every piece. `maxLoad`
+/// is infinite when some piece found no rank with room.
 std::vector<int64_t> assign(const std::vector<Piece> &pieces, int64_t ranks,
-                            const BinCosts &costs, double &maxLoad) {
+                            const BinCosts &costs, int64_t slots,
+                            double &maxLoad) {
   std::vector<size_t> order(pieces.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -91,20 +96,34 @@ std::vector<int64_t> assign(const std::vector<Piece> &pieces, int64_t ranks,
     return ca != cb ? ca > cb : a < b;
   });
   std::vector<double> loads(static_cast<size_t>(ranks), 0);
+  std::vector<int64_t> counts(static_cast<size_t>(ranks), 0);
   std::vector<int64_t> rankOf(pieces.size(), 0);
+  bool overflow = false;
   for (size_t p : order) {
-    size_t least = std::min_element(loads.begin(), loads.end()) - loads.begin();
+    int64_t size = static_cast<int64_t>(pieces[p].samples.size());
+    size_t least = loads.size();
+    for (size_t r = 0; r < loads.size(); ++r)
+      if ((!slots || counts[r] + size <= slots) &&
+          (least == loads.size() || loads[r] < loads[least]))
+        least = r;
+    if (least == loads.size()) {
+      overflow = true;
+      least = std::min_element(loads.begin(), loads.end()) - loads.begin();
+    }
     rankOf[p] = static_cast<int64_t>(least);
     loads[least] += cost(pieces[p], costs);
+    counts[least] += size;
   }
-  maxLoad = loads.empty() ? 0 : *std::max_element(loads.begin(), loads.end());
+  maxLoad = overflow       ? std::numeric_limits<double>::infinity()
+            : loads.empty() ? 0
+                            : *std::max_element(loads.begin(), loads.end());
   return rankOf;
 }
 
 } // namespace
 
 BinPlan loom::rl::planBins(const Batch &batch, int64_t ranks,
-                           const BinCosts &costs) {
+                           const BinCosts &costs, int64_t slots) {
   ranks = std::max<int64_t>(ranks, 1);
   // The roots' subtrees.
   std::map<int64_t, std::vector<int64_t>> byRoot;
@@ -115,32 +134,38 @@ BinPlan loom::rl::planBins(const Batch &batch, int64_t ranks,
     pieces.push_back(makePiece(batch, samples, 1));
 
   double bestLoad = 0;
-  std::vector<int64_t> bestRanks = assign(pieces, ranks, costs, bestLoad);
+  std::vector<int64_t> bestRanks = assign(pieces, ranks, costs, slots, bestLoad);
   std::vector<Piece> bestPieces = pieces;
   // Splits that do not pay are tried a few times more before stopping (a
   // split may pay only with the next).
   int patience = 3;
   for (int round = 0; round < 10000 && patience > 0; ++round) {
     double load = 0;
-    std::vector<int64_t> rankOf = assign(pieces, ranks, costs, load);
+    std::vector<int64_t> rankOf = assign(pieces, ranks, costs, slots, load);
     std::vector<double> loads(static_cast<size_t>(ranks), 0);
     for (size_t p = 0; p < pieces.size(); ++p)
       loads[rankOf[p]] += cost(pieces[p], costs);
     int64_t busiest =
         std::max_element(loads.begin(), loads.end()) - loads.begin();
-    // Its largest piece that can be split.
+    // Its largest piece that can be split; while some piece finds no rank
+    // with room, the piece of most samples.
     int64_t chosen = -1;
-    for (size_t p = 0; p < pieces.size(); ++p)
-      if (rankOf[p] == busiest && pieces[p].samples.size() > 1 &&
-          (chosen < 0 || cost(pieces[p], costs) > cost(pieces[chosen], costs)))
+    bool overflow = std::isinf(load);
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      if (pieces[p].samples.size() < 2 || (!overflow && rankOf[p] != busiest))
+        continue;
+      if (chosen < 0 ||
+          (overflow ? pieces[p].samples.size() > pieces[chosen].samples.size()
+                    : cost(pieces[p], costs) > cost(pieces[chosen], costs)))
         chosen = static_cast<int64_t>(p);
+    }
     if (chosen < 0)
       break;
     std::vector<Piece> parts = split(batch, pieces[chosen]);
     pieces.erase(pieces.begin() + chosen);
     pieces.insert(pieces.end(), parts.begin(), parts.end());
     double after = 0;
-    std::vector<int64_t> ranksAfter = assign(pieces, ranks, costs, after);
+    std::vector<int64_t> ranksAfter = assign(pieces, ranks, costs, slots, after);
     if (after < bestLoad) {
       bestLoad = after;
       bestRanks = ranksAfter;

@@ -43,7 +43,11 @@ struct BinPlan {
 
 /// The plan for `ranks` (>= 1) ranks. Ranks may be left without samples
 /// when there are fewer samples than ranks.
-BinPlan planBins(const Batch &batch, int64_t ranks, const BinCosts &costs);
+/// With `slots` > 0, a rank takes at most that many samples (the sample
+/// slots of a bin of a compiled step); a plan that cannot keep to it puts
+/// more on some rank (the packer reports it).
+BinPlan planBins(const Batch &batch, int64_t ranks, const BinCosts &costs,
+                 int64_t slots = 0);
 
 /// `bins: ...` lines, as loom-batch prints them.
 std::string formatBinPlan(const BinPlan &plan);

@@ -20,8 +20,17 @@ loom::rl::packStep(const Batch &batch, const PackShape &shape,
                               "{2}, capacity {3} (all positive, bins "
                               "dividing the batch)",
                               B, S, R, C));
+  if (B > (int64_t{1} << 28) / S || R > (int64_t{1} << 28) / C)
+    return fail(llvm::formatv("step shape too large: batch {0} x seq {1}, "
+                              "bins {2} x capacity {3} (at most 2^28 "
+                              "elements each)",
+                              B, S, R, C));
   const int64_t slotsPerBin = B / R;
   const int64_t numSamples = static_cast<int64_t>(batch.samples.size());
+  if (binSamples.empty() && numSamples > B)
+    return fail(llvm::formatv("the batch has {0} samples; the step has {1} "
+                              "sample slots",
+                              numSamples, B));
   if (binSamples.empty()) {
     binSamples.resize(R);
     for (int64_t i = 0; i < numSamples; ++i)
@@ -50,7 +59,7 @@ loom::rl::packStep(const Batch &batch, const PackShape &shape,
        &nodes = step.ints["trie_nodes"];
   auto &weights = step.floats["weights"], &advantages = step.floats["advantages"],
        &oldLogProbs = step.floats["old_logprobs"];
-  auto &packed = step.ints["tokens_packed"],
+  auto &packed = step.ints["trie_tokens"],
        &positions = step.ints["trie_positions"],
        &subtreeEnd = step.ints["trie_subtree_end"];
   for (auto *v : {&tokens, &targets, &nodes})
@@ -66,7 +75,7 @@ loom::rl::packStep(const Batch &batch, const PackShape &shape,
                            "advantages", "old_logprobs"})
     step.shapes[name] = {B, S};
   for (const char *name :
-       {"tokens_packed", "trie_positions", "trie_subtree_end"})
+       {"trie_tokens", "trie_positions", "trie_subtree_end"})
     step.shapes[name] = {R, C};
 
   std::vector<bool> placed(numSamples, false);

@@ -19,7 +19,7 @@
 // depth first into a row of `capacity` (padding nodes: token 0, position 0,
 // their own subtree, so no real token sees them):
 //
-//   tokens_packed, trie_positions, trie_subtree_end   [bins, capacity]
+//   trie_tokens, trie_positions, trie_subtree_end   [bins, capacity]
 //   trie_nodes[b, s]          the node of token s of slot b in its row
 //   trie_index_targets[b, s]  trie_nodes[b, s] * vocab + targets[b, s]
 //

@@ -68,10 +68,45 @@ func.func @two_token_arguments(%a: tensor<4x8xi64> {nn.data}, %b: tensor<4x8xi64
 
 // -----
 
-// expected-error @+1 {{argument name 'trie_positions' is taken; prefix deduplication adds an argument of that name}}
+// expected-error @+1 {{argument #1 is named 'trie_positions'; prefix deduplication adds the arguments named trie_*}}
 func.func @name_taken(%tokens: tensor<4x8xi64> {nn.data}, %p: tensor<4x8xf32> {nn.data, nn.name = "trie_positions"},
     %wte: tensor<16x8xf32> {nn.param}) -> tensor<f32> {
   %x = nn.embedding %wte, %tokens : tensor<16x8xf32>, tensor<4x8xi64>
   %s = nn.reduce sum %x dims = [0, 1, 2] : tensor<4x8x8xf32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// An unweighted loss counts the padding positions, which have no trie node.
+func.func @unweighted(%tokens: tensor<4x8xi64> {nn.data}, %targets: tensor<4x8xi64> {nn.data},
+    %wte: tensor<16x16xf32> {nn.param}) -> tensor<f32> {
+  %x = nn.embedding %wte, %tokens : tensor<16x16xf32>, tensor<4x8xi64>
+  // expected-error @+1 {{has no weights; prefix deduplication keeps the loss at every real token}}
+  %l = nn.cross_entropy %x, %targets {normalizer = 32.0 : f64} : tensor<4x8x16xf32>, tensor<4x8xi64>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A bin never holds more nodes than its samples' tokens.
+// expected-error @+1 {{capacity = 16 exceeds the 8 tokens of a bin (batch / bins * seq)}}
+func.func @small(%tokens: tensor<2x4xi64> {nn.data}, %wte: tensor<16x8xf32> {nn.param}) -> tensor<f32> {
+  %x = nn.embedding %wte, %tokens : tensor<16x8xf32>, tensor<2x4xi64>
+  %s = nn.reduce sum %x dims = [0, 1, 2] : tensor<2x4x8xf32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Its callers would pass the old arguments.
+// expected-error @+1 {{is called; prefix deduplication changes its arguments: inline the calls first}}
+func.func @callee(%tokens: tensor<4x8xi64> {nn.data}, %wte: tensor<16x8xf32> {nn.param}) -> tensor<f32> {
+  %x = nn.embedding %wte, %tokens : tensor<16x8xf32>, tensor<4x8xi64>
+  %s = nn.reduce sum %x dims = [0, 1, 2] : tensor<4x8x8xf32>
+  return %s : tensor<f32>
+}
+func.func @caller(%t: tensor<4x8xi64>, %w: tensor<16x8xf32>) -> tensor<f32> {
+  %s = func.call @callee(%t, %w) : (tensor<4x8xi64>, tensor<16x8xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }

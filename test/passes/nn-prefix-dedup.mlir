@@ -9,14 +9,10 @@
 // labels go; the new arguments come last.
 
 // CHECK-LABEL: func.func @step(
-// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4x8xf32> {nn.data, nn.name = "weights"}
-// CHECK-SAME: %[[WTE:[a-z0-9]+]]: tensor<16x8xf32> {nn.name = "wte", nn.param}
-// CHECK-SAME: %[[WQ:[a-z0-9]+]]: tensor<8x8xf32> {nn.name = "wq", nn.param}
-// CHECK-SAME: %[[WHEAD:[a-z0-9]+]]: tensor<8x16xf32> {nn.name = "whead", nn.param}
-// CHECK-SAME: %[[TOK:[a-z0-9]+]]: tensor<2x16xi64> {nn.data, nn.name = "tokens_packed"}
-// CHECK-SAME: %[[POS:[a-z0-9]+]]: tensor<2x16xi64> {nn.data, nn.name = "trie_positions"}
-// CHECK-SAME: %[[END:[a-z0-9]+]]: tensor<2x16xi64> {nn.data, nn.name = "trie_subtree_end"}
-// CHECK-SAME: %[[IDX:[a-z0-9]+]]: tensor<4x8xi64> {nn.data, nn.name = "trie_index_targets"})
+// CHECK-SAME: %[[W:arg0]]: tensor<4x8xf32> {nn.data, nn.name = "weights"}, %[[WTE:arg1]]: tensor<16x8xf32> {nn.name = "wte", nn.param},
+// CHECK-SAME: %[[WQ:arg2]]: tensor<8x8xf32> {nn.name = "wq", nn.param}, %[[WHEAD:arg3]]: tensor<8x16xf32> {nn.name = "whead", nn.param},
+// CHECK-SAME: %[[TOK:arg4]]: tensor<2x16xi64> {nn.data, nn.name = "trie_tokens"}, %[[POS:arg5]]: tensor<2x16xi64> {nn.data, nn.name = "trie_positions"},
+// CHECK-SAME: %[[END:arg6]]: tensor<2x16xi64> {nn.data, nn.name = "trie_subtree_end"}, %[[IDX:arg7]]: tensor<4x8xi64> {nn.data, nn.name = "trie_index_targets"}) -> tensor<f32>
 // CHECK-SAME: attributes {nn.prefix_dedup = {batch = 4 : i64, bins = 2 : i64, capacity = 16 : i64, seq = 8 : i64, vocab = 16 : i64}}
 // CHECK-NOT: nn.iota
 // CHECK: %[[X:.*]] = nn.embedding %[[WTE]], %[[TOK]] : tensor<16x8xf32>, tensor<2x16xi64>
@@ -62,8 +58,12 @@ func.func @step(%tokens: tensor<4x8xi64> {nn.data}, %targets: tensor<4x8xi64> {n
 // old and reference policies): a take-along gather over the classes, its
 // indices a reshape of a data argument, becomes the same per-node gather;
 // the result keeps the per-sample shape.
+// (The labels, read only through their index now, go with their reshape.)
 // CHECK-LABEL: func.func @logprobs(
-// CHECK-SAME: %{{.*}}: tensor<4x8xi64> {nn.data, nn.name = "trie_index_labels"})
+// CHECK-SAME: %arg0: tensor<16x16xf32> {nn.name = "wte", nn.param}, %arg1: tensor<2x16xi64> {nn.data, nn.name = "trie_tokens"},
+// CHECK-SAME: %arg2: tensor<2x16xi64> {nn.data, nn.name = "trie_positions"}, %arg3: tensor<2x16xi64> {nn.data, nn.name = "trie_subtree_end"},
+// CHECK-SAME: %arg4: tensor<4x8xi64> {nn.data, nn.name = "trie_index_labels"}) -> tensor<4x8x1xf32>
+// CHECK-NOT: nn.reshape %arg
 // CHECK: %[[LSM:.*]] = nn.log_softmax %{{.*}} dim = 2 : tensor<2x16x16xf32>
 // CHECK: %[[FLAT:.*]] = nn.reshape %[[LSM]] : tensor<2x16x16xf32> to tensor<2x256xf32>
 // CHECK: %[[LP:.*]] = nn.gather %[[FLAT]], %{{.*}} dim = 1 : tensor<2x256xf32>, tensor<2x16xi64>
@@ -111,5 +111,26 @@ func.func @positions(%tokens: tensor<4x8xi64> {nn.data}, %wte: tensor<16x8xf32> 
   %e = nn.embedding %wpe, %p : tensor<8x8xf32>, tensor<4x8xi32>
   %y = nn.add %x, %e : tensor<4x8x8xf32>, tensor<4x8x8xf32>
   %s = nn.reduce sum %y dims = [0, 1, 2] : tensor<4x8x8xf32>
+  return %s : tensor<f32>
+}
+
+// A slice of the features (a fused QKV projection) takes the token
+// dimensions whole: on the nodes too.
+// CHECK-LABEL: func.func @fused(
+// CHECK: %[[QKV:.*]] = nn.matmul %{{.*}}, %{{.*}} : tensor<2x16x8xf32>, tensor<8x24xf32>
+// CHECK: nn.slice %[[QKV]] offsets = [0, 0, 8] sizes = [2, 16, 8] strides = [1, 1, 1] : tensor<2x16x24xf32>
+func.func @fused(%tokens: tensor<4x8xi64> {nn.data}, %wte: tensor<16x8xf32> {nn.param}, %wqkv: tensor<8x24xf32> {nn.param}) -> tensor<f32> {
+  %x = nn.embedding %wte, %tokens : tensor<16x8xf32>, tensor<4x8xi64>
+  %qkv = nn.matmul %x, %wqkv : tensor<4x8x8xf32>, tensor<8x24xf32>
+  %k = nn.slice %qkv offsets = [0, 0, 8] sizes = [4, 8, 8] strides = [1, 1, 1] : tensor<4x8x24xf32>
+  %s = nn.reduce sum %k dims = [0, 1, 2] : tensor<4x8x8xf32>
+  return %s : tensor<f32>
+}
+
+// A function without a token argument is left alone.
+// CHECK-LABEL: func.func @reward(%arg0: tensor<4x8xf32> {nn.data, nn.name = "r"}) -> tensor<f32> {
+// CHECK-NEXT: nn.reduce sum %arg0
+func.func @reward(%r: tensor<4x8xf32> {nn.data}) -> tensor<f32> {
+  %s = nn.reduce sum %r dims = [0, 1] : tensor<4x8xf32>
   return %s : tensor<f32>
 }

@@ -14,14 +14,16 @@
 //                                and 0): each rank's samples and load, the
 //                                reuse achieved against the ideal, max/mean
 //   loom-batch pack DIR --batch B --seq S --capacity C [--bins R]
-//            [--vocab V] [--costs C_TOK C_ATT] BATCH...
+//            [--vocab V] [--float f64|f32|bf16] [--costs C_TOK C_ATT]
+//            BATCH...
 //                                the arrays of a training run over the
 //                                batches, one step each (frontends/rl/
 //                                Pack.h): DIR/<name>.npy for the plain
 //                                step's and the deduplicated step's data
 //                                arguments, the steps stacked along a
 //                                leading dimension (loom-run --train
-//                                --data DIR); with R > 1, each step's
+//                                --data DIR; float arrays in the model's
+//                                type, default f64); with R > 1, each step's
 //                                samples cut into R bins as `bins` does.
 //                                Prints each step's bins and reuse
 //
@@ -62,6 +64,7 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
   loom::rl::PackShape shape;
   loom::rl::BinCosts costs;
   std::vector<std::string> batches;
+  loom::interp::ElementKind floatKind = loom::interp::ElementKind::F64;
   for (size_t i = 1; i < args.size(); ++i) {
     llvm::StringRef arg = args[i];
     auto number = [&](int64_t &out) -> llvm::Error {
@@ -83,7 +86,19 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
       err = number(shape.bins);
     else if (arg == "--vocab")
       err = number(shape.vocab);
-    else if (arg == "--costs") {
+    else if (arg == "--float") {
+      llvm::StringRef kind = i + 1 < args.size() ? args[i + 1] : "";
+      if (kind == "f64")
+        floatKind = loom::interp::ElementKind::F64;
+      else if (kind == "f32")
+        floatKind = loom::interp::ElementKind::F32;
+      else if (kind == "bf16")
+        floatKind = loom::interp::ElementKind::BF16;
+      else
+        return fail("pack: --float needs f64, f32 or bf16 (the model's "
+                    "float type)");
+      ++i;
+    } else if (arg == "--costs") {
       if (i + 2 >= args.size() ||
           llvm::StringRef(args[i + 1]).getAsDouble(costs.perToken) ||
           llvm::StringRef(args[i + 2]).getAsDouble(costs.perPair) ||
@@ -116,7 +131,8 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
     loom::rl::Statistics stats =
         loom::rl::getStatistics(*batch, loom::rl::buildTrie(*batch));
     if (shape.bins > 1) {
-      loom::rl::BinPlan plan = loom::rl::planBins(*batch, shape.bins, costs);
+      loom::rl::BinPlan plan = loom::rl::planBins(*batch, shape.bins, costs,
+                                                     shape.batch / shape.bins);
       bins = plan.samples;
       os << "step " << k << " (" << path << "): bins: max/mean load "
          << llvm::format("%.3f", plan.meanLoad > 0
@@ -161,7 +177,7 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
       for (const auto &step : steps)
         llvm::append_range(all, step.floats.at(name));
       if (llvm::Error err =
-              write(name, Tensor::fromValues<double>(stacked, all)))
+              write(name, Tensor::fromDoubles(floatKind, stacked, all)))
         return err;
     }
   }
@@ -191,7 +207,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "usage: loom-batch stats|trie BATCH, loom-batch npy BATCH "
                     "DIR, loom-batch bins BATCH RANKS [C_TOK C_ATT], or "
                     "loom-batch pack DIR --batch B --seq S --capacity C "
-                    "[--bins R] [--vocab V] [--costs C_TOK C_ATT] BATCH... "
+                    "[--bins R] [--vocab V] [--float f64|f32|bf16] [--costs C_TOK "
+                    "C_ATT] BATCH... "
                     "(BATCH: a .jsonl file or a folder of .npy arrays)\n";
     return 1;
   }

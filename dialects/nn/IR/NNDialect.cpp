@@ -269,9 +269,10 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                               key))
         return op->emitOpError()
                << "'" << name << "' has unknown entry '" << key << "'";
-      if (!value || value.getValue().getSExtValue() <= 0)
+      if (!value || !value.getValue().isStrictlyPositive() ||
+          value.getValue().getActiveBits() > 62)
         return op->emitOpError() << "'" << name << "' entry '" << key
-                                 << "' must be a positive integer";
+                                 << "' must be a positive integer below 2^62";
     }
     return success();
   }
