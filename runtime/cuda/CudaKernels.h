@@ -85,6 +85,16 @@ void copyToHost(void *host, const void *device, size_t bytes);
 // Beyond the ops' contracts
 //===----------------------------------------------------------------------===//
 
+/// Whether attention and attention_grad list each query's keys by skipping
+/// (true, the default: the tree-aware kernel; see AttentionKernels.cu) or
+/// by testing every key (false, the tests' oracle); and how many (query,
+/// key) pairs they have listed so far in this process (per batch, head and
+/// query; waits for the stream), and how many keys they tested to find
+/// them (a window's worth per step of the walk).
+void setAttentionRangeSkipping(bool skip);
+int64_t getAttentionKeysVisited();
+int64_t getAttentionKeysTested();
+
 void copy(float *out, Shape outShape, const float *in, Shape inShape);
 void copy(double *out, Shape outShape, const double *in, Shape inShape);
 void copy(int32_t *out, Shape outShape, const int32_t *in, Shape inShape);

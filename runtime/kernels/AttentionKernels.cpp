@@ -12,10 +12,18 @@
 // depth-first packing), each query can visit only the keys it sees: [0,
 // p], or its ancestors and itself, found by skipping every subtree that
 // ends before it, so the work is the sum of the queries' depths rather than
-// the square of the sequence. The backward pass always does (the same
-// loops over the visible keys only, bit for bit the dense ones); the
-// forward pass (scalar dot products over the visible keys instead of the
-// dense GEMMs) where that pays (skipForward). Other tree masks take the
+// the square of the sequence. By default (AttentionSkipping::Auto) both
+// passes run blocked: per block of kQueryBlock queries, the runs of keys
+// any of them sees (the union of their ancestors, runs closer than kRunGap
+// merged), GEMMs over those runs only, the mask applied inside them. The
+// work is then the sum over query blocks of the keys their union covers:
+// the sum of depths plus, per block, the keys its queries do not share. On
+// a causal mask that is half the dense work plus the diagonal blocks. (A
+// batch whose inputs hold a NaN or an infinity takes the exact walk: the
+// GEMMs' zero probabilities would carry it to queries that do not see it.)
+// Always takes the exact scalar walk (per query its own keys, counted in
+// getAttentionKeysVisited: the test of the sum of depths); Never the dense
+// GEMMs over every key, masked: the oracle. Other tree masks take the
 // dense path.
 //
 //===----------------------------------------------------------------------===//
@@ -23,6 +31,7 @@
 #include "runtime/kernels/Blas.h"
 #include "runtime/kernels/KernelSupport.h"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cmath>
@@ -112,25 +121,14 @@ void walkKeys(const AttentionGeometry &g, int64_t b, int64_t p, Visit visit) {
   }
 }
 
-/// The keys the queries of batch `b` see in all.
-int64_t countKeys(const AttentionGeometry &g, int64_t b) {
-  int64_t count = 0;
-  for (int64_t i = 0; i < g.seqQ; ++i)
-    walkKeys(g, b, g.positionOf(b, i), [&](int64_t) { ++count; });
-  return count;
-}
+/// How one batch's attention runs (see the file comment).
+enum class Path { Dense, Blocked, Walk };
 
-/// Whether the forward pass of batch `b` visits only the visible keys: its
-/// scalar dot products cost about 7 times a dense GEMM's per pair (measured
-/// by test/bench/attention_skipping.cpp), so Auto skips only where the
-/// visible pairs are under a tenth of the dense ones (deep trees with many
-/// branches; never a causal mask, which sees half).
-bool skipForward(const AttentionGeometry &g, int64_t b) {
+Path pathOf(const AttentionGeometry &g, int64_t b) {
   if (!canSkip(g, b))
-    return false;
-  if (rangeSkipping == AttentionSkipping::Always)
-    return true;
-  return g.kind == MaskKind::Tree && countKeys(g, b) * 10 <= g.seqQ * g.seqK;
+    return Path::Dense;
+  return rangeSkipping == AttentionSkipping::Always ? Path::Walk
+                                                    : Path::Blocked;
 }
 
 /// The keys a query at key index `p` of batch `b` sees, in key order, into
@@ -149,6 +147,108 @@ void findKeys(const AttentionGeometry &g, int64_t b, int64_t p, bool count,
   if (count)
     keysVisited.fetch_add(static_cast<int64_t>(keys.size()),
                           std::memory_order_relaxed);
+}
+
+/// Queries per block of the blocked path, and the gap below which two
+/// runs of keys merge into one GEMM (computing and masking the gap's keys
+/// costs less than another call on these sizes).
+constexpr int64_t kQueryBlock = 64, kRunGap = 16;
+
+/// Keys [begin, end) seen by a block of queries, at column `offset` of the
+/// block's compact score rows.
+struct KeyRun {
+  int64_t begin, end, offset;
+};
+
+/// Whether the `count` values at `data` are all finite.
+template <typename T> bool allFinite(const T *data, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (!std::isfinite(data[i]))
+      return false;
+  return true;
+}
+
+/// `count` zeroed flags for blockRuns (which leaves them zeroed).
+uint8_t *zeroedMarks(int64_t count) {
+  uint8_t *mark = scratch<uint8_t>(1, static_cast<size_t>(count));
+  std::fill(mark, mark + count, uint8_t(0));
+  return mark;
+}
+
+/// The runs of keys queries [i0, i1) of batch `b` see between them, into
+/// `runs` (`mark`: seqK zeroed flags, left zeroed); returns the keys they
+/// cover.
+int64_t blockRuns(const AttentionGeometry &g, int64_t b, int64_t i0,
+                  int64_t i1, uint8_t *mark, std::vector<KeyRun> &runs) {
+  runs.clear();
+  int64_t lo = g.seqK, hi = -1;
+  if (g.kind == MaskKind::Causal) {
+    // [0, the block's last position]: one run.
+    for (int64_t i = i0; i < i1; ++i)
+      hi = std::max(hi, std::min(g.positionOf(b, i), g.seqK - 1));
+    if (hi >= 0)
+      runs.push_back({0, hi + 1, 0});
+    return hi + 1 > 0 ? hi + 1 : 0;
+  }
+  for (int64_t i = i0; i < i1; ++i)
+    walkKeys(g, b, g.positionOf(b, i), [&](int64_t j) {
+      mark[j] = 1;
+      lo = std::min(lo, j);
+      hi = std::max(hi, j);
+    });
+  for (int64_t j = lo; j <= hi;) {
+    if (!mark[j]) {
+      ++j;
+      continue;
+    }
+    int64_t begin = j;
+    while (j <= hi && mark[j])
+      mark[j++] = 0;
+    if (!runs.empty() && begin - runs.back().end < kRunGap)
+      runs.back().end = j;
+    else
+      runs.push_back({begin, j, 0});
+  }
+  int64_t covered = 0;
+  for (KeyRun &run : runs) {
+    run.offset = covered;
+    covered += run.end - run.begin;
+  }
+  return covered;
+}
+
+/// The masked softmax of rows [i0, i1) of batch `b` over the block's
+/// compact scores (`covered` columns, laid out by `runs`), in place; a row
+/// that sees no key becomes zeros. `seen`, if given: per row whether it
+/// sees a key.
+template <typename T>
+void blockSoftmax(const AttentionGeometry &g, int64_t b, int64_t i0,
+                  int64_t i1, const std::vector<KeyRun> &runs, int64_t covered,
+                  T *scores, uint8_t *seen = nullptr) {
+  for (int64_t i = i0; i < i1; ++i) {
+    int64_t p = g.positionOf(b, i);
+    T *row = scores + (i - i0) * covered;
+    T max = -std::numeric_limits<T>::infinity();
+    bool any = false;
+    for (const KeyRun &run : runs)
+      for (int64_t j = run.begin; j < run.end; ++j)
+        if (g.sees(b, j, p)) {
+          any = true;
+          max = math::runningMax(max, row[run.offset + j - run.begin]);
+        }
+    if (seen)
+      seen[i - i0] = any;
+    T sum = 0;
+    for (const KeyRun &run : runs)
+      for (int64_t j = run.begin; j < run.end; ++j) {
+        T &s = row[run.offset + j - run.begin];
+        s = any && g.sees(b, j, p) ? std::exp(s - max) : T(0);
+        sum += s;
+      }
+    if (any)
+      for (int64_t c = 0; c < covered; ++c)
+        row[c] /= sum;
+  }
 }
 
 AttentionGeometry getGeometry(const char *kernel, const Shape &queryShape,
@@ -233,16 +333,59 @@ void attentionImpl(T *result, const Shape &resultShape, const T *query,
     return;
   }
   uint8_t *visible = scratch<uint8_t>(0, static_cast<size_t>(seqK));
+  uint8_t *mark = zeroedMarks(seqK);
   const T scale = static_cast<T>(g.scale);
   std::vector<int64_t> keys;
+  std::vector<KeyRun> runs;
   for (int64_t b = 0; b < g.batch; ++b) {
-    if (skipForward(g, b)) {
+    Path path = pathOf(g, b);
+    // (P V multiplies hidden keys' values by exact zeros, which would carry
+    // a NaN or an infinity to a query that does not see it: such a batch
+    // takes the exact walk.)
+    if (path == Path::Blocked &&
+        !allFinite(value + b * seqK * kvHeads * valueDim,
+                   seqK * kvHeads * valueDim))
+      path = Path::Walk;
+    if (path == Path::Blocked) {
+      for (int64_t i0 = 0; i0 < seqQ; i0 += kQueryBlock) {
+        int64_t i1 = std::min(seqQ, i0 + kQueryBlock), rows = i1 - i0;
+        int64_t covered = blockRuns(g, b, i0, i1, mark, runs);
+        T *scores = scratch<T>(1, static_cast<size_t>(rows * covered));
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t kvHead = h / g.group;
+          const T *q = query + ((b * seqQ + i0) * heads + h) * dim;
+          T *o = result + ((b * seqQ + i0) * heads + h) * valueDim;
+          if (runs.empty()) {
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t d = 0; d < valueDim; ++d)
+                o[r * heads * valueDim + d] = T(0);
+            continue;
+          }
+          for (const KeyRun &run : runs)
+            gemm(false, true, rows, run.end - run.begin, dim, scale, q,
+                 heads * dim,
+                 key + ((b * seqK + run.begin) * kvHeads + kvHead) * dim,
+                 kvHeads * dim, T(0), scores + run.offset, covered);
+          blockSoftmax(g, b, i0, i1, runs, covered, scores);
+          for (size_t n = 0; n < runs.size(); ++n)
+            gemm(false, false, rows, valueDim, runs[n].end - runs[n].begin,
+                 T(1), scores + runs[n].offset, covered,
+                 value + ((b * seqK + runs[n].begin) * kvHeads + kvHead) *
+                             valueDim,
+                 kvHeads * valueDim, n == 0 ? T(0) : T(1), o,
+                 heads * valueDim);
+        }
+      }
+      continue;
+    }
+    if (path == Path::Walk) {
       // (Scores of one query's visible keys: linear, not quadratic, scratch.)
       T *scores = scratch<T>(1, static_cast<size_t>(seqK));
       // Only the visible keys: per query its key list, then per head the
       // scores, the softmax in key order and the weighted values.
       for (int64_t i = 0; i < seqQ; ++i) {
-        findKeys(g, b, g.positionOf(b, i), /*count=*/true, keys);
+        findKeys(g, b, g.positionOf(b, i),
+                 /*count=*/rangeSkipping == AttentionSkipping::Always, keys);
         for (int64_t h = 0; h < heads; ++h) {
           int64_t kvHead = h / g.group;
           const T *q = query + ((b * seqQ + i) * heads + h) * dim;
@@ -358,16 +501,88 @@ void attentionGradImpl(T *dq, const Shape &dqShape, T *dk, const Shape &dkShape,
   // Per query its visible keys in key order (found by skipping where the
   // mask allows: the work follows the visible keys, not the sequence).
   std::vector<int64_t> keys;
-  // (In the dense loops' order, batch, head, query, so that the key and
-  // value gradients accumulate as they do: the results are the dense
-  // path's bit for bit, the skipped keys having added zeros there.)
+  // (The walk runs in the dense loops' order, batch, head, query, so that
+  // the key and value gradients accumulate as they do: its results are the
+  // dense path's bit for bit, the skipped keys having added zeros there.)
+  uint8_t *mark = zeroedMarks(seqK);
+  uint8_t seen[kQueryBlock];
+  std::vector<KeyRun> runs;
   for (int64_t b = 0; b < g.batch; ++b) {
-    bool skip = canSkip(g, b);
+    Path path = pathOf(g, b);
+    // (The GEMMs multiply hidden pairs by exact zeros, which keeps a NaN or
+    // an infinity where the query does not see it: such a batch takes the
+    // exact walk, which never touches a hidden pair.)
+    if (path == Path::Blocked &&
+        !(allFinite(query + qAt(b, 0, 0, dim), seqQ * heads * dim) &&
+          allFinite(grad + qAt(b, 0, 0, valueDim), seqQ * heads * valueDim) &&
+          allFinite(key + kAt(b, 0, 0, dim), seqK * kvHeads * dim) &&
+          allFinite(value + kAt(b, 0, 0, valueDim), seqK * kvHeads * valueDim)))
+      path = Path::Walk;
+    if (path == Path::Blocked) {
+      // Per query block and head, over the block's runs of keys: P as
+      // forward; dP = dO V^T; dS = P (dP - rowsum(P dP)); dQ += scale dS K,
+      // dK += scale dS^T Q, dV += P^T dO (GEMMs into the gradients in
+      // place).
+      for (int64_t i0 = 0; i0 < seqQ; i0 += kQueryBlock) {
+        int64_t i1 = std::min(seqQ, i0 + kQueryBlock), rows = i1 - i0;
+        int64_t covered = blockRuns(g, b, i0, i1, mark, runs);
+        if (runs.empty())
+          continue;
+        T *probs = scratch<T>(2, static_cast<size_t>(rows * covered));
+        T *dprobs = scratch<T>(3, static_cast<size_t>(rows * covered));
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t kvHead = h / g.group;
+          const T *q = query + qAt(b, i0, h, dim);
+          const T *dout = grad + qAt(b, i0, h, valueDim);
+          T *dqBlock = dq + qAt(b, i0, h, dim);
+          for (const KeyRun &run : runs) {
+            int64_t len = run.end - run.begin;
+            gemm(false, true, rows, len, dim, scale, q, heads * dim,
+                 key + kAt(b, run.begin, kvHead, dim), kvHeads * dim, T(0),
+                 probs + run.offset, covered);
+            gemm(false, true, rows, len, valueDim, T(1), dout,
+                 heads * valueDim, value + kAt(b, run.begin, kvHead, valueDim),
+                 kvHeads * valueDim, T(0), dprobs + run.offset, covered);
+          }
+          blockSoftmax(g, b, i0, i1, runs, covered, probs, seen);
+          for (int64_t r = 0; r < rows; ++r) {
+            const T *pRow = probs + r * covered;
+            T *dRow = dprobs + r * covered;
+            T pdp = 0;
+            // (A query that sees no key contributes nothing, as the dense
+            // path's.)
+            if (!seen[r]) {
+              std::fill(dRow, dRow + covered, T(0));
+              continue;
+            }
+            for (int64_t c = 0; c < covered; ++c)
+              pdp += pRow[c] * dRow[c];
+            for (int64_t c = 0; c < covered; ++c)
+              dRow[c] = scale * pRow[c] * (dRow[c] - pdp);
+          }
+          for (const KeyRun &run : runs) {
+            int64_t len = run.end - run.begin;
+            gemm(false, false, rows, dim, len, T(1), dprobs + run.offset,
+                 covered, key + kAt(b, run.begin, kvHead, dim), kvHeads * dim,
+                 T(1), dqBlock, heads * dim);
+            gemm(true, false, len, dim, rows, T(1), dprobs + run.offset,
+                 covered, q, heads * dim, T(1), dk + kAt(b, run.begin, kvHead, dim),
+                 kvHeads * dim);
+            gemm(true, false, len, valueDim, rows, T(1), probs + run.offset,
+                 covered, dout, heads * valueDim, T(1),
+                 dv + kAt(b, run.begin, kvHead, valueDim), kvHeads * valueDim);
+          }
+        }
+      }
+      continue;
+    }
+    bool skip = path != Path::Dense,
+         count = rangeSkipping == AttentionSkipping::Always;
     for (int64_t h = 0; h < heads; ++h) {
       int64_t kvHead = h / g.group;
       for (int64_t i = 0; i < seqQ; ++i) {
         int64_t pos = g.positionOf(b, i);
-        findKeys(g, b, pos, skip && h == 0, keys, skip);
+        findKeys(g, b, pos, skip && count && h == 0, keys, skip);
         if (keys.empty())
           continue;
         const T *q = query + qAt(b, i, h, dim);

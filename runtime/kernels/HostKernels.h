@@ -75,11 +75,11 @@ void setFailureHandler(FailureHandler handler);
 FailureHandler getFailureHandler();
 
 /// Whether attention and attention_grad visit only the keys a query sees
-/// under a causal or nested tree mask: Auto (the default) where it pays
-/// (always in the backward pass; in the forward pass where the visible
-/// pairs are under a tenth of the dense ones), Always, or Never (the dense
-/// path, the tests' oracle); and how many (query, key) pairs those
-/// range-skipping paths visited so far in this process (per batch and
+/// under a causal or nested tree mask: Auto (the default) blocked, GEMMs
+/// per block of queries over the runs of keys the block sees; Always, the
+/// exact scalar walk per query over its own keys; or Never (the dense
+/// path, the tests' oracle). getAttentionKeysVisited: how many (query,
+/// key) pairs the exact walk visited so far in this process (per batch and
 /// query, not per head).
 enum class AttentionSkipping { Auto, Always, Never };
 void setAttentionRangeSkipping(AttentionSkipping mode);

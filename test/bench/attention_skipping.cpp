@@ -1,10 +1,12 @@
 //===- attention_skipping.cpp - Range-skipping attention against dense ----===//
 //
-// Benchmark (not in CI): the host attention kernel's forward pass on one
-// packed sequence of 1800 tokens (4 heads of 64, f64, one thread), dense
-// (AttentionSkipping::Never, the GEMMs over every key, masked) against the
-// default (Auto) and the scalar range-skipping path forced (Always), side
-// by side in one run, as ratios of time to the dense run. Masks: causal;
+// Benchmark (not in CI): the host attention kernel's forward and backward
+// passes on one packed sequence of 1800 tokens (4 heads of 64, f64, one
+// thread), dense (AttentionSkipping::Never: forward GEMMs over every key,
+// masked; backward scalar loops testing every key) against the default
+// (Auto, blocked GEMMs over the keys each block of queries sees) and the
+// exact scalar walk (Always), side by side in one run, as ratios of time
+// to the dense run. Masks: causal;
 // a GRPO-shaped trie (a prompt of 1000 tokens, 8 responses of 100); a
 // bushy agentic trie (a prompt of 8, 64 branches of 28). The visible pairs
 // are printed against the dense ones (the analytic ratio of work).
@@ -48,34 +50,43 @@ int main() {
   } cases[] = {{"causal", "causal", nullptr},
                {"grpo-trie", "tree", grpo.data()},
                {"bushy-trie", "tree", bushy.data()}};
-  std::printf("%-11s %12s %14s %14s\n", "mask", "pairs/dense", "auto/dense",
-              "always/dense");
+  std::vector<double> dq(q.size()), dk(q.size()), dv(q.size());
+  std::printf("%-11s %12s %12s %12s %12s %12s\n", "mask", "pairs/dense",
+              "fwd auto", "fwd always", "bwd auto", "bwd always");
   for (const Case &c : cases) {
-    double seconds[3] = {0, 0, 0};
+    double seconds[2][3] = {{0, 0, 0}, {0, 0, 0}};
     int64_t pairs = 0;
     const host::AttentionSkipping modes[3] = {host::AttentionSkipping::Never,
                                               host::AttentionSkipping::Auto,
                                               host::AttentionSkipping::Always};
+    host::IndexPtr ends = c.ends ? host::IndexPtr(c.ends) : host::IndexPtr(nullptr);
+    host::Shape endsShape = c.ends ? host::Shape{B, S} : host::Shape{};
     for (int m = 0; m < 3; ++m) {
       host::setAttentionRangeSkipping(modes[m]);
       int64_t before = host::getAttentionKeysVisited();
-      auto start = std::chrono::steady_clock::now();
       const int repeats = 3;
+      auto start = std::chrono::steady_clock::now();
       for (int r = 0; r < repeats; ++r)
         host::attention(o.data(), s, q.data(), s, q.data(), s, q.data(), s,
-                        c.ends ? host::IndexPtr(c.ends) : host::IndexPtr(nullptr),
-                        c.ends ? host::Shape{B, S} : host::Shape{}, nullptr, {},
-                        c.mask, host::kAbsent);
-      seconds[m] = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count() /
-                   repeats;
+                        ends, endsShape, nullptr, {}, c.mask, host::kAbsent);
+      auto middle = std::chrono::steady_clock::now();
+      for (int r = 0; r < repeats; ++r)
+        host::attention_grad(dq.data(), s, dk.data(), s, dv.data(), s,
+                             o.data(), s, q.data(), s, q.data(), s, q.data(),
+                             s, ends, endsShape, nullptr, {}, c.mask,
+                             host::kAbsent);
+      auto end = std::chrono::steady_clock::now();
+      seconds[0][m] =
+          std::chrono::duration<double>(middle - start).count() / repeats;
+      seconds[1][m] =
+          std::chrono::duration<double>(end - middle).count() / repeats;
       if (m == 2)
-        pairs = (host::getAttentionKeysVisited() - before) / repeats;
+        pairs = (host::getAttentionKeysVisited() - before) / (2 * repeats);
     }
-    std::printf("%-11s %12.3f %14.3f %14.3f\n", c.name,
+    std::printf("%-11s %12.3f %12.3f %12.3f %12.3f %12.3f\n", c.name,
                 static_cast<double>(pairs) / static_cast<double>(S * S),
-                seconds[1] / seconds[0], seconds[2] / seconds[0]);
+                seconds[0][1] / seconds[0][0], seconds[0][2] / seconds[0][0],
+                seconds[1][1] / seconds[1][0], seconds[1][2] / seconds[1][0]);
   }
   return 0;
 }

@@ -9,8 +9,10 @@
 # time of an asymmetric vs an even batch split between a fast and a slow
 # group) and host_step.py (a training step as generated C++ on 1, 2 and 4
 # MPI ranks against the interpreter and JAX on CPU; JAX is installed with
-# pip when missing), and attention_skipping.cpp (the host attention
-# kernel's range skipping against its dense path).
+# pip when missing), attention_skipping.cpp (the host attention kernel's
+# blocked and scalar range skipping against its dense path) and
+# prefix_dedup.py (the prefix-dedup rewrite against the plain step on 2
+# ranks).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-release}
@@ -18,7 +20,7 @@ build=${LOOM_BUILD_DIR:-$root/build-release}
 "$root/scripts/setup.sh"
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 "$root/scripts/configure.sh" "$build" release
-cmake --build "$build" --target loom-opt loom-run loom-translate
+cmake --build "$build" --target loom-opt loom-run loom-translate loom-batch
 python3 "$root/test/bench/gpt_mini_fwd_bwd.py" --build "$build" "$@"
 python3 "$root/test/bench/compile_time.py" --build "$build"
 python3 "$root/test/bench/hetero.py" --build "$build"
@@ -30,3 +32,4 @@ python3 "$root/test/bench/host_step.py" --build "$build"
 c++ -O2 -std=c++17 -I"$root" -I"$build" "$root/test/bench/attention_skipping.cpp" \
     "$root"/runtime/kernels/*.cpp -lopenblas -lpthread -o "$build/attention-skipping"
 OPENBLAS_NUM_THREADS=1 "$build/attention-skipping"
+python3 "$root/test/bench/prefix_dedup.py" --build "$build"

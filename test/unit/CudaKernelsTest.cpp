@@ -941,6 +941,96 @@ TYPED_TEST(CudaKernelsFloat, AttentionAndGrad) {
   checkAttention<TypeParam, int32_t>();
 }
 
+// The tree-aware kernel on a GRPO-shaped trie (a prompt of 300 tokens, 4
+// responses of 100, packed depth first) and on the causal chain of the same
+// length: forward and backward within the tolerance of the host's dense
+// masked path (the oracle) in f32 and f64; skipping on and off give the
+// same bits; every query lists exactly its ancestors and itself (the count
+// is heads times the sum of depths + 1); and skipping tests far fewer
+// keys than walking every key up to the query (the responses skip their
+// siblings).
+template <typename T> void checkTreeAttention() {
+  const int64_t prompt = 300, response = 100, branches = 4;
+  const int64_t seq = prompt + branches * response, heads = 2, dim = 16;
+  Vec<int64_t> ends(static_cast<size_t>(seq));
+  int64_t depths = 0;
+  for (int64_t j = 0; j < seq; ++j) {
+    int64_t branchEnd = j < prompt ? seq - 1
+                                   : prompt + ((j - prompt) / response + 1) *
+                                                  response - 1;
+    ends[j] = branchEnd;
+    depths += j < prompt ? j + 1 : prompt + (j - prompt) % response + 1;
+  }
+  Shape qs{1, seq, heads, dim}, os{1, seq, heads, dim};
+  Vec<T> q = randomFloat<T>(count(qs), -2, 2), k = randomFloat<T>(count(qs), -2, 2),
+         v = randomFloat<T>(count(qs)), dout = randomFloat<T>(count(os));
+  Dev<T> devQ(q), devK(k), devV(v), ddout(dout);
+  Dev<int64_t> dEnds(ends);
+  for (const char *mask : {"tree", "causal"}) {
+    bool tree = !std::strcmp(mask, "tree");
+    host::IndexPtr hostEnds = tree ? host::IndexPtr(ends.data()) : nullptr;
+    host::IndexPtr devEnds =
+        tree ? host::IndexPtr(static_cast<const int64_t *>(dEnds.get()))
+             : nullptr;
+    Shape endsShape = tree ? Shape{1, seq} : Shape{};
+    host::setAttentionRangeSkipping(host::AttentionSkipping::Never);
+    Vec<T> out(count(os)), gq(count(qs)), gk(count(qs)), gv(count(qs));
+    host::attention(data<T>(out), os, data<T>(q), qs, data<T>(k), qs,
+                    data<T>(v), qs, hostEnds, endsShape, nullptr, {}, mask,
+                    host::kAbsent);
+    host::attention_grad(data<T>(gq), qs, data<T>(gk), qs, data<T>(gv), qs,
+                         data<T>(dout), os, data<T>(q), qs, data<T>(k), qs,
+                         data<T>(v), qs, hostEnds, endsShape, nullptr, {},
+                         mask, host::kAbsent);
+    host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
+    Vec<T> results[2][4];
+    int64_t listed[2], tested[2];
+    for (int skip = 0; skip < 2; ++skip) {
+      cuda::setAttentionRangeSkipping(skip == 1);
+      int64_t listedBefore = cuda::getAttentionKeysVisited(),
+              testedBefore = cuda::getAttentionKeysTested();
+      auto o = Dev<T>::garbage(count(os));
+      cuda::attention(o.get(), os, devQ.get(), qs, devK.get(), qs, devV.get(), qs,
+                      devEnds, endsShape, nullptr, {}, mask, host::kAbsent);
+      listed[skip] = cuda::getAttentionKeysVisited() - listedBefore;
+      tested[skip] = cuda::getAttentionKeysTested() - testedBefore;
+      auto a = Dev<T>::garbage(count(qs)), b = Dev<T>::garbage(count(qs)),
+           c = Dev<T>::garbage(count(qs));
+      cuda::attention_grad(a.get(), qs, b.get(), qs, c.get(), qs, ddout.get(),
+                           os, devQ.get(), qs, devK.get(), qs, devV.get(), qs,
+                           devEnds, endsShape, nullptr, {}, mask,
+                           host::kAbsent);
+      results[skip][0] = o.read();
+      results[skip][1] = a.read();
+      results[skip][2] = b.read();
+      results[skip][3] = c.read();
+    }
+    cuda::setAttentionRangeSkipping(true);
+    std::string name = std::string("tree-aware attention, ") + mask;
+    expectClose<T>(name + " forward", results[1][0], out);
+    expectClose<T>(name + " dquery", results[1][1], gq);
+    expectClose<T>(name + " dkey", results[1][2], gk);
+    expectClose<T>(name + " dvalue", results[1][3], gv);
+    for (int n = 0; n < 4; ++n)
+      EXPECT_TRUE(results[0][n].size() == results[1][n].size() &&
+                  std::memcmp(results[0][n].data(), results[1][n].data(),
+                              results[0][n].size() * sizeof(T)) == 0)
+          << name << ": skipping changed result " << n;
+    int64_t pairs = tree ? depths : seq * (seq + 1) / 2;
+    EXPECT_EQ(listed[1], heads * pairs) << name;
+    EXPECT_EQ(listed[0], heads * pairs) << name;
+    if (tree)
+      EXPECT_LT(tested[1] * 2, tested[0]) << name << ": siblings not skipped";
+    else
+      EXPECT_EQ(tested[1], tested[0]) << name;
+  }
+}
+
+TYPED_TEST(CudaKernelsFloat, TreeAwareAttention) {
+  REQUIRE_DEVICE();
+  checkTreeAttention<TypeParam>();
+}
+
 TYPED_TEST(CudaKernelsFloat, Dropout) {
   REQUIRE_DEVICE();
   using T = TypeParam;

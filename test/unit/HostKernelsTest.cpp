@@ -698,17 +698,23 @@ static double relativeError(const std::vector<double> &a,
 }
 
 // The tree-aware attention (runtime/kernels/AttentionKernels.cpp): on
-// random prefix trees, forward within 1e-12 of the dense masked path (the
-// oracle, range skipping off) in f64 and backward bit for bit, each query
-// visiting exactly its ancestors and itself (the keys counted are the sum
-// of depths + 1 per query); the causal mask visits [0, p]; by default a
-// causal forward pass stays dense; subtree ends that do not nest take the
+// random prefix trees, against the dense masked path (the oracle, range
+// skipping off) in f64: the exact walk (Always) forward within 1e-12 and
+// backward bit for bit, each query visiting exactly its ancestors and
+// itself (the keys counted are the sum of depths + 1 per query; the causal
+// mask visits [0, p]); the blocked GEMMs (Auto, the default) forward and
+// backward within 1e-12, counting nothing (sequences up to 12 query
+// blocks, so runs merge and split); subtree ends that do not nest take the
 // dense path.
+const host::AttentionSkipping kSkippingModes[3] = {
+    host::AttentionSkipping::Never, host::AttentionSkipping::Always,
+    host::AttentionSkipping::Auto};
+
 TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
   std::mt19937 rng(41);
   const int64_t batch = 2, heads = 4, kvHeads = 2, dim = 8, valueDim = 6;
-  for (int round = 0; round < 12; ++round) {
-    const int64_t seq = 5 + round * 7;
+  for (int round = 0; round < 14; ++round) {
+    const int64_t seq = round < 12 ? 5 + round * 7 : 300 + (round - 11) * 250;
     host::Shape qs{batch, seq, heads, dim}, ks{batch, seq, kvHeads, dim},
         vs{batch, seq, kvHeads, valueDim}, os{batch, seq, heads, valueDim};
     std::uniform_real_distribution<double> uniform(-2, 2);
@@ -738,12 +744,10 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
       host::IndexPtr endsPtr =
           tree ? host::IndexPtr(ends.data()) : host::IndexPtr(nullptr);
       host::Shape endsShape = tree ? host::Shape{batch, seq} : host::Shape{};
-      std::vector<double> out[2], dq[2], dk[2], dv[2];
-      int64_t visited[2] = {0, 0};
-      for (int skipping = 0; skipping < 2; ++skipping) {
-        host::setAttentionRangeSkipping(skipping == 1
-                                            ? host::AttentionSkipping::Always
-                                            : host::AttentionSkipping::Never);
+      std::vector<double> out[3], dq[3], dk[3], dv[3];
+      int64_t visited[3] = {0, 0, 0};
+      for (int skipping = 0; skipping < 3; ++skipping) {
+        host::setAttentionRangeSkipping(kSkippingModes[skipping]);
         out[skipping].resize(os.numElements());
         dq[skipping].resize(qs.numElements());
         dk[skipping].resize(ks.numElements());
@@ -766,6 +770,11 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
       EXPECT_EQ(dq[1], dq[0]) << mask;
       EXPECT_EQ(dk[1], dk[0]) << mask;
       EXPECT_EQ(dv[1], dv[0]) << mask;
+      EXPECT_EQ(visited[2], 0) << "the blocked path counts nothing";
+      EXPECT_LE(relativeError(out[2], out[0]), 1e-12) << mask << " blocked";
+      EXPECT_LE(relativeError(dq[2], dq[0]), 1e-12) << mask << " blocked";
+      EXPECT_LE(relativeError(dk[2], dk[0]), 1e-12) << mask << " blocked";
+      EXPECT_LE(relativeError(dv[2], dv[0]), 1e-12) << mask << " blocked";
     }
     // Query positions (chunked prefill, a KV cache): fewer queries than
     // keys, at positions from -1 (sees nothing) to past the last key (sees
@@ -787,12 +796,10 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
         host::IndexPtr endsPtr =
             tree ? host::IndexPtr(ends.data()) : host::IndexPtr(nullptr);
         host::Shape endsShape = tree ? host::Shape{batch, seq} : host::Shape{};
-        std::vector<double> out[2], dq[2], dk[2], dv[2];
-        std::vector<float> out32[2];
-        for (int skipping = 0; skipping < 2; ++skipping) {
-          host::setAttentionRangeSkipping(skipping
-                                              ? host::AttentionSkipping::Always
-                                              : host::AttentionSkipping::Never);
+        std::vector<double> out[3], dq[3], dk[3], dv[3];
+        std::vector<float> out32[3];
+        for (int skipping = 0; skipping < 3; ++skipping) {
+          host::setAttentionRangeSkipping(kSkippingModes[skipping]);
           out[skipping].resize(pos.numElements());
           dq[skipping].resize(pqs.numElements());
           dk[skipping].resize(ks.numElements());
@@ -822,23 +829,14 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
         std::vector<double> a(out32[1].begin(), out32[1].end()),
             b(out32[0].begin(), out32[0].end());
         EXPECT_LE(relativeError(a, b), 1e-5) << mask << " positions, f32";
+        for (auto [got, want] :
+             {std::pair(&out[2], &out[0]), std::pair(&dq[2], &dq[0]),
+              std::pair(&dk[2], &dk[0]), std::pair(&dv[2], &dv[0])})
+          EXPECT_LE(relativeError(*got, *want), 1e-12)
+              << mask << " positions, blocked";
+        std::vector<double> c(out32[2].begin(), out32[2].end());
+        EXPECT_LE(relativeError(c, b), 1e-5) << mask << " positions, f32 blocked";
       }
-    }
-    // By default a causal forward pass stays on the dense GEMMs (it sees
-    // half the pairs, which scalar products do not win back): bit for bit
-    // the dense path, nothing counted.
-    {
-      std::vector<double> automatic(os.numElements()), dense(os.numElements());
-      int64_t before = host::getAttentionKeysVisited();
-      host::attention(automatic.data(), os, q.data(), qs, k.data(), ks,
-                      v.data(), vs, nullptr, {}, nullptr, {}, "causal",
-                      host::kAbsent);
-      EXPECT_EQ(host::getAttentionKeysVisited(), before);
-      host::setAttentionRangeSkipping(host::AttentionSkipping::Never);
-      host::attention(dense.data(), os, q.data(), qs, k.data(), ks, v.data(),
-                      vs, nullptr, {}, nullptr, {}, "causal", host::kAbsent);
-      host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
-      EXPECT_EQ(automatic, dense);
     }
     // Ends that do not nest (key 0's subtree stops inside key 1's, which
     // would hide key 1 from later queries if skipped): the dense path,
@@ -869,6 +867,60 @@ TEST(HostKernels, TreeAttentionVisitsOnlyAncestors) {
     EXPECT_EQ(dq[1], dq[0]);
     EXPECT_EQ(dk[1], dk[0]);
   }
+}
+
+// A NaN in a key's value reaches exactly the queries that see the key: the
+// blocked GEMMs would carry it through their zero probabilities into hidden
+// pairs, so a batch holding one takes the exact walk. Backward, every path
+// gives the dense oracle's NaNs; forward, the dense oracle's GEMM (as the
+// interpreter's) spreads it to every query, the skipping paths to those
+// that see the key only.
+TEST(HostKernels, TreeAttentionKeepsNaNsWhereTheyAreSeen) {
+  const int64_t seq = 150, heads = 2, dim = 4;
+  host::Shape s{1, seq, heads, dim};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<double> q(s.numElements()), k(q.size()), v(q.size()),
+      dout(q.size());
+  for (auto *x : {&q, &k, &v, &dout})
+    for (double &e : *x)
+      e = uniform(rng);
+  const int64_t poisoned = 130;
+  v[(poisoned * heads) * dim] = std::nan("");
+  std::vector<double> out[3], dq[3], dk[3], dv[3];
+  for (int mode = 0; mode < 3; ++mode) {
+    host::setAttentionRangeSkipping(kSkippingModes[mode]);
+    out[mode].resize(q.size());
+    dq[mode].resize(q.size());
+    dk[mode].resize(q.size());
+    dv[mode].resize(q.size());
+    host::attention(out[mode].data(), s, q.data(), s, k.data(), s, v.data(), s,
+                    nullptr, {}, nullptr, {}, "causal", host::kAbsent);
+    host::attention_grad(dq[mode].data(), s, dk[mode].data(), s,
+                         dv[mode].data(), s, dout.data(), s, q.data(), s,
+                         k.data(), s, v.data(), s, nullptr, {}, nullptr, {},
+                         "causal", host::kAbsent);
+  }
+  host::setAttentionRangeSkipping(host::AttentionSkipping::Auto);
+  auto nanPattern = [](const std::vector<double> &x) {
+    std::vector<bool> pattern(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      pattern[i] = std::isnan(x[i]);
+    return pattern;
+  };
+  std::vector<bool> seen(q.size());
+  for (int64_t i = poisoned; i < seq; ++i)
+    seen[(i * heads) * dim] = true; // head 0's first value element
+  for (int mode = 1; mode < 3; ++mode) {
+    EXPECT_EQ(nanPattern(out[mode]), seen) << "mode " << mode;
+    EXPECT_EQ(nanPattern(dq[mode]), nanPattern(dq[0])) << "mode " << mode;
+    EXPECT_EQ(nanPattern(dk[mode]), nanPattern(dk[0])) << "mode " << mode;
+    EXPECT_EQ(nanPattern(dv[mode]), nanPattern(dv[0])) << "mode " << mode;
+  }
+  // The queries before the poisoned key have finite gradients; those that
+  // see it do not.
+  EXPECT_TRUE(std::isfinite(dq[2][(10 * heads) * dim]));
+  EXPECT_TRUE(std::isnan(dq[2][(140 * heads) * dim]));
 }
 
 TEST(HostKernelsDeathTest, FailureNamesTheRankAndTheKernel) {
