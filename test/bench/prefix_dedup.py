@@ -16,10 +16,11 @@ Side by side, in one run, on 2 host MPI ranks, the same seeded batches:
   plain    the step over padded [32, 1100], data parallel (16 slots/rank);
   dedup    nn-prefix-dedup with 2 bins (one per rank), data parallel.
 
-Both use the same host attention kernels (range skipping on causal chains
-and on the trie: the speedup is the rewrite's, not the kernel's). Printed
-per batch shape: the FLOPs each side executes (matmuls on every row,
-padding included; attention on the pairs the kernels visit) and their
+Both use the same host attention kernels (blocked GEMMs over the keys each
+block of queries sees, on causal chains and on the trie: the speedup is
+the rewrite's, not the kernel's). Printed per batch shape: the FLOPs each
+side executes (matmuls on every row, padding included; attention on the
+pairs the blocked kernels compute) and their
 ratio against the analytic ratio (every FLOP of the step over T tokens vs
 U trie nodes, attention pairs included), the measured step time speedup
 (median of --steps, first step excluded as warm-up) against the analytic
@@ -175,6 +176,33 @@ def step_flops(rows, pairs, width=WIDTH, vocab=VOCAB, blocks=BLOCKS):
     return 3 * (rows * per_row + pairs * per_pair)
 
 
+QUERY_BLOCK, RUN_GAP = 64, 16  # runtime/kernels/AttentionKernels.cpp
+
+
+def blocked_pairs(ends):
+    """The (query, key) pairs the host's blocked attention computes on one
+    row of `len(ends)` keys under a tree mask (`ends`: subtree ends) or,
+    with ends None, a causal mask of that length: per block of QUERY_BLOCK
+    queries, its rows times the keys of the runs any of them sees (runs
+    closer than RUN_GAP merged)."""
+    n = len(ends) if not isinstance(ends, int) else ends
+    total = 0
+    for i0 in range(0, n, QUERY_BLOCK):
+        i1 = min(n, i0 + QUERY_BLOCK)
+        if isinstance(ends, int):
+            total += (i1 - i0) * i1
+            continue
+        j = np.arange(i1)
+        e = ends[:i1]
+        keys = np.nonzero((e >= i0) & (e >= j))[0]
+        if keys.size == 0:
+            continue
+        gaps = np.diff(keys) - 1
+        covered = keys[-1] - keys[0] + 1 - gaps[gaps >= RUN_GAP].sum()
+        total += (i1 - i0) * int(covered)
+    return total
+
+
 def train(bins, opt, run_tool, forward, data, work, ranks, steps, dedup,
           capacity):
     """Compiles and trains one side; returns (losses, step seconds per
@@ -284,13 +312,13 @@ def main():
         analytic = (step_flops(total, plain_pairs) /
                     step_flops(unique, trie_pairs))
         # Executed: every row of the padded batch / of the packed bins; the
-        # pairs the kernels visit (causal over every padded row; the trie's
-        # pairs over the bins, each padding node seeing itself).
-        executed_plain = step_flops(slots * seq, slots * causal_pairs(seq))
-        positions = np.load(os.path.join(data, "trie_positions.npy"))[0]
-        # A node sees its depth + 1 keys (a padding node itself).
-        executed_dedup = step_flops(positions.size,
-                                    int((positions + 1).sum()))
+        # pairs the blocked attention computes (causal blocks over every
+        # padded row; the trie's blocks over the bins, each padding node
+        # seeing itself).
+        executed_plain = step_flops(slots * seq, slots * blocked_pairs(seq))
+        ends = np.load(os.path.join(data, "trie_subtree_end.npy"))[0]
+        executed_dedup = step_flops(ends.size,
+                                    sum(blocked_pairs(row) for row in ends))
 
         plain = train(args.ranks, opt, run_tool, forward, data,
                       os.path.join(work, "plain"), args.ranks, args.steps,
