@@ -543,18 +543,30 @@ def PrefixDedupPass : Pass<"nn-prefix-dedup", "mlir::ModuleOp"> {
     (`loom-batch pack`). Padding nodes (past a bin's trie) see only
     themselves and no real token sees them.
 
+    With `buckets=64,128,...` instead of `capacity`, each function becomes
+    one variant per capacity, `@<name>_c<capacity>` (ascending), each the
+    rewrite at that capacity: the same parameters, data of different
+    shapes. A step's batch is packed at the smallest bucket that holds its
+    largest bin.
+
     Errors, at the op: dropout with a non-zero rate (its mask depends on the
     sample's index), attention that is not causal or has a positions
     operand, attention between token-derived and other tensors, no or
     several token arguments, `bins` not dividing the batch, an argument name
-    the rewrite needs already taken.
+    the rewrite needs already taken; `capacity` and `buckets` together, a
+    bucket that is not positive or is given twice, a variant name already
+    taken.
   }];
   let options = [
     Option<"func", "func", "std::string", /*default=*/"\"\"",
            "The function to rewrite (default: every function with nn.data "
            "arguments)">,
     Option<"capacity", "capacity", "int64_t", /*default=*/"0",
-           "Packed tokens per bin (the shape bucket; required)">,
+           "Packed tokens per bin (the shape bucket; this or buckets is "
+           "required)">,
+    ListOption<"buckets", "buckets", "int64_t",
+               "Capacities of several shape buckets: one variant of each "
+               "function per bucket, @<name>_c<capacity>, in place of it">,
     Option<"bins", "bins", "int64_t", /*default=*/"1",
            "Data-parallel bins (rows of the packing); must divide the batch">,
   ];

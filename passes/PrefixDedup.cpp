@@ -665,9 +665,24 @@ struct PrefixDedupPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     int64_t numBins = bins, numNodes = capacity;
-    if (numNodes <= 0 || numBins <= 0) {
-      module.emitError() << "nn-prefix-dedup needs capacity > 0 and bins > 0 "
-                            "(got capacity = "
+    SmallVector<int64_t> capacities(buckets.begin(), buckets.end());
+    if (!capacities.empty() && numNodes != 0) {
+      module.emitError() << "nn-prefix-dedup takes capacity or buckets, not "
+                            "both";
+      return signalPassFailure();
+    }
+    llvm::sort(capacities);
+    for (auto [i, c] : llvm::enumerate(capacities))
+      if (c <= 0 || (i > 0 && capacities[i - 1] == c)) {
+        module.emitError() << "nn-prefix-dedup: bucket " << c
+                           << (c <= 0 ? " is not positive" : " is given twice");
+        return signalPassFailure();
+      }
+    if (capacities.empty())
+      capacities.push_back(numNodes);
+    if (capacities.front() <= 0 || numBins <= 0) {
+      module.emitError() << "nn-prefix-dedup needs capacity > 0 (or buckets) "
+                            "and bins > 0 (got capacity = "
                          << numNodes << ", bins = " << numBins << ")";
       return signalPassFailure();
     }
@@ -683,10 +698,32 @@ struct PrefixDedupPass
                          << std::string(func) << "'";
       return signalPassFailure();
     }
+    SymbolTable symbols(module);
     for (func::FuncOp f : funcs) {
-      if (!Deduplicator(f, numBins, numNodes).run())
-        return signalPassFailure();
-      ++numFunctions;
+      if (buckets.empty()) {
+        if (!Deduplicator(f, numBins, numNodes).run())
+          return signalPassFailure();
+        ++numFunctions;
+        continue;
+      }
+      // One variant per bucket, after the original, which goes.
+      Operation *after = f;
+      for (int64_t c : capacities) {
+        std::string name = (f.getSymName() + "_c" + llvm::Twine(c)).str();
+        if (symbols.lookup(name)) {
+          f.emitError() << "nn-prefix-dedup: the variant name @" << name
+                        << " is already taken";
+          return signalPassFailure();
+        }
+        func::FuncOp variant = f.clone();
+        variant.setSymName(name);
+        symbols.insert(variant, std::next(Block::iterator(after)));
+        after = variant;
+        if (!Deduplicator(variant, numBins, c).run())
+          return signalPassFailure();
+        ++numFunctions;
+      }
+      symbols.erase(f);
     }
   }
 };

@@ -2,7 +2,7 @@
 // RUN: not loom-opt %s --split-input-file --nn-prefix-dedup="capacity=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CAPACITY
 // RUN: not loom-opt %s --split-input-file --nn-prefix-dedup="capacity=16 func=nothing" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUNC
 
-// CAPACITY: error: nn-prefix-dedup needs capacity > 0 and bins > 0 (got capacity = 0, bins = 1)
+// CAPACITY: error: nn-prefix-dedup needs capacity > 0 (or buckets) and bins > 0 (got capacity = 0, bins = 1)
 // FUNC: error: nn-prefix-dedup: no function named 'nothing'
 
 // Dropout draws a mask per (sample, token): two samples sharing a prefix

@@ -281,29 +281,29 @@ protected:
 
   /// The plain and deduplicated step of `example` under `objective` on
   /// `batch`: loss and gradients (nn-autodiff), and the parameters after
-  /// one SGD step (nn-training-step), within `bound` norm-wise.
+  /// one SGD step (nn-training-step), within `bound` norm-wise. With
+  /// `buckets`: the deduplicated module holds one variant per bucket
+  /// (`buckets=...`), and each variant whose capacity holds the batch's
+  /// bins runs the batch packed at that capacity.
   void expectEqual(const std::string &example, Objective objective,
                    const loom::rl::Batch &batch, int64_t bins,
-                   double bound = 1e-10) {
+                   double bound = 1e-10, std::vector<int64_t> buckets = {}) {
     std::string text = makeModel(example, objective);
     if (const char *dump = std::getenv("LOOM_DUMP_MODEL"))
       std::ofstream(dump) << text;
     std::string fn = example.substr(0, example.find('.'));
-    int64_t capacity = 128 / bins;
-    loom::rl::PackShape shape{8, 16, bins, capacity, 64};
-    llvm::Expected<loom::rl::PackedStep> step = loom::rl::packStep(batch, shape);
-    ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
-    int64_t total = 0, unique = 0;
-    for (const auto &sample : batch.samples)
-      total += static_cast<int64_t>(sample.tokens.size());
-    for (int64_t n : step->binNodes)
-      unique += n;
-    EXPECT_LE(unique, total);
-    sharedTokens += total - unique;
-    ++comparisons;
-    std::string dedup = "nn-prefix-dedup{capacity=" +
-                        std::to_string(capacity) +
-                        " bins=" + std::to_string(bins) + "},";
+    bool variants = !buckets.empty();
+    if (!variants)
+      buckets.push_back(128 / bins);
+    std::string dedup = "nn-prefix-dedup{";
+    if (variants) {
+      dedup += "buckets=";
+      for (size_t i = 0; i < buckets.size(); ++i)
+        dedup += (i ? "," : "") + std::to_string(buckets[i]);
+    } else {
+      dedup += "capacity=" + std::to_string(buckets[0]);
+    }
+    dedup += " bins=" + std::to_string(bins) + "},";
     std::string train = objective == Objective::LogProbs
                             ? ""
                             : "nn-autodiff,nn-training-step{optimizer=sgd "
@@ -311,52 +311,74 @@ protected:
     if (train.empty())
       dedup.pop_back();
     OwningOpRef<ModuleOp> plain = compile(text, train);
-    OwningOpRef<ModuleOp> packed =
-        compile(text, dedup + train);
+    OwningOpRef<ModuleOp> packed = compile(text, dedup + train);
     ASSERT_TRUE(plain && packed);
-    {
-      // Deduplicated, not per sample: no op reads the per-sample form of
-      // the model (trie_nodes), every attention is over the trie.
-      auto f = packed->lookupSymbol<func::FuncOp>(fn);
-      ASSERT_TRUE(f);
-      for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        if (auto name = f.getArgAttrOfType<StringAttr>(i, "nn.name"))
-          EXPECT_NE(name.getValue(), "trie_nodes") << fn;
-      int tree = 0, other = 0;
-      f.walk([&](loom::nn::AttentionOp op) {
-        (op.getMask() == loom::nn::MaskKind::Tree ? tree : other)++;
-      });
-      EXPECT_EQ(tree, 2) << fn;
-      EXPECT_EQ(other, 0) << fn;
-    }
-    for (const char *suffix : {"", "_grad", "_train_step"}) {
-      if (objective == Objective::LogProbs && *suffix)
-        continue;
-      std::vector<Tensor> a = run(*plain, fn + suffix, *step);
-      std::vector<Tensor> b = run(*packed, fn + suffix, *step);
-      ASSERT_EQ(a.size(), b.size());
-      ASSERT_FALSE(a.empty());
-      if (objective == Objective::LogProbs) {
-        // Only where a sample predicts a token (past its end the plain
-        // forward reads padding).
-        for (auto [k, sample] : llvm::enumerate(batch.samples))
-          for (size_t t = 0; t + 1 < sample.tokens.size(); ++t) {
-            int64_t at = static_cast<int64_t>(k) * 16 + t;
-            EXPECT_NEAR(b[0].getDouble(at), a[0].getDouble(at),
-                        bound * std::abs(a[0].getDouble(at)))
-                << "sample " << k << " token " << t;
-            EXPECT_TRUE(std::isfinite(b[0].getDouble(at)));
-          }
+    int ran = 0;
+    for (int64_t capacity : buckets) {
+      loom::rl::PackShape shape{8, 16, bins, capacity, 64};
+      llvm::Expected<loom::rl::PackedStep> step =
+          loom::rl::packStep(batch, shape);
+      if (!step && variants) {
+        llvm::consumeError(step.takeError()); // a bucket too small
         continue;
       }
-      for (size_t i = 0; i < a.size(); ++i) {
-        double error = relativeError(b[i], a[i]);
-        EXPECT_LE(error, bound) << fn << suffix << " result " << i;
-        largestError = std::max(largestError, error);
+      ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
+      ++ran;
+      std::string variant =
+          variants ? fn + "_c" + std::to_string(capacity) : fn;
+      int64_t total = 0, unique = 0;
+      for (const auto &sample : batch.samples)
+        total += static_cast<int64_t>(sample.tokens.size());
+      for (int64_t n : step->binNodes)
+        unique += n;
+      EXPECT_LE(unique, total);
+      sharedTokens += total - unique;
+      ++comparisons;
+      {
+        // Deduplicated, not per sample: no op reads the per-sample form of
+        // the model (trie_nodes), every attention is over the trie.
+        auto f = packed->lookupSymbol<func::FuncOp>(variant);
+        ASSERT_TRUE(f) << variant;
+        for (unsigned i = 0; i < f.getNumArguments(); ++i)
+          if (auto name = f.getArgAttrOfType<StringAttr>(i, "nn.name"))
+            EXPECT_NE(name.getValue(), "trie_nodes") << variant;
+        int tree = 0, other = 0;
+        f.walk([&](loom::nn::AttentionOp op) {
+          (op.getMask() == loom::nn::MaskKind::Tree ? tree : other)++;
+        });
+        EXPECT_EQ(tree, 2) << variant;
+        EXPECT_EQ(other, 0) << variant;
       }
-      if (*suffix == 0)
-        lastLoss = a.front().toDoubles();
+      for (const char *suffix : {"", "_grad", "_train_step"}) {
+        if (objective == Objective::LogProbs && *suffix)
+          continue;
+        std::vector<Tensor> a = run(*plain, fn + suffix, *step);
+        std::vector<Tensor> b = run(*packed, variant + suffix, *step);
+        ASSERT_EQ(a.size(), b.size());
+        ASSERT_FALSE(a.empty());
+        if (objective == Objective::LogProbs) {
+          // Only where a sample predicts a token (past its end the plain
+          // forward reads padding).
+          for (auto [k, sample] : llvm::enumerate(batch.samples))
+            for (size_t t = 0; t + 1 < sample.tokens.size(); ++t) {
+              int64_t at = static_cast<int64_t>(k) * 16 + t;
+              EXPECT_NEAR(b[0].getDouble(at), a[0].getDouble(at),
+                          bound * std::abs(a[0].getDouble(at)))
+                  << "sample " << k << " token " << t;
+              EXPECT_TRUE(std::isfinite(b[0].getDouble(at)));
+            }
+          continue;
+        }
+        for (size_t i = 0; i < a.size(); ++i) {
+          double error = relativeError(b[i], a[i]);
+          EXPECT_LE(error, bound) << variant << suffix << " result " << i;
+          largestError = std::max(largestError, error);
+        }
+        if (*suffix == 0)
+          lastLoss = a.front().toDoubles();
+      }
     }
+    EXPECT_GT(ran, 0) << "no bucket holds the batch";
   }
 
   MLIRContext context;
@@ -467,6 +489,38 @@ TEST_F(PrefixDedup, LlamaMiniOnRandomTries) {
     expectEqual("llama_mini.mlir",
                 trial % 2 ? Objective::PPO : Objective::CrossEntropy, batch,
                 trial % 3 == 2 ? 2 : 1);
+  }
+}
+
+// Shape buckets: one variant per capacity in one module, each exact
+// against the plain step on the batch packed at its capacity (the
+// smallest bucket that fits, with the least padding, and the larger ones);
+// a bucket smaller than the batch's bins is skipped (the packer refuses
+// it).
+TEST_F(PrefixDedup, VariantsPerBucketAgree) {
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 3; ++trial) {
+    loom::rl::Batch batch = randomBatch(rng, 3 + trial, 3);
+    int64_t bins = trial % 2 ? 2 : 1;
+    auto full = loom::rl::packStep(batch, {8, 16, bins, 128 / bins, 64});
+    ASSERT_TRUE(static_cast<bool>(full)) << llvm::toString(full.takeError());
+    int64_t largest = *std::max_element(full->binNodes.begin(),
+                                        full->binNodes.end());
+    // Exactly the largest bin (no padding in it), then two larger buckets,
+    // and one that is too small.
+    std::vector<int64_t> buckets = {largest, 128 / bins};
+    if (largest > 1)
+      buckets.push_back(largest - 1);
+    if (largest + 8 < 128 / bins)
+      buckets.push_back(largest + 8);
+    std::sort(buckets.begin(), buckets.end());
+    buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+    int64_t before = comparisons;
+    expectEqual("gpt_mini.mlir", trial == 1 ? Objective::PPO
+                                            : Objective::CrossEntropy,
+                batch, bins, 1e-10, buckets);
+    EXPECT_EQ(comparisons - before,
+              static_cast<int64_t>(buckets.size()) - (largest > 1 ? 1 : 0));
   }
 }
 
