@@ -26,6 +26,15 @@
 //                                type, default f64); with R > 1, each step's
 //                                samples cut into R bins as `bins` does.
 //                                Prints each step's bins and reuse
+//   loom-batch pack DIR ... --buckets C1,C2,... BATCH...
+//                                shape buckets (nn-prefix-dedup buckets=)
+//                                instead of one capacity: each step packed
+//                                at the smallest bucket that holds its
+//                                largest bin, into DIR/step<n>/<name>.npy
+//                                (one batch each, n from 1; loom-run
+//                                --train picks the variant per step);
+//                                prints each step's bucket and what
+//                                padding costs against one capacity
 //
 // BATCH is a JSON Lines file (frontends/rl/Batch.h; README, "RL batches")
 // or a folder of the .npy form (frontends/rl/BatchNpy.h).
@@ -44,8 +53,10 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -64,6 +75,7 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
   loom::rl::PackShape shape;
   loom::rl::BinCosts costs;
   std::vector<std::string> batches;
+  std::vector<int64_t> buckets;
   loom::interp::ElementKind floatKind = loom::interp::ElementKind::F64;
   for (size_t i = 1; i < args.size(); ++i) {
     llvm::StringRef arg = args[i];
@@ -82,6 +94,22 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
       err = number(shape.seq);
     else if (arg == "--capacity")
       err = number(shape.capacity);
+    else if (arg == "--buckets") {
+      llvm::SmallVector<llvm::StringRef> words;
+      llvm::StringRef(i + 1 < args.size() ? args[i + 1] : "")
+          .split(words, ',');
+      for (llvm::StringRef word : words) {
+        int64_t c = 0;
+        if (word.getAsInteger(10, c) || c <= 0 || c > (int64_t{1} << 30))
+          return fail("pack: --buckets needs positive integers separated "
+                      "by commas");
+        buckets.push_back(c);
+      }
+      ++i;
+      llvm::sort(buckets);
+      if (std::adjacent_find(buckets.begin(), buckets.end()) != buckets.end())
+        return fail("pack: --buckets lists a capacity twice");
+    }
     else if (arg == "--bins")
       err = number(shape.bins);
     else if (arg == "--vocab")
@@ -115,13 +143,19 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
     if (err)
       return err;
   }
+  if (shape.capacity && !buckets.empty())
+    return fail("pack: --capacity or --buckets, not both");
+  if (!buckets.empty())
+    shape.capacity = buckets.back();
   if (!shape.batch || !shape.seq || !shape.capacity)
-    return fail("pack: --batch, --seq and --capacity are required (the "
-                "step's shapes: nn.prefix_dedup of the deduplicated "
-                "function)");
+    return fail("pack: --batch, --seq and --capacity (or --buckets) are "
+                "required (the step's shapes: nn.prefix_dedup of the "
+                "deduplicated function)");
   if (batches.empty())
     return fail("pack: no batch files");
   std::vector<loom::rl::PackedStep> steps;
+  int64_t packedNodes = 0, realNodes = 0;
+  std::map<int64_t, int64_t> stepsAt;
   llvm::raw_ostream &os = llvm::outs();
   for (auto [k, path] : llvm::enumerate(batches)) {
     llvm::Expected<loom::rl::Batch> batch = readBatch(path);
@@ -145,13 +179,46 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
         loom::rl::packStep(*batch, shape, bins);
     if (!step)
       return fail(path + ": " + llvm::toString(step.takeError()));
+    int64_t capacity = shape.capacity;
+    if (!buckets.empty()) {
+      // The smallest bucket that holds the largest bin.
+      int64_t largest = *llvm::max_element(step->binNodes);
+      capacity = *llvm::lower_bound(buckets, largest);
+      loom::rl::PackShape at = shape;
+      at.capacity = capacity;
+      step = loom::rl::packStep(*batch, at, bins);
+      if (!step)
+        return fail(path + ": " + llvm::toString(step.takeError()));
+    }
+    int64_t nodes = 0;
+    for (int64_t n : step->binNodes)
+      nodes += n;
+    packedNodes += capacity * shape.bins;
+    realNodes += nodes;
+    ++stepsAt[capacity];
     os << "step " << k << " (" << path << "): samples " << stats.samples
        << ", T " << stats.totalTokens << ", U " << stats.uniqueTokens
        << ", nodes per bin";
     for (int64_t n : step->binNodes)
       os << " " << n;
-    os << " of " << shape.capacity << "\n";
+    os << " of " << capacity << "\n";
     steps.push_back(std::move(*step));
+  }
+  if (!buckets.empty()) {
+    // Padding: what the buckets pack beyond the real nodes, against one
+    // capacity (the largest bucket) for every step.
+    int64_t single = buckets.back() * shape.bins *
+                     static_cast<int64_t>(steps.size());
+    os << "buckets:";
+    for (int64_t c : buckets)
+      os << " " << c << " (" << stepsAt[c] << " steps)";
+    os << "; padding " << packedNodes - realNodes << " of " << packedNodes
+       << " packed nodes ("
+       << llvm::format("%.1f", 100.0 * (packedNodes - realNodes) / packedNodes)
+       << "%), one capacity of " << buckets.back() << ": "
+       << single - realNodes << " of " << single << " ("
+       << llvm::format("%.1f", 100.0 * (single - realNodes) / single)
+       << "%)\n";
   }
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return fail("pack: cannot create " + dir + ": " + ec.message());
@@ -160,6 +227,25 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
     std::string path = dir + "/" + name + ".npy";
     return loom::interp::writeNpyFile(path, tensor);
   };
+  if (!buckets.empty()) {
+    // One folder per step: the steps' shapes differ.
+    for (auto [k, step] : llvm::enumerate(steps)) {
+      std::string folder = dir + "/step" + std::to_string(k + 1);
+      if (std::error_code ec = llvm::sys::fs::create_directories(folder))
+        return fail("pack: cannot create " + folder + ": " + ec.message());
+      for (const auto &[name, shapeOf] : step.shapes) {
+        std::string file = folder + "/" + name + ".npy";
+        Tensor tensor =
+            step.ints.count(name)
+                ? Tensor::fromValues<int64_t>(shapeOf, step.ints.at(name))
+                : Tensor::fromDoubles(floatKind, shapeOf,
+                                      step.floats.at(name));
+        if (llvm::Error err = loom::interp::writeNpyFile(file, tensor))
+          return err;
+      }
+    }
+    return llvm::Error::success();
+  }
   const loom::rl::PackedStep &first = steps.front();
   for (const auto &[name, shapeOf] : first.shapes) {
     llvm::SmallVector<int64_t> stacked = {
@@ -206,7 +292,7 @@ int main(int argc, char **argv) {
   if (usage) {
     llvm::errs() << "usage: loom-batch stats|trie BATCH, loom-batch npy BATCH "
                     "DIR, loom-batch bins BATCH RANKS [C_TOK C_ATT], or "
-                    "loom-batch pack DIR --batch B --seq S --capacity C "
+                    "loom-batch pack DIR --batch B --seq S --capacity C|--buckets C1,C2,... "
                     "[--bins R] [--vocab V] [--float f64|f32|bf16] [--costs C_TOK "
                     "C_ATT] BATCH... "
                     "(BATCH: a .jsonl file or a folder of .npy arrays)\n";
