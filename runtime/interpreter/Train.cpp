@@ -78,10 +78,17 @@ double uniform(uint64_t key, uint64_t index, double scale) {
   return (2.0 * toUnitInterval(splitmix64(key, index)) - 1.0) * scale;
 }
 
-func::FuncOp findTrainStep(ModuleOp module, Interpreter &interpreter,
-                           llvm::StringRef requested) {
-  if (!requested.empty())
-    return interpreter.lookupFunction(requested);
+/// The training steps of `module`: `requested`, else every function with
+/// an nn.loss result (empty after a diagnostic when there is none).
+llvm::SmallVector<func::FuncOp>
+findTrainSteps(ModuleOp module, Interpreter &interpreter,
+               llvm::StringRef requested) {
+  if (!requested.empty()) {
+    func::FuncOp func = interpreter.lookupFunction(requested);
+    if (!func)
+      return {};
+    return {func};
+  }
   llvm::SmallVector<func::FuncOp> found;
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     // Specialisations and parts of a partitioned step are not steps of
@@ -96,16 +103,50 @@ func::FuncOp findTrainStep(ModuleOp module, Interpreter &interpreter,
         break;
       }
   }
-  if (found.size() == 1)
-    return found.front();
-  InFlightDiagnostic diag = emitError(module.getLoc());
   if (found.empty())
-    diag << "--train needs a training step: no function has a result marked "
-            "nn.loss (build one with loom-opt --loom-training-pipeline)";
-  else
-    diag << found.size()
-         << " functions have a result marked nn.loss; choose one with --entry";
-  return {};
+    emitError(module.getLoc())
+        << "--train needs a training step: no function has a result marked "
+           "nn.loss (build one with loom-opt --loom-training-pipeline)";
+  return found;
+}
+
+/// Why `other` is not a variant of `func` (the same arguments, roles,
+/// names and results, data arguments of the same element type and rank
+/// but any shape), or empty.
+std::string variantMismatch(func::FuncOp func, func::FuncOp other) {
+  FunctionType a = func.getFunctionType(), b = other.getFunctionType();
+  if (a.getNumInputs() != b.getNumInputs() ||
+      a.getNumResults() != b.getNumResults())
+    return "they have different numbers of arguments or results";
+  llvm::StringRef roles[] = {loom::nn::NNDialect::getParamAttrName(),
+                             loom::nn::NNDialect::getStateAttrName(),
+                             loom::nn::NNDialect::getStepAttrName(),
+                             loom::nn::NNDialect::getDataAttrName()};
+  for (unsigned i = 0; i < a.getNumInputs(); ++i) {
+    std::string where = "argument #" + std::to_string(i);
+    for (llvm::StringRef role : roles)
+      if (bool(func.getArgAttr(i, role)) != bool(other.getArgAttr(i, role)))
+        return where + " has another role";
+    if (func.getArgAttr(i, loom::nn::NNDialect::getNameAttrName()) !=
+        other.getArgAttr(i, loom::nn::NNDialect::getNameAttrName()))
+      return where + " has another name";
+    if (!func.getArgAttr(i, loom::nn::NNDialect::getDataAttrName())) {
+      if (a.getInput(i) != b.getInput(i))
+        return where + " has another type";
+      continue;
+    }
+    auto x = dyn_cast<RankedTensorType>(a.getInput(i)),
+         y = dyn_cast<RankedTensorType>(b.getInput(i));
+    if (!x || !y || x.getElementType() != y.getElementType() ||
+        x.getRank() != y.getRank())
+      return where + " (data) has another element type or rank";
+  }
+  for (unsigned r = 0; r < a.getNumResults(); ++r)
+    if (func.getResultAttrDict(r) != other.getResultAttrDict(r) ||
+        (!func.getResultAttr(r, loom::nn::NNDialect::getLossAttrName()) &&
+         a.getResult(r) != b.getResult(r)))
+      return "result #" + std::to_string(r) + " differs";
+  return "";
 }
 
 } // namespace
@@ -122,9 +163,36 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     return fail("--data-task must be auto, tokens, affine or classes, got '" +
                 options.dataTask + "'");
 
-  func::FuncOp func = findTrainStep(module, interpreter, options.entry);
-  if (!func)
+  llvm::SmallVector<func::FuncOp> found =
+      findTrainSteps(module, interpreter, options.entry);
+  if (found.empty())
     return 1;
+  func::FuncOp func = found.front();
+  bool stepFolders = false;
+  if (!options.dataDir.empty()) {
+    llvm::SmallString<128> first(options.dataDir);
+    llvm::sys::path::append(first, "step1");
+    stepFolders = llvm::sys::fs::is_directory(first);
+  }
+  if (found.size() > 1) {
+    // Several steps: variants of one, for data whose shapes change from
+    // step to step.
+    std::string names;
+    for (func::FuncOp f : found)
+      names += (names.empty() ? "@" : ", @") + f.getSymName().str();
+    if (!stepFolders)
+      return fail(llvm::Twine(found.size()) +
+                  " functions have a result marked nn.loss (" + names +
+                  "); choose one with --entry, or give per-step data "
+                  "folders (--data DIR with DIR/step<n>) to run each step "
+                  "on the one its shapes fit");
+    for (func::FuncOp other : llvm::drop_begin(found))
+      if (std::string why = variantMismatch(func, other); !why.empty())
+        return fail("@" + other.getSymName() + " is not a variant of @" +
+                    func.getSymName() + " (" + why +
+                    "): choose one step with --entry");
+  }
+  setup.variants.assign(found.begin(), found.end());
   setup.options = options;
   setup.func = func;
   FunctionType type = func.getFunctionType();
@@ -356,8 +424,67 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     }
   }
 
-  // Data from files: every data argument's batches, stacked.
-  if (!options.dataDir.empty()) {
+  // Data from per-step folders: each step's batches, and the variant
+  // they fit.
+  if (stepFolders) {
+    for (int64_t n = 1;; ++n) {
+      llvm::SmallString<128> folder(options.dataDir);
+      llvm::sys::path::append(folder, "step" + llvm::Twine(n));
+      if (!llvm::sys::fs::is_directory(folder))
+        break;
+      if (n > options.steps)
+        break; // (Folders past the last step are not read.)
+      TrainingSetup::StepData stepData;
+      std::string shapes;
+      for (unsigned i : data) {
+        auto argName = func.getArgAttrOfType<StringAttr>(
+            i, nn::NNDialect::getNameAttrName());
+        if (!argName)
+          return fail("--data DIR reads DIR/step<n>/<name>.npy for each "
+                      "nn.data argument, but argument #" +
+                      llvm::Twine(i) + " of @" + name + " has no name");
+        llvm::SmallString<128> path(folder);
+        llvm::sys::path::append(path, argName.getValue() + ".npy");
+        llvm::Expected<Tensor> tensor =
+            readNpyFile(path, interpreter.getOptions().maxTensorBytes);
+        if (!tensor)
+          return fail("data for argument '" + argName.getValue() +
+                      "': " + llvm::toString(tensor.takeError()));
+        shapes += (shapes.empty() ? "" : ", ") + argName.getValue().str() +
+                  " " + tensor->getTypeString();
+        stepData.batches.emplace(i, std::move(*tensor));
+      }
+      std::optional<unsigned> fits;
+      for (auto [v, variant] : llvm::enumerate(setup.variants)) {
+        bool all = true;
+        for (auto &[i, tensor] : stepData.batches)
+          all &= tensor.matchesType(
+              cast<RankedTensorType>(variant.getArgumentTypes()[i]));
+        if (all) {
+          fits = v;
+          break;
+        }
+      }
+      if (!fits) {
+        std::string takes;
+        for (func::FuncOp variant : setup.variants) {
+          takes += (takes.empty() ? "" : "; ") + ("@" + variant.getSymName())
+                                                      .str() + " takes";
+          for (unsigned i : data)
+            takes += " " + Tensor(argKinds[i],
+                                  cast<RankedTensorType>(
+                                      variant.getArgumentTypes()[i])
+                                      .getShape())
+                               .getTypeString();
+        }
+        return fail("step " + llvm::Twine(n) + " ('" + folder + "': " +
+                    shapes + ") fits no compiled variant: " + takes);
+      }
+      stepData.variant = *fits;
+      setup.stepData.push_back(std::move(stepData));
+    }
+  } else if (!options.dataDir.empty()) {
+    // Data from files: every data argument's batches, stacked.
     for (unsigned i : data) {
       auto argName = func.getArgAttrOfType<StringAttr>(
           i, nn::NNDialect::getNameAttrName());
@@ -417,6 +544,15 @@ void loom::interp::fillStepArguments(TrainingSetup &setup, int64_t step) {
   {
     for (unsigned i : setup.steps)
       args[i].setDouble(0, static_cast<double>(step));
+    setup.current = 0;
+    if (!setup.stepData.empty()) {
+      const TrainingSetup::StepData &data =
+          setup.stepData[(step - 1) % setup.stepData.size()];
+      for (auto &[i, batch] : data.batches)
+        args[i] = batch;
+      setup.current = data.variant;
+      return;
+    }
     if (!setup.dataFiles.empty()) {
       for (auto &[i, batches] : setup.dataFiles) {
         int64_t count = batches.getShape().front();
@@ -486,15 +622,15 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
   TrainingSetup setup;
   if (int code = prepareTraining(module, interpreter, options, setup))
     return code;
-  llvm::StringRef name = setup.func.getSymName();
   std::vector<Tensor> &args = setup.args;
   const std::optional<unsigned> &lossIndex = setup.lossIndex;
   int64_t tokensPerStep = setup.tokensPerStep;
   llvm::raw_ostream &os = llvm::outs();
   for (int64_t step = 1; step <= options.steps; ++step) {
     fillStepArguments(setup, step);
+    llvm::StringRef variant = setup.variants[setup.current].getSymName();
     auto start = std::chrono::steady_clock::now();
-    FailureOr<std::vector<Tensor>> results = interpreter.call(name, args);
+    FailureOr<std::vector<Tensor>> results = interpreter.call(variant, args);
     auto stop = std::chrono::steady_clock::now();
     if (failed(results))
       return 1;
@@ -508,14 +644,17 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
                   "; lower the learning rate or check the model");
     const char *lossFormat =
         lossTensor.getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
+    bool several = setup.variants.size() > 1;
     if (options.json)
       os << "{\"step\":" << step
          << ",\"loss\":" << llvm::format(lossFormat, loss)
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
+         << (several ? ",\"variant\":\"" + variant.str() + "\"" : "")
          << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(lossFormat, loss)
-         << " tokens/s " << llvm::format("%.1f", tokensPerSecond) << "\n";
+         << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
+         << (several ? " variant @" + variant.str() : "") << "\n";
     os.flush();
     for (auto [r, i] : setup.feedback)
       args[i] = std::move((*results)[r]);

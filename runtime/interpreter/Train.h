@@ -40,7 +40,9 @@ struct TrainOptions {
   std::string outputDir;
   /// Where to read the data from instead of the task (empty: the task):
   /// DIR/<name>.npy for every nn.data argument (its nn.name), the batches
-  /// of all steps stacked along a leading dimension.
+  /// of all steps stacked along a leading dimension; or, where DIR/step1
+  /// exists, DIR/step<n>/<name>.npy, one batch per step (n from 1; the
+  /// steps' shapes may differ: each runs the variant its shapes fit).
   std::string dataDir;
 };
 
@@ -64,6 +66,19 @@ struct TrainingSetup {
   int64_t tokensPerStep = 0;
   /// With a data folder, per data argument: its batches ([count, ...]).
   std::map<unsigned, Tensor> dataFiles;
+  /// The training steps that can run: `func` and the variants of it (the
+  /// same arguments and results but for the shapes of the data; e.g. one
+  /// per shape bucket, nn-prefix-dedup buckets=), in module order.
+  std::vector<mlir::func::FuncOp> variants;
+  /// With per-step data folders: per folder (step n reads folder (n - 1)
+  /// % size), its data arguments' batches and the variant they fit.
+  struct StepData {
+    std::map<unsigned, Tensor> batches;
+    unsigned variant = 0;
+  };
+  std::vector<StepData> stepData;
+  /// The variant of the step fillStepArguments last filled.
+  unsigned current = 0;
 };
 
 /// Finds the step, checks it and fills `setup` with the initial arguments;
@@ -72,7 +87,8 @@ int prepareTraining(mlir::ModuleOp module, Interpreter &interpreter,
                     const TrainOptions &options, TrainingSetup &setup);
 
 /// Sets the step counter and draws the data of step `step` into
-/// `setup.args` (a pure function of the seed and the step).
+/// `setup.args` (a pure function of the seed and the step), and the
+/// variant that runs it into `setup.current`.
 void fillStepArguments(TrainingSetup &setup, int64_t step);
 
 /// Runs the training loop; returns the exit code (0, or 1 after a

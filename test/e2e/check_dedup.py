@@ -12,7 +12,12 @@ log-probabilities near the model's), packs them with `loom-batch pack`
     split across the ranks: data parallel) compiled for the host target on
     --ranks real MPI ranks (loom-run --train --target host);
 
-from the same seeded initialisation and the same batches. Every step's loss
+from the same seeded initialisation and the same batches. With --buckets
+C1,C2,... the deduplicated side is one compiled variant per shape bucket
+(nn-prefix-dedup buckets=), each step packed at the smallest bucket that
+holds it (loom-batch pack --buckets) and run on the variant its shapes fit,
+on the interpreter (variants do not run on ranks yet); at least two
+variants must run. Every step's loss
 and the final parameters must agree within --tolerance (norm-wise relative;
 NaN or Inf fails). --plant-fault positions packs the deduplicated side
 with every node's position off by one past the root (the error the check
@@ -64,6 +69,7 @@ def main():
     ap.add_argument("--tolerance", type=float, default=1e-9)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plant-fault", default="", choices=["", "positions"])
+    ap.add_argument("--buckets", default="")
     args = ap.parse_args()
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
@@ -77,15 +83,20 @@ def main():
             f.write(make_batch(rng, 2, 4, vocab, seq))
         files.append(path)
     data = fresh(os.path.join(work, "data"))
+    size = (["--buckets", args.buckets] if args.buckets else
+            ["--capacity", str(args.capacity)])
     packed = run([args.batch_tool, "pack", data, "--batch", str(batch),
-                  "--seq", str(seq), "--capacity", str(args.capacity),
-                  "--bins", str(args.ranks), "--vocab", str(vocab)] + files)
+                  "--seq", str(seq), "--bins", str(args.ranks), "--vocab",
+                  str(vocab)] + size + files)
     print(packed, end="")
     if args.plant_fault == "positions":
-        path = os.path.join(data, "trie_positions.npy")
-        positions = np.load(path)
-        np.save(path, np.where(positions > 0, positions + 1,
-                               positions).clip(max=seq - 1))
+        folders = ([os.path.join(data, f"step{k + 1}")
+                    for k in range(args.steps)] if args.buckets else [data])
+        for folder in folders:
+            path = os.path.join(folder, "trie_positions.npy")
+            positions = np.load(path)
+            np.save(path, np.where(positions > 0, positions + 1,
+                                   positions).clip(max=seq - 1))
 
     with open(args.model) as f:
         text = f.read()
@@ -107,9 +118,25 @@ def main():
 
     # The deduplicated step, its bins split across the ranks.
     dedup = os.path.join(work, "dedup.mlir")
+    size = (f"buckets={args.buckets}" if args.buckets else
+            f"capacity={args.capacity}")
     run([args.opt, forward, "--nn-name-arguments-from-source",
-         f"--nn-prefix-dedup=capacity={args.capacity} bins={args.ranks}",
-         "-o", dedup])
+         f"--nn-prefix-dedup={size} bins={args.ranks}", "-o", dedup])
+    if args.buckets:
+        # One variant per bucket, on the interpreter.
+        stepped = os.path.join(work, "dedup-step.mlir")
+        run([args.opt, dedup, train, "-o", stepped])
+        host_dir = fresh(os.path.join(work, "train-variants"))
+        host = run([args.run, "--interpret", stepped, "--train", "--steps",
+                    str(args.steps), "--seed", str(args.seed), "--data", data,
+                    "--output-dir", host_dir])
+        used = sorted(set(re.findall(r" variant @(\S+)", host)))
+        if len(used) < 2:
+            sys.exit(f"FAIL: the steps ran {len(used)} variant(s) "
+                     f"({', '.join(used)}); the check needs at least two")
+        compare(args, host, ref, host_dir, ref_dir,
+                f"{len(used)} variants ({', '.join(used)})")
+        return
     with open(dedup) as f:
         text = f.read()
     group = "[" + ", ".join(str(d) for d in range(args.ranks)) + "]"
@@ -130,6 +157,12 @@ def main():
                 "--work-dir", os.path.join(work, "host"), "--output-dir",
                 host_dir])
 
+    compare(args, host, ref, host_dir, ref_dir, f"{args.ranks} ranks")
+
+
+def compare(args, host, ref, host_dir, ref_dir, what):
+    """Every step's loss and the final parameters of the deduplicated run
+    against the plain one."""
     loss, ref_loss = losses(host), losses(ref)
     if len(loss) != args.steps or len(ref_loss) != args.steps:
         sys.exit(f"FAIL: expected {args.steps} losses, got {len(ref_loss)} "
@@ -148,7 +181,7 @@ def main():
         sys.exit(f"FAIL: deduplicated training differs from the plain "
                  f"step: loss {loss_error:.2e}, parameters "
                  f"{param_error:.2e} (bound {args.tolerance:.0e})")
-    print(f"deduplicated on {args.ranks} ranks against plain: {args.steps} "
+    print(f"deduplicated on {what} against plain: {args.steps} "
           f"steps, {k} parameters: loss error {loss_error:.2e}, parameter "
           f"error {param_error:.2e} (bound {args.tolerance:.0e})")
 

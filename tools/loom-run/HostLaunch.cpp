@@ -126,6 +126,11 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     return code;
   func::FuncOp global = setup.func;
   llvm::StringRef name = global.getSymName();
+  if (setup.variants.size() > 1)
+    return fail("steps across variants (@" + name + " and " +
+                llvm::Twine(setup.variants.size() - 1) +
+                " more) run on the interpreter only so far; on ranks, "
+                "choose one with --entry");
 
   // The programs and their devices.
   std::vector<Program> programs;
