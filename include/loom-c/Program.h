@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* The version of this ABI; loom_program_abi_version returns it. */
-#define LOOM_PROGRAM_ABI_VERSION 2
+#define LOOM_PROGRAM_ABI_VERSION 3
 
 typedef enum loom_status_code {
   LOOM_STATUS_OK = 0,
@@ -135,6 +135,14 @@ loom_status *loom_program_step(loom_program *program, double *loss);
 /* Whether the program has a loss result for loom_program_step to give. */
 int32_t loom_program_has_loss(const loom_program *program);
 
+/* Sets how many steps the program counts as done, `steps` >= 0: the next
+ * loom_program_step is step `steps` + 1 (its step counters, records and
+ * traces say so). For variants of one step (programs of other data
+ * shapes taking turns on the same parameters, which the caller moves
+ * between them): each continues the count. Not collective. */
+loom_status *loom_program_set_steps_done(loom_program *program,
+                                         int64_t steps);
+
 /* What the library's runtime on this rank records of the steps besides
  * counting traffic, as flags (0, the default: nothing). The setting is
  * the library's, shared by its programs on the rank. */
@@ -209,6 +217,7 @@ typedef struct loom_program_api {
   const char *(*status_get_message)(const loom_status *status);
   void (*status_destroy)(loom_status *status);
   int32_t (*has_loss)(const loom_program *program);
+  loom_status *(*set_steps_done)(loom_program *program, int64_t steps);
   void (*set_recording)(loom_program *program, int32_t records);
   int64_t (*get_num_traffic)(const loom_program *program);
   loom_status *(*get_traffic)(const loom_program *program, int64_t index,

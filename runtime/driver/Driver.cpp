@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -126,6 +127,11 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 int loom::driver::runDriver(int argc, char **argv, int first,
                             const loom_program_api &api) {
+  return runDriver(argc, argv, first, std::vector<loom_program_api>{api});
+}
+
+int loom::driver::runDriver(int argc, char **argv, int first,
+                            const std::vector<loom_program_api> &apis) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
@@ -171,25 +177,99 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       fail("LOOM_TEST_HANG must be RANK:STEP, got '" + std::string(hang) +
            "'");
 
-  loom_program *program = nullptr;
-  check(api, api.create(nullptr, &program));
-  api.set_recording(program, (trace ? LOOM_RECORD_TRACE : 0) |
-                                 (calls ? LOOM_RECORD_CALLS : 0));
-  std::vector<Argument> args(
-      static_cast<size_t>(api.get_num_args(program)));
-  for (size_t i = 0; i < args.size(); ++i) {
-    Argument &arg = args[i];
-    check(api, api.get_arg_info(program, static_cast<int64_t>(i), &arg.info));
-    arg.shape.assign(arg.info.global_shape,
-                     arg.info.global_shape + arg.info.rank);
-    arg.bytes = elementBytes(arg.info.dtype);
-    for (int64_t size : arg.shape)
-      arg.bytes *= size;
+  // The programs: one per library (variants of one step, see Driver.h).
+  size_t count = apis.size();
+  std::vector<loom_program *> programs(count, nullptr);
+  std::vector<std::vector<Argument>> variantArgs(count);
+  for (size_t v = 0; v < count; ++v) {
+    const loom_program_api &api = apis[v];
+    check(api, api.create(nullptr, &programs[v]));
+    api.set_recording(programs[v], (trace ? LOOM_RECORD_TRACE : 0) |
+                                       (calls ? LOOM_RECORD_CALLS : 0));
+    std::vector<Argument> &args = variantArgs[v];
+    args.resize(static_cast<size_t>(api.get_num_args(programs[v])));
+    for (size_t i = 0; i < args.size(); ++i) {
+      Argument &arg = args[i];
+      check(api, api.get_arg_info(programs[v], static_cast<int64_t>(i),
+                                  &arg.info));
+      arg.shape.assign(arg.info.global_shape,
+                       arg.info.global_shape + arg.info.rank);
+      arg.bytes = elementBytes(arg.info.dtype);
+      for (int64_t size : arg.shape)
+        arg.bytes *= size;
+    }
   }
+  // Variants carry the parameters and state from one to the next: those
+  // must be the same arguments, laid out alike.
+  auto carried = [](const Argument &arg) {
+    return arg.info.role != LOOM_ARG_DATA && arg.info.role != LOOM_ARG_STEP;
+  };
+  for (size_t v = 1; v < count; ++v) {
+    const std::vector<Argument> &a = variantArgs[0], &b = variantArgs[v];
+    if (a.size() != b.size())
+      fail("program " + std::to_string(v) + " has " +
+           std::to_string(b.size()) + " arguments, program 0 " +
+           std::to_string(a.size()) + ": not variants of one step");
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].info.role != b[i].info.role ||
+          std::string(a[i].info.name) != b[i].info.name)
+        fail(b[i].describe(static_cast<int64_t>(i)) + " of program " +
+             std::to_string(v) + " is not program 0's: not variants of one "
+             "step");
+      if (!carried(a[i]))
+        continue;
+      bool same = a[i].info.dtype == b[i].info.dtype &&
+                  a[i].shape == b[i].shape && a[i].info.held == b[i].info.held;
+      for (int64_t d = 0; same && a[i].info.held && d < a[i].info.rank; ++d)
+        same = a[i].info.local_shape[d] == b[i].info.local_shape[d];
+      if (!same)
+        fail(b[i].describe(static_cast<int64_t>(i)) + " of program " +
+             std::to_string(v) + " is laid out otherwise than program 0's; "
+             "variants must hold their parameters and state alike");
+    }
+  }
+  // Moves the parameters and state of program `from` into `to` (this
+  // rank's shards: local reads and writes, no communication).
+  std::vector<char> shard;
+  auto move = [&](size_t from, size_t to) {
+    for (size_t i = 0; i < variantArgs[from].size(); ++i) {
+      const Argument &arg = variantArgs[from][i];
+      if (!carried(arg) || !arg.info.held)
+        continue;
+      int64_t bytes = elementBytes(arg.info.dtype);
+      for (int64_t d = 0; d < arg.info.rank; ++d)
+        bytes *= arg.info.local_shape[d];
+      shard.resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+      check(apis[from],
+            apis[from].get_arg(programs[from], static_cast<int64_t>(i),
+                               LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+                               arg.info.local_shape, shard.data()));
+      check(apis[to], apis[to].set_arg(programs[to], static_cast<int64_t>(i),
+                                       LOOM_FORM_LOCAL, arg.info.dtype,
+                                       arg.info.rank, arg.info.local_shape,
+                                       shard.data()));
+    }
+  };
+  // The variant of step `step`: DIR/step<n>/variant, else 0.
+  auto variantOf = [&](int64_t step) -> size_t {
+    std::string path = in + "/step" + std::to_string(step) + "/variant";
+    if (in.empty() || !fileExists(path))
+      return 0;
+    std::ifstream file(path);
+    long long v = -1;
+    if (!(file >> v) || v < 0 || static_cast<size_t>(v) >= count)
+      fail("'" + path + "' must hold a variant in [0, " +
+           std::to_string(count) + "): one of the programs given");
+    return static_cast<size_t>(v);
+  };
 
-  // Every argument with a file in `dir`, from its global array.
+  // Every argument with a file in `dir`, from its global array, into
+  // program `v`.
   std::vector<char> data;
-  auto fill = [&](const std::string &dir) {
+  auto fill = [&](const std::string &dir, size_t v) {
+    const loom_program_api &api = apis[v];
+    loom_program *program = programs[v];
+    const std::vector<Argument> &args = variantArgs[v];
     for (size_t i = 0; i < args.size(); ++i) {
       const Argument &arg = args[i];
       std::string path = dir + "/arg" + std::to_string(i) + ".bin";
@@ -215,8 +295,9 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                              arg.shape.data(), data.data()));
     }
   };
-  if (!in.empty())
-    fill(in);
+  // (Initial arguments into every variant; the first step's starts.)
+  for (size_t v = 0; v < count && !in.empty(); ++v)
+    fill(in, v);
 
   std::string me = out + "/rank" + std::to_string(worldRank);
   if (!out.empty()) {
@@ -224,13 +305,24 @@ int loom::driver::runDriver(int argc, char **argv, int first,
     if (worldRank == 0)
       std::remove((out + "/loss.bin").c_str());
   }
-  bool hasLoss = api.has_loss(program) != 0;
   std::string times;
+  size_t current = count;
   for (int64_t step = 1; step <= steps; ++step) {
     if (hangRank == worldRank && hangStep == step)
       std::this_thread::sleep_for(std::chrono::hours(1));
+    size_t v = variantOf(step);
+    if (current != count && v != current) {
+      // Another variant takes over: the parameters and state move, the
+      // step count goes on.
+      move(current, v);
+      check(apis[v], apis[v].set_steps_done(programs[v], step - 1));
+    }
+    current = v;
+    const loom_program_api &api = apis[v];
+    loom_program *program = programs[v];
     if (!in.empty())
-      fill(in + "/step" + std::to_string(step));
+      fill(in + "/step" + std::to_string(step), v);
+    bool hasLoss = api.has_loss(program) != 0;
     double loss = 0;
     auto start = std::chrono::steady_clock::now();
     check(api, api.step(program, hasLoss ? &loss : nullptr));
@@ -245,17 +337,31 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                 /*append=*/true);
   }
 
+  const loom_program_api &api = apis[current];
+  loom_program *program = programs[current];
   if (!out.empty()) {
     writeText(me + "/times.txt", times);
+    // (Each library counts its own traffic: the sums over the variants,
+    // by collective kind in order of first appearance.)
+    std::vector<std::pair<std::string, std::vector<long long>>> kinds;
+    for (size_t v = 0; v < count; ++v)
+      for (int64_t k = 0; k < apis[v].get_num_traffic(programs[v]); ++k) {
+        loom_traffic traffic;
+        check(apis[v], apis[v].get_traffic(programs[v], k, &traffic));
+        auto it = std::find_if(kinds.begin(), kinds.end(), [&](auto &kind) {
+          return kind.first == traffic.collective;
+        });
+        if (it == kinds.end())
+          it = kinds.insert(kinds.end(),
+                            {traffic.collective, {0, 0, 0}});
+        it->second[0] += traffic.calls;
+        it->second[1] += traffic.bytes_sent;
+        it->second[2] += traffic.bytes_received;
+      }
     std::string comm;
-    for (int64_t k = 0; k < api.get_num_traffic(program); ++k) {
-      loom_traffic traffic;
-      check(api, api.get_traffic(program, k, &traffic));
-      comm += std::string(traffic.collective) + " " +
-              std::to_string(traffic.calls) + " " +
-              std::to_string(traffic.bytes_sent) + " " +
-              std::to_string(traffic.bytes_received) + "\n";
-    }
+    for (auto &[kind, sums] : kinds)
+      comm += kind + " " + std::to_string(sums[0]) + " " +
+              std::to_string(sums[1]) + " " + std::to_string(sums[2]) + "\n";
     writeText(me + "/comm.txt", comm);
     if (calls) {
       std::string text;
@@ -276,6 +382,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       check(api, api.write_trace(program, (me + "/trace.json").c_str()));
     // The trained arguments, put back together (collective: every rank
     // reads each in turn).
+    const std::vector<Argument> &args = variantArgs[current];
     for (size_t i = 0; saveArgs && i < args.size(); ++i) {
       const Argument &arg = args[i];
       if (arg.info.role == LOOM_ARG_DATA || arg.info.role == LOOM_ARG_STEP)
@@ -289,7 +396,8 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                   std::string(data.data(), static_cast<size_t>(arg.bytes)));
     }
   }
-  api.destroy(program);
+  for (size_t v = 0; v < count; ++v)
+    apis[v].destroy(programs[v]);
   MPI_Finalize();
   return 0;
 }

@@ -40,11 +40,22 @@
 
 #include "include/loom-c/Program.h"
 
+#include <vector>
+
 namespace loom::driver {
 
 /// Runs the program of `api` as the options in `argv[first..argc)` say;
 /// starts and ends MPI. Returns the exit status (0; failures end the rank).
 int runDriver(int argc, char **argv, int first, const loom_program_api &api);
+/// The same over several libraries, variants of one step (the same
+/// arguments; parameters and state laid out alike; data of other shapes):
+/// step n runs the variant DIR/step<n>/variant names (0 when absent); when
+/// the variant changes, this rank's parameter and state shards move into
+/// it (local reads and writes) and its step count continues
+/// (loom_program_set_steps_done). comm.txt sums the variants' traffic;
+/// --calls, --trace and --save-args are the last step's variant's.
+int runDriver(int argc, char **argv, int first,
+              const std::vector<loom_program_api> &apis);
 
 } // namespace loom::driver
 

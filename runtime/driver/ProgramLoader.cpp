@@ -63,6 +63,7 @@ LoadError loom::driver::openProgramLibrary(const char *path,
   resolve(api.get_num_library_calls, "loom_program_get_num_library_calls");
   resolve(api.get_library_call, "loom_program_get_library_call");
   resolve(api.write_trace, "loom_program_write_trace");
+  resolve(api.set_steps_done, "loom_program_set_steps_done");
   if (!missing.empty()) {
     dlclose(library);
     std::memset(&api, 0, sizeof(api));

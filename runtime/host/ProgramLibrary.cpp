@@ -665,6 +665,18 @@ int32_t library::hasLoss(const loom_program *program) {
   return loss >= 0 && loss < static_cast<int64_t>(program->results.size());
 }
 
+loom_status *library::setStepsDone(loom_program *program, int64_t steps) {
+  if (loom_status *status = unusable(program, "loom_program_set_steps_done"))
+    return status;
+  if (steps < 0)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_set_steps_done: the steps done must be "
+                      "at least 0, got " +
+                          std::to_string(steps));
+  program->steps = steps;
+  return nullptr;
+}
+
 void library::setRecording(loom_program *program, int32_t records) {
   if (!program)
     return;

@@ -106,6 +106,7 @@ loom_status *getArg(loom_program *program, int64_t index, loom_form form,
                     void *data);
 loom_status *step(loom_program *program, double *loss);
 int32_t hasLoss(const loom_program *program);
+loom_status *setStepsDone(loom_program *program, int64_t steps);
 void setRecording(loom_program *program, int32_t records);
 int64_t getNumTraffic(const loom_program *program);
 loom_status *getTraffic(const loom_program *program, int64_t index,
@@ -188,6 +189,10 @@ void destroyStatus(loom_status *status);
       const loom_program *program) {                                           \
     return loom::host::library::hasLoss(program);                              \
   }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_set_steps_done(                \
+      loom_program *program, int64_t steps) {                                  \
+    return loom::host::library::setStepsDone(program, steps);                  \
+  }                                                                            \
   LOOM_PROGRAM_EXPORT void loom_program_set_recording(loom_program *program,   \
                                                       int32_t records) {       \
     loom::host::library::setRecording(program, records);                       \
@@ -236,6 +241,7 @@ inline int runProgramExecutable(int argc, char **argv) {
   api.status_get_message = &loom_status_get_message;
   api.status_destroy = &loom_status_destroy;
   api.has_loss = &loom_program_has_loss;
+  api.set_steps_done = &loom_program_set_steps_done;
   api.set_recording = &loom_program_set_recording;
   api.get_num_traffic = &loom_program_get_num_traffic;
   api.get_traffic = &loom_program_get_traffic;

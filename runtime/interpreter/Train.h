@@ -77,7 +77,8 @@ struct TrainingSetup {
     unsigned variant = 0;
   };
   std::vector<StepData> stepData;
-  /// The variant of the step fillStepArguments last filled.
+  /// The variant of the step fillStepArguments last filled (an index into
+  /// `variants`).
   unsigned current = 0;
 };
 

@@ -350,6 +350,10 @@ static void errors(Api *api) {
    * on the host. */
   if (api->has_loss(first) != 1 || api->has_loss(NULL) != 0)
     die("has_loss", "wrong answer");
+  /* The step count, set as variants taking turns set it (the next step is
+   * the one after); never below 0. */
+  expect_failure(api, api->set_steps_done(first, -1), "negative steps done");
+  check(api, api->set_steps_done(first, 2), "steps done");
   api->set_recording(first, LOOM_RECORD_TRACE);
   check(api, api->step(first, &loss), "a recorded step");
   api->set_recording(first, 0);

@@ -16,8 +16,10 @@ from the same seeded initialisation and the same batches. With --buckets
 C1,C2,... the deduplicated side is one compiled variant per shape bucket
 (nn-prefix-dedup buckets=), each step packed at the smallest bucket that
 holds it (loom-batch pack --buckets) and run on the variant its shapes fit,
-on the interpreter (variants do not run on ranks yet); at least two
-variants must run. Every step's loss
+on the interpreter and on the ranks (one program library per variant, the
+parameters and state moving between them); at least two variants must
+run. --optimizer adamw: the step counters must continue across variants
+(bias correction). Every step's loss
 and the final parameters must agree within --tolerance (norm-wise relative;
 NaN or Inf fails). --plant-fault positions packs the deduplicated side
 with every node's position off by one past the root (the error the check
@@ -70,6 +72,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plant-fault", default="", choices=["", "positions"])
     ap.add_argument("--buckets", default="")
+    ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adamw"])
     args = ap.parse_args()
     work = args.work_dir
     os.makedirs(work, exist_ok=True)
@@ -105,7 +108,9 @@ def main():
     forward = os.path.join(work, "forward.mlir")
     with open(forward, "w") as f:
         f.write(text)
-    train = "--loom-training-pipeline=optimizer=sgd lr=5e-2"
+    train = ("--loom-training-pipeline=optimizer=adamw lr=1e-2"
+             if args.optimizer == "adamw" else
+             "--loom-training-pipeline=optimizer=sgd lr=5e-2")
 
     # The plain step on the interpreter.
     plain = os.path.join(work, "plain.mlir")
@@ -124,19 +129,14 @@ def main():
          f"--nn-prefix-dedup={size} bins={args.ranks}", "-o", dedup])
     if args.buckets:
         # One variant per bucket, on the interpreter.
-        stepped = os.path.join(work, "dedup-step.mlir")
+        stepped = os.path.join(work, "dedup-variants.mlir")
         run([args.opt, dedup, train, "-o", stepped])
-        host_dir = fresh(os.path.join(work, "train-variants"))
-        host = run([args.run, "--interpret", stepped, "--train", "--steps",
-                    str(args.steps), "--seed", str(args.seed), "--data", data,
-                    "--output-dir", host_dir])
-        used = sorted(set(re.findall(r" variant @(\S+)", host)))
-        if len(used) < 2:
-            sys.exit(f"FAIL: the steps ran {len(used)} variant(s) "
-                     f"({', '.join(used)}); the check needs at least two")
-        compare(args, host, ref, host_dir, ref_dir,
-                f"{len(used)} variants ({', '.join(used)})")
-        return
+        variants_dir = fresh(os.path.join(work, "train-variants"))
+        variants = run([args.run, "--interpret", stepped, "--train",
+                        "--steps", str(args.steps), "--seed", str(args.seed),
+                        "--data", data, "--output-dir", variants_dir])
+        compare(args, variants, ref, variants_dir, ref_dir,
+                f"{used_variants(variants)} on the interpreter")
     with open(dedup) as f:
         text = f.read()
     group = "[" + ", ".join(str(d) for d in range(args.ranks)) + "]"
@@ -157,7 +157,19 @@ def main():
                 "--work-dir", os.path.join(work, "host"), "--output-dir",
                 host_dir])
 
-    compare(args, host, ref, host_dir, ref_dir, f"{args.ranks} ranks")
+    what = f"{args.ranks} ranks"
+    if args.buckets:
+        what += ", " + used_variants(host)
+    compare(args, host, ref, host_dir, ref_dir, what)
+
+
+def used_variants(output):
+    """The variants the steps of a run used, as text; at least two."""
+    used = sorted(set(re.findall(r" variant @(\S+)", output)))
+    if len(used) < 2:
+        sys.exit(f"FAIL: the steps ran {len(used)} variant(s) "
+                 f"({', '.join(used)}); the check needs at least two")
+    return f"{len(used)} variants ({', '.join(used)})"
 
 
 def compare(args, host, ref, host_dir, ref_dir, what):

@@ -126,32 +126,41 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     return code;
   func::FuncOp global = setup.func;
   llvm::StringRef name = global.getSymName();
-  if (setup.variants.size() > 1)
-    return fail("steps across variants (@" + name + " and " +
-                llvm::Twine(setup.variants.size() - 1) +
-                " more) run on the interpreter only so far; on ranks, "
-                "choose one with --entry");
+  size_t numVariants = setup.variants.size();
 
-  // The programs and their devices.
-  std::vector<Program> programs;
-  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    FlatSymbolRefAttr of = getSpecializes(func);
-    if (!of || of.getValue() != name)
-      continue;
-    hspmd::DeviceGroupAttr group = getGroup(func);
-    if (!group)
-      return fail("@" + func.getSymName() + " specialises @" + name +
-                  " but has no hspmd.group");
-    SmallVector<int64_t> devices = getRunningDevices(func);
-    programs.push_back({func, std::vector<int64_t>(devices.begin(),
-                                                   devices.end())});
-  }
-  if (programs.empty())
-    programs.push_back({global, {0}});
+  // The programs and their devices (of every variant of the step: the
+  // same devices).
   std::map<int64_t, size_t> programOf;
-  for (auto [index, program] : llvm::enumerate(programs))
-    for (int64_t device : program.devices)
-      programOf[device] = index;
+  std::vector<Program> programs; // (of the first variant)
+  for (func::FuncOp variant : setup.variants) {
+    llvm::StringRef variantName = variant.getSymName();
+    std::vector<Program> found;
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      FlatSymbolRefAttr of = getSpecializes(func);
+      if (!of || of.getValue() != variantName)
+        continue;
+      hspmd::DeviceGroupAttr group = getGroup(func);
+      if (!group)
+        return fail("@" + func.getSymName() + " specialises @" + variantName +
+                    " but has no hspmd.group");
+      SmallVector<int64_t> devices = getRunningDevices(func);
+      found.push_back({func, std::vector<int64_t>(devices.begin(),
+                                                  devices.end())});
+    }
+    if (found.empty())
+      found.push_back({variant, {0}});
+    std::map<int64_t, size_t> of;
+    for (auto [index, program] : llvm::enumerate(found))
+      for (int64_t device : program.devices)
+        of[device] = index;
+    if (variant == global) {
+      programOf = of;
+      programs = found;
+    } else if (llvm::to_vector(llvm::make_first_range(of)) !=
+             llvm::to_vector(llvm::make_first_range(programOf)))
+      return fail("the variants @" + name + " and @" + variantName +
+                  " run on different devices");
+  }
   int64_t needed = static_cast<int64_t>(programOf.size());
   if (programOf.rbegin()->first + 1 != needed || host.ranks != needed) {
     std::string devices;
@@ -182,15 +191,25 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     return fail("cannot create '" + work + "': " + ec.message());
   }
 
-  // 1. The C++ of every program, built as a program library.
+  // 1. The C++ of every program, built as a program library (one per
+  // variant of the step).
   std::string library = host.library;
+  std::vector<std::string> libraries;
   bool emitOnly = !host.emitLibrary.empty() || !host.emitExecutable.empty();
   if (!host.emitLibrary.empty() && !host.emitExecutable.empty())
     return fail("--emit-library and --emit-executable: one build at a time");
   if (emitOnly && !library.empty())
     return fail("--emit-library and --emit-executable build from the "
                 "program; they do not take --library");
-  if (library.empty()) {
+  if (numVariants > 1 && (emitOnly || !library.empty()))
+    return fail("--library, --emit-library and --emit-executable take one "
+                "program; @" + name + " has " + llvm::Twine(numVariants) +
+                " variants: choose one with --entry");
+  if (!library.empty())
+    libraries.push_back(library);
+  for (size_t v = 0; v < numVariants && library.empty(); ++v) {
+    llvm::StringRef variantName = setup.variants[v].getSymName();
+    std::string suffix = v ? std::to_string(v) : "";
     OwningOpRef<ModuleOp> copy = module.clone();
     std::optional<codegen::Target> target = codegen::parseTarget(host.target);
     if (!target)
@@ -204,8 +223,8 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
 #endif
     codegen::CompileOptions compile;
     compile.target = *target;
-    compile.entry = name.str();
-    std::string source = work + "/program.cpp";
+    compile.entry = variantName.str();
+    std::string source = work + "/program" + suffix + ".cpp";
     std::string text;
     {
       llvm::raw_string_ostream os(text);
@@ -225,15 +244,17 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                   "target (configure with LOOM_ENABLE_CUDA where nvcc, "
                   "cuBLAS and NCCL are installed)");
 #endif
-    library = !host.emitLibrary.empty()      ? host.emitLibrary
-              : !host.emitExecutable.empty() ? host.emitExecutable
-                                             : work + "/program.so";
+    std::string built = !host.emitLibrary.empty()      ? host.emitLibrary
+                        : !host.emitExecutable.empty() ? host.emitExecutable
+                                                       : work + "/program" +
+                                                             suffix + ".so";
     std::vector<std::string> command =
-        capi::getCompileCommand(source, library, kind);
+        capi::getCompileCommand(source, built, kind);
     if (int code = run(command, "compiling the generated C++"))
       return code;
     if (emitOnly)
       return 0;
+    libraries.push_back(built);
   }
 
   // 2. The global arrays: initial parameters and state, then each step's
@@ -260,10 +281,21 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   };
   if (int code = writeArrays(in, false))
     return code;
+  std::vector<unsigned> stepVariants;
   for (int64_t step = 1; step <= train.steps; ++step) {
     fillStepArguments(setup, step);
-    if (int code = writeArrays(in + "/step" + std::to_string(step), true))
+    stepVariants.push_back(setup.current);
+    std::string dir = in + "/step" + std::to_string(step);
+    if (int code = writeArrays(dir, true))
       return code;
+    if (numVariants > 1) {
+      // The variant of the step (runtime/driver/Driver.h).
+      std::error_code ec;
+      llvm::raw_fd_ostream file(dir + "/variant", ec, llvm::sys::fs::OF_Text);
+      if (ec)
+        return fail("cannot write '" + dir + "/variant': " + ec.message());
+      file << setup.current << "\n";
+    }
   }
 
   // 3. The ranks.
@@ -332,9 +364,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     command.push_back("-x");
     command.push_back(var);
   }
-  command.insert(command.end(),
-                 {LOOM_RANK_TOOL, library, "--steps",
-                  std::to_string(train.steps), "--in", in, "--out", out});
+  command.push_back(LOOM_RANK_TOOL);
+  command.insert(command.end(), libraries.begin(), libraries.end());
+  command.insert(command.end(), {"--steps", std::to_string(train.steps),
+                                 "--in", in, "--out", out});
   if (!train.outputDir.empty())
     command.push_back("--save-args");
   if (!host.trace.empty())
@@ -386,13 +419,19 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       value *= 1 + 1e-6;
     const char *format =
         lossType.getElementType().isF64() ? "%.17g" : "%.9g";
+    std::string variant =
+        numVariants > 1
+            ? setup.variants[stepVariants[step - 1]].getSymName().str()
+            : "";
     if (train.json)
       os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
+         << (variant.empty() ? "" : ",\"variant\":\"" + variant + "\"")
          << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(format, value)
-         << " tokens/s " << llvm::format("%.1f", tokensPerSecond) << "\n";
+         << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
+         << (variant.empty() ? "" : " variant @" + variant) << "\n";
   }
 
   // 5. Communication per rank.
