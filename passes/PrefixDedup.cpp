@@ -706,7 +706,14 @@ struct PrefixDedupPass
         ++numFunctions;
         continue;
       }
-      // One variant per bucket, after the original, which goes.
+      // One variant per bucket, after the original, which goes (so its
+      // callers would be left dangling: refused as the rewrite refuses
+      // them).
+      if (!SymbolTable::symbolKnownUseEmpty(f, module)) {
+        f.emitError() << "is called; prefix deduplication changes its "
+                         "arguments: inline the calls first";
+        return signalPassFailure();
+      }
       Operation *after = f;
       for (int64_t c : capacities) {
         std::string name = (f.getSymName() + "_c" + llvm::Twine(c)).str();

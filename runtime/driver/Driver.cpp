@@ -257,7 +257,8 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       return 0;
     std::ifstream file(path);
     long long v = -1;
-    if (!(file >> v) || v < 0 || static_cast<size_t>(v) >= count)
+    if (!(file >> v) || !(file >> std::ws).eof() || v < 0 ||
+        static_cast<size_t>(v) >= count)
       fail("'" + path + "' must hold a variant in [0, " +
            std::to_string(count) + "): one of the programs given");
     return static_cast<size_t>(v);

@@ -133,6 +133,8 @@ std::string variantMismatch(func::FuncOp func, func::FuncOp other) {
     if (!func.getArgAttr(i, loom::nn::NNDialect::getDataAttrName())) {
       if (a.getInput(i) != b.getInput(i))
         return where + " has another type";
+      if (func.getArgAttrDict(i) != other.getArgAttrDict(i))
+        return where + " has other attributes (its layout?)";
       continue;
     }
     auto x = dyn_cast<RankedTensorType>(a.getInput(i)),
@@ -443,6 +445,14 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
           return fail("--data DIR reads DIR/step<n>/<name>.npy for each "
                       "nn.data argument, but argument #" +
                       llvm::Twine(i) + " of @" + name + " has no name");
+        llvm::SmallString<128> stacked(options.dataDir);
+        llvm::sys::path::append(stacked, argName.getValue() + ".npy");
+        if (n == 1 && llvm::sys::fs::exists(stacked))
+          return fail("'" + options.dataDir +
+                      "' holds per-step folders (step1, ...) and stacked "
+                      "arrays ('" + stacked +
+                      "'): which to read is unclear; pack into a folder of "
+                      "one layout");
         llvm::SmallString<128> path(folder);
         llvm::sys::path::append(path, argName.getValue() + ".npy");
         llvm::Expected<Tensor> tensor =
@@ -524,6 +534,17 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   if (!tokensPerStep && inputArg) {
     llvm::ArrayRef<int64_t> shape = argTypes[*inputArg].getShape();
     tokensPerStep = shape.empty() ? 1 : shape.front();
+  }
+  // (Each variant's: the same argument, its shape.)
+  for (func::FuncOp variant : setup.variants) {
+    int64_t tokens = tokensPerStep;
+    for (unsigned i : data)
+      if (isIntegerKind(argKinds[i])) {
+        tokens = *getCheckedNumElements(
+            cast<RankedTensorType>(variant.getArgumentTypes()[i]).getShape());
+        break;
+      }
+    setup.variantTokens.push_back(tokens);
   }
 
   return 0;
@@ -624,7 +645,6 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     return code;
   std::vector<Tensor> &args = setup.args;
   const std::optional<unsigned> &lossIndex = setup.lossIndex;
-  int64_t tokensPerStep = setup.tokensPerStep;
   llvm::raw_ostream &os = llvm::outs();
   for (int64_t step = 1; step <= options.steps; ++step) {
     fillStepArguments(setup, step);
@@ -636,7 +656,9 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
       return 1;
     double seconds = std::chrono::duration<double>(stop - start).count();
     double tokensPerSecond =
-        seconds > 0 ? static_cast<double>(tokensPerStep) / seconds : 0.0;
+        seconds > 0
+            ? static_cast<double>(setup.variantTokens[setup.current]) / seconds
+            : 0.0;
     const Tensor &lossTensor = (*results)[*lossIndex];
     double loss = lossTensor.getDouble(0);
     if (!std::isfinite(loss))

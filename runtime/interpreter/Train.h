@@ -64,6 +64,8 @@ struct TrainingSetup {
   int64_t affineIn = 0, affineOut = 0, rows = 0;
   std::vector<double> affineA, affineC;
   int64_t tokensPerStep = 0;
+  /// The same per variant (`variants`).
+  std::vector<int64_t> variantTokens;
   /// With a data folder, per data argument: its batches ([count, ...]).
   std::map<unsigned, Tensor> dataFiles;
   /// The training steps that can run: `func` and the variants of it (the

@@ -26,3 +26,16 @@ func.func @g(%tokens: tensor<4x8xi64> {nn.data}, %wte: tensor<16x8xf32> {nn.para
   %s = nn.reduce sum %x dims = [0, 1, 2] : tensor<4x8x8xf32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// expected-error @+1 {{is called; prefix deduplication changes its arguments: inline the calls first}}
+func.func @h(%tokens: tensor<4x8xi64> {nn.data}, %wte: tensor<16x8xf32> {nn.param}) -> tensor<f32> {
+  %x = nn.embedding %wte, %tokens : tensor<16x8xf32>, tensor<4x8xi64>
+  %s = nn.reduce sum %x dims = [0, 1, 2] : tensor<4x8x8xf32>
+  return %s : tensor<f32>
+}
+func.func @caller(%t: tensor<4x8xi64>, %w: tensor<16x8xf32>) -> tensor<f32> {
+  %r = func.call @h(%t, %w) : (tensor<4x8xi64>, tensor<16x8xf32>) -> tensor<f32>
+  return %r : tensor<f32>
+}

@@ -48,6 +48,7 @@
 #include "runtime/interpreter/Npy.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 
 #include "llvm/Support/WithColor.h"
@@ -222,6 +223,33 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
   }
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return fail("pack: cannot create " + dir + ": " + ec.message());
+  // What an earlier pack left in DIR of the other layout, or of more
+  // steps, would be read with this one's: DIR/step<n> folders go, and
+  // with buckets the stacked arrays of the names written.
+  {
+    std::error_code ec;
+    std::vector<std::string> stale;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end;
+         it != end && !ec; it.increment(ec)) {
+      llvm::StringRef entry = llvm::sys::path::filename(it->path());
+      int64_t n = 0;
+      bool stepFolder = entry.consume_front("step") &&
+                        !entry.getAsInteger(10, n);
+      entry = llvm::sys::path::filename(it->path());
+      bool stackedArray =
+          !buckets.empty() && entry.ends_with(".npy") &&
+          steps.front().shapes.count(entry.drop_back(4).str());
+      if (stepFolder || stackedArray)
+        stale.push_back(it->path());
+    }
+    if (ec)
+      return fail("pack: cannot read " + dir + ": " + ec.message());
+    for (const std::string &path : stale)
+      if (std::error_code rm = llvm::sys::fs::is_directory(path)
+                                   ? llvm::sys::fs::remove_directories(path)
+                                   : llvm::sys::fs::remove(path))
+        return fail("pack: cannot remove " + path + ": " + rm.message());
+  }
   using loom::interp::Tensor;
   auto write = [&](const std::string &name, Tensor tensor) -> llvm::Error {
     std::string path = dir + "/" + name + ".npy";

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -127,11 +128,27 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   func::FuncOp global = setup.func;
   llvm::StringRef name = global.getSymName();
   size_t numVariants = setup.variants.size();
+  // The variants the steps run, each built once, in order: library[v] is
+  // variant built[v]'s, libraryOf[variant] its index.
+  std::vector<size_t> built;
+  std::map<size_t, size_t> libraryOf;
+  if (numVariants == 1) {
+    built.push_back(0);
+  } else {
+    std::set<size_t> used;
+    for (const TrainingSetup::StepData &step : setup.stepData)
+      used.insert(step.variant);
+    built.assign(used.begin(), used.end());
+  }
+  for (auto [k, v] : llvm::enumerate(built))
+    libraryOf[v] = k;
 
   // The programs and their devices (of every variant of the step: the
   // same devices).
   std::map<int64_t, size_t> programOf;
-  std::vector<Program> programs; // (of the first variant)
+  // (Per variant: its programs, and the program of each device.)
+  std::vector<std::vector<Program>> variantPrograms;
+  std::vector<std::map<int64_t, size_t>> variantProgramOf;
   for (func::FuncOp variant : setup.variants) {
     llvm::StringRef variantName = variant.getSymName();
     std::vector<Program> found;
@@ -153,10 +170,11 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     for (auto [index, program] : llvm::enumerate(found))
       for (int64_t device : program.devices)
         of[device] = index;
-    if (variant == global) {
+    variantPrograms.push_back(found);
+    variantProgramOf.push_back(of);
+    if (variant == global)
       programOf = of;
-      programs = found;
-    } else if (llvm::to_vector(llvm::make_first_range(of)) !=
+    else if (llvm::to_vector(llvm::make_first_range(of)) !=
              llvm::to_vector(llvm::make_first_range(programOf)))
       return fail("the variants @" + name + " and @" + variantName +
                   " run on different devices");
@@ -207,9 +225,9 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                 " variants: choose one with --entry");
   if (!library.empty())
     libraries.push_back(library);
-  for (size_t v = 0; v < numVariants && library.empty(); ++v) {
-    llvm::StringRef variantName = setup.variants[v].getSymName();
-    std::string suffix = v ? std::to_string(v) : "";
+  for (size_t k = 0; k < built.size() && library.empty(); ++k) {
+    llvm::StringRef variantName = setup.variants[built[k]].getSymName();
+    std::string suffix = k ? std::to_string(k) : "";
     OwningOpRef<ModuleOp> copy = module.clone();
     std::optional<codegen::Target> target = codegen::parseTarget(host.target);
     if (!target)
@@ -288,13 +306,14 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     std::string dir = in + "/step" + std::to_string(step);
     if (int code = writeArrays(dir, true))
       return code;
-    if (numVariants > 1) {
-      // The variant of the step (runtime/driver/Driver.h).
+    {
+      // The variant of the step (runtime/driver/Driver.h; written for one
+      // too, so that a reused work folder holds no stale one).
       std::error_code ec;
       llvm::raw_fd_ostream file(dir + "/variant", ec, llvm::sys::fs::OF_Text);
       if (ec)
         return fail("cannot write '" + dir + "/variant': " + ec.message());
-      file << setup.current << "\n";
+      file << libraryOf.at(setup.current) << "\n";
     }
   }
 
@@ -414,7 +433,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       if (step - 1 < static_cast<int64_t>(list.size()))
         seconds = std::max(seconds, list[step - 1]);
     double tokensPerSecond =
-        seconds > 0 ? static_cast<double>(setup.tokensPerStep) / seconds : 0;
+        seconds > 0 ? static_cast<double>(
+                          setup.variantTokens[stepVariants[step - 1]]) /
+                          seconds
+                    : 0;
     if (plantedFault("loss-1e-6"))
       value *= 1 + 1e-6;
     const char *format =
@@ -495,7 +517,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   if (!host.trace.empty()) {
     std::string json = "{\"traceEvents\": [\n";
     bool first = true;
-    for (auto [device, index] : programOf) {
+    // (The trace is the last step's variant's: Driver.h.)
+    std::vector<Program> &programs =
+        variantPrograms[stepVariants.back()];
+    for (auto [device, index] : variantProgramOf[stepVariants.back()]) {
       std::string error;
       FailureOr<std::string> events = readFile(
           out + "/rank" + std::to_string(device) + "/trace.json", error);
