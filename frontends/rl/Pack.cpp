@@ -2,7 +2,11 @@
 
 #include "frontends/rl/Pack.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <map>
 
 using namespace loom::rl;
 
@@ -136,5 +140,88 @@ loom::rl::packStep(const Batch &batch, const PackShape &shape,
       index[i] = nodes[i] * shape.vocab + targets[i];
     step.shapes["trie_index_targets"] = {B, S};
   }
+  // The normaliser of the un-deduplicated batch (for objectives that take
+  // it rather than summing the weights: what compression keeps).
+  double total = 0;
+  for (double w : weights)
+    total += w;
+  step.floats["normalizer"] = {total};
+  step.shapes["normalizer"] = {};
   return step;
+}
+
+llvm::Error loom::rl::compressStep(PackedStep &step, const Batch &batch,
+                                   const PackShape &shape, double tolerance) {
+  const int64_t B = shape.batch, S = shape.seq, R = shape.bins;
+  if (!step.ints.count("trie_index_targets"))
+    return fail("compression needs the vocabulary (the prediction index "
+                "trie_index_targets)");
+  auto &index = step.ints["trie_index_targets"];
+  auto &weights = step.floats["weights"], &advantages = step.floats["advantages"],
+       &oldLogProbs = step.floats["old_logprobs"];
+  const int64_t slotsPerBin = B / R;
+  for (int64_t r = 0; r < R; ++r) {
+    // The bin's predictions by edge (node * vocab + label), in first-seen
+    // order: the old log-probability and the sums of weight * advantage
+    // above and below 0.
+    struct Edge {
+      int64_t index = 0;
+      double old = 0, positive = 0, negative = 0;
+      int64_t line = 0;
+    };
+    std::vector<Edge> edges;
+    std::map<int64_t, size_t> edgeOf;
+    for (int64_t k = 0; k < slotsPerBin; ++k) {
+      int64_t b = r * slotsPerBin + k;
+      int64_t line =
+          k < static_cast<int64_t>(step.binSamples[r].size())
+              ? batch.samples[step.binSamples[r][k]].line
+              : 0;
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t at = b * S + s;
+        if (weights[at] == 0)
+          continue;
+        auto [it, fresh] = edgeOf.try_emplace(index[at], edges.size());
+        if (fresh)
+          edges.push_back({index[at], oldLogProbs[at], 0, 0, line});
+        Edge &edge = edges[it->second];
+        if (!(std::abs(oldLogProbs[at] - edge.old) <= tolerance))
+          return fail(llvm::formatv(
+              "lines {0} and {1} predict token {2} after the same prefix "
+              "with old log-probabilities {3} and {4}, further apart than "
+              "{5}: compression merges them into one",
+              edge.line, line, index[at] % shape.vocab,
+              llvm::format("%.9g", edge.old),
+              llvm::format("%.9g", oldLogProbs[at]),
+              llvm::format("%g", tolerance)));
+        double a = weights[at] * advantages[at];
+        (a > 0 ? edge.positive : edge.negative) += a;
+      }
+    }
+    // The bin's slots again: per edge one entry of advantage +1 weighted
+    // by the positive sum and one of -1 weighted by minus the negative
+    // sum, where those are not 0.
+    int64_t first = r * slotsPerBin * S, next = first;
+    for (int64_t at = first; at < first + slotsPerBin * S; ++at) {
+      index[at] = 0;
+      weights[at] = advantages[at] = oldLogProbs[at] = 0;
+    }
+    for (const Edge &edge : edges)
+      for (double sign : {1.0, -1.0}) {
+        double sum = sign > 0 ? edge.positive : -edge.negative;
+        if (sum == 0)
+          continue;
+        index[next] = edge.index;
+        oldLogProbs[next] = edge.old;
+        advantages[next] = sign;
+        weights[next] = sum;
+        ++next;
+      }
+  }
+  // The per-sample arrays no longer follow the samples.
+  for (const char *name : {"tokens", "targets", "trie_nodes"}) {
+    step.ints.erase(name);
+    step.shapes.erase(name);
+  }
+  return llvm::Error::success();
 }

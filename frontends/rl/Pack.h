@@ -23,6 +23,8 @@
 //   trie_nodes[b, s]          the node of token s of slot b in its row
 //   trie_index_targets[b, s]  trie_nodes[b, s] * vocab + targets[b, s]
 //
+// and `normalizer` (0-d): the sum of the weights.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_FRONTENDS_RL_PACK_H
@@ -60,6 +62,23 @@ struct PackedStep {
 llvm::Expected<PackedStep>
 packStep(const Batch &batch, const PackShape &shape,
          std::vector<std::vector<int64_t>> binSamples = {});
+
+/// PPO/GRPO compression of a packed step (of `batch` and `shape`, with a
+/// vocabulary): samples whose predictions share a trie edge (the same
+/// token after the same prefix) share its old log-probability, so their
+/// clipped objectives sum to P min(r, 1 + eps) + N max(r, 1 - eps), P and
+/// N the sums of weight * advantage above and below 0 (summing the
+/// advantages before clipping would be wrong). Per bin, the per-(slot,
+/// position) arrays (weights, advantages, old_logprobs,
+/// trie_index_targets) become at most two entries per edge: advantage +1
+/// weighted by P and -1 weighted by -N; `normalizer` stays the
+/// un-deduplicated batch's. tokens, targets and trie_nodes are dropped:
+/// they no longer follow the samples, so a step that reads per-sample
+/// values cannot take the compressed arrays (it finds them missing). An
+/// error names two samples whose old log-probabilities for a shared edge
+/// differ by more than `tolerance`.
+llvm::Error compressStep(PackedStep &step, const Batch &batch,
+                         const PackShape &shape, double tolerance = 0);
 
 } // namespace loom::rl
 

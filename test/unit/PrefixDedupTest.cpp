@@ -43,7 +43,10 @@ using loom::interp::Tensor;
 
 namespace {
 
-enum class Objective { CrossEntropy, PPO, LogProbs };
+/// PPONormalized: PPO divided by a `normalizer` data argument (the
+/// un-deduplicated batch's sum of weights) instead of summing the weights:
+/// what the compressed arrays keep.
+enum class Objective { CrossEntropy, PPO, PPONormalized, LogProbs };
 
 std::string readExample(const std::string &name) {
   std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/examples/" + name);
@@ -65,6 +68,8 @@ std::string makeModel(const std::string &example, Objective objective) {
               " %weights: tensor<8x16xf64> {nn.data},"
               " %advantages: tensor<8x16xf64> {nn.data},"
               " %old_logprobs: tensor<8x16xf64> {nn.data},");
+  if (objective == Objective::PPONormalized)
+    text.insert(at + targets.size(), " %normalizer: tensor<f64> {nn.data},");
   const std::string w = "tensor<8x16xf64>";
   std::string tail;
   std::string result = "tensor<f64>";
@@ -98,10 +103,15 @@ std::string makeModel(const std::string &example, Objective objective) {
               bin("mul", "%clipped", "%advantages", "%c") +
               bin("minimum", "%u", "%c", "%obj") +
               bin("mul", "%obj", "%weights", "%wobj") +
-              "    %sum = nn.reduce sum %wobj dims = [0, 1] : " + w + "\n"
-              "    %n = nn.reduce sum %weights dims = [0, 1] : " + w + "\n"
+              "    %sum = nn.reduce sum %wobj dims = [0, 1] : " + w + "\n" +
+              (objective == Objective::PPONormalized
+                   ? std::string()
+                   : "    %n = nn.reduce sum %weights dims = [0, 1] : " + w +
+                         "\n") +
               "    %neg = nn.neg %sum : tensor<f64>\n"
-              "    %loss = nn.div %neg, %n : tensor<f64>, tensor<f64>\n"
+              "    %loss = nn.div %neg, " +
+              (objective == Objective::PPONormalized ? "%normalizer" : "%n") +
+              " : tensor<f64>, tensor<f64>\n"
               "    return %loss : tensor<f64>\n";
     }
   }
@@ -287,7 +297,8 @@ protected:
   /// bins runs the batch packed at that capacity.
   void expectEqual(const std::string &example, Objective objective,
                    const loom::rl::Batch &batch, int64_t bins,
-                   double bound = 1e-10, std::vector<int64_t> buckets = {}) {
+                   double bound = 1e-10, std::vector<int64_t> buckets = {},
+                   bool compress = false) {
     std::string text = makeModel(example, objective);
     if (const char *dump = std::getenv("LOOM_DUMP_MODEL"))
       std::ofstream(dump) << text;
@@ -324,6 +335,20 @@ protected:
       }
       ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
       ++ran;
+      // The deduplicated side's arrays: compressed, or the same.
+      loom::rl::PackedStep packedStep = *step;
+      if (compress) {
+        llvm::Error err =
+            loom::rl::compressStep(packedStep, batch, shape, 1e-12);
+        ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+        auto entries = [](const loom::rl::PackedStep &p) {
+          const auto &w = p.floats.at("weights");
+          return std::count_if(w.begin(), w.end(),
+                               [](double x) { return x != 0; });
+        };
+        EXPECT_LE(entries(packedStep), entries(*step));
+        compressedEntries += entries(*step) - entries(packedStep);
+      }
       std::string variant =
           variants ? fn + "_c" + std::to_string(capacity) : fn;
       int64_t total = 0, unique = 0;
@@ -353,7 +378,7 @@ protected:
         if (objective == Objective::LogProbs && *suffix)
           continue;
         std::vector<Tensor> a = run(*plain, fn + suffix, *step);
-        std::vector<Tensor> b = run(*packed, variant + suffix, *step);
+        std::vector<Tensor> b = run(*packed, variant + suffix, packedStep);
         ASSERT_EQ(a.size(), b.size());
         ASSERT_FALSE(a.empty());
         if (objective == Objective::LogProbs) {
@@ -386,7 +411,7 @@ protected:
   uint64_t paramSeed = 1;
   std::vector<double> lastLoss;
   double largestError = 0;
-  int64_t sharedTokens = 0, comparisons = 0;
+  int64_t sharedTokens = 0, comparisons = 0, compressedEntries = 0;
   void TearDown() override {
     std::printf("largest norm-wise difference %.3g, tokens shared %lld\n",
                 largestError, static_cast<long long>(sharedTokens));
@@ -522,6 +547,53 @@ TEST_F(PrefixDedup, VariantsPerBucketAgree) {
     EXPECT_EQ(comparisons - before,
               static_cast<int64_t>(buckets.size()) - (largest > 1 ? 1 : 0));
   }
+}
+
+// PPO/GRPO compression (compressStep): samples through a shared edge
+// share its old log-probability (as the old policy gives it), so per edge
+// two entries, the sums of weight * advantage above and below 0, give the
+// plain step's loss, gradients and updated parameters; the normaliser is
+// the un-deduplicated batch's. Entries shrink wherever predictions are
+// shared; old log-probabilities that differ on a shared edge are refused.
+TEST_F(PrefixDedup, CompressedPPOAgrees) {
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 4; ++trial) {
+    loom::rl::Batch batch = randomBatch(rng, 2 + trial, 4);
+    // One old log-probability per (prefix, token).
+    std::map<std::vector<int64_t>, double> oldOf;
+    std::normal_distribution<double> normal(-4, 0.5);
+    for (loom::rl::Sample &sample : batch.samples)
+      for (size_t t = 1; t < sample.tokens.size(); ++t) {
+        std::vector<int64_t> prefix(sample.tokens.begin(),
+                                    sample.tokens.begin() + t + 1);
+        auto [it, fresh] = oldOf.try_emplace(prefix, normal(rng));
+        sample.oldLogProbs[t] = it->second;
+      }
+    int64_t before = compressedEntries;
+    expectEqual("gpt_mini.mlir", Objective::PPONormalized, batch,
+                trial % 2 ? 2 : 1, 1e-10, {}, /*compress=*/true);
+    if (trial >= 2)
+      EXPECT_GT(compressedEntries, before) << "nothing was shared";
+  }
+  // Different old log-probabilities on a shared edge: refused, naming
+  // both samples.
+  loom::rl::Batch batch;
+  for (double old : {-1.0, -2.0}) {
+    loom::rl::Sample s;
+    s.tokens = {1, 2, 3};
+    s.lossMask = {0, 1, 1};
+    s.advantage = 1;
+    s.oldLogProbs = {0, old, old};
+    s.line = old == -1.0 ? 1 : 2;
+    batch.samples.push_back(s);
+  }
+  loom::rl::PackShape shape{8, 16, 1, 16, 64};
+  auto step = loom::rl::packStep(batch, shape);
+  ASSERT_TRUE(static_cast<bool>(step));
+  llvm::Error err = loom::rl::compressStep(*step, batch, shape, 1e-6);
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("lines 1 and 2 predict token 2"),
+            std::string::npos);
 }
 
 TEST_F(PrefixDedup, ForwardLogProbsEqualThePlainForward) {

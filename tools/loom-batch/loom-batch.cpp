@@ -35,6 +35,15 @@
 //                                --train picks the variant per step);
 //                                prints each step's bucket and what
 //                                padding costs against one capacity
+//   loom-batch pack DIR ... --compress TOL BATCH...
+//                                PPO/GRPO compression (Pack.h,
+//                                compressStep): per shared prediction two
+//                                loss entries, the sums of weight *
+//                                advantage above and below 0; samples
+//                                sharing one must agree on its old
+//                                log-probability within TOL. For steps
+//                                that divide by `normalizer`, not by the
+//                                sum of the weights
 //
 // BATCH is a JSON Lines file (frontends/rl/Batch.h; README, "RL batches")
 // or a folder of the .npy form (frontends/rl/BatchNpy.h).
@@ -58,6 +67,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -77,6 +87,7 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
   loom::rl::BinCosts costs;
   std::vector<std::string> batches;
   std::vector<int64_t> buckets;
+  std::optional<double> compress;
   loom::interp::ElementKind floatKind = loom::interp::ElementKind::F64;
   for (size_t i = 1; i < args.size(); ++i) {
     llvm::StringRef arg = args[i];
@@ -126,6 +137,16 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
       else
         return fail("pack: --float needs f64, f32 or bf16 (the model's "
                     "float type)");
+      ++i;
+    } else if (arg == "--compress") {
+      double tolerance = -1;
+      if (i + 1 >= args.size() ||
+          llvm::StringRef(args[i + 1]).getAsDouble(tolerance) ||
+          !(tolerance >= 0) || !std::isfinite(tolerance))
+        return fail("pack: --compress needs the tolerance (>= 0) within "
+                    "which samples sharing a prediction must agree on its "
+                    "old log-probability");
+      compress = tolerance;
       ++i;
     } else if (arg == "--costs") {
       if (i + 2 >= args.size() ||
@@ -190,6 +211,21 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
       step = loom::rl::packStep(*batch, at, bins);
       if (!step)
         return fail(path + ": " + llvm::toString(step.takeError()));
+    }
+    if (compress) {
+      auto entries = [&] {
+        const auto &w = step->floats.at("weights");
+        return std::count_if(w.begin(), w.end(),
+                             [](double x) { return x != 0; });
+      };
+      int64_t before = entries();
+      loom::rl::PackShape at = shape;
+      at.capacity = capacity;
+      if (llvm::Error err =
+              loom::rl::compressStep(*step, *batch, at, *compress))
+        return fail(path + ": " + llvm::toString(std::move(err)));
+      os << "step " << k << " (" << path << "): compressed: loss entries "
+         << before << " -> " << entries() << "\n";
     }
     int64_t nodes = 0;
     for (int64_t n : step->binNodes)
