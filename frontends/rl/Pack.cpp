@@ -156,6 +156,12 @@ llvm::Error loom::rl::compressStep(PackedStep &step, const Batch &batch,
   if (!step.ints.count("trie_index_targets"))
     return fail("compression needs the vocabulary (the prediction index "
                 "trie_index_targets)");
+  for (const Sample &sample : batch.samples)
+    if (!sample.advantage || sample.oldLogProbs.empty())
+      return fail(llvm::formatv(
+          "line {0}: the sample has no advantage or no old "
+          "log-probabilities; compression is for PPO/GRPO batches",
+          sample.line));
   auto &index = step.ints["trie_index_targets"];
   auto &weights = step.floats["weights"], &advantages = step.floats["advantages"],
        &oldLogProbs = step.floats["old_logprobs"];
@@ -194,8 +200,9 @@ llvm::Error loom::rl::compressStep(PackedStep &step, const Batch &batch,
               llvm::format("%.9g", edge.old),
               llvm::format("%.9g", oldLogProbs[at]),
               llvm::format("%g", tolerance)));
+        // (By the advantage's sign: it picks the clip bound.)
         double a = weights[at] * advantages[at];
-        (a > 0 ? edge.positive : edge.negative) += a;
+        (advantages[at] > 0 ? edge.positive : edge.negative) += a;
       }
     }
     // The bin's slots again: per edge one entry of advantage +1 weighted

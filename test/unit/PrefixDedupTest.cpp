@@ -569,6 +569,10 @@ TEST_F(PrefixDedup, CompressedPPOAgrees) {
         auto [it, fresh] = oldOf.try_emplace(prefix, normal(rng));
         sample.oldLogProbs[t] = it->second;
       }
+    // (A negative weight, which the batch readers refuse but the identity
+    // holds for: split by the advantage's sign, not the product's.)
+    if (trial == 3)
+      batch.samples.front().weight = -0.5;
     int64_t before = compressedEntries;
     expectEqual("gpt_mini.mlir", Objective::PPONormalized, batch,
                 trial % 2 ? 2 : 1, 1e-10, {}, /*compress=*/true);

@@ -259,23 +259,27 @@ static llvm::Error pack(llvm::ArrayRef<const char *> args) {
   }
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return fail("pack: cannot create " + dir + ": " + ec.message());
-  // What an earlier pack left in DIR of the other layout, or of more
-  // steps, would be read with this one's: DIR/step<n> folders go, and
-  // with buckets the stacked arrays of the names written.
+  // What an earlier pack left in DIR (of the other layout, of more steps,
+  // arrays this one does not write) would be read with this one's: every
+  // DIR/step<n> folder and every array a pack can write go first.
   {
+    static const char *const kArrays[] = {
+        "tokens",           "targets",        "trie_nodes",
+        "trie_index_targets", "weights",      "advantages",
+        "old_logprobs",     "trie_tokens",    "trie_positions",
+        "trie_subtree_end", "normalizer"};
     std::error_code ec;
     std::vector<std::string> stale;
     for (llvm::sys::fs::directory_iterator it(dir, ec), end;
          it != end && !ec; it.increment(ec)) {
       llvm::StringRef entry = llvm::sys::path::filename(it->path());
       int64_t n = 0;
-      bool stepFolder = entry.consume_front("step") &&
-                        !entry.getAsInteger(10, n);
-      entry = llvm::sys::path::filename(it->path());
-      bool stackedArray =
-          !buckets.empty() && entry.ends_with(".npy") &&
-          steps.front().shapes.count(entry.drop_back(4).str());
-      if (stepFolder || stackedArray)
+      llvm::StringRef rest = entry;
+      bool stepFolder = rest.consume_front("step") &&
+                        !rest.getAsInteger(10, n);
+      bool array = entry.ends_with(".npy") &&
+                   llvm::is_contained(kArrays, entry.drop_back(4));
+      if (stepFolder || array)
         stale.push_back(it->path());
     }
     if (ec)
@@ -358,7 +362,7 @@ int main(int argc, char **argv) {
                     "DIR, loom-batch bins BATCH RANKS [C_TOK C_ATT], or "
                     "loom-batch pack DIR --batch B --seq S --capacity C|--buckets C1,C2,... "
                     "[--bins R] [--vocab V] [--float f64|f32|bf16] [--costs C_TOK "
-                    "C_ATT] BATCH... "
+                    "C_ATT] [--compress TOL] BATCH... "
                     "(BATCH: a .jsonl file or a folder of .npy arrays)\n";
     return 1;
   }

@@ -262,17 +262,17 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                   "target (configure with LOOM_ENABLE_CUDA where nvcc, "
                   "cuBLAS and NCCL are installed)");
 #endif
-    std::string built = !host.emitLibrary.empty()      ? host.emitLibrary
+    std::string output = !host.emitLibrary.empty()      ? host.emitLibrary
                         : !host.emitExecutable.empty() ? host.emitExecutable
                                                        : work + "/program" +
                                                              suffix + ".so";
     std::vector<std::string> command =
-        capi::getCompileCommand(source, built, kind);
+        capi::getCompileCommand(source, output, kind);
     if (int code = run(command, "compiling the generated C++"))
       return code;
     if (emitOnly)
       return 0;
-    libraries.push_back(built);
+    libraries.push_back(output);
   }
 
   // 2. The global arrays: initial parameters and state, then each step's
