@@ -426,6 +426,19 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     }
   }
 
+  // The name data argument `i` is read by (its file's), or null after a
+  // diagnostic.
+  auto dataName = [&](unsigned i) -> StringAttr {
+    auto argName =
+        func.getArgAttrOfType<StringAttr>(i, nn::NNDialect::getNameAttrName());
+    if (!argName)
+      fail("--data DIR reads DIR/<name>.npy (or DIR/step<n>/<name>.npy) for "
+           "each nn.data argument, but argument #" +
+           llvm::Twine(i) + " of @" + name +
+           " has no name (nn.name; loom-run records the source's names when "
+           "it parses a file)");
+    return argName;
+  };
   // Data from per-step folders: each step's batches, and the variant
   // they fit.
   if (stepFolders) {
@@ -439,12 +452,9 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
       TrainingSetup::StepData stepData;
       std::string shapes;
       for (unsigned i : data) {
-        auto argName = func.getArgAttrOfType<StringAttr>(
-            i, nn::NNDialect::getNameAttrName());
+        StringAttr argName = dataName(i);
         if (!argName)
-          return fail("--data DIR reads DIR/step<n>/<name>.npy for each "
-                      "nn.data argument, but argument #" +
-                      llvm::Twine(i) + " of @" + name + " has no name");
+          return 1;
         llvm::SmallString<128> stacked(options.dataDir);
         llvm::sys::path::append(stacked, argName.getValue() + ".npy");
         if (n == 1 && llvm::sys::fs::exists(stacked))
@@ -496,14 +506,9 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   } else if (!options.dataDir.empty()) {
     // Data from files: every data argument's batches, stacked.
     for (unsigned i : data) {
-      auto argName = func.getArgAttrOfType<StringAttr>(
-          i, nn::NNDialect::getNameAttrName());
+      StringAttr argName = dataName(i);
       if (!argName)
-        return fail("--data DIR reads DIR/<name>.npy for each nn.data "
-                    "argument, but argument #" +
-                    llvm::Twine(i) + " of @" + name +
-                    " has no name (nn.name; loom-run records the source's "
-                    "names when it parses a file)");
+        return 1;
       llvm::SmallString<128> path(options.dataDir);
       llvm::sys::path::append(path, argName.getValue() + ".npy");
       llvm::Expected<Tensor> tensor =
