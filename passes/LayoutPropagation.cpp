@@ -1160,11 +1160,34 @@ void FunctionPropagation::processRuleOp(Operation *op, const FactorRule &rule) {
     });
     llvm::dbgs() << ")\n";
   });
+  // What an op broadcasting a 0-d operand into the gradients of optimizer
+  // updates needs of it (one element to move) is asked at the lowest
+  // priority: a clipping scale, read through the updates at the priority of
+  // their state's layout, must not make the gradient norm's sums of
+  // squares gather their shards instead of passing partial sums on.
+  auto isTensor = [](Value value) {
+    auto ranked = dyn_cast<RankedTensorType>(value.getType());
+    return ranked && ranked.getRank() > 0;
+  };
+  auto feedsUpdates = [&](Value value) {
+    return !value.use_empty() &&
+           llvm::all_of(value.getUsers(), [&](Operation *user) {
+             return updaters.contains(user);
+           });
+  };
+  bool scalesGradients = llvm::all_of(op->getResults(), isTensor) &&
+                         llvm::all_of(op->getResults(), feedsUpdates);
   for (auto [tensor, priorities] :
-       llvm::zip_equal(tensors, assignment.priorities))
+       llvm::zip_equal(tensors, assignment.priorities)) {
+    SmallVector<Priority> asked(priorities);
+    auto type = dyn_cast<RankedTensorType>(tensor.value.getType());
+    if (scalesGradients && !tensor.isResult && type && type.getRank() == 0)
+      for (Priority &priority : asked)
+        priority = std::min(priority, Priority::Derived);
     update(tensor.value,
            impliedRoles(rule, tensor, assignment.factors, assignment.ratios),
-           priorities);
+           asked);
+  }
   for (const RuleTensor &tensor : tensors)
     if (!tensor.isResult)
       recordNeed(op->getOpOperand(tensor.index),

@@ -130,6 +130,28 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
 
     Hyper-parameters are checked by the update ops' verifiers; an invalid
     one is reported and nothing is created.
+
+    Training features (docs/training.md):
+
+    * `micro-batches=K`: every `nn.data` argument of rank >= 1 is split
+      into K micro-batches along its rows (micro-batch k: rows k, k + K,
+      ...); each runs forward and backward in turn, the losses and
+      gradients are summed, one update follows. Reductions of the data
+      alone over the rows (normalisers) are computed once from the whole
+      batch. The loss must be a sum over the rows, scaled by values of the
+      whole batch; what is not (a mean over the rows of a
+      parameter-dependent value, a non-linear function of such a sum,
+      dropout, a batch moved out of dimension 0, K not dividing the rows)
+      is reported at its op.
+    * `clip-norm=C`: the gradients are scaled by min(1, C / (norm + 1e-6)),
+      the norm being that of all gradients together; it is returned as a
+      result marked `nn.grad_norm` (after the loss).
+    * `warmup-steps`, `decay`, `decay-steps`, `min-lr`: the learning-rate
+      schedule, set on every update op (SGD then takes the step counter).
+    * `param-groups='PATTERN[,PATTERN...]:KEY=VALUE[ KEY=VALUE...];...'`:
+      the first group whose glob matches a parameter's name sets its `lr`,
+      `weight-decay`, `momentum`, `beta1`, `beta2`, `eps` or `min-lr`; a
+      group matching no parameter is an error.
   }];
   let options = [
     Option<"func", "func", "std::string", /*default=*/"\"\"",
@@ -155,6 +177,25 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
            "Weight decay (coupled for SGD, decoupled for AdamW; PyTorch's "
            "AdamW uses 0.01, give it explicitly)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Learning-rate schedule: linear warm-up over this many steps">,
+    Option<"decay", "decay", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule after the warm-up: constant, linear or "
+           "cosine (to min-lr over decay-steps)">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
+           "Learning-rate schedule: the length of the decay">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "Learning-rate schedule: the floor the decay ends at">,
+    Option<"paramGroups", "param-groups", "std::string", /*default=*/"\"\"",
+           "Parameter groups: `PATTERN[,PATTERN...]:KEY=VALUE[ KEY=VALUE...]` "
+           "separated by `;`; keys lr, weight-decay, momentum, beta1, beta2, "
+           "eps, min-lr">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Run the step as this many micro-batches (the data's leading "
+           "dimension split evenly, gradients accumulated, one update)">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip the gradients by their global norm to at most this "
+           "(positive), and return the norm (nn.grad_norm); 0: no clipping">,
   ];
   let statistics = [
     Statistic<"numFunctions", "functions", "Training steps created">,

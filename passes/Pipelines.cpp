@@ -19,6 +19,13 @@ TrainingStepPassOptions TrainingOptions::getTrainingStepOptions() const {
   options.beta2 = beta2;
   options.eps = eps;
   options.weightDecay = weightDecay;
+  options.warmupSteps = warmupSteps;
+  options.decay = decay;
+  options.decaySteps = decaySteps;
+  options.minLr = minLr;
+  options.paramGroups = paramGroups;
+  options.microBatches = microBatches;
+  options.clipNorm = clipNorm;
   return options;
 }
 

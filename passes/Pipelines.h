@@ -53,6 +53,37 @@ struct TrainingOptions : public mlir::PassPipelineOptions<TrainingOptions> {
       *this, "weight-decay",
       llvm::cl::desc("Weight decay (coupled for SGD, decoupled for AdamW)"),
       llvm::cl::init(0.0)};
+  Option<int64_t> warmupSteps{
+      *this, "warmup-steps",
+      llvm::cl::desc("Learning-rate schedule: linear warm-up steps"),
+      llvm::cl::init(0)};
+  Option<std::string> decay{
+      *this, "decay",
+      llvm::cl::desc("Learning-rate decay after the warm-up: constant, "
+                     "linear or cosine"),
+      llvm::cl::init("constant")};
+  Option<int64_t> decaySteps{
+      *this, "decay-steps",
+      llvm::cl::desc("Learning-rate schedule: the length of the decay"),
+      llvm::cl::init(0)};
+  Option<double> minLr{
+      *this, "min-lr",
+      llvm::cl::desc("Learning-rate schedule: the floor the decay ends at"),
+      llvm::cl::init(0.0)};
+  Option<std::string> paramGroups{
+      *this, "param-groups",
+      llvm::cl::desc("Parameter groups: PATTERN[,PATTERN...]:KEY=VALUE[ "
+                     "KEY=VALUE...] separated by ';'"),
+      llvm::cl::init("")};
+  Option<int64_t> microBatches{
+      *this, "micro-batches",
+      llvm::cl::desc("Micro-batches per step (gradients accumulated, one "
+                     "update)"),
+      llvm::cl::init(1)};
+  Option<double> clipNorm{
+      *this, "clip-norm",
+      llvm::cl::desc("Clip the gradients' global norm to this (0: none)"),
+      llvm::cl::init(0.0)};
 
   /// The options of the nn-training-step pass these amount to.
   TrainingStepPassOptions getTrainingStepOptions() const;

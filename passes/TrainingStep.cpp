@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Autodiff.h"
+#include "passes/MicroBatches.h"
 #include "passes/Passes.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -20,7 +21,10 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/GlobPattern.h"
 
 #define DEBUG_TYPE "nn-training-step"
 
@@ -44,10 +48,28 @@ struct StepArg {
   std::optional<unsigned> forwardIndex;
 };
 
+/// The hyper-parameters of one parameter's update.
+struct Hyper {
+  double lr, momentum, beta1, beta2, eps, weightDecay, minLr;
+};
+
+/// One parameter group of the `param-groups` option: the names it matches
+/// and what it sets.
+struct ParamGroup {
+  std::string text;
+  /// Globs (checked by llvm::GlobPattern, which keeps a reference to its
+  /// text: compiled where they are matched).
+  SmallVector<std::string> patterns;
+  SmallVector<std::pair<std::string, double>> settings;
+  bool used = false;
+};
+
 struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
   using TrainingStepPassBase::TrainingStepPassBase;
 
   void runOnOperation() override {
+    if (failed(checkOptions()))
+      return signalPassFailure();
     if (failed(forEachForwardFunction(
             getOperation(), func,
             [&](func::FuncOp forward, SymbolTable &symbols) {
@@ -61,15 +83,168 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     return optimizer == OptimizerKind::SGD ? 1 : 2;
   }
 
+  nn::LrDecay decayKind = nn::LrDecay::Constant;
+  SmallVector<ParamGroup> groups;
+
+  bool hasSchedule() const {
+    return warmupSteps != 0 || decayKind != nn::LrDecay::Constant;
+  }
+
+  /// Checks the options that no op verifier checks, and parses the groups.
+  LogicalResult checkOptions() {
+    Location loc = getOperation().getLoc();
+    // (Options are copied before they are streamed.)
+    std::string decayName = decay;
+    std::optional<nn::LrDecay> kind = nn::symbolizeLrDecay(decayName);
+    if (!kind)
+      return emitError(loc) << "nn-training-step: decay must be constant, "
+                               "linear or cosine, got '"
+                            << decayName << "'";
+    decayKind = *kind;
+    int64_t count = microBatches;
+    if (count < 1)
+      return emitError(loc) << "nn-training-step: micro-batches must be "
+                               "positive, got "
+                            << count;
+    double clip = clipNorm;
+    if (!(clip >= 0.0) || std::isinf(clip))
+      return emitError(loc) << "nn-training-step: clip-norm must be a "
+                               "positive, finite norm (0: no clipping), got "
+                            << clip;
+    std::string text = paramGroups;
+    SmallVector<StringRef> parts;
+    StringRef(text).split(parts, ';', -1, /*KeepEmpty=*/false);
+    static constexpr StringLiteral kKeys[] = {
+        "lr", "weight-decay", "momentum", "beta1", "beta2", "eps", "min-lr"};
+    for (StringRef part : parts) {
+      part = part.trim();
+      if (part.empty())
+        continue;
+      ParamGroup group;
+      group.text = part.str();
+      auto [patterns, settings] = part.split(':');
+      if (patterns.trim().empty() || !part.contains(':'))
+        return emitError(loc)
+               << "nn-training-step: parameter group '" << part
+               << "' must be PATTERN[,PATTERN...]:KEY=VALUE[ KEY=VALUE...]";
+      SmallVector<StringRef> globs;
+      patterns.split(globs, ',', -1, false);
+      for (StringRef glob : globs) {
+        llvm::Expected<llvm::GlobPattern> pattern =
+            llvm::GlobPattern::create(glob.trim());
+        if (!pattern)
+          return emitError(loc) << "nn-training-step: parameter group '"
+                                << part << "': bad pattern '" << glob.trim()
+                                << "': "
+                                << llvm::toString(pattern.takeError());
+        group.patterns.push_back(glob.trim().str());
+      }
+      SmallVector<StringRef> pairs;
+      settings.split(pairs, ' ', -1, false);
+      for (StringRef pair : pairs) {
+        auto [key, value] = pair.split('=');
+        double number = 0;
+        if (!llvm::is_contained(kKeys, key))
+          return emitError(loc)
+                 << "nn-training-step: parameter group '" << part
+                 << "': unknown setting '" << key
+                 << "' (lr, weight-decay, momentum, beta1, beta2, eps, "
+                    "min-lr)";
+        if (value.trim().getAsDouble(number))
+          return emitError(loc) << "nn-training-step: parameter group '"
+                                << part << "': '" << key
+                                << "' needs a number, got '" << value << "'";
+        group.settings.push_back({key.str(), number});
+      }
+      if (group.settings.empty())
+        return emitError(loc) << "nn-training-step: parameter group '" << part
+                              << "' sets nothing";
+      groups.push_back(std::move(group));
+    }
+    return success();
+  }
+
+  /// The hyper-parameters of the parameter at forward argument `index`:
+  /// the options, overridden by the first group whose pattern matches the
+  /// parameter's name. A group's lr scales min-lr where it sets no min-lr.
+  Hyper hyperOf(func::FuncOp forward, unsigned index) {
+    Hyper hyper{lr, momentum, beta1, beta2, eps, weightDecay, minLr};
+    auto name = forward.getArgAttrOfType<StringAttr>(
+        index, NNDialect::getNameAttrName());
+    if (!name)
+      return hyper;
+    for (ParamGroup &group : groups) {
+      if (llvm::none_of(group.patterns, [&](const std::string &glob) {
+            llvm::Expected<llvm::GlobPattern> pattern =
+                llvm::GlobPattern::create(glob);
+            return pattern && pattern->match(name.getValue());
+          }))
+        continue;
+      group.used = true;
+      bool setsMinLr = false;
+      for (auto &[key, value] : group.settings) {
+        if (key == "lr")
+          hyper.lr = value;
+        else if (key == "weight-decay")
+          hyper.weightDecay = value;
+        else if (key == "momentum")
+          hyper.momentum = value;
+        else if (key == "beta1")
+          hyper.beta1 = value;
+        else if (key == "beta2")
+          hyper.beta2 = value;
+        else if (key == "eps")
+          hyper.eps = value;
+        else if (key == "min-lr") {
+          hyper.minLr = value;
+          setsMinLr = true;
+        }
+      }
+      if (!setsMinLr && lr > 0)
+        hyper.minLr = minLr * hyper.lr / lr;
+      break;
+    }
+    return hyper;
+  }
+
   LogicalResult createTrainingStep(func::FuncOp forward, SymbolTable &symbols) {
     std::string name = (forward.getSymName() + "_train_step").str();
-    FailureOr<DifferentiatedCopy> grad =
-        differentiateCopy(forward, name, symbols);
-    if (failed(grad))
-      return failure();
+    if (symbols.lookup(name))
+      return forward.emitError("cannot create @")
+             << name << ": the module already has a symbol of that name";
+    for (ParamGroup &group : groups)
+      group.used = false;
+    std::optional<MicroBatchForward> split;
+    FailureOr<DifferentiatedCopy> grad = failure();
+    if (microBatches > 1) {
+      FailureOr<MicroBatchForward> micro =
+          splitIntoMicroBatches(forward, microBatches);
+      if (failed(micro))
+        return failure();
+      split = std::move(*micro);
+      FailureOr<Gradients> gradients = differentiateInPlace(split->func);
+      if (failed(gradients)) {
+        split->func.erase();
+        return failure();
+      }
+      grad = DifferentiatedCopy{split->func, std::move(*gradients)};
+    } else {
+      grad = differentiateCopy(forward, name, symbols);
+      if (failed(grad))
+        return failure();
+    }
     const Gradients &gradients = grad->gradients;
-    func::FuncOp step = buildStep(forward, grad->func, gradients, name);
+    func::FuncOp step =
+        buildStep(forward, grad->func, gradients, name, split ? &*split
+                                                              : nullptr);
     grad->func.erase();
+    for (const ParamGroup &group : groups)
+      if (!group.used) {
+        step.erase();
+        return forward.emitError("parameter group '")
+               << group.text << "' matches no parameter of @"
+               << forward.getSymName() << " (parameters match by nn.name)";
+      }
     if (failed(verify(step))) {
       step.erase();
       return failure();
@@ -80,10 +255,136 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     return success();
   }
 
-  /// Moves the body of `grad` (differentiated forward function) into a new
-  /// function with the training step's signature and adds the updates.
+  /// The step's loss and gradients: the body of `grad` (the differentiated
+  /// forward function) moved into `entry`, or, with micro-batches, cloned
+  /// once per micro-batch and summed.
+  std::pair<Value, SmallVector<Value>>
+  buildGradients(func::FuncOp grad, const Gradients &gradients, Block *entry,
+                 ArrayRef<StepArg> args, const MicroBatchForward *split) {
+    Block &body = grad.getBody().front();
+    if (!split) {
+      for (auto [index, arg] : llvm::enumerate(args))
+        if (arg.forwardIndex)
+          body.getArgument(*arg.forwardIndex)
+              .replaceAllUsesWith(entry->getArgument(index));
+      entry->getOperations().splice(entry->end(), body.getOperations());
+      // The loss and gradients may be arguments themselves (a parameter
+      // returned as is).
+      auto remap = [&](Value value) -> Value {
+        if (auto arg = dyn_cast<BlockArgument>(value))
+          if (arg.getOwner() == &body)
+            for (auto [index, stepArg] : llvm::enumerate(args))
+              if (stepArg.forwardIndex == arg.getArgNumber())
+                return entry->getArgument(index);
+        return value;
+      };
+      Operation *ret = entry->getTerminator();
+      ret->erase();
+      return {remap(gradients.loss),
+              llvm::map_to_vector(gradients.paramGrads, remap)};
+    }
+    OpBuilder builder = OpBuilder::atBlockEnd(entry);
+    // The forward's arguments, as the step has them.
+    func::FuncOp micro = split->func;
+    SmallVector<Value> forwardArgs(micro.getNumArguments() -
+                                   split->wholeBatch.size());
+    for (auto [index, arg] : llvm::enumerate(args))
+      if (arg.forwardIndex)
+        forwardArgs[*arg.forwardIndex] = entry->getArgument(index);
+    SmallVector<Value> whole =
+        cloneWholeBatchValues(builder, *split, forwardArgs);
+    Value loss;
+    SmallVector<Value> grads;
+    for (int64_t k = 0; k < split->count; ++k) {
+      IRMapping mapping;
+      for (auto [i, value] : llvm::enumerate(forwardArgs)) {
+        Value arg = body.getArgument(i);
+        mapping.map(arg, llvm::is_contained(split->splitArgs, i)
+                             ? microBatchOf(builder, arg.getLoc(), value,
+                                            *split, k)
+                             : value);
+      }
+      for (auto [i, value] : llvm::enumerate(whole))
+        mapping.map(body.getArgument(forwardArgs.size() + i), value);
+      for (Operation &op : body.without_terminator())
+        builder.clone(op, mapping);
+      Value microLoss = mapping.lookupOrDefault(gradients.loss);
+      auto accumulate = [&](Value sum, Value value) -> Value {
+        if (!sum)
+          return value;
+        return nn::AddOp::create(builder, value.getLoc(), sum, value);
+      };
+      loss = accumulate(loss, microLoss);
+      grads.resize(gradients.paramGrads.size());
+      for (auto [j, paramGrad] : llvm::enumerate(gradients.paramGrads))
+        grads[j] = accumulate(grads[j], mapping.lookupOrDefault(paramGrad));
+    }
+    return {loss, grads};
+  }
+
+  /// Global-norm clipping of `grads` (as torch.nn.utils.clip_grad_norm_):
+  /// the norm is the root of the sum of every element's square, the scale
+  /// min(1, clip-norm / (norm + 1e-6)); returns the norm.
+  Value clipGradients(OpBuilder &builder, Location loc,
+                      SmallVectorImpl<Value> &grads) {
+    MLIRContext *context = builder.getContext();
+    Type elementType =
+        cast<RankedTensorType>(grads.front().getType()).getElementType();
+    bool mixed = llvm::any_of(grads, [&](Value g) {
+      return cast<RankedTensorType>(g.getType()).getElementType() !=
+             elementType;
+    });
+    if (mixed)
+      elementType = Float64Type::get(context);
+    auto scalar = RankedTensorType::get({}, elementType);
+    Value total;
+    for (Value g : grads) {
+      auto type = cast<RankedTensorType>(g.getType());
+      Value squares = nn::MulOp::create(builder, loc, g, g);
+      Value sum = squares;
+      if (type.getRank() > 0)
+        sum = nn::ReduceOp::create(
+            builder, loc, nn::ReduceKind::Sum, squares,
+            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank())), false);
+      if (type.getElementType() != elementType)
+        sum = nn::CastOp::create(builder, loc, scalar, sum);
+      total = total ? Value(nn::AddOp::create(builder, loc, total, sum)) : sum;
+    }
+    Value norm = nn::SqrtOp::create(builder, loc, scalar, total);
+    // The clipping's constants are its own: merged (CSE) with the rest of
+    // the step's, such as the loss's seed gradient of 1, they would tie the
+    // norm's layout to theirs and make its sums of squares gather their
+    // shards instead of passing partial sums on.
+    auto constant = [&](double value) {
+      auto fill = nn::FillOp::create(builder, loc, scalar,
+                                     builder.getF64FloatAttr(value));
+      fill->setAttr("loom.clip", builder.getUnitAttr());
+      return fill;
+    };
+    Value denominator = nn::AddOp::create(builder, loc, norm, constant(1e-6));
+    Value ratio = nn::DivOp::create(builder, loc, constant(clipNorm),
+                                    denominator);
+    Value scale = nn::ClampOp::create(builder, loc, scalar, ratio,
+                                      builder.getF64FloatAttr(0.0),
+                                      builder.getF64FloatAttr(1.0));
+    for (Value &g : grads) {
+      auto type = cast<RankedTensorType>(g.getType());
+      Value factor = scale;
+      if (type.getElementType() != elementType)
+        factor = nn::CastOp::create(
+            builder, loc, RankedTensorType::get({}, type.getElementType()),
+            scale);
+      g = nn::MulOp::create(builder, loc, g, factor);
+    }
+    return norm;
+  }
+
+  /// A function with the training step's signature holding the body of
+  /// `grad` (the differentiated forward function, or with micro-batches
+  /// that of one micro-batch), then clipping and the updates.
   func::FuncOp buildStep(func::FuncOp forward, func::FuncOp grad,
-                         const Gradients &gradients, StringRef name) {
+                         const Gradients &gradients, StringRef name,
+                         const MicroBatchForward *split) {
     MLIRContext *context = &getContext();
     Builder b(context);
     Location loc = forward.getLoc();
@@ -114,8 +415,9 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
         args.push_back(
             {args[k].type, b.getDictionaryAttr(attrs), loc, std::nullopt});
       }
+    // The step counter: AdamW's bias correction and any schedule need it.
     std::optional<unsigned> stepIndex;
-    if (optimizer == OptimizerKind::AdamW) {
+    if (optimizer == OptimizerKind::AdamW || hasSchedule()) {
       stepIndex = args.size();
       args.push_back({RankedTensorType::get({}, b.getI64Type()),
                       b.getDictionaryAttr(
@@ -139,61 +441,75 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
                           {}));
     Block *entry = new Block();
     step.getBody().push_back(entry);
-    Block &body = grad.getBody().front();
+    Location retLoc = grad.getBody().front().getTerminator()->getLoc();
     // Attributes set at once (one by one rebuilds the array each time).
     SmallVector<DictionaryAttr> argAttrs;
     for (const StepArg &arg : args) {
-      BlockArgument newArg = entry->addArgument(arg.type, arg.loc);
+      entry->addArgument(arg.type, arg.loc);
       argAttrs.push_back(arg.attrs ? arg.attrs
                                    : DictionaryAttr::get(context, {}));
-      if (arg.forwardIndex)
-        body.getArgument(*arg.forwardIndex).replaceAllUsesWith(newArg);
     }
     step.setAllArgAttrs(argAttrs);
-    entry->getOperations().splice(entry->end(), body.getOperations());
-    // The loss may be an argument itself (a parameter returned as is).
-    auto remap = [&](Value value) -> Value {
-      if (auto arg = dyn_cast<BlockArgument>(value))
-        if (arg.getOwner() == &body)
-          for (auto [index, stepArg] : llvm::enumerate(args))
-            if (stepArg.forwardIndex == arg.getArgNumber())
-              return entry->getArgument(index);
-      return value;
-    };
+    auto [loss, grads] =
+        buildGradients(grad, gradients, entry, args, split);
 
-    // The loss and the gradients, as the differentiated body returns them.
-    Operation *ret = entry->getTerminator();
-    OpBuilder builder = OpBuilder::atBlockTerminator(entry);
+    OpBuilder builder = OpBuilder::atBlockEnd(entry);
+    Value norm;
+    if (clipNorm > 0 && numParams > 0)
+      norm = clipGradients(builder, loc, grads);
+
     SmallVector<Value> newParams, newStates(numStates() * numParams);
+    // The schedule's attributes, left out (null) at their defaults.
+    bool decays = decayKind != nn::LrDecay::Constant;
+    IntegerAttr warmupAttr =
+        warmupSteps ? b.getI64IntegerAttr(warmupSteps) : IntegerAttr();
+    nn::LrDecayAttr decayAttr =
+        decays ? nn::LrDecayAttr::get(context, decayKind) : nn::LrDecayAttr();
+    IntegerAttr decayStepsAttr =
+        decays ? b.getI64IntegerAttr(decaySteps) : IntegerAttr();
+    auto minLrAttr = [&](double value) {
+      return decays ? b.getF64FloatAttr(value) : FloatAttr();
+    };
     for (unsigned k = 0; k < numParams; ++k) {
+      Hyper hyper = hyperOf(forward, params[k]);
       Value param = entry->getArgument(k);
-      Value paramGrad = remap(gradients.paramGrads[k]);
+      Value paramGrad = grads[k];
       Value first = entry->getArgument(numParams + k);
+      Value stepValue = stepIndex ? entry->getArgument(*stepIndex) : Value();
       if (optimizer == OptimizerKind::SGD) {
-        auto update = nn::SgdUpdateOp::create(
-            builder, loc, param, paramGrad, first, b.getF64FloatAttr(lr),
-            b.getF64FloatAttr(momentum), b.getF64FloatAttr(weightDecay),
-            nesterov ? b.getUnitAttr() : UnitAttr());
-        newParams.push_back(update.getNewParam());
-        newStates[k] = update.getNewMomentumBuffer();
-        continue;
+        auto sgd = nn::SgdUpdateOp::create(
+            builder, loc, param, paramGrad, first,
+            hasSchedule() ? stepValue : Value(), b.getF64FloatAttr(hyper.lr),
+            b.getF64FloatAttr(hyper.momentum),
+            b.getF64FloatAttr(hyper.weightDecay),
+            nesterov ? b.getUnitAttr() : UnitAttr(),
+            warmupAttr, decayAttr, decayStepsAttr, minLrAttr(hyper.minLr));
+        newParams.push_back(sgd.getNewParam());
+        newStates[k] = sgd.getNewMomentumBuffer();
+      } else {
+        Value second = entry->getArgument(2 * numParams + k);
+        auto adamw = nn::AdamWUpdateOp::create(
+            builder, loc, param, paramGrad, first, second, stepValue,
+            b.getF64FloatAttr(hyper.lr), b.getF64FloatAttr(hyper.beta1),
+            b.getF64FloatAttr(hyper.beta2), b.getF64FloatAttr(hyper.eps),
+            b.getF64FloatAttr(hyper.weightDecay),
+            warmupAttr, decayAttr, decayStepsAttr, minLrAttr(hyper.minLr));
+        newParams.push_back(adamw.getNewParam());
+        newStates[k] = adamw.getNewM();
+        newStates[numParams + k] = adamw.getNewV();
       }
-      Value second = entry->getArgument(2 * numParams + k);
-      auto update = nn::AdamWUpdateOp::create(
-          builder, loc, param, paramGrad, first, second,
-          entry->getArgument(*stepIndex), b.getF64FloatAttr(lr),
-          b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
-          b.getF64FloatAttr(eps), b.getF64FloatAttr(weightDecay));
-      newParams.push_back(update.getNewParam());
-      newStates[k] = update.getNewM();
-      newStates[numParams + k] = update.getNewV();
     }
 
-    // Results: loss, new params..., new state..., each saying which
-    // argument it becomes next step.
-    SmallVector<Value> results{remap(gradients.loss)};
+    // Results: loss, [gradient norm,] new params..., new state..., each
+    // saying which argument it becomes next step.
+    SmallVector<Value> results{loss};
     SmallVector<DictionaryAttr> resultAttrs{b.getDictionaryAttr(
         b.getNamedAttr(NNDialect::getLossAttrName(), b.getUnitAttr()))};
+    if (norm) {
+      results.push_back(norm);
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(NNDialect::getGradNormAttrName(), b.getUnitAttr())));
+    }
     auto updates = [&](unsigned argIndex) {
       return b.getDictionaryAttr(b.getNamedAttr(
           NNDialect::getUpdatesAttrName(), b.getI64IntegerAttr(argIndex)));
@@ -206,8 +522,7 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       results.push_back(value);
       resultAttrs.push_back(updates(numParams + j));
     }
-    func::ReturnOp::create(builder, ret->getLoc(), results);
-    ret->erase();
+    func::ReturnOp::create(builder, retLoc, results);
     step.setFunctionType(FunctionType::get(
         context, step.getArgumentTypes(),
         llvm::map_to_vector(results, [](Value v) { return v.getType(); })));

@@ -207,7 +207,7 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
   llvm::StringSet<> used = {
       // The class's own members and functions.
       "arena", "arg_offsets", "arg_bytes", "result_offsets", "result_bytes",
-      "loss_result", "step", "forward", "backward", "update", "run", "main",
+      "loss_result", "grad_norm_result", "step", "forward", "backward", "update", "run", "main",
       "loom", "std",
       // C++20 keywords and alternative tokens.
       "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",

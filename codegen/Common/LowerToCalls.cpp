@@ -712,6 +712,12 @@ LogicalResult ProgramLowering::lower(OpBuilder &moduleBuilder) {
       loss = r;
   addField("loss_result", builder.getI64Type(), {},
            builder.getI64IntegerAttr(loss));
+  int64_t gradNorm = -1;
+  for (unsigned r = 0; r < func.getNumResults(); ++r)
+    if (func.getResultAttr(r, nn::NNDialect::getGradNormAttrName()))
+      gradNorm = r;
+  addField("grad_norm_result", builder.getI64Type(), {},
+           builder.getI64IntegerAttr(gradNorm));
   if (failed(addInterfaceTables()))
     return failure();
 

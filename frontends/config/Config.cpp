@@ -12,6 +12,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cmath>
 #include <set>
 
 using namespace mlir;
@@ -166,6 +167,58 @@ LogicalResult loom::config::checkConfig(const Config &config,
   if (run.learning_rate() < 0)
     report("run: learning_rate must not be negative, got " +
            std::to_string(run.learning_rate()));
+  if (run.weight_decay() < 0)
+    report("run: weight_decay must not be negative, got " +
+           std::to_string(run.weight_decay()));
+  if (run.micro_batches() < 0)
+    report("run: micro_batches must be positive, got " +
+           std::to_string(run.micro_batches()));
+  if (run.has_clip_norm() &&
+      !(run.clip_norm() > 0 && std::isfinite(run.clip_norm())))
+    report("run: clip_norm must be a positive, finite norm, got " +
+           std::to_string(run.clip_norm()) + " (leave it out: no clipping)");
+  if (run.has_schedule()) {
+    const Schedule &schedule = run.schedule();
+    const std::string &decay = schedule.decay();
+    bool decays = decay == "linear" || decay == "cosine";
+    if (!decay.empty() && decay != "constant" && !decays)
+      report("run.schedule: unknown decay '" + decay +
+             "' (constant, linear or cosine)");
+    if (schedule.warmup_steps() < 0 || schedule.decay_steps() < 0)
+      report("run.schedule: warmup_steps and decay_steps must not be "
+             "negative");
+    if (decays && schedule.decay_steps() <= 0)
+      report("run.schedule: decay '" + decay + "' needs decay_steps > 0");
+    if (!decays && (schedule.decay_steps() != 0 || schedule.min_lr() != 0))
+      report("run.schedule: decay_steps and min_lr need a decay (linear or "
+             "cosine)");
+    double lr = run.learning_rate() > 0 ? run.learning_rate() : 1e-2;
+    if (decays && !(schedule.min_lr() >= 0 && schedule.min_lr() <= lr))
+      report("run.schedule: min_lr must lie in [0, learning_rate = " +
+             std::to_string(lr) + "], got " +
+             std::to_string(schedule.min_lr()));
+    int64_t phases = schedule.warmup_steps() + schedule.decay_steps();
+    if (run.steps() > 0 && phases > run.steps())
+      report("run.schedule: warmup_steps + decay_steps = " +
+             std::to_string(phases) + " do not fit the run's " +
+             std::to_string(run.steps()) + " steps");
+  }
+  for (int g = 0; g < run.param_groups_size(); ++g) {
+    const ParamGroup &group = run.param_groups(g);
+    std::string where = "run.param_groups[" + std::to_string(g) + "]";
+    if (group.match().empty())
+      report(where + ": no match pattern");
+    for (const std::string &pattern : group.match())
+      if (pattern.empty() || pattern.find_first_of(",;: ") != std::string::npos)
+        report(where + ": pattern '" + pattern +
+               "' is empty or holds one of ',;: '");
+    if (!group.has_learning_rate() && !group.has_weight_decay())
+      report(where + ": sets neither learning_rate nor weight_decay");
+    if (group.has_learning_rate() && !(group.learning_rate() >= 0))
+      report(where + ": learning_rate must not be negative");
+    if (group.has_weight_decay() && !(group.weight_decay() >= 0))
+      report(where + ": weight_decay must not be negative");
+  }
   if (run.ranks() != 0 && !used.empty() &&
       run.ranks() != static_cast<int>(used.size()))
     report("run: " + std::to_string(run.ranks()) +

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* The version of this ABI; loom_program_abi_version returns it. */
-#define LOOM_PROGRAM_ABI_VERSION 3
+#define LOOM_PROGRAM_ABI_VERSION 4
 
 typedef enum loom_status_code {
   LOOM_STATUS_OK = 0,
@@ -135,6 +135,15 @@ loom_status *loom_program_step(loom_program *program, double *loss);
 /* Whether the program has a loss result for loom_program_step to give. */
 int32_t loom_program_has_loss(const loom_program *program);
 
+/* Whether the program computes the global norm of its gradients (a step
+ * compiled with gradient clipping, nn-training-step clip-norm=). */
+int32_t loom_program_has_grad_norm(const loom_program *program);
+
+/* The gradients' global norm of the last step, before clipping (the same
+ * on every rank; read back by loom_program_step). Not collective. */
+loom_status *loom_program_get_grad_norm(const loom_program *program,
+                                        double *norm);
+
 /* Sets how many steps the program counts as done, `steps` >= 0: the next
  * loom_program_step is step `steps` + 1 (its step counters, records and
  * traces say so). For variants of one step (programs of other data
@@ -217,6 +226,8 @@ typedef struct loom_program_api {
   const char *(*status_get_message)(const loom_status *status);
   void (*status_destroy)(loom_status *status);
   int32_t (*has_loss)(const loom_program *program);
+  int32_t (*has_grad_norm)(const loom_program *program);
+  loom_status *(*get_grad_norm)(const loom_program *program, double *norm);
   loom_status *(*set_steps_done)(loom_program *program, int64_t steps);
   void (*set_recording)(loom_program *program, int32_t records);
   int64_t (*get_num_traffic)(const loom_program *program);

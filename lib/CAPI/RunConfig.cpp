@@ -91,7 +91,36 @@ std::string loom::capi::getConfigPipeline(const config::Config &config) {
   text.precision(17);
   text << "loom-training-pipeline{optimizer="
        << (run.optimizer() == "sgd" ? "sgd" : "adamw")
-       << " lr=" << (run.learning_rate() > 0 ? run.learning_rate() : 1e-2)
-       << "},loom-partition-pipeline";
+       << " lr=" << (run.learning_rate() > 0 ? run.learning_rate() : 1e-2);
+  if (run.weight_decay() > 0)
+    text << " weight-decay=" << run.weight_decay();
+  if (run.micro_batches() > 1)
+    text << " micro-batches=" << run.micro_batches();
+  if (run.has_clip_norm())
+    text << " clip-norm=" << run.clip_norm();
+  if (run.has_schedule()) {
+    const config::Schedule &schedule = run.schedule();
+    text << " warmup-steps=" << schedule.warmup_steps() << " decay="
+         << (schedule.decay().empty() ? "constant" : schedule.decay())
+         << " decay-steps=" << schedule.decay_steps()
+         << " min-lr=" << schedule.min_lr();
+  }
+  if (run.param_groups_size()) {
+    // (Patterns hold none of ",;: '", which the configuration checks.)
+    text << " param-groups='";
+    for (int g = 0; g < run.param_groups_size(); ++g) {
+      const config::ParamGroup &group = run.param_groups(g);
+      text << (g ? ";" : "");
+      for (int p = 0; p < group.match_size(); ++p)
+        text << (p ? "," : "") << group.match(p);
+      text << ":";
+      if (group.has_learning_rate())
+        text << "lr=" << group.learning_rate() << " ";
+      if (group.has_weight_decay())
+        text << "weight-decay=" << group.weight_decay();
+    }
+    text << "'";
+  }
+  text << "},loom-partition-pipeline";
   return text.str();
 }

@@ -305,6 +305,8 @@ int loom::driver::runDriver(int argc, char **argv, int first,
     makeDirectory(me);
     if (worldRank == 0)
       std::remove((out + "/loss.bin").c_str());
+    if (worldRank == 0)
+      std::remove((out + "/grad_norm.bin").c_str());
   }
   std::string times;
   size_t current = count;
@@ -336,6 +338,14 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                 std::string(reinterpret_cast<const char *>(&loss),
                             sizeof(loss)),
                 /*append=*/true);
+    if (!out.empty() && api.has_grad_norm(program) && worldRank == 0) {
+      double norm = 0;
+      check(api, api.get_grad_norm(program, &norm));
+      writeText(out + "/grad_norm.bin",
+                std::string(reinterpret_cast<const char *>(&norm),
+                            sizeof(norm)),
+                /*append=*/true);
+    }
   }
 
   const loom_program_api &api = apis[current];

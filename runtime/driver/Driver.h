@@ -12,7 +12,8 @@
 //               little-endian elements, the whole array as one device
 //               holds it; every rank reads the same file and keeps its
 //               shard); a missing file leaves the argument as it is
-//   --out DIR   rank 0 writes DIR/loss.bin (the loss of every step, one
+//   --out DIR   rank 0 writes DIR/grad_norm.bin where the program computes
+//               the gradients' norm (one f64 per step), and DIR/loss.bin (the loss of every step, one
 //               f64 each); every rank writes DIR/rank<r>/times.txt
 //               (seconds per step) and comm.txt (a line per collective
 //               kind: kind, calls, bytes sent, bytes received)

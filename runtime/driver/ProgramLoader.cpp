@@ -57,6 +57,8 @@ LoadError loom::driver::openProgramLibrary(const char *path,
   resolve(api.status_get_message, "loom_status_get_message");
   resolve(api.status_destroy, "loom_status_destroy");
   resolve(api.has_loss, "loom_program_has_loss");
+  resolve(api.has_grad_norm, "loom_program_has_grad_norm");
+  resolve(api.get_grad_norm, "loom_program_get_grad_norm");
   resolve(api.set_recording, "loom_program_set_recording");
   resolve(api.get_num_traffic, "loom_program_get_num_traffic");
   resolve(api.get_traffic, "loom_program_get_traffic");

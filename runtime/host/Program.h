@@ -272,6 +272,8 @@ struct ProgramView {
   const int64_t *resultOffsets = nullptr, *resultBytes = nullptr;
   int64_t numResults = 0;
   int64_t lossResult = -1;
+  /// The result holding the gradients' global norm (nn.grad_norm), or -1.
+  int64_t gradNormResult = -1;
   std::function<void()> step;
   /// How bytes reach and leave the arena (device memory on other targets);
   /// unset: the arena is host memory.
@@ -290,6 +292,7 @@ template <typename Program> ProgramView makeProgramView(Program &program) {
   view.resultBytes = program.result_bytes;
   view.numResults = sizeof(program.result_offsets) / sizeof(int64_t);
   view.lossResult = program.loss_result;
+  view.gradNormResult = program.grad_norm_result;
   Program *raw = &program;
   view.step = [raw] { raw->step(); };
   return view;

@@ -179,6 +179,9 @@ struct loom_program {
   int64_t device = 0, numDevices = 0;
   std::vector<Value> args, results;
   int64_t steps = 0;
+  /// The gradients' global norm of the last step (nn.grad_norm), once a
+  /// step has run.
+  std::optional<double> gradNorm;
   /// Whether this program holds one attachment of the runtime, and counts
   /// among the library's live programs.
   bool attached = false, live = false;
@@ -590,6 +593,42 @@ loom_status *library::getArg(loom_program *program, int64_t index,
   }, global ? &program->failure : nullptr);
 }
 
+/// The value of a 0-d float result, gathered (collective), as a double.
+static loom_status *readScalar(loom_program *program, const Value &value,
+                               const char *what, double &out) {
+  char bytes[8] = {};
+  if (absl::Status status = program->gather(value, bytes); !status.ok())
+    return fromStatus(status);
+  switch (value.dtype) {
+  case layout::DType::F32: {
+    float f;
+    std::memcpy(&f, bytes, sizeof(f));
+    out = f;
+    return nullptr;
+  }
+  case layout::DType::F64:
+    std::memcpy(&out, bytes, sizeof(double));
+    return nullptr;
+  case layout::DType::BF16: {
+    uint16_t b;
+    std::memcpy(&b, bytes, sizeof(b));
+    out = layout::bf16ToFloat(b);
+    return nullptr;
+  }
+  default:
+    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                      std::string("the program's ") + what +
+                          " is not a floating-point value");
+  }
+}
+
+/// The program's result `index` if it is one of its results, else null.
+static const Value *resultAt(const loom_program *program, int64_t index) {
+  if (index < 0 || index >= static_cast<int64_t>(program->results.size()))
+    return nullptr;
+  return &program->results[index];
+}
+
 loom_status *library::step(loom_program *program, double *loss) {
   if (loom_status *status = unusable(program, "loom_program_step"))
     return status;
@@ -598,16 +637,18 @@ loom_status *library::step(loom_program *program, double *loss) {
     // The loss is checked before the step runs (a refused step has not
     // changed anything), and read back whether or not the caller wants it:
     // it is collective, and ranks may differ in passing NULL.
-    int64_t lossIndex = program->handle.view.lossResult;
-    const Value *lossValue = nullptr;
-    if (lossIndex >= 0 &&
-        lossIndex < static_cast<int64_t>(program->results.size()))
-      lossValue = &program->results[lossIndex];
+    const Value *lossValue =
+        resultAt(program, program->handle.view.lossResult);
+    const Value *normValue =
+        resultAt(program, program->handle.view.gradNormResult);
     // (What the program is, the same on every rank of it: no rank returns
     // here while the others step.)
     if (lossValue && layout::getNumElements(lossValue->globalShape) != 1)
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "the program's loss is not a scalar");
+    if (normValue && layout::getNumElements(normValue->globalShape) != 1)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "the program's gradient norm is not a scalar");
     for (const Value &value : program->args)
       if (value.role == LOOM_ARG_STEP && value.shard &&
           (value.dtype != layout::DType::I64 || value.bytes != 8))
@@ -623,37 +664,26 @@ loom_status *library::step(loom_program *program, double *loss) {
       program->write(value, reinterpret_cast<const char *>(&count));
     }
     program->handle.view.step();
+    // The norm is read back on every step (collective, like the loss), for
+    // loom_program_get_grad_norm.
+    program->gradNorm.reset();
+    if (normValue) {
+      double norm = 0;
+      if (loom_status *status =
+              readScalar(program, *normValue, "gradient norm", norm))
+        return status;
+      program->gradNorm = norm;
+    }
     if (!lossValue)
       return loss ? makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                                "the step ran, but the program has no loss "
                                "result to give")
                   : nullptr;
-    const Value &value = *lossValue;
-    char bytes[8] = {};
-    if (absl::Status status = program->gather(value, bytes); !status.ok())
-      return fromStatus(status);
-    if (!loss)
-      return nullptr;
-    switch (value.dtype) {
-    case layout::DType::F32: {
-      float f;
-      std::memcpy(&f, bytes, sizeof(f));
-      *loss = f;
-      break;
-    }
-    case layout::DType::F64:
-      std::memcpy(loss, bytes, sizeof(double));
-      break;
-    case layout::DType::BF16: {
-      uint16_t b;
-      std::memcpy(&b, bytes, sizeof(b));
-      *loss = layout::bf16ToFloat(b);
-      break;
-    }
-    default:
-      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "the program's loss is not a floating-point value");
-    }
+    double value = 0;
+    if (loom_status *status = readScalar(program, *lossValue, "loss", value))
+      return status;
+    if (loss)
+      *loss = value;
     return nullptr;
   }, &program->failure);
 }
@@ -663,6 +693,27 @@ int32_t library::hasLoss(const loom_program *program) {
     return 0;
   int64_t loss = program->handle.view.lossResult;
   return loss >= 0 && loss < static_cast<int64_t>(program->results.size());
+}
+
+int32_t library::hasGradNorm(const loom_program *program) {
+  return program &&
+         resultAt(program, program->handle.view.gradNormResult) != nullptr;
+}
+
+loom_status *library::getGradNorm(const loom_program *program,
+                                  double *norm) {
+  if (!program || !norm)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_grad_norm: null program or norm");
+  if (!hasGradNorm(program))
+    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                      "the program computes no gradient norm (compile the "
+                      "step with clip-norm)");
+  if (!program->gradNorm)
+    return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                      "no step has run yet");
+  *norm = *program->gradNorm;
+  return nullptr;
 }
 
 loom_status *library::setStepsDone(loom_program *program, int64_t steps) {

@@ -106,6 +106,8 @@ loom_status *getArg(loom_program *program, int64_t index, loom_form form,
                     void *data);
 loom_status *step(loom_program *program, double *loss);
 int32_t hasLoss(const loom_program *program);
+int32_t hasGradNorm(const loom_program *program);
+loom_status *getGradNorm(const loom_program *program, double *norm);
 loom_status *setStepsDone(loom_program *program, int64_t steps);
 void setRecording(loom_program *program, int32_t records);
 int64_t getNumTraffic(const loom_program *program);
@@ -189,6 +191,14 @@ void destroyStatus(loom_status *status);
       const loom_program *program) {                                           \
     return loom::host::library::hasLoss(program);                              \
   }                                                                            \
+  LOOM_PROGRAM_EXPORT int32_t loom_program_has_grad_norm(                      \
+      const loom_program *program) {                                           \
+    return loom::host::library::hasGradNorm(program);                          \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_get_grad_norm(                 \
+      const loom_program *program, double *norm) {                             \
+    return loom::host::library::getGradNorm(program, norm);                    \
+  }                                                                            \
   LOOM_PROGRAM_EXPORT loom_status *loom_program_set_steps_done(                \
       loom_program *program, int64_t steps) {                                  \
     return loom::host::library::setStepsDone(program, steps);                  \
@@ -241,6 +251,8 @@ inline int runProgramExecutable(int argc, char **argv) {
   api.status_get_message = &loom_status_get_message;
   api.status_destroy = &loom_status_destroy;
   api.has_loss = &loom_program_has_loss;
+  api.has_grad_norm = &loom_program_has_grad_norm;
+  api.get_grad_norm = &loom_program_get_grad_norm;
   api.set_steps_done = &loom_program_set_steps_done;
   api.set_recording = &loom_program_set_recording;
   api.get_num_traffic = &loom_program_get_num_traffic;

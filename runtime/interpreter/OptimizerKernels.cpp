@@ -38,12 +38,45 @@ LogicalResult prepare(KernelCall &call, llvm::ArrayRef<const char *> names,
   return success();
 }
 
+/// The learning rate of this step under the op's schedule (the op docs,
+/// "Learning-rate schedule"), written from the docs apart from the host
+/// kernels' copy so that each checks the other.
+template <typename UpdateOp>
+double scheduledLr(UpdateOp op, std::optional<int64_t> step) {
+  double lr = op.getLr().convertToDouble();
+  int64_t warmup = op.getWarmupSteps();
+  if (!step || (warmup == 0 && op.getDecay() == nn::LrDecay::Constant))
+    return lr;
+  double t = static_cast<double>(*step);
+  if (*step <= warmup)
+    return lr * t / static_cast<double>(warmup);
+  if (op.getDecay() == nn::LrDecay::Constant)
+    return lr;
+  double minLr = op.getMinLr().convertToDouble();
+  double progress = (t - static_cast<double>(warmup)) /
+                    static_cast<double>(op.getDecaySteps());
+  if (progress >= 1.0)
+    return minLr;
+  double fraction = op.getDecay() == nn::LrDecay::Linear
+                        ? 1.0 - progress
+                        : (1.0 + std::cos(M_PI * progress)) / 2.0;
+  return minLr + (lr - minLr) * fraction;
+}
+
 LogicalResult sgdKernel(nn::SgdUpdateOp op, KernelCall &call) {
   if (failed(prepare(call, {"param", "grad", "momentum_buffer"}, 2)))
     return failure();
   const Tensor &param = call.operand(0), &grad = call.operand(1),
                &buffer = call.operand(2);
-  double lr = op.getLr().convertToDouble();
+  std::optional<int64_t> stepCount;
+  if (op.getStep()) {
+    const Tensor &stepTensor = call.operand(3);
+    if (stepTensor.getKind() != ElementKind::I64 ||
+        stepTensor.getNumElements() != 1)
+      return call.emitError() << "step must be a 0-d i64 tensor";
+    stepCount = stepTensor.data<int64_t>()[0];
+  }
+  double lr = scheduledLr(op, stepCount);
   double momentum = op.getMomentum().convertToDouble();
   double weightDecay = op.getWeightDecay().convertToDouble();
   bool nesterov = op.getNesterov();
@@ -75,7 +108,7 @@ LogicalResult adamwKernel(nn::AdamWUpdateOp op, KernelCall &call) {
   const Tensor &param = call.operand(0), &grad = call.operand(1),
                &mTensor = call.operand(2), &vTensor = call.operand(3);
   double step = static_cast<double>(stepTensor.data<int64_t>()[0]);
-  double lr = op.getLr().convertToDouble();
+  double lr = scheduledLr(op, stepTensor.data<int64_t>()[0]);
   double beta1 = op.getBeta1().convertToDouble();
   double beta2 = op.getBeta2().convertToDouble();
   double epsilon = op.getEpsilon().convertToDouble();

@@ -54,6 +54,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 using namespace mlir;
@@ -255,6 +256,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                     " must be a 0-d float tensor");
       lossIndex = r;
     }
+    if (func.getResultAttr(r, nn::NNDialect::getGradNormAttrName()))
+      setup.gradNormIndex = r;
     if (auto updates = func.getResultAttrOfType<IntegerAttr>(
             r, nn::NNDialect::getUpdatesAttrName())) {
       int64_t target = updates.getInt();
@@ -672,14 +675,38 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     const char *lossFormat =
         lossTensor.getKind() == ElementKind::F64 ? "%.17g" : "%.9g";
     bool several = setup.variants.size() > 1;
+    auto formatNorm = [&](double value) {
+      char text[32];
+      std::snprintf(text, sizeof(text),
+                    (*results)[*setup.gradNormIndex].getKind() ==
+                            ElementKind::F64
+                        ? "%.17g"
+                        : "%.9g",
+                    value);
+      return std::string(text);
+    };
+    std::optional<double> norm;
+    if (setup.gradNormIndex) {
+      norm = (*results)[*setup.gradNormIndex].getDouble(0);
+      if (!std::isfinite(*norm))
+        return fail("the gradient norm is not finite at step " +
+                    llvm::Twine(step) +
+                    "; lower the learning rate or check the model");
+    }
     if (options.json)
       os << "{\"step\":" << step
          << ",\"loss\":" << llvm::format(lossFormat, loss)
+         << (norm ? ",\"grad_norm\":" +
+                        formatNorm(*norm)
+                  : std::string())
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
          << (several ? ",\"variant\":\"" + variant.str() + "\"" : "")
          << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(lossFormat, loss)
+         << (norm ? " grad_norm " +
+                        formatNorm(*norm)
+                  : std::string())
          << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
          << (several ? " variant @" + variant.str() : "") << "\n";
     os.flush();

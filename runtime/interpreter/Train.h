@@ -56,6 +56,8 @@ struct TrainingSetup {
   std::vector<ElementKind> argKinds;
   std::vector<unsigned> params, states, steps, data;
   std::optional<unsigned> lossIndex;
+  /// The nn.grad_norm result (the gradients' global norm), if any.
+  std::optional<unsigned> gradNormIndex;
   /// (result, argument) pairs: result r becomes argument i.
   std::vector<std::pair<unsigned, unsigned>> feedback;
   std::vector<Tensor> args;

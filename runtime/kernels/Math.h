@@ -248,6 +248,50 @@ template <typename Int> LOOM_HD inline Int floatToInt(double value) {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
+/// The learning-rate schedule of nn.sgd_update and nn.adamw_update (their
+/// docs, "Learning-rate schedule"): how `lr` decays after the warm-up.
+enum class LrDecay : int { Constant = 0, Linear = 1, Cosine = 2 };
+/// A schedule's attributes.
+struct LrSchedule {
+  int64_t warmupSteps = 0;
+  LrDecay decay = LrDecay::Constant;
+  int64_t decaySteps = 0;
+  double minLr = 0.0;
+};
+/// The decay of the keyword the kernels take ("constant", "linear",
+/// "cosine"); a null or unknown keyword is constant (the verifier admits
+/// none).
+inline LrDecay parseLrDecay(const char *keyword) {
+  if (!keyword)
+    return LrDecay::Constant;
+  auto is = [&](const char *word) {
+    const char *k = keyword;
+    while (*k && *k == *word)
+      ++k, ++word;
+    return *k == *word;
+  };
+  return is("linear") ? LrDecay::Linear
+         : is("cosine") ? LrDecay::Cosine
+                        : LrDecay::Constant;
+}
+/// The learning rate of step `step` (from 1) under `s`, in f64.
+LOOM_HD inline double scheduledLr(double lr, const LrSchedule &s,
+                                  int64_t step) {
+  double t = static_cast<double>(step);
+  if (s.warmupSteps > 0 && step <= s.warmupSteps)
+    return lr * t / static_cast<double>(s.warmupSteps);
+  if (s.decay == LrDecay::Constant || s.decaySteps <= 0)
+    return lr;
+  double p = (t - static_cast<double>(s.warmupSteps)) /
+             static_cast<double>(s.decaySteps);
+  if (p >= 1.0)
+    return s.minLr;
+  double f = s.decay == LrDecay::Linear
+                 ? 1.0 - p
+                 : 0.5 * (1.0 + std::cos(3.14159265358979323846 * p));
+  return s.minLr + (lr - s.minLr) * f;
+}
+
 /// The coefficients of one nn.sgd_update, rounded to the element type once.
 template <typename T> struct SgdCoefficients {
   T lr, momentum, weightDecay;
@@ -273,9 +317,11 @@ template <typename T> struct AdamWCoefficients {
 };
 template <typename T>
 LOOM_HD inline AdamWCoefficients<T>
-makeAdamWCoefficients(double lr, double beta1, double beta2, double epsilon,
-                      double weightDecay, int64_t stepCount) {
+makeAdamWCoefficients(double peakLr, double beta1, double beta2,
+                      double epsilon, double weightDecay, int64_t stepCount,
+                      const LrSchedule &schedule = {}) {
   double step = static_cast<double>(stepCount);
+  double lr = scheduledLr(peakLr, schedule, stepCount);
   AdamWCoefficients<T> c;
   c.decay = static_cast<T>(lr * weightDecay);
   c.beta1 = static_cast<T>(beta1);

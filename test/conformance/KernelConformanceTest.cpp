@@ -884,6 +884,24 @@ std::vector<CaseSet> makeCaseSets() {
                        "nn.sgd_update %a0, %a1, %a2 {" + attrs + "} : " + ty(p),
                        {p, g, b}, {ty(p), ty(p)}});
     }
+    // Learning-rate schedules, with the step operand.
+    struct Scheduled { int64_t step; const char *attrs; };
+    for (const Scheduled &c :
+         {Scheduled{2, ", warmup_steps = 4 : i64"},
+          Scheduled{6, ", warmup_steps = 2 : i64, decay = #nn<lr_decay linear>, "
+                       "decay_steps = 8 : i64, min_lr = 1.0e-02 : f64"},
+          Scheduled{5, ", decay = #nn<lr_decay cosine>, decay_steps = 8 : i64"},
+          Scheduled{30, ", warmup_steps = 2 : i64, decay = #nn<lr_decay cosine>, "
+                        "decay_steps = 8 : i64, min_lr = 1.0e-02 : f64"}}) {
+      Tensor p = randomFloat(k, {37, 5}), g = randomFloat(k, {37, 5}),
+             b = randomFloat(k, {37, 5});
+      cases.push_back({"sgd_update",
+                       std::string("nn.sgd_update %a0, %a1, %a2 step %a3 "
+                                   "{lr = 1.0e-01 : f64, momentum = 9.0e-01 : "
+                                   "f64") +
+                           c.attrs + "} : " + ty(p),
+                       {p, g, b, scalarI64(c.step)}, {ty(p), ty(p)}});
+    }
   }});
   sets.push_back({"nn.adamw_update", kFloats, [](ElementKind k, Cases &cases) {
     struct A { const char *lr; int64_t step; const char *rest; };
@@ -891,7 +909,13 @@ std::vector<CaseSet> makeCaseSets() {
          {A{"1.0e-02", 1, ""}, A{"1.0e-03", 7, ""},
           A{"3.0e-04", 1000,
             ", beta1 = 8.0e-01 : f64, beta2 = 9.5e-01 : f64, epsilon = "
-            "1.0e-06 : f64, weight_decay = 1.0e-01 : f64"}}) {
+            "1.0e-06 : f64, weight_decay = 1.0e-01 : f64"},
+          A{"1.0e-03", 3, ", warmup_steps = 5 : i64"},
+          A{"1.0e-03", 9,
+            ", warmup_steps = 2 : i64, decay = #nn<lr_decay cosine>, "
+            "decay_steps = 10 : i64, min_lr = 1.0e-04 : f64"},
+          A{"1.0e-03", 9,
+            ", decay = #nn<lr_decay linear>, decay_steps = 10 : i64"}}) {
       Tensor p = randomFloat(k, {16, 33}), g = randomFloat(k, {16, 33}),
              m = randomFloat(k, {16, 33}, -0.1, 0.1),
              v = randomFloat(k, {16, 33}, 0, 0.01);

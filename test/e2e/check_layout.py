@@ -110,6 +110,14 @@ def main():
                     help="decompose the cross-entropy into reductions "
                          "(--nn-decompose-cross-entropy) so the classes can "
                          "be split (vocabulary-parallel loss)")
+    ap.add_argument("--train-options", default="",
+                    help="more nn-training-step options of the step under "
+                         "test (micro-batches=, clip-norm=, a schedule, "
+                         "param-groups=); the reference is the same step "
+                         "without micro-batches: one device, the whole batch")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="the GPT-mini with this batch instead of 8 (every "
+                         "tensor<8x...> and the normaliser rescaled)")
     ap.add_argument("--tolerance", type=float, default=1e-10)
     ap.add_argument("--vocab", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
@@ -129,6 +137,12 @@ def main():
         text = f.read()
     if args.f64:
         text = text.replace("f32", "f64")
+    if args.batch:
+        text = text.replace("tensor<8x", f"tensor<{args.batch}x")
+        text = text.replace("normalizer = 128.0",
+                            f"normalizer = {16.0 * args.batch}")
+    for spec in args.annotate:
+        pass
     for spec in args.layout:
         arg, layout = spec.split("=", 1)
         pattern = r"(%" + re.escape(arg) + r": tensor<[^>]*> \{)"
@@ -159,15 +173,17 @@ def main():
     with open(forward, "w") as f:
         f.write(text)
     stepped = os.path.join(args.work_dir, "step.mlir")
-    run([args.opt, forward,
-         f"--loom-training-pipeline=optimizer={args.optimizer} lr=1e-2",
-         "-o", stepped])
-    # The reference: the training step before any partitioning pass.
+    options = f"optimizer={args.optimizer} lr=1e-2 {args.train_options}"
+    run([args.opt, forward, f"--loom-training-pipeline={options}", "-o",
+         stepped])
+    # The reference: the training step before any partitioning pass, on
+    # the whole batch at once.
     reference = os.path.join(args.work_dir, "reference.mlir")
-    with open(stepped) as f:
+    whole = re.sub(r"\bmicro-batches=\d+", "", options)
+    run([args.opt, forward, f"--loom-training-pipeline={whole}", "-o",
+         reference])
+    with open(reference) as f:
         reference_text = f.read()
-    with open(reference, "w") as f:
-        f.write(reference_text)
     if args.plant_fault.startswith("alter-global"):
         altered, n = re.subn(
             r"\blr = ([-+0-9.eE]+) : f64",
@@ -373,6 +389,11 @@ def losses(text):
     return [float(v) for v in re.findall(r"^step \d+ loss (\S+)", text, re.M)]
 
 
+def grad_norms(text):
+    return [float(v) for v in
+            re.findall(r"^step \d+ loss \S+ grad_norm (\S+)", text, re.M)]
+
+
 def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
     """Loss and parameter errors of a run against a reference run."""
     loss, ref_loss = losses(text), losses(ref_text)
@@ -389,6 +410,14 @@ def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
         k += 1
     if not k:
         sys.exit(f"FAIL: no parameters were written ({what})")
+    # With clipping, the global gradient norm of every step.
+    norm, ref_norm = grad_norms(text), grad_norms(ref_text)
+    if len(norm) != len(ref_norm) or (norm and len(norm) != args.host_steps):
+        sys.exit(f"FAIL: {len(norm)} gradient norms against "
+                 f"{len(ref_norm)} ({what})")
+    if norm:
+        norm_error = max(relative([h], [r]) for h, r in zip(norm, ref_norm))
+        loss_error = max(loss_error, norm_error)
     # `not x <= bound` so that a NaN fails as well.
     if (not loss_error <= args.host_tolerance or
             not param_error <= args.host_tolerance):
@@ -434,6 +463,18 @@ def check_host(args, lowered, reference, step, report):
               f"parameters: loss error {loss_error:.2e}, parameter error "
               f"{param_error:.2e} (bound {args.host_tolerance:.0e}); runtime "
               f"bytes equal the report x {steps}")
+        clip = re.search(r"clip-norm=(\S+)", args.train_options)
+        if clip:
+            norms = grad_norms(text)
+            clipped = sum(n > float(clip.group(1)) for n in norms)
+            # `not x >= y` so that NaN norms fail as well.
+            if not (len(norms) == args.host_steps and
+                    2 * clipped >= args.host_steps):
+                sys.exit(f"FAIL: the gradient norm exceeded clip-norm "
+                         f"{clip.group(1)} on {clipped} of {len(norms)} "
+                         f"steps; at least half must be clipped")
+            print(f"{target}: gradient norm equal to one device's (within "
+                  f"the bound), clipped on {clipped} of {steps} steps")
     if "host" in runs and "ascend" in runs:
         loss_error, param_error, _ = compare_runs(
             args, *runs["ascend"], *runs["host"],

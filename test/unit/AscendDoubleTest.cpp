@@ -1046,17 +1046,18 @@ TEST_F(AscendDouble, LoomOptimizerOperatorsUpdateInPlace) {
   aclTensor *tp = make(p, {10}, &pData), *tg = make(g, {10}),
             *tm = make(m, {10}, &mData), *tv = make(v, {10}, &vData),
             *ts = make(step, {});
-  ASSERT_EQ(run(PLAN(aclnnLoomAdamWGetWorkspaceSize(tp, tg, tm, tv, ts, 0.9,
-                                                    0.999, 1e-8, 1e-3, 0.01, tp,
-                                                    tm, tv, ws, ex)),
+  // (A cosine schedule past its warm-up: step 3 of 2 + 10.)
+  ASSERT_EQ(run(PLAN(aclnnLoomAdamWGetWorkspaceSize(
+                    tp, tg, tm, tv, ts, 0.9, 0.999, "cosine", 10, 1e-8, 1e-3,
+                    1e-4, 2, 0.01, tp, tm, tv, ws, ex)),
                 aclnnLoomAdamW),
             0)
       << recentError();
   std::vector<double> ep = p, em = m, ev = v;
   host::adamw_update(ep.data(), {10}, em.data(), {10}, ev.data(), {10},
                      ep.data(), {10}, g.data(), {10}, em.data(), {10},
-                     ev.data(), {10}, step.data(), {}, 0.9, 0.999, 1e-8, 1e-3,
-                     0.01);
+                     ev.data(), {10}, step.data(), {}, 0.9, 0.999, "cosine",
+                     10, 1e-8, 1e-3, 1e-4, 2, 0.01);
   expectBitwise(download<double>(pData, 10), ep, "adamw param");
   expectBitwise(download<double>(mData, 10), em, "adamw m");
   expectBitwise(download<double>(vData, 10), ev, "adamw v");
@@ -1066,26 +1067,30 @@ TEST_F(AscendDouble, LoomOptimizerOperatorsUpdateInPlace) {
   aclTensor *tb = make(buffer, {10}, &bData);
   aclTensor *np = empty<double>({10}, &npData);
   std::vector<double> current = download<double>(pData, 10);
-  ASSERT_EQ(run(PLAN(aclnnLoomSgdGetWorkspaceSize(tp, tg, tb, 0.1, 0.9, true,
+  // (In a warm-up of 5 steps.)
+  ASSERT_EQ(run(PLAN(aclnnLoomSgdGetWorkspaceSize(tp, tg, tb, ts, "constant",
+                                                  0, 0.1, 0.0, 0.9, true, 5,
                                                   0.01, np, tb, ws, ex)),
                 aclnnLoomSgd),
             0)
       << recentError();
   std::vector<double> enp(10), eb = buffer;
   host::sgd_update(enp.data(), {10}, eb.data(), {10}, current.data(), {10},
-                   g.data(), {10}, eb.data(), {10}, 0.1, 0.9, true, 0.01);
+                   g.data(), {10}, eb.data(), {10}, step.data(), {},
+                   "constant", 0, 0.1, 0.0, 0.9, true, 5, 0.01);
   expectBitwise(download<double>(npData, 10), enp, "sgd param");
   expectBitwise(download<double>(bData, 10), eb, "sgd momentum");
 
   uint64_t size = 0;
   aclOpExecutor *executor = nullptr;
   EXPECT_EQ(aclnnLoomAdamWGetWorkspaceSize(tp, tg, tm, tv, nullptr, 0.9, 0.999,
-                                           1e-8, 1e-3, 0.01, tp, tm, tv, &size,
-                                           &executor),
+                                           nullptr, 0, 1e-8, 1e-3, 0.0, 0, 0.01,
+                                           tp, tm, tv, &size, &executor),
             kNullptr)
       << "AdamW needs the step";
-  EXPECT_EQ(aclnnLoomSgdGetWorkspaceSize(tp, tg, tb, 0.1, 0.9, false, 0.0, tp,
-                                         tp, &size, &executor),
+  EXPECT_EQ(aclnnLoomSgdGetWorkspaceSize(tp, tg, tb, nullptr, nullptr, 0, 0.1,
+                                         0.0, 0.9, false, 0, 0.0, tp, tp, &size,
+                                         &executor),
             kParamInvalid)
       << "results overlap";
 }

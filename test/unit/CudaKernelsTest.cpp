@@ -1161,22 +1161,35 @@ TYPED_TEST(CudaKernelsFloat, SgdUpdate) {
   struct Case {
     double momentum, weightDecay;
     bool nesterov;
+    // A schedule (step 6 of warm-up 2, linear decay over 10 to 0.01), or
+    // none and no step.
+    bool scheduled;
   };
-  for (const Case &c : {Case{0.9, 0.01, false}, Case{0.9, 0.0, true},
-                        Case{host::kAbsent, host::kAbsent, false}})
+  Vec<int64_t> step = {6};
+  for (const Case &c :
+       {Case{0.9, 0.01, false, false}, Case{0.9, 0.0, true, true},
+        Case{host::kAbsent, host::kAbsent, false, false}})
     for (bool inPlace : {false, true}) {
       Vec<T> newParam = garbage<T>(n), newBuffer = garbage<T>(n);
+      const char *decay = c.scheduled ? "linear" : "constant";
+      int64_t warmup = c.scheduled ? 2 : 0, decaySteps = c.scheduled ? 10 : 0;
+      double minLr = c.scheduled ? 0.01 : 0.0;
       host::sgd_update(data<T>(newParam), shape, data<T>(newBuffer), shape,
                        data<T>(param), shape, data<T>(grad), shape,
-                       data<T>(buffer), shape, 0.05, c.momentum, c.nesterov,
+                       data<T>(buffer), shape,
+                       c.scheduled ? step.data() : nullptr, Shape{}, decay,
+                       decaySteps, 0.05, minLr, c.momentum, c.nesterov, warmup,
                        c.weightDecay);
+      Dev<int64_t> dStep(step);
       Dev<T> dParam(param), dGrad(grad), dBuffer(buffer);
       auto dNewParam = Dev<T>::garbage(n), dNewBuffer = Dev<T>::garbage(n);
       T *outParam = inPlace ? dParam.get() : dNewParam.get();
       T *outBuffer = inPlace ? dBuffer.get() : dNewBuffer.get();
       cuda::sgd_update(outParam, shape, outBuffer, shape, dParam.get(), shape,
-                       dGrad.get(), shape, dBuffer.get(), shape, 0.05,
-                       c.momentum, c.nesterov, c.weightDecay);
+                       dGrad.get(), shape, dBuffer.get(), shape,
+                       c.scheduled ? dStep.get() : nullptr, Shape{}, decay,
+                       decaySteps, 0.05, minLr, c.momentum, c.nesterov, warmup,
+                       c.weightDecay);
       std::string name = std::string("sgd_update") +
                          (c.nesterov ? " nesterov" : "") +
                          (inPlace ? " in place" : "");
@@ -1202,7 +1215,8 @@ TYPED_TEST(CudaKernelsFloat, AdamWUpdate) {
       host::adamw_update(
           data<T>(newParam), shape, data<T>(newM), shape, data<T>(newV), shape,
           data<T>(param), shape, data<T>(grad), shape, data<T>(m), shape,
-          data<T>(v), shape, step.data(), Shape{}, 0.9, 0.95, 1e-8, 3e-4, 0.1);
+          data<T>(v), shape, step.data(), Shape{}, 0.9, 0.95, "cosine", 500,
+          1e-8, 3e-4, 3e-5, 5, 0.1);
       Dev<T> dParam(param), dGrad(grad), dM(m), dV(v);
       Dev<int64_t> dStep(step);
       auto gParam = Dev<T>::garbage(n), gM = Dev<T>::garbage(n),
@@ -1213,7 +1227,7 @@ TYPED_TEST(CudaKernelsFloat, AdamWUpdate) {
       cuda::adamw_update(outParam, shape, outM, shape, outV, shape,
                          dParam.get(), shape, dGrad.get(), shape, dM.get(),
                          shape, dV.get(), shape, dStep.get(), Shape{}, 0.9,
-                         0.95, 1e-8, 3e-4, 0.1);
+                         0.95, "cosine", 500, 1e-8, 3e-4, 3e-5, 5, 0.1);
       std::string name = "adamw_update step " + std::to_string(stepValue) +
                          (inPlace ? " in place" : "");
       expectClose<T>(name + " param", inPlace ? dParam.read() : gParam.read(),

@@ -376,7 +376,7 @@ TEST(HostKernels, GeneratedCallSyntax) {
   std::vector<float> p(6, 1.0f), g(6, 0.5f), m(6), v(6);
   host::adamw_update(p.data(), {6}, m.data(), {6}, v.data(), {6}, p.data(), {6},
                      g.data(), {6}, m.data(), {6}, v.data(), {6}, &step, {},
-                     0.9, 0.999, 1e-8, 1e-3, 0.01);
+                     0.9, 0.999, "constant", 0, 1e-8, 1e-3, 0.0, 0, 0.01);
   EXPECT_NEAR(p[0], 1.0f - 1e-5f - 1e-3f, 1e-6f);
 }
 
@@ -505,15 +505,43 @@ TEST(HostKernels, NormDefaultsFromAbsentValues) {
 
 // In place (each result the operand it updates, which the contract
 // allows): the conformance suite runs the update ops into fresh buffers.
+// Schedules: the interpreter's is written apart from the kernels' (Math.h),
+// so agreeing bit for bit checks both against the op docs' formula.
+struct ScheduleCase {
+  int64_t warmup = 0;
+  const char *decay = "constant";
+  int64_t decaySteps = 0;
+  double minLr = 0.0;
+  int64_t step = 1;
+  std::string attrs() const {
+    std::string a;
+    if (warmup)
+      a += ", warmup_steps = " + std::to_string(warmup) + " : i64";
+    if (std::string(decay) != "constant")
+      a += ", decay = #nn<lr_decay " + std::string(decay) +
+           ">, decay_steps = " + std::to_string(decaySteps) +
+           " : i64, min_lr = " + f64(minLr) + " : f64";
+    return a;
+  }
+  bool any() const { return warmup || std::string(decay) != "constant"; }
+};
+
 TEST(HostKernels, SgdUpdateInPlace) {
   struct Case {
     double lr, momentum, weightDecay;
     bool nesterov;
+    ScheduleCase schedule;
   };
-  const Case cases[] = {{0.01, 0.0, 0.0, false},
-                        {0.1, 0.9, 0.0, false},
-                        {0.05, 0.9, 1e-4, true},
-                        {0.02, 0.5, 0.01, false}};
+  const Case cases[] = {
+      {0.01, 0.0, 0.0, false, {}},
+      {0.1, 0.9, 0.0, false, {}},
+      {0.05, 0.9, 1e-4, true, {}},
+      {0.02, 0.5, 0.01, false, {}},
+      // In the warm-up, in a linear and a cosine decay, past the decay.
+      {0.1, 0.9, 0.0, false, {4, "constant", 0, 0.0, 3}},
+      {0.1, 0.9, 0.01, false, {2, "linear", 6, 0.01, 5}},
+      {0.1, 0.0, 0.0, false, {0, "cosine", 10, 0.02, 7}},
+      {0.1, 0.9, 0.0, true, {3, "cosine", 4, 0.001, 9}}};
   for (ElementKind kind : kFloats)
     for (const Case &c : cases)
       for (bool inPlace : {true}) {
@@ -528,9 +556,16 @@ TEST(HostKernels, SgdUpdateInPlace) {
           attrs += ", nesterov";
         if (c.weightDecay != 0)
           attrs += ", weight_decay = " + f64(c.weightDecay) + " : f64";
+        attrs += c.schedule.attrs();
+        Tensor step = scalarI64(c.schedule.step);
+        std::vector<Tensor> operands = {param, grad, buffer};
+        if (c.schedule.any())
+          operands.push_back(step);
         std::vector<Tensor> ref = interpret(
-            "nn.sgd_update %a0, %a1, %a2 {" + attrs + "} : " + ty(param),
-            {param, grad, buffer}, {ty(param), ty(param)});
+            std::string("nn.sgd_update %a0, %a1, %a2") +
+                (c.schedule.any() ? " step %a3" : "") + " {" + attrs +
+                "} : " + ty(param),
+            operands, {ty(param), ty(param)});
         ASSERT_EQ(ref.size(), 2u);
         // In place: the results are the operands' own buffers.
         Tensor newParam = inPlace ? param : garbageLike(ref[0]);
@@ -541,8 +576,10 @@ TEST(HostKernels, SgdUpdateInPlace) {
               ptr<T>(newParam), sh(newParam), ptr<T>(newBuffer), sh(newBuffer),
               inPlace ? cptr<T>(newParam) : cptr<T>(param), sh(param),
               cptr<T>(grad), sh(grad),
-              inPlace ? cptr<T>(newBuffer) : cptr<T>(buffer), sh(buffer), c.lr,
-              c.momentum, c.nesterov, c.weightDecay);
+              inPlace ? cptr<T>(newBuffer) : cptr<T>(buffer), sh(buffer),
+              c.schedule.any() ? step.data<int64_t>() : nullptr, sh(step),
+              c.schedule.decay, c.schedule.decaySteps, c.lr, c.schedule.minLr,
+              c.momentum, c.nesterov, c.schedule.warmup, c.weightDecay);
         });
         expectAgree("sgd_update", newParam, ref[0]);
         expectAgree("sgd_update", newBuffer, ref[1]);
@@ -555,10 +592,15 @@ TEST(HostKernels, AdamWUpdateInPlace) {
     double lr, beta1, beta2, epsilon, weightDecay;
     int64_t step;
     bool defaults;
+    ScheduleCase schedule;
   };
-  const Case cases[] = {{1e-2, 0.9, 0.999, 1e-8, 0.01, 1, true},
-                        {1e-3, 0.9, 0.999, 1e-8, 0.01, 7, true},
-                        {3e-4, 0.8, 0.95, 1e-6, 0.1, 1000, false}};
+  const Case cases[] = {
+      {1e-2, 0.9, 0.999, 1e-8, 0.01, 1, true, {}},
+      {1e-3, 0.9, 0.999, 1e-8, 0.01, 7, true, {}},
+      {3e-4, 0.8, 0.95, 1e-6, 0.1, 1000, false, {}},
+      {1e-3, 0.9, 0.999, 1e-8, 0.01, 2, true, {5, "constant", 0, 0.0, 2}},
+      {1e-3, 0.9, 0.95, 1e-6, 0.1, 8, false, {3, "cosine", 10, 1e-4, 8}},
+      {1e-3, 0.9, 0.95, 1e-6, 0.1, 20, false, {3, "linear", 10, 1e-4, 20}}};
   for (ElementKind kind : kFloats)
     for (const Case &c : cases)
       for (bool inPlace : {true})
@@ -577,6 +619,7 @@ TEST(HostKernels, AdamWUpdateInPlace) {
                      " : f64, beta2 = " + f64(c.beta2) +
                      " : f64, epsilon = " + f64(c.epsilon) +
                      " : f64, weight_decay = " + f64(c.weightDecay) + " : f64";
+          attrs += c.schedule.attrs();
           std::vector<Tensor> ref = interpret(
               "nn.adamw_update %a0, %a1, %a2, %a3, %a4 {" + attrs +
                   "} : " + ty(param),
@@ -599,7 +642,9 @@ TEST(HostKernels, AdamWUpdateInPlace) {
                                sh(p), cptr<T>(grad), sh(grad), cptr<T>(mIn),
                                sh(mIn), cptr<T>(vIn), sh(vIn),
                                step.data<int64_t>(), sh(step), beta1, beta2,
-                               epsilon, c.lr, weightDecay);
+                               c.schedule.decay, c.schedule.decaySteps,
+                               epsilon, c.lr, c.schedule.minLr,
+                               c.schedule.warmup, weightDecay);
           });
           expectAgree("adamw_update", newParam, ref[0]);
           expectAgree("adamw_update", newM, ref[1]);

@@ -18,6 +18,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <cstdio>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -423,6 +426,18 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                 " steps");
   auto lossType = cast<RankedTensorType>(
       global.getFunctionType().getResult(*setup.lossIndex));
+  // And the gradients' global norm of each, where the step computes it.
+  std::string norms;
+  if (setup.gradNormIndex) {
+    FailureOr<std::string> text = readFile(out + "/grad_norm.bin", error);
+    if (failed(text))
+      return fail(error);
+    if (text->size() != static_cast<size_t>(train.steps) * sizeof(double))
+      return fail("the ranks wrote " + llvm::Twine(text->size()) +
+                  " bytes of gradient norms for " + llvm::Twine(train.steps) +
+                  " steps");
+    norms = std::move(*text);
+  }
   llvm::raw_ostream &os = llvm::outs();
   for (int64_t step = 1; step <= train.steps; ++step) {
     double value = 0;
@@ -445,13 +460,31 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         numVariants > 1
             ? setup.variants[stepVariants[step - 1]].getSymName().str()
             : "";
+    std::string norm;
+    if (!norms.empty()) {
+      double normValue = 0;
+      std::memcpy(&normValue, norms.data() + (step - 1) * sizeof(double),
+                  sizeof(double));
+      if (!std::isfinite(normValue))
+        return fail("the gradient norm is not finite at step " +
+                    llvm::Twine(step));
+      auto normType = cast<RankedTensorType>(
+          global.getFunctionType().getResult(*setup.gradNormIndex));
+      char text[32];
+      std::snprintf(text, sizeof(text),
+                    normType.getElementType().isF64() ? "%.17g" : "%.9g",
+                    normValue);
+      norm = text;
+    }
     if (train.json)
       os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
+         << (norm.empty() ? "" : ",\"grad_norm\":" + norm)
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
          << (variant.empty() ? "" : ",\"variant\":\"" + variant + "\"")
          << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(format, value)
+         << (norm.empty() ? "" : " grad_norm " + norm)
          << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
          << (variant.empty() ? "" : " variant @" + variant) << "\n";
   }

@@ -68,4 +68,19 @@ def NN_MaskKindAttr : NN_EnumAttr<NN_MaskKind, "mask_kind"> {
   }];
 }
 
+def NN_LrDecayAttr : NN_EnumAttr<NN_LrDecay, "lr_decay"> {
+  let description = [{
+    `constant`, `linear` or `cosine`: how the learning rate of
+    `nn.sgd_update` and `nn.adamw_update` goes from `lr` to `min_lr` over
+    `decay_steps` steps after the warm-up (see "Learning-rate schedule" in
+    their docs).
+
+    ```mlir
+    %p, %m = nn.sgd_update %w, %g, %b step %s
+        {lr = 1.0e-01 : f64, warmup_steps = 2 : i64, decay_steps = 8 : i64,
+         decay = #nn<lr_decay cosine>} : tensor<4xf32>
+    ```
+  }];
+}
+
 #endif // LOOM_NN_ATTRS

@@ -53,7 +53,8 @@ static constexpr StringLiteral kArgRoleAttrs[] = {
 
 /// The attributes that give a function result its role.
 static constexpr StringLiteral kResultRoleAttrs[] = {
-    NNDialect::getLossAttrName(), NNDialect::getUpdatesAttrName()};
+    NNDialect::getLossAttrName(), NNDialect::getUpdatesAttrName(),
+    NNDialect::getGradNormAttrName()};
 
 static bool isArgRoleAttr(StringRef name) {
   return llvm::is_contained(kArgRoleAttrs, name);
@@ -189,7 +190,8 @@ LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
   if (!isResultRoleAttr(name))
     return op->emitOpError()
            << "has unknown nn result attribute '" << name << "' on result #"
-           << resultIndex << " (expected 'nn.loss' or 'nn.updates')";
+           << resultIndex
+           << " (expected 'nn.loss', 'nn.updates' or 'nn.grad_norm')";
   bool isUpdates = name == getUpdatesAttrName();
   if (isUpdates && !isa<IntegerAttr>(attr.getValue()))
     return op->emitOpError()
@@ -218,7 +220,8 @@ LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
         !isa<FloatType>(tensor.getElementType()))
       return op->emitOpError()
              << "result #" << resultIndex << " of type " << type
-             << " is marked 'nn.loss', which requires a 0-d float tensor";
+             << " is marked '" << name
+             << "', which requires a 0-d float tensor";
     return success();
   }
   ArrayRef<Type> argTypes = func.getArgumentTypes();

@@ -111,6 +111,11 @@ def NN_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getLossAttrName() {
       return ::llvm::StringLiteral("nn.loss");
     }
+    /// The unit attribute that marks a function result as the global norm
+    /// of the step's gradients (a 0-d float; nn-training-step clip-norm=).
+    static constexpr ::llvm::StringLiteral getGradNormAttrName() {
+      return ::llvm::StringLiteral("nn.grad_norm");
+    }
     /// The integer attribute that marks a function result as the next
     /// step's value of the argument at the index it holds.
     static constexpr ::llvm::StringLiteral getUpdatesAttrName() {

@@ -47,4 +47,14 @@ def NN_MaskKind : I32EnumAttr<"MaskKind",
   let genSpecializedAttr = 0;
 }
 
+def NN_LrDecay : I32EnumAttr<"LrDecay",
+    "how an optimizer update's learning rate decays after its warm-up", [
+      I32EnumAttrCase<"Constant", 0, "constant">,
+      I32EnumAttrCase<"Linear", 1, "linear">,
+      I32EnumAttrCase<"Cosine", 2, "cosine">,
+    ]> {
+  let cppNamespace = "::loom::nn";
+  let genSpecializedAttr = 0;
+}
+
 #endif // LOOM_NN_ENUMS

@@ -159,3 +159,25 @@ LogicalResult ReduceOp::localize(OpBuilder &builder, LocalView &view) {
   view.replaceResult(0, scaled);
   return success();
 }
+
+/// A dimension the slice takes whole (its factor rule's parallel ones) may
+/// be split: the local slice takes the local block whole.
+LogicalResult SliceOp::localize(OpBuilder &builder, LocalView &view) {
+  auto global = cast<SliceOp>(view.getGlobalOp());
+  auto input = cast<RankedTensorType>(global.getInput().getType());
+  auto localInput = cast<RankedTensorType>(getInput().getType());
+  SmallVector<int64_t> sizes(getSizes());
+  bool changed = false;
+  for (int64_t dim = 0; dim < input.getRank(); ++dim) {
+    bool whole = global.getOffsets()[dim] == 0 &&
+                 global.getStrides()[dim] == 1 &&
+                 global.getSizes()[dim] == input.getDimSize(dim);
+    if (whole && sizes[dim] != localInput.getDimSize(dim)) {
+      sizes[dim] = localInput.getDimSize(dim);
+      changed = true;
+    }
+  }
+  if (changed)
+    setSizes(sizes);
+  return success();
+}

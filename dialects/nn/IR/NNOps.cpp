@@ -239,6 +239,39 @@ LogicalResult DropoutOp::verify() {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
+/// The learning-rate schedule's constraints (NN_LrScheduleConstraints).
+template <typename UpdateOp>
+static LogicalResult verifySchedule(UpdateOp op) {
+  int64_t warmup = op.getWarmupSteps(), decaySteps = op.getDecaySteps();
+  double lr = op.getLr().convertToDouble();
+  double minLr = op.getMinLr().convertToDouble();
+  if (warmup < 0)
+    return op.emitOpError("warmup_steps must be >= 0, got ") << warmup;
+  if (decaySteps < 0)
+    return op.emitOpError("decay_steps must be >= 0, got ") << decaySteps;
+  if (op.getDecay() == LrDecay::Constant) {
+    if (decaySteps != 0 || minLr != 0.0)
+      return op.emitOpError("decay = constant takes no decay_steps or "
+                            "min_lr (got ")
+             << decaySteps << " and " << shapes::formatDouble(minLr)
+             << "); give decay = linear or cosine";
+    return success();
+  }
+  if (decaySteps == 0)
+    return op.emitOpError("decay = ")
+           << stringifyLrDecay(op.getDecay()) << " needs decay_steps > 0";
+  if (!(minLr >= 0.0 && minLr <= lr))
+    return op.emitOpError("min_lr must lie in [0, lr = ")
+           << shapes::formatDouble(lr) << "], got "
+           << shapes::formatDouble(minLr);
+  return success();
+}
+
+/// Whether `op` has a schedule other than the default (lr at every step).
+template <typename UpdateOp> static bool hasSchedule(UpdateOp op) {
+  return op.getWarmupSteps() != 0 || op.getDecay() != LrDecay::Constant;
+}
+
 LogicalResult SgdUpdateOp::verify() {
   ShapeDiag diag(getOperation());
   double momentum = getMomentumAttr().getValueAsDouble();
@@ -249,6 +282,11 @@ LogicalResult SgdUpdateOp::verify() {
     return failure();
   if (getNesterov() && momentum == 0.0)
     return emitOpError("nesterov needs momentum > 0, got 0");
+  if (failed(verifySchedule(*this)))
+    return failure();
+  if (hasSchedule(*this) && !getStep())
+    return emitOpError("a learning-rate schedule needs the step operand "
+                       "(`step %s`)");
   return success();
 }
 
@@ -263,7 +301,8 @@ LogicalResult AdamWUpdateOp::verify() {
       succeeded(checkPositive(getEpsilonAttr().getValueAsDouble(), "epsilon",
                               diag)) &&
       succeeded(checkNonNegative(getWeightDecayAttr().getValueAsDouble(),
-                                 "weight_decay", diag)));
+                                 "weight_decay", diag)) &&
+      succeeded(verifySchedule(*this)));
 }
 
 #define GET_OP_CLASSES

@@ -476,7 +476,7 @@ def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
   let kernelTypes = NN_AllKernelTypes;
 }
 
-def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable]> {
+def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable, NN_LocalView]> {
   let summary = "Static strided slice";
   let description = [{
     Result element `[i0, i1, ...]` is input element
@@ -985,9 +985,46 @@ def NN_CrossEntropyOp
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def NN_SgdUpdateOp : NN_Op<"sgd_update", [Pure, SameOperandsAndResultType]> {
+/// The schedule's constraints, in both updates' docs.
+defvar NN_LrScheduleConstraints = [{
+
+    Schedule constraints: `warmup_steps >= 0`, `decay_steps >= 0`; `linear`
+    and `cosine` need `decay_steps > 0` and `0 <= min_lr <= lr`; `constant`
+    takes neither (`decay_steps = 0`, `min_lr = 0`).
+}];
+
+/// The learning-rate schedule both optimizer updates share, in their docs.
+defvar NN_LrScheduleDoc = [{
+
+    Learning-rate schedule: with `t` the step count (`step`), `W =
+    warmup_steps`, `D = decay_steps`, the update uses, in place of `lr`,
+
+    ```
+    lr_t = lr * t / W                               t <= W (warm-up)
+    lr_t = min_lr + (lr - min_lr) * f((t - W) / D)  W < t <= W + D
+    lr_t = min_lr                                   t > W + D (D > 0)
+    ```
+
+    with `f(p) = 1 - p` (`decay = linear`) or `(1 + cos(pi * p)) / 2`
+    (`cosine`); `decay = constant` (the default) keeps `lr` after the
+    warm-up and takes no `decay_steps` or `min_lr`. The defaults (no warm-up,
+    constant) give `lr_t = lr` at every step. The schedule is computed in
+    f64 from the 0-d `i64` step and rounded to the element type once, with
+    the other coefficients.
+}];
+
+/// The schedule's attributes, the same on both updates.
+defvar NN_LrScheduleArgs = (ins
+    DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
+    DefaultValuedAttr<NN_LrDecayAttr, "::loom::nn::LrDecay::Constant">:$decay,
+    DefaultValuedAttr<I64Attr, "0">:$decay_steps,
+    DefaultValuedAttr<F64Attr, "0.0">:$min_lr);
+
+def NN_SgdUpdateOp : NN_Op<"sgd_update", [Pure,
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>]> {
   let summary = "One step of SGD with momentum and weight decay";
-  let description = [{
+  let description = !strconcat([{
     The update of `torch.optim.SGD` (no dampening), with `mu = momentum`
     and `wd = weight_decay`:
 
@@ -995,32 +1032,39 @@ def NN_SgdUpdateOp : NN_Op<"sgd_update", [Pure, SameOperandsAndResultType]> {
     g'  = grad + wd * param
     buf = mu * momentum_buffer + g'
     d   = nesterov ? g' + mu * buf : buf
-    new_param = param - lr * d
+    new_param = param - lr_t * d
     new_momentum_buffer = buf
     ```
 
     With `momentum = 0` (the default) this is plain SGD and the buffer
-    holds the last gradient.
-
+    holds the last gradient. `step`, the 0-d `i64` count of this update
+    (from 1), is needed by a learning-rate schedule and only then.
+  }], NN_LrScheduleDoc, [{
     ```mlir
     %p, %m = nn.sgd_update %param, %grad, %buf
         {lr = 1.0e-02 : f64, momentum = 9.0e-01 : f64, nesterov}
         : tensor<32x64xf32>
+    %p2, %m2 = nn.sgd_update %param, %grad, %buf step %step
+        {lr = 1.0e-01 : f64, warmup_steps = 10 : i64}
+        : tensor<32x64xf32>
     ```
 
-    Constraints: all operands and results have one type; `lr >= 0`,
-    `0 <= momentum < 1`, `weight_decay >= 0`; `nesterov` needs
-    `momentum > 0`.
-  }];
-  let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
-                       NN_FloatTensor:$momentum_buffer, F64Attr:$lr,
+    Constraints: `param`, `grad`, `momentum_buffer` and the results have
+    one type; `lr >= 0`, `0 <= momentum < 1`, `weight_decay >= 0`;
+    `nesterov` needs `momentum > 0`; the schedule's constraints (below)
+    hold, and a schedule other than the default needs `step`.
+  }], NN_LrScheduleConstraints);
+  let arguments = !con((ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
+                       NN_FloatTensor:$momentum_buffer,
+                       Optional<NN_I64Scalar>:$step, F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.0">:$momentum,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
-                       UnitAttr:$nesterov);
+                       UnitAttr:$nesterov), NN_LrScheduleArgs);
   let results = (outs NN_FloatTensor:$new_param,
                       NN_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)
+    $param `,` $grad `,` $momentum_buffer (`step` $step^)? attr-dict `:`
+    type($param)
   }];
   let hasVerifier = 1;
   let ascendLoomOperator = "aclnnLoomSgd";
@@ -1030,22 +1074,23 @@ def NN_AdamWUpdateOp : NN_Op<"adamw_update", [Pure,
     AllTypesMatch<["param", "grad", "m", "v",
                    "new_param", "new_m", "new_v"]>]> {
   let summary = "One step of AdamW (decoupled weight decay)";
-  let description = [{
+  let description = !strconcat([{
     The update of `torch.optim.AdamW`. `step` is the 0-d `i64` count of this
-    update, starting at 1 (it drives the bias correction):
+    update, starting at 1 (it drives the bias correction and the
+    learning-rate schedule):
 
     ```
-    param' = param - lr * weight_decay * param
+    param' = param - lr_t * weight_decay * param
     new_m  = beta1 * m + (1 - beta1) * grad
     new_v  = beta2 * v + (1 - beta2) * grad^2
     m_hat  = new_m / (1 - beta1^step)
     v_hat  = new_v / (1 - beta2^step)
-    new_param = param' - lr * m_hat / (sqrt(v_hat) + epsilon)
+    new_param = param' - lr_t * m_hat / (sqrt(v_hat) + epsilon)
     ```
 
     Defaults: `beta1 = 0.9`, `beta2 = 0.999`, `epsilon = 1e-8`,
     `weight_decay = 0.01`; `lr` has none.
-
+  }], NN_LrScheduleDoc, [{
     ```mlir
     %p, %m1, %v1 = nn.adamw_update %param, %grad, %m, %v, %step
         {lr = 1.0e-03 : f64}
@@ -1054,15 +1099,16 @@ def NN_AdamWUpdateOp : NN_Op<"adamw_update", [Pure,
 
     Constraints: `param`, `grad`, `m`, `v` and the results have one type;
     `lr >= 0`, `0 <= beta1 < 1`, `0 <= beta2 < 1`, `epsilon > 0`,
-    `weight_decay >= 0`.
-  }];
-  let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
+    `weight_decay >= 0`; the schedule's constraints (below) hold.
+  }], NN_LrScheduleConstraints);
+  let arguments = !con((ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
                        NN_FloatTensor:$m, NN_FloatTensor:$v,
                        NN_I64Scalar:$step, F64Attr:$lr,
                        DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                        DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                        DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
-                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+                       DefaultValuedAttr<F64Attr, "0.01">:$weight_decay),
+                       NN_LrScheduleArgs);
   let results = (outs NN_FloatTensor:$new_param, NN_FloatTensor:$new_m,
                       NN_FloatTensor:$new_v);
   let assemblyFormat = [{

@@ -649,10 +649,15 @@ aclnnStatus aclnnLoomIotaGetWorkspaceSize(const aclTensor *offset, int64_t dim,
 aclnnStatus aclnnLoomAdamWGetWorkspaceSize(
     const aclTensor *param, const aclTensor *grad, const aclTensor *m,
     const aclTensor *v, const aclTensor *step, double beta1, double beta2,
-    double epsilon, double lr, double weightDecay, aclTensor *newParam,
-    aclTensor *newM, aclTensor *newV, uint64_t *workspaceSize,
-    aclOpExecutor **executor) {
+    const char *decay, int64_t decaySteps, double epsilon, double lr,
+    double minLr, int64_t warmupSteps, double weightDecay,
+    aclTensor *newParam, aclTensor *newM, aclTensor *newV,
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
   Plan plan("aclnnLoomAdamW");
+  std::string decayKeyword;
+  LOOM_DOUBLE_TRY(keyword(plan, decay, "decay",
+                          {"constant", "linear", "cosine"}, "constant",
+                          decayKeyword));
   TensorArg p, g, mArg, vArg, s;
   Output np, nm, nv;
   LOOM_DOUBLE_TRY(floatOperand(plan, param, "param", p));
@@ -673,7 +678,8 @@ aclnnStatus aclnnLoomAdamWGetWorkspaceSize(
       result(plan, newV, "newV", nv, reads, p, p.shape, false, &vArg));
   LOOM_DOUBLE_TRY(plan.disjoint({&np, &nm, &nv}));
   return plan.finish(
-      [p, g, mArg, vArg, s, np, nm, nv, beta1, beta2, epsilon, lr,
+      [p, g, mArg, vArg, s, np, nm, nv, beta1, beta2, decayKeyword,
+       decaySteps, epsilon, lr, minLr, warmupSteps,
        weightDecay](char *workspace) {
         dispatchFloat(p.dtype, [&](auto zero) {
           using T = decltype(zero);
@@ -682,7 +688,8 @@ aclnnStatus aclnnLoomAdamWGetWorkspaceSize(
               nm.arg.shape, nv.as<T>(workspace), nv.arg.shape, p.as<T>(),
               p.shape, g.as<T>(), g.shape, mArg.as<T>(), mArg.shape,
               vArg.as<T>(), vArg.shape, scalarIndexPtr(s), s.shape, beta1,
-              beta2, epsilon, lr, weightDecay);
+              beta2, decayKeyword.c_str(), decaySteps, epsilon, lr, minLr,
+              warmupSteps, weightDecay);
         });
         np.commit(workspace);
         nm.commit(workspace);
@@ -693,31 +700,41 @@ aclnnStatus aclnnLoomAdamWGetWorkspaceSize(
 
 aclnnStatus aclnnLoomSgdGetWorkspaceSize(
     const aclTensor *param, const aclTensor *grad,
-    const aclTensor *momentumBuffer, double lr, double momentum, bool nesterov,
-    double weightDecay, aclTensor *newParam, aclTensor *newMomentumBuffer,
+    const aclTensor *momentumBuffer, const aclTensor *step, const char *decay,
+    int64_t decaySteps, double lr, double minLr, double momentum,
+    bool nesterov, int64_t warmupSteps, double weightDecay,
+    aclTensor *newParam, aclTensor *newMomentumBuffer,
     uint64_t *workspaceSize, aclOpExecutor **executor) {
   Plan plan("aclnnLoomSgd");
-  TensorArg p, g, b;
+  TensorArg p, g, b, s;
+  std::string decayKeyword;
+  LOOM_DOUBLE_TRY(keyword(plan, decay, "decay",
+                          {"constant", "linear", "cosine"}, "constant",
+                          decayKeyword));
   Output np, nb;
   LOOM_DOUBLE_TRY(floatOperand(plan, param, "param", p));
   LOOM_DOUBLE_TRY(floatOperand(plan, grad, "grad", g, &p));
   LOOM_DOUBLE_TRY(floatOperand(plan, momentumBuffer, "momentumBuffer", b, &p));
   LOOM_DOUBLE_TRY(plan.requireShape(g, p.shape));
   LOOM_DOUBLE_TRY(plan.requireShape(b, p.shape));
-  std::initializer_list<const TensorArg *> reads = {&p, &g, &b};
+  LOOM_DOUBLE_TRY(scalarIndexOperand(plan, step, "step", s));
+  std::initializer_list<const TensorArg *> reads = {&p, &g, &b, &s};
   LOOM_DOUBLE_TRY(
       result(plan, newParam, "newParam", np, reads, p, p.shape, false, &p));
   LOOM_DOUBLE_TRY(result(plan, newMomentumBuffer, "newMomentumBuffer", nb,
                          reads, p, p.shape, false, &b));
   LOOM_DOUBLE_TRY(plan.disjoint({&np, &nb}));
   return plan.finish(
-      [p, g, b, np, nb, lr, momentum, nesterov, weightDecay](char *workspace) {
+      [p, g, b, s, np, nb, decayKeyword, decaySteps, lr, minLr, momentum,
+       nesterov, warmupSteps, weightDecay](char *workspace) {
         dispatchFloat(p.dtype, [&](auto zero) {
           using T = decltype(zero);
           host::sgd_update(np.as<T>(workspace), np.arg.shape,
                            nb.as<T>(workspace), nb.arg.shape, p.as<T>(),
-                           p.shape, g.as<T>(), g.shape, b.as<T>(), b.shape, lr,
-                           momentum, nesterov, weightDecay);
+                           p.shape, g.as<T>(), g.shape, b.as<T>(), b.shape,
+                           scalarIndexPtr(s), s.shape, decayKeyword.c_str(),
+                           decaySteps, lr, minLr, momentum, nesterov,
+                           warmupSteps, weightDecay);
         });
         np.commit(workspace);
         nb.commit(workspace);

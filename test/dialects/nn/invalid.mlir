@@ -486,6 +486,51 @@ func.func @sgd_lr(%p: tensor<4xf32>) {
 
 // -----
 
+// sgd_update: a learning-rate schedule needs the step.
+func.func @sgd_schedule_step(%p: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.sgd_update' op a learning-rate schedule needs the step operand (`step %s`)}}
+  %0:2 = nn.sgd_update %p, %p, %p {lr = 0.1 : f64, warmup_steps = 4 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A decay needs its length.
+func.func @schedule_decay_steps(%p: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.sgd_update' op decay = linear needs decay_steps > 0}}
+  %0:2 = nn.sgd_update %p, %p, %p step %s {lr = 0.1 : f64, decay = #nn<lr_decay linear>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The floor lies in [0, lr].
+func.func @schedule_floor(%p: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.adamw_update' op min_lr must lie in [0, lr = 0.001], got 0.01}}
+  %0:3 = nn.adamw_update %p, %p, %p, %p, %s {lr = 1.0e-3 : f64, decay = #nn<lr_decay cosine>, decay_steps = 10 : i64, min_lr = 1.0e-2 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A constant learning rate has no decay length or floor.
+func.func @schedule_constant(%p: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.adamw_update' op decay = constant takes no decay_steps or min_lr (got 10 and 0); give decay = linear or cosine}}
+  %0:3 = nn.adamw_update %p, %p, %p, %p, %s {lr = 1.0e-3 : f64, decay_steps = 10 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The warm-up is not negative.
+func.func @schedule_warmup(%p: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'nn.adamw_update' op warmup_steps must be >= 0, got -1}}
+  %0:3 = nn.adamw_update %p, %p, %p, %p, %s {lr = 1.0e-3 : f64, warmup_steps = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
 // adamw_update: betas are in [0, 1).
 func.func @adamw_beta(%p: tensor<4xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{'nn.adamw_update' op beta2 must be in [0, 1), got 1}}

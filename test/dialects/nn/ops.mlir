@@ -262,6 +262,11 @@ func.func @optimizers(%p: tensor<32x64xf32> {nn.param}, %g: tensor<32x64xf32>,
   %2:3 = nn.adamw_update %p, %g, %m, %v, %step {lr = 1.0e-3 : f64} : tensor<32x64xf32>
   // CHECK: nn.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {beta1 = 0.000000e+00 : f64, beta2 = 0.949{{[0-9]*}} : f64, epsilon = 9.99{{[0-9]*}}E-7 : f64, lr = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} : tensor<32x64xf32>
   %3:3 = nn.adamw_update %p, %g, %m, %v, %step {lr = 0.0 : f64, beta1 = 0.0 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-6 : f64, weight_decay = 0.0 : f64} : tensor<32x64xf32>
+  // A learning-rate schedule: warm-up, then a cosine decay to a floor.
+  // CHECK: nn.sgd_update %{{.*}}, %{{.*}}, %{{.*}} step %{{.*}} {decay = #nn<lr_decay cosine>, decay_steps = 90 : i64, lr = 1.000000e-01 : f64, min_lr = 1.000000e-03 : f64, warmup_steps = 10 : i64} : tensor<32x64xf32>
+  %4:2 = nn.sgd_update %p, %g, %buf step %step {lr = 0.1 : f64, warmup_steps = 10 : i64, decay = #nn<lr_decay cosine>, decay_steps = 90 : i64, min_lr = 1.0e-3 : f64} : tensor<32x64xf32>
+  // CHECK: nn.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {decay = #nn<lr_decay linear>, decay_steps = 5 : i64, lr = 1.000000e-03 : f64} : tensor<32x64xf32>
+  %5:3 = nn.adamw_update %p, %g, %m, %v, %step {lr = 1.0e-3 : f64, decay = #nn<lr_decay linear>, decay_steps = 5 : i64} : tensor<32x64xf32>
   return %0#0, %1#1, %2#0, %2#2, %3#1, %3#2 : tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>
 }
 

@@ -93,7 +93,7 @@ func.func @updates_type(%w: tensor<4xf32> {nn.param}, %l: tensor<f32>) -> (tenso
 // -----
 
 // An unknown result attribute of the nn namespace.
-// expected-error @+1 {{'func.func' op has unknown nn result attribute 'nn.grad' on result #0 (expected 'nn.loss' or 'nn.updates')}}
+// expected-error @+1 {{'func.func' op has unknown nn result attribute 'nn.grad' on result #0 (expected 'nn.loss', 'nn.updates' or 'nn.grad_norm')}}
 func.func @unknown_result(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.grad}) {
   return %x : tensor<4xf32>
 }

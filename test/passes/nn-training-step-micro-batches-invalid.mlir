@@ -1,0 +1,80 @@
+// RUN: loom-opt %s -split-input-file -verify-diagnostics --nn-training-step="micro-batches=2" -mlir-print-op-on-diagnostic=false
+
+// Micro-batches split the rows of every data argument of rank >= 1 (dimension
+// 0); the loss must be a sum over the rows, scaled by values of the whole
+// batch, for the micro-batches' sum to be the step's. Each error names what
+// cannot be split and where; nothing is created.
+
+// A mean over the rows of a parameter-dependent value.
+func.func @mean(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  // expected-error @+1 {{@mean cannot run as micro-batches: a mean over the rows of a parameter-dependent value is not the sum of its micro-batches' (write it as a sum divided by a count of the whole batch)}}
+  %l = nn.reduce mean %y dims = [0, 1] : tensor<4x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A non-linear function of a sum over the rows.
+func.func @square(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  %s = nn.reduce sum %y dims = [0, 1] : tensor<4x2xf32>
+  // expected-error @+1 {{@square cannot run as micro-batches: the loss must be linear in its sums over the rows}}
+  %l = nn.mul %s, %s : tensor<f32>, tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Data arguments of different row counts.
+func.func @rows(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param},
+                // expected-error @+1 {{micro-batches split every nn.data argument of rank >= 1 along its leading dimension, but argument 'x' of @rows has 4 rows and argument 't' has 6}}
+                %t: tensor<6x2xf32> {nn.data}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  %s = nn.reduce sum %y dims = [0, 1] : tensor<4x2xf32>
+  %u = nn.reduce sum %t dims = [0, 1] : tensor<6x2xf32>
+  %l = nn.add %s, %u : tensor<f32>, tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Dropout's mask depends on the element's index in the whole batch.
+func.func @dropout(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  // expected-error @+1 {{@dropout cannot run as micro-batches: nn.dropout draws its mask from each element's index in the whole batch}}
+  %d = nn.dropout %y {rate = 0.5 : f64, seed = 3 : i64} : tensor<4x2xf32>
+  %l = nn.reduce sum %d dims = [0, 1] : tensor<4x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A loss that does not sum over the rows.
+func.func @params(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  // expected-error @+1 {{@params cannot run as micro-batches: its loss is not a sum over the rows of the batch of parameter-dependent values}}
+  %l = nn.reduce sum %w dims = [0, 1] : tensor<3x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The batch moves out of the leading dimension.
+func.func @moved(%x: tensor<4x3xf32> {nn.data}, %w: tensor<4x2xf32> {nn.param}) -> tensor<f32> {
+  // expected-error @+1 {{@moved cannot run as micro-batches: it moves the batch out of the leading dimension ('tensor<3x4xf32>' becomes 'tensor<3x2xf32>' for a micro-batch)}}
+  %xt = nn.transpose %x permutation = [1, 0] : tensor<4x3xf32>
+  %y = nn.matmul %xt, %w : tensor<3x4xf32>, tensor<4x2xf32>
+  %l = nn.reduce sum %y dims = [0, 1] : tensor<3x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A normaliser computed from the parameters.
+func.func @normalizer(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}, %labels: tensor<4xi64> {nn.data}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  %n = nn.reduce sum %y dims = [0, 1] : tensor<4x2xf32>
+  // expected-error @+1 {{@normalizer cannot run as micro-batches: its normaliser must be a value of the whole batch}}
+  %l = nn.cross_entropy %y, %labels normalizer %n : tensor<4x2xf32>, tensor<4xi64>, tensor<f32>
+  return %l : tensor<f32>
+}
