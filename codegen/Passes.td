@@ -42,7 +42,7 @@ def LowerToCallsPass : Pass<"loom-lower-to-calls", "mlir::ModuleOp"> {
       the group's devices, mesh and axes), one plan per cross-group
       exchange (`loom.exchange`, the serialised plan), and the tables a
       driver needs (`arg_offsets`, `arg_bytes`, `result_offsets`,
-      `result_bytes`, `loss_result`);
+      `result_bytes`, `loss_result`, `grad_norm_result`);
     - methods: one per step phase (`forward` up to the loss, `backward`,
       `update` from the first optimizer update; `run` for a function
       without a loss), each a sequence of `emitc.call_opaque` to

@@ -93,9 +93,71 @@ private:
     return isa<nn::CrossEntropyOp>(op);
   }
 
+  /// Why `op`, which has a batch operand, computes across rows (and so
+  /// differs on a micro-batch), or null when it works row by row.
+  const char *mixesRows(Operation &op) {
+    auto isBatch = [&](Value value) {
+      return infos[value].kind == Kind::Batch;
+    };
+    auto rankOf = [](Value value) {
+      return cast<RankedTensorType>(value.getType()).getRank();
+    };
+    if (auto softmax = dyn_cast<nn::SoftmaxOp>(op))
+      return softmax.getDim() == 0 ? "a softmax over the rows" : nullptr;
+    if (auto softmax = dyn_cast<nn::LogSoftmaxOp>(op))
+      return softmax.getDim() == 0 ? "a softmax over the rows" : nullptr;
+    if (auto norm = dyn_cast<nn::LayerNormOp>(op))
+      return norm.getNormalizedDims() >= rankOf(norm.getInput())
+                 ? "a norm over the rows"
+                 : nullptr;
+    if (auto norm = dyn_cast<nn::RmsNormOp>(op))
+      return norm.getNormalizedDims() >= rankOf(norm.getInput())
+                 ? "a norm over the rows"
+                 : nullptr;
+    if (auto gather = dyn_cast<nn::GatherOp>(op))
+      return gather.getDim() == 0 ? "a gather along the rows" : nullptr;
+    if (auto concat = dyn_cast<nn::ConcatOp>(op))
+      return concat.getDim() == 0 ? "a concatenation along the rows"
+                                  : nullptr;
+    if (auto transpose = dyn_cast<nn::TransposeOp>(op))
+      return transpose.getPermutation()[0] != 0
+                 ? "a transpose that moves the rows"
+                 : nullptr;
+    if (auto matmul = dyn_cast<nn::MatmulOp>(op)) {
+      // A matrix operand (rank <= 2) holding rows contracts them or makes
+      // them columns; batched products keep dimension 0 as their batch.
+      if ((isBatch(matmul.getRhs()) && rankOf(matmul.getRhs()) <= 2) ||
+          (isBatch(matmul.getLhs()) && rankOf(matmul.getLhs()) <= 2 &&
+           matmul.getTransposeLhs()))
+        return "a matrix product over the rows";
+      return nullptr;
+    }
+    if (auto slice = dyn_cast<nn::SliceOp>(op)) {
+      auto input = cast<RankedTensorType>(slice.getInput().getType());
+      bool whole = slice.getOffsets()[0] == 0 && slice.getStrides()[0] == 1 &&
+                   slice.getSizes()[0] == input.getDimSize(0);
+      return whole ? nullptr : "a slice of the rows";
+    }
+    if (auto broadcast = dyn_cast<nn::BroadcastOp>(op)) {
+      // The input's rows must stay the result's.
+      auto input = cast<RankedTensorType>(broadcast.getInput().getType());
+      int64_t lead = rankOf(broadcast.getResult()) - input.getRank();
+      std::optional<ArrayRef<int64_t>> dims = broadcast.getBroadcastDims();
+      int64_t to = dims ? (*dims)[0] : lead;
+      return input.getRank() == 0 || to != 0 ? "a broadcast that moves the rows"
+                                             : nullptr;
+    }
+    return nullptr;
+  }
+
   LogicalResult classify(Operation &op) {
     if (op.getNumRegions())
       return fail(op, "an op with regions");
+    if (op.getNumResults() == 0 ||
+        llvm::any_of(op.getResultTypes(), [](Type type) {
+          return !isa<RankedTensorType>(type);
+        }))
+      return fail(op, "an op without ranked tensor results");
     bool anyBatch = false, anySummed = false, params = false;
     for (Value operand : op.getOperands()) {
       const Info &info = infos[operand];
@@ -134,12 +196,26 @@ private:
       return set(Kind::Summed);
     }
     if (!anyBatch) {
-      // Tensors created with the batch's leading dimension (position ids,
-      // masks) are shaped like the batch.
-      bool created = isa<nn::IotaOp, nn::FillOp, nn::BroadcastOp>(op);
-      auto type = dyn_cast<RankedTensorType>(op.getResult(0).getType());
-      if (created && type && type.getRank() >= 1 &&
-          type.getDimSize(0) == batch)
+      // Tensors created with the batch's leading dimension whose rows are
+      // all alike (a constant, position ids along another dimension, a
+      // broadcast along the rows) are shaped like the batch.
+      auto type = cast<RankedTensorType>(op.getResult(0).getType());
+      bool rowsAlike = isa<nn::FillOp>(op);
+      if (auto iota = dyn_cast<nn::IotaOp>(op))
+        rowsAlike = iota.getDim() != 0;
+      if (auto broadcast = dyn_cast<nn::BroadcastOp>(op)) {
+        auto input = cast<RankedTensorType>(broadcast.getInput().getType());
+        int64_t lead = type.getRank() - input.getRank();
+        std::optional<ArrayRef<int64_t>> dims = broadcast.getBroadcastDims();
+        // Result dimension 0 comes from no input dimension (or one of 1).
+        bool fromInput = false;
+        for (int64_t d = 0; d < input.getRank(); ++d) {
+          int64_t to = dims ? (*dims)[d] : lead + d;
+          fromInput |= to == 0 && input.getDimSize(d) != 1;
+        }
+        rowsAlike = !fromInput;
+      }
+      if (rowsAlike && type.getRank() >= 1 && type.getDimSize(0) == batch)
         return set(Kind::Batch);
       return set(Kind::Whole);
     }
@@ -147,8 +223,28 @@ private:
       return fail(op, "nn.dropout draws its mask from each element's index "
                       "in the whole batch, which a micro-batch does not "
                       "have");
-    if (!reducesRows(op))
+    if (!reducesRows(op)) {
+      if (const char *why = mixesRows(op))
+        return fail(op, Twine(why) + " computes across the rows, which a "
+                                     "micro-batch does not all have");
+      // Every value holding rows keeps each row's elements together in
+      // its leading dimension (a multiple of the rows: [B * S, ...] after
+      // a flatten).
+      for (Value result : op.getResults()) {
+        auto type = cast<RankedTensorType>(result.getType());
+        if (type.getRank() == 0 || ShapedType::isDynamic(type.getDimSize(0)) ||
+            type.getDimSize(0) % batch != 0)
+        {
+          std::string text;
+          llvm::raw_string_ostream(text) << type;
+          return fail(op, "its result (" + text +
+                              ") does not keep the rows in its leading "
+                              "dimension (a multiple of the " +
+                              std::to_string(batch) + " rows)");
+        }
+      }
       return set(Kind::Batch);
+    }
     if (!params) {
       // Reduced from the data alone: computed once, over the whole batch.
       (void)set(Kind::Whole);
@@ -246,6 +342,12 @@ FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
     if (!firstResult || classifier.get(firstResult).kind != Kind::Batch)
       continue;
     SmallVector<Type> types;
+    // A slice taking the rows whole takes the micro-batch's.
+    if (auto slice = dyn_cast<nn::SliceOp>(copy)) {
+      SmallVector<int64_t> sizes(slice.getSizes());
+      sizes[0] /= count;
+      slice.setSizes(sizes);
+    }
     if (auto infer = dyn_cast<InferTypeOpInterface>(copy)) {
       if (failed(infer.inferReturnTypes(
               context, copy.getLoc(), copy.getOperands(),
@@ -273,8 +375,7 @@ FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
          llvm::zip(op.getResults(), copy.getResults(), types)) {
       auto before = cast<RankedTensorType>(result.getType());
       auto after = cast<RankedTensorType>(type);
-      if (after.getRank() == 0 || before.getRank() != after.getRank() ||
-          after.getDimSize(0) * count != before.getDimSize(0)) {
+      if (after != shrink(before, count)) {
         InFlightDiagnostic diag = fail(copy.getLoc());
         diag << "it moves the batch out of the leading dimension (" << before
              << " becomes " << after << " for a micro-batch)";

@@ -107,8 +107,10 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
     * arguments: `nn.param` (a parameter), `nn.state = <i>` (optimizer state
       of the parameter at argument `i`), `nn.step` (the step counter),
       `nn.data` (per-step input);
-    * results: `nn.loss` (the loss of this step, before the update) and
-      `nn.updates = <i>` (the next step's value of argument `i`).
+    * results: `nn.loss` (the loss of this step, before the update),
+      `nn.grad_norm` (with `clip-norm`: the gradients' global norm before
+      clipping) and `nn.updates = <i>` (the next step's value of argument
+      `i`).
 
     State starts at zero.
 

@@ -101,6 +101,13 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
                                "linear or cosine, got '"
                             << decayName << "'";
     decayKind = *kind;
+    groups.clear();
+    int64_t steps = decaySteps;
+    double floor = minLr;
+    if (decayKind == nn::LrDecay::Constant && (steps != 0 || floor != 0.0))
+      return emitError(loc) << "nn-training-step: decay-steps and min-lr "
+                               "need decay=linear or decay=cosine (decay is "
+                               "constant)";
     int64_t count = microBatches;
     if (count < 1)
       return emitError(loc) << "nn-training-step: micro-batches must be "
@@ -154,6 +161,17 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
           return emitError(loc) << "nn-training-step: parameter group '"
                                 << part << "': '" << key
                                 << "' needs a number, got '" << value << "'";
+        // Settings the step would not use are errors, not silently lost.
+        bool sgd = optimizer == OptimizerKind::SGD;
+        if ((sgd && (key == "beta1" || key == "beta2" || key == "eps")) ||
+            (!sgd && key == "momentum") ||
+            (key == "min-lr" && decayKind == nn::LrDecay::Constant))
+          return emitError(loc)
+                 << "nn-training-step: parameter group '" << part << "': '"
+                 << key << "' does not apply to "
+                 << (key == "min-lr" ? "a constant learning rate"
+                     : sgd           ? "SGD"
+                                     : "AdamW");
         group.settings.push_back({key.str(), number});
       }
       if (group.settings.empty())
@@ -173,6 +191,8 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
         index, NNDialect::getNameAttrName());
     if (!name)
       return hyper;
+    // Every group that matches counts as used; the first one applies.
+    ParamGroup *first = nullptr;
     for (ParamGroup &group : groups) {
       if (llvm::none_of(group.patterns, [&](const std::string &glob) {
             llvm::Expected<llvm::GlobPattern> pattern =
@@ -181,6 +201,11 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
           }))
         continue;
       group.used = true;
+      if (!first)
+        first = &group;
+    }
+    if (first) {
+      ParamGroup &group = *first;
       bool setsMinLr = false;
       for (auto &[key, value] : group.settings) {
         if (key == "lr")
@@ -202,7 +227,6 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       }
       if (!setsMinLr && lr > 0)
         hyper.minLr = minLr * hyper.lr / lr;
-      break;
     }
     return hyper;
   }

@@ -167,6 +167,11 @@ LogicalResult loom::config::checkConfig(const Config &config,
   if (run.learning_rate() < 0)
     report("run: learning_rate must not be negative, got " +
            std::to_string(run.learning_rate()));
+  for (const Device &device : config.cluster().devices())
+    if (device.peak_tflops() < 0 || !std::isfinite(device.peak_tflops()))
+      report("cluster: device " + std::to_string(device.id()) +
+             ": peak_tflops must not be negative, got " +
+             std::to_string(device.peak_tflops()));
   if (run.weight_decay() < 0)
     report("run: weight_decay must not be negative, got " +
            std::to_string(run.weight_decay()));
@@ -209,9 +214,10 @@ LogicalResult loom::config::checkConfig(const Config &config,
     if (group.match().empty())
       report(where + ": no match pattern");
     for (const std::string &pattern : group.match())
-      if (pattern.empty() || pattern.find_first_of(",;: ") != std::string::npos)
+      if (pattern.empty() || pattern.find_first_of(",;: '") != std::string::npos)
         report(where + ": pattern '" + pattern +
-               "' is empty or holds one of ',;: '");
+               "' is empty or holds one of ',;: '' (comma, semicolon, "
+               "colon, space, quote)");
     if (!group.has_learning_rate() && !group.has_weight_decay())
       report(where + ": sets neither learning_rate nor weight_decay");
     if (group.has_learning_rate() && !(group.learning_rate() >= 0))

@@ -553,6 +553,7 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
         break;
       }
     setup.variantTokens.push_back(tokens);
+    setup.variantFlops.push_back(nn::countModelFlops(variant));
   }
 
   return 0;
@@ -667,6 +668,8 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
         seconds > 0
             ? static_cast<double>(setup.variantTokens[setup.current]) / seconds
             : 0.0;
+    double flopsPerSecond =
+        seconds > 0 ? setup.variantFlops[setup.current] / seconds : 0.0;
     const Tensor &lossTensor = (*results)[*lossIndex];
     double loss = lossTensor.getDouble(0);
     if (!std::isfinite(loss))
@@ -700,6 +703,7 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
                         formatNorm(*norm)
                   : std::string())
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
+         << ",\"flops_per_s\":" << llvm::format("%.4g", flopsPerSecond)
          << (several ? ",\"variant\":\"" + variant.str() + "\"" : "")
          << "}\n";
     else
@@ -708,6 +712,7 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
                         formatNorm(*norm)
                   : std::string())
          << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
+         << " flop/s " << llvm::format("%.4g", flopsPerSecond)
          << (several ? " variant @" + variant.str() : "") << "\n";
     os.flush();
     for (auto [r, i] : setup.feedback)

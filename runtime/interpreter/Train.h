@@ -68,6 +68,8 @@ struct TrainingSetup {
   int64_t tokensPerStep = 0;
   /// The same per variant (`variants`).
   std::vector<int64_t> variantTokens;
+  /// The model FLOPs of one step of each variant (nn::countModelFlops).
+  std::vector<double> variantFlops;
   /// With a data folder, per data argument: its batches ([count, ...]).
   std::map<unsigned, Tensor> dataFiles;
   /// The training steps that can run: `func` and the variants of it (the

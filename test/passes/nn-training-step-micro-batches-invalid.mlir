@@ -61,7 +61,7 @@ func.func @params(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param})
 
 // The batch moves out of the leading dimension.
 func.func @moved(%x: tensor<4x3xf32> {nn.data}, %w: tensor<4x2xf32> {nn.param}) -> tensor<f32> {
-  // expected-error @+1 {{@moved cannot run as micro-batches: it moves the batch out of the leading dimension ('tensor<3x4xf32>' becomes 'tensor<3x2xf32>' for a micro-batch)}}
+  // expected-error @+1 {{@moved cannot run as micro-batches: a transpose that moves the rows computes across the rows, which a micro-batch does not all have}}
   %xt = nn.transpose %x permutation = [1, 0] : tensor<4x3xf32>
   %y = nn.matmul %xt, %w : tensor<3x4xf32>, tensor<4x2xf32>
   %l = nn.reduce sum %y dims = [0, 1] : tensor<3x2xf32>
@@ -76,5 +76,52 @@ func.func @normalizer(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.par
   %n = nn.reduce sum %y dims = [0, 1] : tensor<4x2xf32>
   // expected-error @+1 {{@normalizer cannot run as micro-batches: its normaliser must be a value of the whole batch}}
   %l = nn.cross_entropy %y, %labels normalizer %n : tensor<4x2xf32>, tensor<4xi64>, tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A softmax over the rows.
+func.func @softmax(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  // expected-error @+1 {{@softmax cannot run as micro-batches: a softmax over the rows computes across the rows, which a micro-batch does not all have}}
+  %p = nn.log_softmax %y dim = 0 : tensor<4x2xf32>
+  %l = nn.reduce sum %p dims = [0, 1] : tensor<4x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A product of the rows with themselves (a contrastive [B, B] matrix).
+func.func @gram(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  // expected-error @+1 {{@gram cannot run as micro-batches: a matrix product over the rows computes across the rows}}
+  %g = nn.matmul %y, %y transpose_rhs : tensor<4x2xf32>, tensor<4x2xf32>
+  %l = nn.reduce sum %g dims = [0, 1] : tensor<4x4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Positions along the rows differ from row to row.
+func.func @rows_iota(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param}, %table: tensor<4x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32>
+  %ids = nn.iota dim = 0 : tensor<4xi64>
+  %pos = nn.embedding %table, %ids : tensor<4x2xf32>, tensor<4xi64>
+  // expected-error @+2 {{@rows_iota cannot run as micro-batches: this op does not take a micro-batch of 2 rows}}
+  // expected-error @+1 {{'nn.add' op operand #1 dimension 0 of size 4 is not broadcast-compatible with dimension 0 of size 2 of operand #0}}
+  %z = nn.add %y, %pos : tensor<4x2xf32>, tensor<4x2xf32>
+  %l = nn.reduce sum %z dims = [0, 1] : tensor<4x2xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A reshape that regroups the rows ([4, 3] as [2, 6]: two rows a row).
+func.func @regroup(%x: tensor<4x3xf32> {nn.data}, %w: tensor<6x2xf32> {nn.param}) -> tensor<f32> {
+  // expected-error @+1 {{@regroup cannot run as micro-batches: its result (tensor<2x6xf32>) does not keep the rows in its leading dimension (a multiple of the 4 rows)}}
+  %r = nn.reshape %x : tensor<4x3xf32> to tensor<2x6xf32>
+  %y = nn.matmul %r, %w : tensor<2x6xf32>, tensor<6x2xf32>
+  %l = nn.reduce sum %y dims = [0, 1] : tensor<2x2xf32>
   return %l : tensor<f32>
 }

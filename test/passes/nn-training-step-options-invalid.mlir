@@ -9,6 +9,8 @@
 // RUN: not loom-opt %s --nn-training-step="param-groups='w:decay=0'" 2>&1 | FileCheck %s --check-prefix=KEY
 // RUN: not loom-opt %s --nn-training-step="param-groups='w:lr=fast'" 2>&1 | FileCheck %s --check-prefix=NUMBER
 // RUN: not loom-opt %s --nn-training-step="param-groups='w'" 2>&1 | FileCheck %s --check-prefix=FORM
+// RUN: not loom-opt %s --nn-training-step="decay-steps=100 min-lr=1e-4" 2>&1 | FileCheck %s --check-prefix=NODECAY
+// RUN: not loom-opt %s --nn-training-step="optimizer=adamw param-groups='w:momentum=0.9'" 2>&1 | FileCheck %s --check-prefix=UNUSEDKEY
 
 // The options of nn-training-step that no op verifier checks, and those the
 // update ops' verifiers check (the schedule), each reported with what and
@@ -23,14 +25,16 @@ func.func @lin(%x: tensor<4x3xf32> {nn.data}, %w: tensor<3x2xf32> {nn.param},
   return %l : tensor<f32>
 }
 
-// DIVIDE: nn-training-step-options-invalid.mlir:17:16: error: micro-batches = 3 does not divide the batch of 4 rows of argument 'x' of @lin
+// DIVIDE: nn-training-step-options-invalid.mlir:19:16: error: micro-batches = 3 does not divide the batch of 4 rows of argument 'x' of @lin
 // COUNT: error: nn-training-step: micro-batches must be positive, got 0
 // CLIP: error: nn-training-step: clip-norm must be a positive, finite norm (0: no clipping), got -1
 // DECAY: error: nn-training-step: decay must be constant, linear or cosine, got 'step'
 // STEPS: error: 'nn.adamw_update' op decay = cosine needs decay_steps > 0
 // FLOOR: error: 'nn.adamw_update' op min_lr must lie in [0, lr = 0.1], got 0.5
 // WARMUP: error: 'nn.adamw_update' op warmup_steps must be >= 0, got -2
-// UNUSED: nn-training-step-options-invalid.mlir:17:1: error: parameter group 'norm*:weight-decay=0' matches no parameter of @lin (parameters match by nn.name)
+// UNUSED: nn-training-step-options-invalid.mlir:19:1: error: parameter group 'norm*:weight-decay=0' matches no parameter of @lin (parameters match by nn.name)
 // KEY: error: nn-training-step: parameter group 'w:decay=0': unknown setting 'decay' (lr, weight-decay, momentum, beta1, beta2, eps, min-lr)
 // NUMBER: error: nn-training-step: parameter group 'w:lr=fast': 'lr' needs a number, got 'fast'
+// NODECAY: error: nn-training-step: decay-steps and min-lr need decay=linear or decay=cosine (decay is constant)
+// UNUSEDKEY: error: nn-training-step: parameter group 'w:momentum=0.9': 'momentum' does not apply to AdamW
 // FORM: error: nn-training-step: parameter group 'w' must be PATTERN[,PATTERN...]:KEY=VALUE[ KEY=VALUE...]

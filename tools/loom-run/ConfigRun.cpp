@@ -91,6 +91,21 @@ int loom::interp::runFromConfig(const config::Config &config,
     train.dataDir = run.data();
   if (run.ranks() > 0)
     host.ranks = run.ranks();
+  // The peaks of the devices the ranks drive (rank r drives device r), if
+  // every one is known.
+  double peak = 0;
+  bool known = true;
+  for (int64_t rank = 0; rank < host.ranks; ++rank) {
+    const config::Device *device = nullptr;
+    for (const config::Device &candidate : config.cluster().devices())
+      if (candidate.id() == rank)
+        device = &candidate;
+    known &= device && device->peak_tflops() > 0;
+    if (device)
+      peak += device->peak_tflops() * 1e12;
+  }
+  if (known)
+    host.peakFlops = peak;
   if (!run.trace().empty())
     host.trace = run.trace();
   Interpreter interpreter(*module);

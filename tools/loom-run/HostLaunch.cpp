@@ -18,15 +18,14 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
-
-#include <cmath>
-#include <cstdio>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -452,6 +451,18 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                           setup.variantTokens[stepVariants[step - 1]]) /
                           seconds
                     : 0;
+    double flopsPerSecond =
+        seconds > 0 ? setup.variantFlops[stepVariants[step - 1]] / seconds
+                    : 0;
+    auto g4 = [](double value) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.4g", value);
+      return std::string(text);
+    };
+    std::string throughput = g4(flopsPerSecond);
+    std::string utilisation;
+    if (host.peakFlops > 0)
+      utilisation = g4(flopsPerSecond / host.peakFlops);
     if (plantedFault("loss-1e-6"))
       value *= 1 + 1e-6;
     const char *format =
@@ -480,12 +491,16 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
          << (norm.empty() ? "" : ",\"grad_norm\":" + norm)
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
+         << ",\"flops_per_s\":" << throughput
+         << (utilisation.empty() ? "" : ",\"utilisation\":" + utilisation)
          << (variant.empty() ? "" : ",\"variant\":\"" + variant + "\"")
          << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(format, value)
          << (norm.empty() ? "" : " grad_norm " + norm)
          << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
+         << " flop/s " << throughput
+         << (utilisation.empty() ? "" : " utilisation " + utilisation)
          << (variant.empty() ? "" : " variant @" + variant) << "\n";
   }
 

@@ -49,6 +49,9 @@ struct HostLaunchOptions {
   std::string emitExecutable;
   /// Print every rank's calls and bytes per collective kind.
   bool commStats = false;
+  /// The peak FLOP/s of the devices the ranks drive, summed (from the
+  /// cluster description); 0: unknown, no utilisation printed.
+  double peakFlops = 0;
   /// Print every device library call (NCCL, HCCL) each rank made, per
   /// step, as its runtime recorded it at the call site.
   bool commCalls = false;

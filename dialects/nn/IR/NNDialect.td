@@ -60,6 +60,8 @@ def NN_Dialect : Dialect {
     Results of a training step (see `nn-training-step`) say what they are:
 
     * `nn.loss` (unit): the loss, a 0-d float tensor;
+    * `nn.grad_norm` (unit): the global norm of the step's gradients
+      before clipping, a 0-d float tensor (`clip-norm`);
     * `nn.updates = <i>` (integer): the next step's value of argument `i`,
       which is a parameter or optimizer state of the result's type.
 

@@ -83,6 +83,14 @@ public:
 };
 
 } // namespace OpTrait
+
+/// The model FLOPs of one op (docs/training.md, "Throughput"): two per
+/// multiply-add of nn.matmul, and of the attention's products over every
+/// query-key pair (nn.attention_grad: twice nn.attention's); 0 for others.
+double getModelFlops(mlir::Operation *op);
+/// The sum over `root` and the ops nested in it.
+double countModelFlops(mlir::Operation *root);
+
 } // namespace loom::nn
 
 #define GET_OP_CLASSES

@@ -10,11 +10,11 @@
 // Parameters loaded back with --init-npy are used as given.
 // RUN: loom-run --interpret %t.step.mlir --train --steps 1 --seed 5 --init-npy %t.params --json | FileCheck %s --check-prefix=JSON
 
-// CHECK: step 1 loss {{[0-9.e+-]+}} tokens/s {{[0-9.]+}}
+// CHECK: step 1 loss {{[0-9.e+-]+}} tokens/s {{[0-9.]+}} flop/s {{[0-9.e+-]+}}
 // CHECK: step 200 loss
 // PARAMS: param_0.npy
 // PARAMS: param_3.npy
-// JSON: {"step":1,"loss":{{[0-9.e+-]+}},"tokens_per_s":{{[0-9.]+}}}
+// JSON: {"step":1,"loss":{{[0-9.e+-]+}},"tokens_per_s":{{[0-9.]+}},"flops_per_s":{{[0-9.e+-]+}}}
 
 func.func @mlp(%x: tensor<16x4xf32> {nn.data}, %t: tensor<16x2xf32> {nn.data},
                %w1: tensor<4x16xf32> {nn.param}, %b1: tensor<16xf32> {nn.param},

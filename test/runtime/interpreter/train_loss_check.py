@@ -18,9 +18,11 @@ def read_losses(path):
                 obj = json.loads(line)
                 step, loss = obj["step"], obj["loss"]
             else:
+                # step N loss V [grad_norm G] tokens/s X flop/s Y [...]
                 words = line.split()
-                if len(words) != 6 or words[0] != "step" or words[2] != "loss" \
-                        or words[4] != "tokens/s":
+                if len(words) < 8 or words[0] != "step" or \
+                        words[2] != "loss" or "tokens/s" not in words or \
+                        "flop/s" not in words:
                     sys.exit(f"unexpected line: {line!r}")
                 step, loss = int(words[1]), float(words[3])
             if step != len(losses) + 1:
