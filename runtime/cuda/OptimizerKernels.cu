@@ -129,17 +129,6 @@ void adamwImpl(T *newParam, const Shape &newParamShape, T *newM,
 
 } // namespace
 
-/// The schedule of a kernel's attributes.
-static math::LrSchedule makeSchedule(const char *decay, int64_t decaySteps,
-                                     double minLr, int64_t warmupSteps) {
-  math::LrSchedule s;
-  s.warmupSteps = warmupSteps;
-  s.decay = math::parseLrDecay(decay);
-  s.decaySteps = decaySteps;
-  s.minLr = minLr;
-  return s;
-}
-
 #define DEFINE_OPTIMIZERS(T)                                                   \
   void loom::cuda::sgd_update(                                                 \
       T *newParam, Shape newParamShape, T *newMomentumBuffer,                  \
@@ -152,7 +141,9 @@ static math::LrSchedule makeSchedule(const char *decay, int64_t decaySteps,
     sgdImpl(newParam, newParamShape, newMomentumBuffer,                        \
             newMomentumBufferShape, param, paramShape, grad, gradShape,        \
             momentumBuffer, momentumBufferShape, step, stepShape,              \
-            makeSchedule(decay, decaySteps, minLr, warmupSteps), lr,           \
+            math::makeLrSchedule(decay, decaySteps, minLr,                     \
+                                 warmupSteps),                                 \
+            lr,                                                                \
             momentum, nesterov, weightDecay);                                  \
   }                                                                            \
   void loom::cuda::adamw_update(                                               \
@@ -165,7 +156,9 @@ static math::LrSchedule makeSchedule(const char *decay, int64_t decaySteps,
     adamwImpl(newParam, newParamShape, newM, newMShape, newV, newVShape,       \
               param, paramShape, grad, gradShape, m, mShape, v, vShape, step,  \
               stepShape, beta1, beta2, epsilon,                                \
-              makeSchedule(decay, decaySteps, minLr, warmupSteps), lr,         \
+              math::makeLrSchedule(decay, decaySteps, minLr,                   \
+                                   warmupSteps),                               \
+              lr,                                                              \
               weightDecay);                                                    \
   }
 DEFINE_OPTIMIZERS(float)

@@ -274,6 +274,17 @@ inline LrDecay parseLrDecay(const char *keyword) {
          : is("cosine") ? LrDecay::Cosine
                         : LrDecay::Constant;
 }
+/// The schedule of a kernel's attributes (their contract's order: decay,
+/// decay_steps, min_lr, warmup_steps).
+inline LrSchedule makeLrSchedule(const char *decay, int64_t decaySteps,
+                                 double minLr, int64_t warmupSteps) {
+  LrSchedule s;
+  s.warmupSteps = warmupSteps;
+  s.decay = parseLrDecay(decay);
+  s.decaySteps = decaySteps;
+  s.minLr = minLr;
+  return s;
+}
 /// The learning rate of step `step` (from 1) under `s`, in f64.
 LOOM_HD inline double scheduledLr(double lr, const LrSchedule &s,
                                   int64_t step) {

@@ -82,17 +82,6 @@ void adamwImpl(T *newParam, const Shape &newParamShape, T *newM,
 
 } // namespace
 
-/// The schedule of a kernel's attributes.
-static math::LrSchedule makeSchedule(const char *decay, int64_t decaySteps,
-                                     double minLr, int64_t warmupSteps) {
-  math::LrSchedule s;
-  s.warmupSteps = warmupSteps;
-  s.decay = math::parseLrDecay(decay);
-  s.decaySteps = decaySteps;
-  s.minLr = minLr;
-  return s;
-}
-
 #define DEFINE_OPTIMIZERS(T)                                                   \
   void loom::host::sgd_update(                                                 \
       T *newParam, Shape newParamShape, T *newMomentumBuffer,                  \
@@ -105,7 +94,9 @@ static math::LrSchedule makeSchedule(const char *decay, int64_t decaySteps,
     sgdImpl(newParam, newParamShape, newMomentumBuffer,                        \
             newMomentumBufferShape, param, paramShape, grad, gradShape,        \
             momentumBuffer, momentumBufferShape, step, stepShape,              \
-            makeSchedule(decay, decaySteps, minLr, warmupSteps), lr,           \
+            math::makeLrSchedule(decay, decaySteps, minLr,                     \
+                                 warmupSteps),                                 \
+            lr,                                                                \
             momentum, nesterov, weightDecay);                                  \
   }                                                                            \
   void loom::host::adamw_update(                                               \
@@ -118,7 +109,9 @@ static math::LrSchedule makeSchedule(const char *decay, int64_t decaySteps,
     adamwImpl(newParam, newParamShape, newM, newMShape, newV, newVShape,       \
               param, paramShape, grad, gradShape, m, mShape, v, vShape, step,  \
               stepShape, beta1, beta2, epsilon,                                \
-              makeSchedule(decay, decaySteps, minLr, warmupSteps), lr,         \
+              math::makeLrSchedule(decay, decaySteps, minLr,                   \
+                                   warmupSteps),                               \
+              lr,                                                              \
               weightDecay);                                                    \
   }
 DEFINE_OPTIMIZERS(float)

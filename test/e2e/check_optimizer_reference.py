@@ -36,6 +36,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_layout import relative, run  # noqa: E402
+
 MODEL = """
 func.func @lin(%x: tensor<{r}x4xf64> {{nn.data}}, %w: tensor<4x3xf64> {{nn.param}},
                %b: tensor<3xf64> {{nn.param}}, %g: tensor<3xf64> {{nn.param}},
@@ -58,14 +61,6 @@ func.func @lin(%x: tensor<{r}x4xf64> {{nn.data}}, %w: tensor<4x3xf64> {{nn.param
 """
 
 NAMES = ["w", "b", "g"]
-
-
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"error: {' '.join(cmd[:3])} ... failed:\n"
-                 f"{(proc.stdout + proc.stderr)[-3000:]}")
-    return proc.stdout
 
 
 def parse_options(text):
@@ -95,16 +90,6 @@ def grads(params, x, t, m, n):
     dp = 2 * d * m[:, None] / n
     dz = dp * g
     return loss, [x.T @ dz, dz.sum(0), (dp * z).sum(0)]
-
-
-def relative(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.shape != b.shape or not (np.isfinite(a).all() and
-                                  np.isfinite(b).all()):
-        return float("inf")
-    scale = np.linalg.norm(b)
-    error = float(np.linalg.norm(a - b) / (scale if scale else 1.0))
-    return error if np.isfinite(error) else float("inf")
 
 
 def main():
