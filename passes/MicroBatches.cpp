@@ -273,21 +273,139 @@ RankedTensorType shrink(RankedTensorType type, int64_t count) {
                                type.getEncoding());
 }
 
-} // namespace
+RankedTensorType withShape(RankedTensorType type, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, type.getElementType(),
+                               type.getEncoding());
+}
 
-FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
-                                                         int64_t count) {
-  MicroBatchForward split;
-  split.count = count;
-  // The split arguments: every data argument of rank >= 1, all with the
-  // same leading dimension.
+/// How the forward's values change for one micro-batch: `rows` of its
+/// `batch` rows, of length `length` instead of `seq` (both 0 without a
+/// sequence dimension).
+struct Retype {
+  int64_t batch, rows, seq, length;
+
+  /// A tensor created in the function shaped like the batch (rows alike):
+  /// [batch, seq, ...] becomes [rows, length, ...].
+  SmallVector<int64_t> created(ArrayRef<int64_t> shape) const {
+    SmallVector<int64_t> result(shape);
+    result[0] = rows;
+    if (seq != length && result.size() >= 2 && result[1] == seq)
+      result[1] = length;
+    return result;
+  }
+
+  /// Whether `after` is what a micro-batch makes of `before` (a value
+  /// holding rows): the rows stay in the leading dimension, as [rows, ...],
+  /// [rows, length, ...] or, flattened, [rows * length, ...]; every other
+  /// dimension stays.
+  bool accepts(RankedTensorType before, RankedTensorType after) const {
+    ArrayRef<int64_t> x = before.getShape(), y = after.getShape();
+    if (x.size() != y.size() || x.empty() ||
+        before.getElementType() != after.getElementType() ||
+        before.getEncoding() != after.getEncoding())
+      return false;
+    if (x.size() >= 2 && x.drop_front(2) != y.drop_front(2))
+      return false;
+    bool tail = x.size() < 2 || x[1] == y[1];
+    if (y[0] * batch == x[0] * rows &&
+        (tail || (x[1] == seq && y[1] == length)))
+      return true;
+    // Flattened rows and positions.
+    return seq != length && tail && y[0] * batch * seq == x[0] * rows * length;
+  }
+
+  /// The result shape of a reshape of `input` (a micro-batch's `newInput`)
+  /// that gave `result` for the whole batch, or failure: the shapes are cut
+  /// into the smallest groups of dimensions with equal products; a group
+  /// whose input changed becomes its new product where it makes one
+  /// dimension, or, where one dimension splits into several, the rows and
+  /// the sequence among them take the micro-batch's.
+  FailureOr<SmallVector<int64_t>> reshape(ArrayRef<int64_t> input,
+                                          ArrayRef<int64_t> newInput,
+                                          ArrayRef<int64_t> result) const {
+    SmallVector<int64_t> out;
+    size_t i = 0, j = 0;
+    while (i < input.size() || j < result.size()) {
+      if (i == input.size() || j == result.size()) {
+        // Trailing dimensions of 1 on one side.
+        for (; j < result.size(); ++j) {
+          if (result[j] != 1)
+            return failure();
+          out.push_back(1);
+        }
+        for (; i < input.size(); ++i)
+          if (input[i] != 1 || newInput[i] != 1)
+            return failure();
+        break;
+      }
+      size_t i0 = i, j0 = j;
+      int64_t p = input[i++], q = result[j++];
+      while (p != q) {
+        if (p < q) {
+          if (i == input.size())
+            return failure();
+          p *= input[i++];
+        } else {
+          if (j == result.size())
+            return failure();
+          q *= result[j++];
+        }
+      }
+      ArrayRef<int64_t> oldPart = input.slice(i0, i - i0),
+                        newPart = newInput.slice(i0, i - i0),
+                        resultPart = result.slice(j0, j - j0);
+      if (oldPart == newPart) {
+        llvm::append_range(out, resultPart);
+        continue;
+      }
+      int64_t product = 1;
+      for (int64_t d : newPart)
+        product *= d;
+      if (resultPart.size() == 1) {
+        out.push_back(product);
+        continue;
+      }
+      if (oldPart.size() != 1)
+        return failure();
+      SmallVector<int64_t> split(resultPart);
+      bool rowsDone = rows == batch, seqDone = seq == length;
+      for (int64_t &d : split) {
+        if (!rowsDone && d == batch) {
+          d = rows;
+          rowsDone = true;
+        } else if (rowsDone && !seqDone && d == seq) {
+          d = length;
+          seqDone = true;
+        }
+      }
+      int64_t splitProduct = 1;
+      for (int64_t d : split)
+        splitProduct *= d;
+      if (splitProduct != product)
+        return failure();
+      llvm::append_range(out, split);
+    }
+    return out;
+  }
+};
+
+/// Argument `i` of `forward` in a diagnostic: its name, or its number.
+std::string argNameOf(func::FuncOp forward, unsigned i) {
+  if (auto name = forward.getArgAttrOfType<StringAttr>(
+          i, NNDialect::getNameAttrName()))
+    return ("'" + name.getValue() + "'").str();
+  return "#" + std::to_string(i);
+}
+
+/// The split data arguments of `forward` (every data argument of rank >=
+/// 1, all with the same leading dimension) and their rows; reports a
+/// mismatch and fails.
+FailureOr<std::pair<SmallVector<unsigned>, int64_t>>
+splitArgsOf(func::FuncOp forward, const Twine &what) {
+  SmallVector<unsigned> args;
+  int64_t batch = 0;
   std::optional<unsigned> first;
-  auto nameOf = [&](unsigned i) {
-    if (auto name = forward.getArgAttrOfType<StringAttr>(
-            i, NNDialect::getNameAttrName()))
-      return ("'" + name.getValue() + "'").str();
-    return "#" + std::to_string(i);
-  };
+  auto nameOf = [&](unsigned i) { return argNameOf(forward, i); };
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
     if (!forward.getArgAttr(i, NNDialect::getDataAttrName()))
       continue;
@@ -297,33 +415,43 @@ FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
     int64_t rows = type.getDimSize(0);
     if (!first) {
       first = i;
-      split.batch = rows;
-    } else if (rows != split.batch) {
+      batch = rows;
+    } else if (rows != batch) {
       return emitError(forward.getArgument(i).getLoc())
              << "micro-batches split every nn.data argument of rank >= 1 "
                 "along its leading dimension, but argument "
              << nameOf(*first) << " of @" << forward.getSymName() << " has "
-             << split.batch << " rows and argument " << nameOf(i) << " has "
+             << batch << " rows and argument " << nameOf(i) << " has "
              << rows;
     }
-    split.splitArgs.push_back(i);
+    args.push_back(i);
   }
   if (!first)
     return emitError(forward.getLoc())
-           << "micro-batches = " << count << ": @" << forward.getSymName()
+           << what << ": @" << forward.getSymName()
            << " has no nn.data argument of rank >= 1 to split";
-  if (ShapedType::isDynamic(split.batch) || split.batch % count != 0)
+  if (ShapedType::isDynamic(batch))
     return emitError(forward.getArgument(*first).getLoc())
-           << "micro-batches = " << count << " does not divide the batch of "
-           << split.batch << " rows of argument " << nameOf(*first) << " of @"
-           << forward.getSymName();
+           << what << ": argument " << nameOf(*first) << " of @"
+           << forward.getSymName() << " has a dynamic batch";
+  return std::make_pair(args, batch);
+}
 
-  Classifier classifier(forward, split.batch);
+/// The micro-batch function of `split` (its batch, count, rows, length and
+/// split arguments set): a copy of `forward`, retyped op by op; fills
+/// `split.func` and `split.wholeBatch`.
+LogicalResult buildMicroBatchFunction(func::FuncOp forward,
+                                      MicroBatchForward &split,
+                                      int64_t forwardBatch, int64_t seq) {
+  Classifier classifier(forward, forwardBatch);
   if (failed(classifier.run(split.splitArgs)))
     return failure();
   split.wholeBatch = classifier.wholeBatch;
+  Retype retype{forwardBatch, split.rows, seq, split.length};
+  std::string shapeText = std::to_string(split.rows) + " rows";
+  if (seq != split.length)
+    shapeText += " of length " + std::to_string(split.length);
 
-  // The micro-batch function: a copy, retyped op by op.
   auto micro = cast<func::FuncOp>(forward->clone());
   Block &original = forward.getBody().front();
   Block &body = micro.getBody().front();
@@ -333,55 +461,129 @@ FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
     return emitError(loc) << "@" << forward.getSymName()
                           << " cannot run as micro-batches: ";
   };
-  for (unsigned i : split.splitArgs)
-    body.getArgument(i).setType(
-        shrink(cast<RankedTensorType>(body.getArgument(i).getType()), count));
+  for (unsigned i : split.splitArgs) {
+    auto type = cast<RankedTensorType>(body.getArgument(i).getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = split.rows;
+    if (shape.size() >= 2 && seq != 0)
+      shape[1] = split.length;
+    body.getArgument(i).setType(withShape(type, shape));
+  }
+  auto shapeOf = [](Value value) {
+    return cast<RankedTensorType>(value.getType()).getShape();
+  };
   for (auto [op, copy] : llvm::zip(original.without_terminator(),
                                    body.without_terminator())) {
     Value firstResult = op.getNumResults() ? op.getResult(0) : Value();
     if (!firstResult || classifier.get(firstResult).kind != Kind::Batch)
       continue;
     SmallVector<Type> types;
-    // A slice taking the rows whole takes the micro-batch's.
+    // A slice takes the dimensions that change whole (the rows, and the
+    // sequence of a micro-batch of another length).
     if (auto slice = dyn_cast<nn::SliceOp>(copy)) {
+      ArrayRef<int64_t> before = shapeOf(cast<nn::SliceOp>(op).getInput());
+      ArrayRef<int64_t> after = shapeOf(slice.getInput());
       SmallVector<int64_t> sizes(slice.getSizes());
-      sizes[0] /= count;
+      for (size_t d = 0; d < before.size(); ++d) {
+        if (before[d] == after[d])
+          continue;
+        if (slice.getOffsets()[d] != 0 || slice.getStrides()[d] != 1 ||
+            sizes[d] != before[d]) {
+          fail(copy.getLoc())
+              << "a slice of part of dimension " << d << " (of " << before[d]
+              << ") does not take a micro-batch of " << shapeText;
+          return failure();
+        }
+        sizes[d] = after[d];
+      }
       slice.setSizes(sizes);
     }
+    Operation *whole = &op;
+    auto resultType = [&](unsigned r) {
+      return cast<RankedTensorType>(whole->getResult(r).getType());
+    };
     if (auto infer = dyn_cast<InferTypeOpInterface>(copy)) {
       if (failed(infer.inferReturnTypes(
               context, copy.getLoc(), copy.getOperands(),
               copy.getAttrDictionary(), copy.getPropertiesStorage(),
               copy.getRegions(), types))) {
-        InFlightDiagnostic diag = fail(copy.getLoc());
-        diag << "this op does not take a micro-batch of " << split.batch / count
-             << " rows";
+        fail(copy.getLoc()) << "this op does not take a micro-batch of "
+                            << shapeText;
         return failure();
       }
+    } else if (auto reshape = dyn_cast<nn::ReshapeOp>(copy)) {
+      FailureOr<SmallVector<int64_t>> shape = retype.reshape(
+          shapeOf(cast<nn::ReshapeOp>(op).getInput()),
+          shapeOf(reshape.getInput()), resultType(0).getShape());
+      if (failed(shape)) {
+        fail(copy.getLoc()) << "this reshape does not take a micro-batch of "
+                            << shapeText;
+        return failure();
+      }
+      types.push_back(withShape(resultType(0), *shape));
+    } else if (auto broadcast = dyn_cast<nn::BroadcastOp>(copy)) {
+      // Dimensions from the input follow it; created rows (an input of the
+      // whole batch) are the micro-batch's.
+      ArrayRef<int64_t> before = shapeOf(cast<nn::BroadcastOp>(op).getInput());
+      ArrayRef<int64_t> after = shapeOf(broadcast.getInput());
+      SmallVector<int64_t> shape(resultType(0).getShape());
+      if (before == after)
+        shape = retype.created(shape);
+      int64_t lead = shape.size() - before.size();
+      std::optional<ArrayRef<int64_t>> dims = broadcast.getBroadcastDims();
+      for (size_t d = 0; d < before.size(); ++d)
+        if (before[d] != after[d])
+          shape[dims ? (*dims)[d] : lead + d] = after[d];
+      types.push_back(withShape(resultType(0), shape));
+    } else if (isa<nn::FillOp, nn::IotaOp>(copy)) {
+      types.push_back(
+          withShape(resultType(0), retype.created(resultType(0).getShape())));
     } else {
-      for (Type type : op.getResultTypes()) {
-        auto tensor = cast<RankedTensorType>(type);
-        if (tensor.getRank() == 0 || tensor.getDimSize(0) % count != 0) {
-          InFlightDiagnostic diag = fail(copy.getLoc());
-          diag << "the leading dimension of its result (" << type
-               << ") is not a multiple of " << count
-               << "; the batch must stay the leading dimension";
+      // Ops whose results are shaped like their first operand follow it.
+      for (unsigned r = 0; r < op.getNumResults(); ++r) {
+        RankedTensorType type = resultType(r);
+        if (copy.getNumOperands() == 0 ||
+            !isa<RankedTensorType>(op.getOperand(0).getType()) ||
+            shapeOf(op.getOperand(0)) != type.getShape()) {
+          fail(copy.getLoc()) << "the micro-batch's type of its result ("
+                              << type << ") is unknown: the op infers no "
+                                         "result type and its result is not "
+                                         "shaped like its first operand";
           return failure();
         }
-        types.push_back(shrink(tensor, count));
+        types.push_back(withShape(type, shapeOf(copy.getOperand(0))));
       }
     }
     for (auto [result, copyResult, type] :
          llvm::zip(op.getResults(), copy.getResults(), types)) {
       auto before = cast<RankedTensorType>(result.getType());
       auto after = cast<RankedTensorType>(type);
-      if (after != shrink(before, count)) {
+      if (!retype.accepts(before, after)) {
         InFlightDiagnostic diag = fail(copy.getLoc());
         diag << "it moves the batch out of the leading dimension (" << before
              << " becomes " << after << " for a micro-batch)";
         return failure();
       }
       copyResult.setType(type);
+    }
+  }
+  // Positions past a table: a learned position embedding looked up at the
+  // positions (an iota) of a micro-batch longer than the table.
+  for (Operation &op : body.without_terminator()) {
+    auto embedding = dyn_cast<nn::EmbeddingOp>(op);
+    if (!embedding || seq == split.length)
+      continue;
+    auto iota = embedding.getIds().getDefiningOp<nn::IotaOp>();
+    if (!iota || iota.getOffset())
+      continue;
+    int64_t positions = shapeOf(iota.getResult())[iota.getDim()];
+    int64_t table = shapeOf(embedding.getTable())[0];
+    if (positions > table) {
+      fail(embedding.getLoc())
+          << "a micro-batch of length " << split.length
+          << " reads position " << positions - 1 << " of a table of "
+          << table << " positions";
+      return failure();
     }
   }
   // Whole-batch values become arguments.
@@ -406,12 +608,92 @@ FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
       context, body.getArgumentTypes(),
       micro.getFunctionType().getResults()));
   if (failed(verify(micro))) {
-    fail(forward.getLoc()) << "its micro-batch function of "
-                           << split.batch / count
-                           << " rows is invalid (see the errors above)";
+    fail(forward.getLoc()) << "its micro-batch function of " << shapeText
+                           << " is invalid (see the errors above)";
     return failure();
   }
   split.func = micro;
+  return success();
+}
+
+} // namespace
+
+FailureOr<int64_t> loom::sequenceLengthOf(func::FuncOp forward) {
+  std::optional<unsigned> first;
+  int64_t length = 0;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(forward.getArgumentTypes()[i]);
+    if (!forward.getArgAttr(i, NNDialect::getDataAttrName()) || !type ||
+        type.getRank() < 2)
+      continue;
+    if (!first) {
+      first = i;
+      length = type.getDimSize(1);
+    } else if (type.getDimSize(1) != length) {
+      return emitError(forward.getArgument(i).getLoc())
+             << "micro-batches of their own shape change dimension 1 (the "
+                "sequence) of every nn.data argument of rank >= 2, but "
+                "argument "
+             << argNameOf(forward, *first) << " of @" << forward.getSymName()
+             << " has " << length << " positions and argument "
+             << argNameOf(forward, i) << " has "
+             << type.getDimSize(1);
+    }
+  }
+  if (ShapedType::isDynamic(length))
+    return emitError(forward.getLoc())
+           << "@" << forward.getSymName() << " has a dynamic sequence length";
+  return length;
+}
+
+FailureOr<MicroBatchForward> loom::splitIntoMicroBatches(func::FuncOp forward,
+                                                         int64_t count) {
+  MicroBatchForward split;
+  split.count = count;
+  auto args = splitArgsOf(forward, "micro-batches = " + Twine(count));
+  if (failed(args))
+    return failure();
+  std::tie(split.splitArgs, split.batch) = *args;
+  if (split.batch % count != 0)
+    return emitError(forward.getArgument(split.splitArgs.front()).getLoc())
+           << "micro-batches = " << count << " does not divide the batch of "
+           << split.batch << " rows of argument "
+           << argNameOf(forward, split.splitArgs.front()) << " of @"
+           << forward.getSymName();
+  split.rows = split.batch / count;
+  if (failed(buildMicroBatchFunction(forward, split, split.batch, 0)))
+    return failure();
+  return split;
+}
+
+FailureOr<MicroBatchForward>
+loom::retypeForMicroBatches(func::FuncOp forward, MicroBatchShape shape) {
+  MicroBatchForward split;
+  split.count = shape.count;
+  split.rows = shape.rows;
+  auto args = splitArgsOf(forward, "micro-batch-shapes");
+  if (failed(args))
+    return failure();
+  int64_t forwardBatch;
+  std::tie(split.splitArgs, forwardBatch) = *args;
+  split.batch = shape.rows * shape.count;
+  FailureOr<int64_t> seq = sequenceLengthOf(forward);
+  if (failed(seq))
+    return failure();
+  split.length = *seq ? shape.length : 0;
+  if (failed(buildMicroBatchFunction(forward, split, forwardBatch, *seq)))
+    return failure();
+  if (!split.wholeBatch.empty()) {
+    Value value = split.wholeBatch.front();
+    split.func.erase();
+    return emitError(value.getLoc())
+           << "@" << forward.getSymName()
+           << " cannot run as micro-batches of their own shapes: this value "
+              "is computed from the data of the whole batch (a normaliser "
+              "such as a token count), which micro-batches of several shapes "
+              "do not make; give the normaliser as an attribute (the "
+              "micro-batches together hold the forward's tokens)";
+  }
   return split;
 }
 

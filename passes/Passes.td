@@ -145,6 +145,15 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
       parameter-dependent value, a non-linear function of such a sum,
       dropout, a batch moved out of dimension 0, K not dividing the rows)
       is reported at its op.
+    * `micro-batch-shapes=ROWSxLENGTH[*COUNT],...`: micro-batches of their
+      own shapes (length buckets): COUNT micro-batches of ROWS rows of
+      LENGTH positions each (dimension 1 of the data of rank >= 2). The
+      forward is retyped once per shape, differentiated, and run once per
+      micro-batch; one update follows. The step takes, per shape and per
+      data argument, `NAME_ROWSxLENGTH` with COUNT * ROWS rows (micro-batch
+      k of the shape takes rows k, k + COUNT, ...). The micro-batches
+      together hold the forward's tokens, so that normalisers given as
+      attributes are the whole step's.
     * `clip-norm=C`: the gradients are scaled by min(1, C / (norm + 1e-6)),
       the norm being that of all gradients together; it is returned as a
       result marked `nn.grad_norm` (after the loss).
@@ -195,6 +204,10 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Run the step as this many micro-batches (the data's leading "
            "dimension split evenly, gradients accumulated, one update)">,
+    Option<"microBatchShapes", "micro-batch-shapes", "std::string",
+           /*default=*/"\"\"",
+           "Micro-batches of their own shapes: ROWSxLENGTH[*COUNT],... (one "
+           "compiled forward and backward per shape, one update)">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Clip the gradients by their global norm to at most this "
            "(positive), and return the norm (nn.grad_norm); 0: no clipping">,

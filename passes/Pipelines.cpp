@@ -25,6 +25,7 @@ TrainingStepPassOptions TrainingOptions::getTrainingStepOptions() const {
   options.minLr = minLr;
   options.paramGroups = paramGroups;
   options.microBatches = microBatches;
+  options.microBatchShapes = microBatchShapes;
   options.clipNorm = clipNorm;
   return options;
 }

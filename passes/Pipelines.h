@@ -80,6 +80,11 @@ struct TrainingOptions : public mlir::PassPipelineOptions<TrainingOptions> {
       llvm::cl::desc("Micro-batches per step (gradients accumulated, one "
                      "update)"),
       llvm::cl::init(1)};
+  Option<std::string> microBatchShapes{
+      *this, "micro-batch-shapes",
+      llvm::cl::desc("Micro-batches of their own shapes: "
+                     "ROWSxLENGTH[*COUNT],..."),
+      llvm::cl::init("")};
   Option<double> clipNorm{
       *this, "clip-norm",
       llvm::cl::desc("Clip the gradients' global norm to this (0: none)"),

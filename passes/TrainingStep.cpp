@@ -46,6 +46,9 @@ struct StepArg {
   DictionaryAttr attrs;
   Location loc;
   std::optional<unsigned> forwardIndex;
+  /// With micro-batches of their own shapes: the shape whose micro-batches
+  /// this data argument holds (an index into the step's parts).
+  std::optional<unsigned> part;
 };
 
 /// The hyper-parameters of one parameter's update.
@@ -85,6 +88,9 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
 
   nn::LrDecay decayKind = nn::LrDecay::Constant;
   SmallVector<ParamGroup> groups;
+  /// The micro-batch-shapes option: one entry per shape, in order of first
+  /// appearance, with its count.
+  SmallVector<MicroBatchShape> shapes;
 
   bool hasSchedule() const {
     return warmupSteps != 0 || decayKind != nn::LrDecay::Constant;
@@ -113,6 +119,12 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       return emitError(loc) << "nn-training-step: micro-batches must be "
                                "positive, got "
                             << count;
+    if (failed(parseShapes(loc)))
+      return failure();
+    if (count > 1 && !shapes.empty())
+      return emitError(loc) << "nn-training-step: micro-batches and "
+                               "micro-batch-shapes are exclusive (the shapes "
+                               "give the micro-batches)";
     double clip = clipNorm;
     if (!(clip >= 0.0) || std::isinf(clip))
       return emitError(loc) << "nn-training-step: clip-norm must be a "
@@ -182,6 +194,97 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     return success();
   }
 
+  /// Parses `micro-batch-shapes` (ROWSxLENGTH[*COUNT],...) into `shapes`.
+  LogicalResult parseShapes(Location loc) {
+    shapes.clear();
+    std::string text = microBatchShapes;
+    SmallVector<StringRef> entries;
+    StringRef(text).split(entries, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef entry : entries) {
+      entry = entry.trim();
+      auto [shape, countText] = entry.split('*');
+      auto [rowsText, lengthText] = shape.split('x');
+      int64_t rows = 0, length = 0, count = 1;
+      if (rowsText.trim().getAsInteger(10, rows) ||
+          lengthText.trim().getAsInteger(10, length) ||
+          (entry.contains('*') && countText.trim().getAsInteger(10, count)) ||
+          rows < 1 || length < 1 || count < 1)
+        return emitError(loc)
+               << "nn-training-step: micro-batch shape '" << entry
+               << "' must be ROWSxLENGTH or ROWSxLENGTH*COUNT (positive "
+                  "integers)";
+      auto same = llvm::find_if(shapes, [&](const MicroBatchShape &other) {
+        return other.rows == rows && other.length == length;
+      });
+      if (same != shapes.end())
+        same->count += count;
+      else
+        shapes.push_back({rows, length, count});
+    }
+    if (!text.empty() && shapes.empty())
+      return emitError(loc) << "nn-training-step: micro-batch-shapes '"
+                            << text << "' names no shape";
+    return success();
+  }
+
+  /// The micro-batch functions of `forward` for `shapes`, differentiated,
+  /// after checking that they hold the forward's tokens.
+  LogicalResult buildShapeParts(func::FuncOp forward,
+                                SmallVectorImpl<MicroBatchForward> &splits,
+                                SmallVectorImpl<DifferentiatedCopy> &grads) {
+    auto cleanup = [&] {
+      for (MicroBatchForward &split : splits)
+        split.func.erase();
+      splits.clear();
+      grads.clear();
+      return failure();
+    };
+    FailureOr<int64_t> seq = sequenceLengthOf(forward);
+    if (failed(seq))
+      return failure();
+    if (*seq == 0)
+      return forward.emitError("micro-batch-shapes change the rows and the "
+                               "sequence length (dimension 1) of the data, "
+                               "but no nn.data argument of @")
+             << forward.getSymName()
+             << " has rank >= 2 (give micro-batches=K)";
+    int64_t rows = 0, tokens = 0;
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      if (auto type = dyn_cast<RankedTensorType>(forward.getArgumentTypes()[i]);
+          type && type.getRank() >= 2 &&
+          forward.getArgAttr(i, NNDialect::getDataAttrName())) {
+        rows = type.getDimSize(0);
+        break;
+      }
+    std::string list;
+    for (const MicroBatchShape &shape : shapes) {
+      tokens += shape.rows * shape.length * shape.count;
+      list += (list.empty() ? "" : ", ") + std::to_string(shape.count) +
+              " x " + std::to_string(shape.rows) + "x" +
+              std::to_string(shape.length);
+    }
+    if (tokens != rows * *seq)
+      return forward.emitError("micro-batch-shapes (")
+             << list << ") hold " << tokens << " tokens, but @"
+             << forward.getSymName() << "'s batch holds " << rows << "x"
+             << *seq << " = " << rows * *seq
+             << ": the micro-batches of a step must hold the forward's "
+                "tokens, so that its normalisers are the whole step's";
+    for (const MicroBatchShape &shape : shapes) {
+      FailureOr<MicroBatchForward> micro =
+          retypeForMicroBatches(forward, shape);
+      if (failed(micro))
+        return cleanup();
+      splits.push_back(std::move(*micro));
+      FailureOr<Gradients> gradients = differentiateInPlace(splits.back().func);
+      if (failed(gradients))
+        return cleanup();
+      grads.push_back(DifferentiatedCopy{splits.back().func,
+                                         std::move(*gradients)});
+    }
+    return success();
+  }
+
   /// The hyper-parameters of the parameter at forward argument `index`:
   /// the options, overridden by the first group whose pattern matches the
   /// parameter's name. A group's lr scales min-lr where it sets no min-lr.
@@ -238,30 +341,37 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
              << name << ": the module already has a symbol of that name";
     for (ParamGroup &group : groups)
       group.used = false;
-    std::optional<MicroBatchForward> split;
-    FailureOr<DifferentiatedCopy> grad = failure();
-    if (microBatches > 1) {
+    // The differentiated functions: the forward's, or one per micro-batch
+    // shape (`splits`, in the same order).
+    SmallVector<MicroBatchForward> splits;
+    SmallVector<DifferentiatedCopy> grads;
+    if (!shapes.empty()) {
+      if (failed(buildShapeParts(forward, splits, grads)))
+        return failure();
+    } else if (microBatches > 1) {
       FailureOr<MicroBatchForward> micro =
           splitIntoMicroBatches(forward, microBatches);
       if (failed(micro))
         return failure();
-      split = std::move(*micro);
-      FailureOr<Gradients> gradients = differentiateInPlace(split->func);
+      splits.push_back(std::move(*micro));
+      FailureOr<Gradients> gradients = differentiateInPlace(splits[0].func);
       if (failed(gradients)) {
-        split->func.erase();
+        splits[0].func.erase();
         return failure();
       }
-      grad = DifferentiatedCopy{split->func, std::move(*gradients)};
+      grads.push_back(
+          DifferentiatedCopy{splits[0].func, std::move(*gradients)});
     } else {
-      grad = differentiateCopy(forward, name, symbols);
+      FailureOr<DifferentiatedCopy> grad =
+          differentiateCopy(forward, name, symbols);
       if (failed(grad))
         return failure();
+      grads.push_back(std::move(*grad));
     }
-    const Gradients &gradients = grad->gradients;
-    func::FuncOp step =
-        buildStep(forward, grad->func, gradients, name, split ? &*split
-                                                              : nullptr);
-    grad->func.erase();
+    const Gradients &gradients = grads.front().gradients;
+    func::FuncOp step = buildStep(forward, grads, name, splits);
+    for (DifferentiatedCopy &grad : grads)
+      grad.func.erase();
     for (const ParamGroup &group : groups)
       if (!group.used) {
         step.erase();
@@ -279,14 +389,17 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     return success();
   }
 
-  /// The step's loss and gradients: the body of `grad` (the differentiated
-  /// forward function) moved into `entry`, or, with micro-batches, cloned
-  /// once per micro-batch and summed.
+  /// The step's loss and gradients: the body of `grads[0]` (the
+  /// differentiated forward function) moved into `entry`, or, with
+  /// micro-batches (`splits`, one per shape), each shape's cloned once per
+  /// micro-batch and summed.
   std::pair<Value, SmallVector<Value>>
-  buildGradients(func::FuncOp grad, const Gradients &gradients, Block *entry,
-                 ArrayRef<StepArg> args, const MicroBatchForward *split) {
-    Block &body = grad.getBody().front();
-    if (!split) {
+  buildGradients(ArrayRef<DifferentiatedCopy> grads, Block *entry,
+                 ArrayRef<StepArg> args, ArrayRef<MicroBatchForward> splits) {
+    if (splits.empty()) {
+      const Gradients &gradients = grads[0].gradients;
+      func::FuncOp grad = grads[0].func;
+      Block &body = grad.getBody().front();
       for (auto [index, arg] : llvm::enumerate(args))
         if (arg.forwardIndex)
           body.getArgument(*arg.forwardIndex)
@@ -308,42 +421,44 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
               llvm::map_to_vector(gradients.paramGrads, remap)};
     }
     OpBuilder builder = OpBuilder::atBlockEnd(entry);
-    // The forward's arguments, as the step has them.
-    func::FuncOp micro = split->func;
-    SmallVector<Value> forwardArgs(micro.getNumArguments() -
-                                   split->wholeBatch.size());
-    for (auto [index, arg] : llvm::enumerate(args))
-      if (arg.forwardIndex)
-        forwardArgs[*arg.forwardIndex] = entry->getArgument(index);
-    SmallVector<Value> whole =
-        cloneWholeBatchValues(builder, *split, forwardArgs);
     Value loss;
-    SmallVector<Value> grads;
-    for (int64_t k = 0; k < split->count; ++k) {
-      IRMapping mapping;
-      for (auto [i, value] : llvm::enumerate(forwardArgs)) {
-        Value arg = body.getArgument(i);
-        mapping.map(arg, llvm::is_contained(split->splitArgs, i)
-                             ? microBatchOf(builder, arg.getLoc(), value,
-                                            *split, k)
-                             : value);
+    SmallVector<Value> sums(grads[0].gradients.paramGrads.size());
+    auto accumulate = [&](Value sum, Value value) -> Value {
+      if (!sum)
+        return value;
+      return nn::AddOp::create(builder, value.getLoc(), sum, value);
+    };
+    for (auto [part, split] : llvm::enumerate(splits)) {
+      const Gradients &gradients = grads[part].gradients;
+      func::FuncOp micro = split.func;
+      Block &body = micro.getBody().front();
+      // The forward's arguments, as the step has them for this shape.
+      SmallVector<Value> forwardArgs(micro.getNumArguments() -
+                                     split.wholeBatch.size());
+      for (auto [index, arg] : llvm::enumerate(args))
+        if (arg.forwardIndex && (!arg.part || *arg.part == part))
+          forwardArgs[*arg.forwardIndex] = entry->getArgument(index);
+      SmallVector<Value> whole =
+          cloneWholeBatchValues(builder, split, forwardArgs);
+      for (int64_t k = 0; k < split.count; ++k) {
+        IRMapping mapping;
+        for (auto [i, value] : llvm::enumerate(forwardArgs)) {
+          Value arg = body.getArgument(i);
+          mapping.map(arg, llvm::is_contained(split.splitArgs, i)
+                               ? microBatchOf(builder, arg.getLoc(), value,
+                                              split, k)
+                               : value);
+        }
+        for (auto [i, value] : llvm::enumerate(whole))
+          mapping.map(body.getArgument(forwardArgs.size() + i), value);
+        for (Operation &op : body.without_terminator())
+          builder.clone(op, mapping);
+        loss = accumulate(loss, mapping.lookupOrDefault(gradients.loss));
+        for (auto [j, paramGrad] : llvm::enumerate(gradients.paramGrads))
+          sums[j] = accumulate(sums[j], mapping.lookupOrDefault(paramGrad));
       }
-      for (auto [i, value] : llvm::enumerate(whole))
-        mapping.map(body.getArgument(forwardArgs.size() + i), value);
-      for (Operation &op : body.without_terminator())
-        builder.clone(op, mapping);
-      Value microLoss = mapping.lookupOrDefault(gradients.loss);
-      auto accumulate = [&](Value sum, Value value) -> Value {
-        if (!sum)
-          return value;
-        return nn::AddOp::create(builder, value.getLoc(), sum, value);
-      };
-      loss = accumulate(loss, microLoss);
-      grads.resize(gradients.paramGrads.size());
-      for (auto [j, paramGrad] : llvm::enumerate(gradients.paramGrads))
-        grads[j] = accumulate(grads[j], mapping.lookupOrDefault(paramGrad));
     }
-    return {loss, grads};
+    return {loss, sums};
   }
 
   /// Global-norm clipping of `grads` (as torch.nn.utils.clip_grad_norm_):
@@ -404,11 +519,13 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
   }
 
   /// A function with the training step's signature holding the body of
-  /// `grad` (the differentiated forward function, or with micro-batches
-  /// that of one micro-batch), then clipping and the updates.
-  func::FuncOp buildStep(func::FuncOp forward, func::FuncOp grad,
-                         const Gradients &gradients, StringRef name,
-                         const MicroBatchForward *split) {
+  /// `grads` (the differentiated forward function, or with micro-batches
+  /// that of one micro-batch per shape), then clipping and the updates.
+  func::FuncOp buildStep(func::FuncOp forward,
+                         ArrayRef<DifferentiatedCopy> grads, StringRef name,
+                         ArrayRef<MicroBatchForward> splits) {
+    const Gradients &gradients = grads[0].gradients;
+    func::FuncOp grad = grads[0].func;
     MLIRContext *context = &getContext();
     Builder b(context);
     Location loc = forward.getLoc();
@@ -420,7 +537,7 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     for (unsigned index : params)
       args.push_back({forward.getArgumentTypes()[index],
                       forward.getArgAttrDict(index),
-                      forward.getArgument(index).getLoc(), index});
+                      forward.getArgument(index).getLoc(), index, std::nullopt});
     // Optimizer state: named after its parameter where that has a name
     // (`w.momentum`; `w.m` and `w.v`, AdamW's first and second moments).
     for (unsigned kind = 0; kind < numStates(); ++kind)
@@ -437,7 +554,7 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
                              b.getStringAttr(paramName.getValue() + suffix)));
         }
         args.push_back(
-            {args[k].type, b.getDictionaryAttr(attrs), loc, std::nullopt});
+            {args[k].type, b.getDictionaryAttr(attrs), loc, std::nullopt, std::nullopt});
       }
     // The step counter: AdamW's bias correction and any schedule need it.
     std::optional<unsigned> stepIndex;
@@ -447,13 +564,42 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
                       b.getDictionaryAttr(
                           b.getNamedAttr(NNDialect::getStepAttrName(),
                                          b.getUnitAttr())),
-                      loc, std::nullopt});
+                      loc, std::nullopt, std::nullopt});
     }
+    // With micro-batches of their own shapes, every split data argument
+    // once per shape (`NAME_ROWSxLENGTH`, of count * rows rows), after the
+    // rest.
+    bool ownShapes = !shapes.empty();
     for (unsigned index = 0; index < forward.getNumArguments(); ++index)
-      if (!llvm::is_contained(params, index))
+      if (!llvm::is_contained(params, index) &&
+          !(ownShapes && llvm::is_contained(splits[0].splitArgs, index)))
         args.push_back({forward.getArgumentTypes()[index],
                         forward.getArgAttrDict(index),
-                        forward.getArgument(index).getLoc(), index});
+                        forward.getArgument(index).getLoc(), index, std::nullopt});
+    for (auto [part, split] : llvm::enumerate(ownShapes ? splits
+                                                        : ArrayRef<
+                                                              MicroBatchForward>()))
+      for (unsigned index : split.splitArgs) {
+        auto type = cast<RankedTensorType>(forward.getArgumentTypes()[index]);
+        SmallVector<int64_t> shape(type.getShape());
+        shape[0] = split.batch;
+        if (shape.size() >= 2)
+          shape[1] = split.length;
+        auto nameAttr = forward.getArgAttrOfType<StringAttr>(
+            index, NNDialect::getNameAttrName());
+        std::string argName =
+            (nameAttr ? nameAttr.getValue().str()
+                      : "arg" + std::to_string(index)) +
+            "_" + std::to_string(split.rows) + "x" +
+            std::to_string(split.length);
+        NamedAttrList attrs(forward.getArgAttrDict(index));
+        attrs.set(NNDialect::getNameAttrName(), b.getStringAttr(argName));
+        args.push_back({RankedTensorType::get(shape, type.getElementType(),
+                                              type.getEncoding()),
+                        attrs.getDictionary(context),
+                        forward.getArgument(index).getLoc(), index,
+                        static_cast<unsigned>(part)});
+      }
 
     auto step = func::FuncOp::create(
         loc, name,
@@ -474,13 +620,12 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
                                    : DictionaryAttr::get(context, {}));
     }
     step.setAllArgAttrs(argAttrs);
-    auto [loss, grads] =
-        buildGradients(grad, gradients, entry, args, split);
+    auto [loss, paramGrads] = buildGradients(grads, entry, args, splits);
 
     OpBuilder builder = OpBuilder::atBlockEnd(entry);
     Value norm;
     if (clipNorm > 0 && numParams > 0)
-      norm = clipGradients(builder, loc, grads);
+      norm = clipGradients(builder, loc, paramGrads);
 
     SmallVector<Value> newParams, newStates(numStates() * numParams);
     // The schedule's attributes, left out (null) at their defaults.
@@ -497,7 +642,7 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     for (unsigned k = 0; k < numParams; ++k) {
       Hyper hyper = hyperOf(forward, params[k]);
       Value param = entry->getArgument(k);
-      Value paramGrad = grads[k];
+      Value paramGrad = paramGrads[k];
       Value first = entry->getArgument(numParams + k);
       Value stepValue = stepIndex ? entry->getArgument(*stepIndex) : Value();
       if (optimizer == OptimizerKind::SGD) {

@@ -1,0 +1,27 @@
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6,2x3" 2>&1 | FileCheck %s --check-prefix=TOKENS
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*0" 2>&1 | FileCheck %s --check-prefix=FORM
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2by6" 2>&1 | FileCheck %s --check-prefix=FORM2
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batches=2 micro-batch-shapes=2x6*2" 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: not loom-opt %s --nn-training-step="func=rows micro-batch-shapes=2x6*2" 2>&1 | FileCheck %s --check-prefix=NOSEQ
+
+// The micro-batch-shapes option's own errors, with what and where.
+
+func.func @lm(%tokens: tensor<4x6xi64> {nn.data}, %targets: tensor<4x6xi64> {nn.data},
+              %wte: tensor<8x4xf32> {nn.param}) -> tensor<f32> {
+  %t = nn.embedding %wte, %tokens : tensor<8x4xf32>, tensor<4x6xi64>
+  %loss = nn.cross_entropy %t, %targets {normalizer = 24.0 : f64} : tensor<4x6x4xf32>, tensor<4x6xi64>
+  return %loss : tensor<f32>
+}
+
+// TOKENS: nn-training-step-micro-batch-shapes-options.mlir:9:1: error: micro-batch-shapes (1 x 2x6, 1 x 2x3) hold 18 tokens, but @lm's batch holds 4x6 = 24: the micro-batches of a step must hold the forward's tokens, so that its normalisers are the whole step's
+// FORM: error: nn-training-step: micro-batch shape '2x6*0' must be ROWSxLENGTH or ROWSxLENGTH*COUNT (positive integers)
+// FORM2: error: nn-training-step: micro-batch shape '2by6' must be ROWSxLENGTH or ROWSxLENGTH*COUNT (positive integers)
+// BOTH: error: nn-training-step: micro-batches and micro-batch-shapes are exclusive (the shapes give the micro-batches)
+
+func.func @rows(%x: tensor<4xf32> {nn.data}, %w: tensor<f32> {nn.param}) -> tensor<f32> {
+  %y = nn.mul %x, %w : tensor<4xf32>, tensor<f32>
+  %l = nn.reduce sum %y dims = [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
+
+// NOSEQ: error: micro-batch-shapes change the rows and the sequence length (dimension 1) of the data, but no nn.data argument of @rows has rank >= 2 (give micro-batches=K)
