@@ -101,7 +101,8 @@ def main():
     def inputs(arg_list, tag):
         paths = []
         for i, (ttype, attrs) in enumerate(arg_list):
-            name = re.search(r'nn\.name = "([^"]*)"', attrs).group(1)
+            named = re.search(r'nn\.name = "([^"]*)"', attrs)
+            name = named.group(1) if named else f"#{i}"
             dims = [int(d) for d in ttype.split("x")[:-1]]
             et = ttype.split("x")[-1]
             if "nn.data" in attrs:
