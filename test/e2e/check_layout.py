@@ -250,10 +250,12 @@ def main():
         elif "nn.step" in attrs:
             value = np.array(3)
         elif et.startswith("i"):
-            if not ints:
-                value = rng.integers(0, args.vocab, size=dims)
+            # Token ids, then their targets (one pair per micro-batch
+            # shape with micro-batch-shapes).
+            if len(ints) % 2 == 1 and list(ints[-1].shape) == list(dims):
+                value = (7 * ints[-1] + 3) % args.vocab
             else:
-                value = (7 * ints[0] + 3) % args.vocab
+                value = rng.integers(0, args.vocab, size=dims)
             ints.append(value)
         else:
             value = rng.standard_normal(dims)
