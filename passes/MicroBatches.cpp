@@ -511,7 +511,22 @@ LogicalResult buildMicroBatchFunction(func::FuncOp forward,
                             << shapeText;
         return failure();
       }
-    } else if (auto reshape = dyn_cast<nn::ReshapeOp>(copy)) {
+    } else if (auto reshape = dyn_cast<nn::ReshapeOp>(copy);
+               reshape && seq == split.length) {
+      // Only the rows change: the result's leading dimension, a multiple
+      // of the rows, takes the micro-batch's share.
+      RankedTensorType type = resultType(0);
+      if (type.getRank() == 0 ||
+          (type.getDimSize(0) * split.rows) % forwardBatch != 0) {
+        fail(copy.getLoc()) << "the leading dimension of its result (" << type
+                            << ") is not a multiple of the micro-batch's "
+                            << shapeText;
+        return failure();
+      }
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = shape[0] * split.rows / forwardBatch;
+      types.push_back(withShape(type, shape));
+    } else if (reshape) {
       FailureOr<SmallVector<int64_t>> shape = retype.reshape(
           shapeOf(cast<nn::ReshapeOp>(op).getInput()),
           shapeOf(reshape.getInput()), resultType(0).getShape());

@@ -208,11 +208,13 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       if (rowsText.trim().getAsInteger(10, rows) ||
           lengthText.trim().getAsInteger(10, length) ||
           (entry.contains('*') && countText.trim().getAsInteger(10, count)) ||
-          rows < 1 || length < 1 || count < 1)
+          rows < 1 || length < 1 || count < 1 || rows > (1 << 20) ||
+          length > (1 << 20) || count > (1 << 20))
         return emitError(loc)
                << "nn-training-step: micro-batch shape '" << entry
                << "' must be ROWSxLENGTH or ROWSxLENGTH*COUNT (positive "
                   "integers)";
+      // (Each at most 2^20, and counts summed below stay in range.)
       auto same = llvm::find_if(shapes, [&](const MicroBatchShape &other) {
         return other.rows == rows && other.length == length;
       });
