@@ -141,8 +141,6 @@ def main():
         text = text.replace("tensor<8x", f"tensor<{args.batch}x")
         text = text.replace("normalizer = 128.0",
                             f"normalizer = {16.0 * args.batch}")
-    for spec in args.annotate:
-        pass
     for spec in args.layout:
         arg, layout = spec.split("=", 1)
         pattern = r"(%" + re.escape(arg) + r": tensor<[^>]*> \{)"
