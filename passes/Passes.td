@@ -154,6 +154,15 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
       k of the shape takes rows k, k + COUNT, ...). The micro-batches
       together hold the forward's tokens, so that normalisers given as
       attributes are the whole step's.
+      Several compositions, separated by `;` (`2x16*2,4x8*2;2x16*4;4x8*4`),
+      each holding the forward's tokens, give one step per composition:
+      `NAME_train_step`, `NAME_train_step_v1`, ..., variants of one step
+      (the same parameters, state and results) for steps whose batches
+      differ in shape. Each takes the data arguments of every shape of any
+      composition, in order of first appearance; a shape its composition
+      lacks has no rows (no op reads it). Such steps carry `nn.tokens`
+      (their data arguments do not show the tokens); `loom-run --train`
+      picks each step's variant from the files of its data folder.
     * `clip-norm=C`: the gradients are scaled by min(1, C / (norm + 1e-6)),
       the norm being that of all gradients together; it is returned as a
       result marked `nn.grad_norm` (after the loss).
@@ -207,7 +216,8 @@ def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
     Option<"microBatchShapes", "micro-batch-shapes", "std::string",
            /*default=*/"\"\"",
            "Micro-batches of their own shapes: ROWSxLENGTH[*COUNT],... (one "
-           "compiled forward and backward per shape, one update)">,
+           "compiled forward and backward per shape, one update); several "
+           "compositions separated by ';' give one step variant each">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Clip the gradients by their global norm to at most this "
            "(positive), and return the norm (nn.grad_norm); 0: no clipping">,

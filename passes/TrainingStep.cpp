@@ -49,6 +49,9 @@ struct StepArg {
   /// With micro-batches of their own shapes: the shape whose micro-batches
   /// this data argument holds (an index into the step's parts).
   std::optional<unsigned> part;
+  /// With several compositions: a shape of another composition, of which
+  /// this one has no micro-batch (an argument of no rows that no op reads).
+  bool absent = false;
 };
 
 /// The hyper-parameters of one parameter's update.
@@ -88,9 +91,14 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
 
   nn::LrDecay decayKind = nn::LrDecay::Constant;
   SmallVector<ParamGroup> groups;
-  /// The micro-batch-shapes option: one entry per shape, in order of first
-  /// appearance, with its count.
-  SmallVector<MicroBatchShape> shapes;
+  /// The micro-batch-shapes option: its compositions (`;`-separated), each
+  /// one entry per shape in order of first appearance, with its count; the
+  /// shapes of all of them (the buckets, counts unused) in the same order;
+  /// and the composition whose step is being built.
+  SmallVector<SmallVector<MicroBatchShape>> compositions;
+  SmallVector<MicroBatchShape> buckets;
+  ArrayRef<MicroBatchShape> shapes;
+  unsigned current = 0;
 
   bool hasSchedule() const {
     return warmupSteps != 0 || decayKind != nn::LrDecay::Constant;
@@ -121,7 +129,7 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
                             << count;
     if (failed(parseShapes(loc)))
       return failure();
-    if (count > 1 && !shapes.empty())
+    if (count > 1 && !compositions.empty())
       return emitError(loc) << "nn-training-step: micro-batches and "
                                "micro-batch-shapes are exclusive (the shapes "
                                "give the micro-batches)";
@@ -194,12 +202,61 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     return success();
   }
 
-  /// Parses `micro-batch-shapes` (ROWSxLENGTH[*COUNT],...) into `shapes`.
+  /// Parses `micro-batch-shapes` (ROWSxLENGTH[*COUNT],...[;...]) into
+  /// `compositions` and `buckets`.
   LogicalResult parseShapes(Location loc) {
-    shapes.clear();
+    compositions.clear();
+    buckets.clear();
+    shapes = {};
     std::string text = microBatchShapes;
+    SmallVector<StringRef> lists;
+    StringRef(text).split(lists, ';', -1, /*KeepEmpty=*/true);
+    if (StringRef(text).trim().empty())
+      lists.clear();
+    for (StringRef list : lists) {
+      if (failed(parseComposition(loc, list, compositions.emplace_back())))
+        return failure();
+      // (Two compositions of the same micro-batches would be variants that
+      // the same data fits.)
+      auto sameAs = [](ArrayRef<MicroBatchShape> a,
+                       ArrayRef<MicroBatchShape> b) {
+        auto in = [](const MicroBatchShape &x, ArrayRef<MicroBatchShape> in) {
+          return llvm::any_of(in, [&](const MicroBatchShape &y) {
+            return x.rows == y.rows && x.length == y.length &&
+                   x.count == y.count;
+          });
+        };
+        return a.size() == b.size() &&
+               llvm::all_of(a, [&](const auto &x) { return in(x, b); });
+      };
+      for (auto [k, earlier] : llvm::enumerate(
+               ArrayRef(compositions).drop_back()))
+        if (sameAs(earlier, compositions.back()))
+          return emitError(loc)
+                 << "nn-training-step: micro-batch-shapes: compositions "
+                 << k + 1 << " and " << compositions.size()
+                 << " hold the same micro-batches ('" << list.trim()
+                 << "')";
+      for (const MicroBatchShape &shape : compositions.back())
+        if (llvm::none_of(buckets, [&](const MicroBatchShape &other) {
+              return other.rows == shape.rows && other.length == shape.length;
+            }))
+          buckets.push_back({shape.rows, shape.length, 0});
+    }
+    // A bound on the variants (each a copy of forward and backward per
+    // shape it holds).
+    if (compositions.size() > 64)
+      return emitError(loc) << "nn-training-step: micro-batch-shapes gives "
+                            << compositions.size()
+                            << " compositions; at most 64 are compiled";
+    return success();
+  }
+
+  /// Parses one composition of `micro-batch-shapes` into `out`.
+  LogicalResult parseComposition(Location loc, StringRef list,
+                                 SmallVector<MicroBatchShape> &shapes) {
     SmallVector<StringRef> entries;
-    StringRef(text).split(entries, ',', -1, /*KeepEmpty=*/false);
+    list.split(entries, ',', -1, /*KeepEmpty=*/false);
     for (StringRef entry : entries) {
       entry = entry.trim();
       auto [shape, countText] = entry.split('*');
@@ -223,9 +280,12 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       else
         shapes.push_back({rows, length, count});
     }
-    if (!text.empty() && shapes.empty())
-      return emitError(loc) << "nn-training-step: micro-batch-shapes '"
-                            << text << "' names no shape";
+    if (shapes.empty())
+      return emitError(loc) << "nn-training-step: micro-batch-shapes: the "
+                               "composition '"
+                            << list.trim()
+                            << "' names no shape (compositions are "
+                               "separated by ';', their shapes by ',')";
     return success();
   }
 
@@ -267,7 +327,12 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     }
     if (tokens != rows * *seq)
       return forward.emitError("micro-batch-shapes (")
-             << list << ") hold " << tokens << " tokens, but @"
+             << list
+             << (compositions.size() > 1
+                     ? ", composition " + std::to_string(current + 1) +
+                           " of " + std::to_string(compositions.size())
+                     : std::string())
+             << ") hold " << tokens << " tokens, but @"
              << forward.getSymName() << "'s batch holds " << rows << "x"
              << *seq << " = " << rows * *seq
              << ": the micro-batches of a step must hold the forward's "
@@ -336,8 +401,33 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     return hyper;
   }
 
+  /// The training step of `forward`: one function, or with several
+  /// compositions of micro-batch shapes one per composition (variants of
+  /// one step: `NAME_train_step`, then `NAME_train_step_v1`, ...).
   LogicalResult createTrainingStep(func::FuncOp forward, SymbolTable &symbols) {
-    std::string name = (forward.getSymName() + "_train_step").str();
+    std::string base = (forward.getSymName() + "_train_step").str();
+    if (compositions.size() <= 1) {
+      shapes = compositions.empty() ? ArrayRef<MicroBatchShape>()
+                                    : ArrayRef(compositions.front());
+      return createStepFunction(forward, symbols, base, nullptr);
+    }
+    Operation *after = forward;
+    for (auto [c, composition] : llvm::enumerate(compositions)) {
+      shapes = composition;
+      current = c;
+      std::string name = c ? base + "_v" + std::to_string(c) : base;
+      if (failed(createStepFunction(forward, symbols, name, &after)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// Creates the step `name` of `forward` for the composition in `shapes`
+  /// (if any), inserted after `forward` or, given `after`, after it
+  /// (which becomes the new step).
+  LogicalResult createStepFunction(func::FuncOp forward, SymbolTable &symbols,
+                                   const std::string &name,
+                                   Operation **after) {
     if (symbols.lookup(name))
       return forward.emitError("cannot create @")
              << name << ": the module already has a symbol of that name";
@@ -385,7 +475,9 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       step.erase();
       return failure();
     }
-    symbols.insert(step, std::next(Block::iterator(forward)));
+    symbols.insert(step, std::next(Block::iterator(after ? *after : forward)));
+    if (after)
+      *after = step;
     ++numFunctions;
     numParams += gradients.paramArgs.size();
     return success();
@@ -438,7 +530,8 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
       SmallVector<Value> forwardArgs(micro.getNumArguments() -
                                      split.wholeBatch.size());
       for (auto [index, arg] : llvm::enumerate(args))
-        if (arg.forwardIndex && (!arg.part || *arg.part == part))
+        if (arg.forwardIndex && !arg.absent &&
+            (!arg.part || *arg.part == part))
           forwardArgs[*arg.forwardIndex] = entry->getArgument(index);
       SmallVector<Value> whole =
           cloneWholeBatchValues(builder, split, forwardArgs);
@@ -578,30 +671,40 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
         args.push_back({forward.getArgumentTypes()[index],
                         forward.getArgAttrDict(index),
                         forward.getArgument(index).getLoc(), index, std::nullopt});
-    for (auto [part, split] : llvm::enumerate(ownShapes ? splits
-                                                        : ArrayRef<
-                                                              MicroBatchForward>()))
-      for (unsigned index : split.splitArgs) {
+    // (With several compositions, every composition's shapes, in the same
+    // order: a shape this one lacks has no rows.)
+    for (const MicroBatchShape &bucket :
+         ownShapes ? ArrayRef(buckets) : ArrayRef<MicroBatchShape>()) {
+      const MicroBatchForward *split = nullptr;
+      for (const MicroBatchForward &candidate : splits)
+        if (candidate.rows == bucket.rows && candidate.length == bucket.length)
+          split = &candidate;
+      for (unsigned index : splits[0].splitArgs) {
         auto type = cast<RankedTensorType>(forward.getArgumentTypes()[index]);
         SmallVector<int64_t> shape(type.getShape());
-        shape[0] = split.batch;
+        shape[0] = split ? split->batch : 0;
         if (shape.size() >= 2)
-          shape[1] = split.length;
+          shape[1] = bucket.length;
         auto nameAttr = forward.getArgAttrOfType<StringAttr>(
             index, NNDialect::getNameAttrName());
         std::string argName =
             (nameAttr ? nameAttr.getValue().str()
                       : "arg" + std::to_string(index)) +
-            "_" + std::to_string(split.rows) + "x" +
-            std::to_string(split.length);
+            "_" + std::to_string(bucket.rows) + "x" +
+            std::to_string(bucket.length);
         NamedAttrList attrs(forward.getArgAttrDict(index));
         attrs.set(NNDialect::getNameAttrName(), b.getStringAttr(argName));
-        args.push_back({RankedTensorType::get(shape, type.getElementType(),
-                                              type.getEncoding()),
-                        attrs.getDictionary(context),
-                        forward.getArgument(index).getLoc(), index,
-                        static_cast<unsigned>(part)});
+        StepArg arg{RankedTensorType::get(shape, type.getElementType(),
+                                          type.getEncoding()),
+                    attrs.getDictionary(context),
+                    forward.getArgument(index).getLoc(), index, std::nullopt};
+        if (split)
+          arg.part = static_cast<unsigned>(split - splits.begin());
+        else
+          arg.absent = true;
+        args.push_back(arg);
       }
+    }
 
     auto step = func::FuncOp::create(
         loc, name,
@@ -698,6 +801,15 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
         context, step.getArgumentTypes(),
         llvm::map_to_vector(results, [](Value v) { return v.getType(); })));
     step.setAllResultAttrs(resultAttrs);
+    // (The step's data arguments are per shape: they do not show its
+    // tokens, which the composition holds.)
+    if (ownShapes) {
+      int64_t tokens = 0;
+      for (const MicroBatchShape &shape : shapes)
+        tokens += shape.rows * shape.length * shape.count;
+      step->setAttr(NNDialect::getTokensAttrName(),
+                    b.getI64IntegerAttr(tokens));
+    }
     return step;
   }
 };

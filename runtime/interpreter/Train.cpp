@@ -454,6 +454,34 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
         break; // (Folders past the last step are not read.)
       TrainingSetup::StepData stepData;
       std::string shapes;
+      llvm::SmallVector<unsigned> absent;
+      // (Every array of the folder is some data argument's: a shape no
+      // variant was compiled for is an error, not data left unread.)
+      std::error_code error;
+      for (llvm::sys::fs::directory_iterator entry(folder, error), end;
+           !error && entry != end; entry.increment(error)) {
+        llvm::StringRef file = llvm::sys::path::filename(entry->path());
+        if (!file.ends_with(".npy"))
+          continue;
+        llvm::StringRef stem = file.drop_back(4);
+        if (llvm::none_of(data, [&](unsigned i) {
+              StringAttr argName = func.getArgAttrOfType<StringAttr>(
+                  i, loom::nn::NNDialect::getNameAttrName());
+              return argName && argName.getValue() == stem;
+            })) {
+          std::string names;
+          for (unsigned i : data)
+            if (StringAttr argName = func.getArgAttrOfType<StringAttr>(
+                    i, loom::nn::NNDialect::getNameAttrName()))
+              names += (names.empty() ? "" : ", ") + argName.getValue().str();
+          return fail("step " + llvm::Twine(n) + ": '" + entry->path() +
+                      "' is read by no data argument of @" + name +
+                      " (they are " + names +
+                      "): a micro-batch shape with no compiled variant?");
+        }
+      }
+      if (error)
+        return fail("cannot list '" + folder + "': " + error.message());
       for (unsigned i : data) {
         StringAttr argName = dataName(i);
         if (!argName)
@@ -468,6 +496,12 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                       "one layout");
         llvm::SmallString<128> path(folder);
         llvm::sys::path::append(path, argName.getValue() + ".npy");
+        // (No file: no micro-batch of this shape in this step, which fits
+        // a variant whose argument has no elements.)
+        if (!llvm::sys::fs::exists(path)) {
+          absent.push_back(i);
+          continue;
+        }
         llvm::Expected<Tensor> tensor =
             readNpyFile(path, interpreter.getOptions().maxTensorBytes);
         if (!tensor)
@@ -477,12 +511,21 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                   " " + tensor->getTypeString();
         stepData.batches.emplace(i, std::move(*tensor));
       }
+      if (stepData.batches.empty())
+        return fail("step " + llvm::Twine(n) + ": '" + folder +
+                    "' holds no data argument's array");
+      for (unsigned i : absent)
+        shapes += (shapes.empty() ? "" : ", ") + dataName(i).getValue().str() +
+                  " (no file)";
       std::optional<unsigned> fits;
       for (auto [v, variant] : llvm::enumerate(setup.variants)) {
         bool all = true;
         for (auto &[i, tensor] : stepData.batches)
           all &= tensor.matchesType(
               cast<RankedTensorType>(variant.getArgumentTypes()[i]));
+        for (unsigned i : absent)
+          all &= cast<RankedTensorType>(variant.getArgumentTypes()[i])
+                     .getNumElements() == 0;
         if (all) {
           fits = v;
           break;
@@ -504,6 +547,12 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                     shapes + ") fits no compiled variant: " + takes);
       }
       stepData.variant = *fits;
+      for (unsigned i : absent)
+        stepData.batches.emplace(
+            i, Tensor(argKinds[i],
+                      cast<RankedTensorType>(
+                          setup.variants[*fits].getArgumentTypes()[i])
+                          .getShape()));
       setup.stepData.push_back(std::move(stepData));
     }
   } else if (!options.dataDir.empty()) {
@@ -543,8 +592,20 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     llvm::ArrayRef<int64_t> shape = argTypes[*inputArg].getShape();
     tokensPerStep = shape.empty() ? 1 : shape.front();
   }
+  // (A step whose data arguments do not show its tokens says them.)
+  auto tokensAttr = [](func::FuncOp f) {
+    return f->getAttrOfType<IntegerAttr>(
+        loom::nn::NNDialect::getTokensAttrName());
+  };
+  if (IntegerAttr said = tokensAttr(func))
+    tokensPerStep = said.getInt();
   // (Each variant's: the same argument, its shape.)
   for (func::FuncOp variant : setup.variants) {
+    if (IntegerAttr said = tokensAttr(variant)) {
+      setup.variantTokens.push_back(said.getInt());
+      setup.variantFlops.push_back(nn::countModelFlops(variant));
+      continue;
+    }
     int64_t tokens = tokensPerStep;
     for (unsigned i : data)
       if (isIntegerKind(argKinds[i])) {
@@ -702,6 +763,7 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
          << (norm ? ",\"grad_norm\":" +
                         formatNorm(*norm)
                   : std::string())
+         << ",\"tokens\":" << setup.variantTokens[setup.current]
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
          << ",\"flops_per_s\":" << llvm::format("%.4g", flopsPerSecond)
          << (several ? ",\"variant\":\"" + variant.str() + "\"" : "")

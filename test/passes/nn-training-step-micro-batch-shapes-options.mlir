@@ -25,3 +25,13 @@ func.func @rows(%x: tensor<4xf32> {nn.data}, %w: tensor<f32> {nn.param}) -> tens
 }
 
 // NOSEQ: error: micro-batch-shapes change the rows and the sequence length (dimension 1) of the data, but no nn.data argument of @rows has rank >= 2 (give micro-batches=K)
+
+// Several compositions (separated by ';'): each must name a shape, hold the
+// forward's tokens (the error names the composition), and differ from the
+// others.
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;;4x3*2" 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;4x3*2;4x3" 2>&1 | FileCheck %s --check-prefix=SHORT
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;4x3*2;4x3,4x3" 2>&1 | FileCheck %s --check-prefix=SAME
+// EMPTY: error: nn-training-step: micro-batch-shapes: the composition '' names no shape (compositions are separated by ';', their shapes by ',')
+// SHORT: error: micro-batch-shapes (1 x 4x3, composition 3 of 3) hold 12 tokens, but @lm's batch holds 4x6 = 24
+// SAME: error: nn-training-step: micro-batch-shapes: compositions 2 and 3 hold the same micro-batches ('4x3,4x3')

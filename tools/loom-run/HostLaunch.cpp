@@ -490,6 +490,7 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     if (train.json)
       os << "{\"step\":" << step << ",\"loss\":" << llvm::format(format, value)
          << (norm.empty() ? "" : ",\"grad_norm\":" + norm)
+         << ",\"tokens\":" << setup.variantTokens[stepVariants[step - 1]]
          << ",\"tokens_per_s\":" << llvm::format("%.1f", tokensPerSecond)
          << ",\"flops_per_s\":" << throughput
          << (utilisation.empty() ? "" : ",\"utilisation\":" + utilisation)

@@ -279,5 +279,16 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (name == getTokensAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !value ||
+        !value.getValue().isStrictlyPositive() ||
+        value.getValue().getActiveBits() > 62)
+      return op->emitOpError()
+             << "carries '" << name
+             << "', which must be a positive integer below 2^62 on a "
+                "function";
+    return success();
+  }
   return op->emitOpError() << "has unknown nn attribute '" << name << "'";
 }

@@ -57,6 +57,11 @@ def NN_Dialect : Dialect {
       generation keeps it on the step's parameters and data, and generated
       code names the argument's buffer after it.
 
+    * `nn.tokens = <n>` (positive integer, on a function): the tokens one
+      call of a training step trains on, where its data arguments do not
+      show it (micro-batches of their own shapes, one argument per shape);
+      runtimes count throughput by it.
+
     Results of a training step (see `nn-training-step`) say what they are:
 
     * `nn.loss` (unit): the loss, a 0-d float tensor;
@@ -108,6 +113,13 @@ def NN_Dialect : Dialect {
     /// with a loss over classes, vocab), all positive integers.
     static constexpr ::llvm::StringLiteral getPrefixDedupAttrName() {
       return ::llvm::StringLiteral("nn.prefix_dedup");
+    }
+    /// The integer attribute nn-training-step sets on a step whose data
+    /// arguments do not show the tokens it trains on (micro-batches of
+    /// their own shapes: one argument per shape): how many there are, for
+    /// throughput figures.
+    static constexpr ::llvm::StringLiteral getTokensAttrName() {
+      return ::llvm::StringLiteral("nn.tokens");
     }
     /// The unit attribute that marks a function result as the loss.
     static constexpr ::llvm::StringLiteral getLossAttrName() {

@@ -611,3 +611,19 @@ func.func @param_on_op(%x: tensor<4xf32>) {
 func.func @bad_name(%x: tensor<4xf32> {nn.name = 3 : i64}) {
   return
 }
+
+// -----
+
+// nn.tokens counts a step's tokens: a positive integer on a function.
+// expected-error @+1 {{'func.func' op carries 'nn.tokens', which must be a positive integer below 2^62 on a function}}
+func.func @no_tokens() attributes {nn.tokens = 0 : i64} {
+  return
+}
+
+// -----
+
+func.func @tokens_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.relu' op carries 'nn.tokens', which must be a positive integer below 2^62 on a function}}
+  %y = nn.relu %x {nn.tokens = 4 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -14,7 +14,7 @@
 // CHECK: step 200 loss
 // PARAMS: param_0.npy
 // PARAMS: param_3.npy
-// JSON: {"step":1,"loss":{{[0-9.e+-]+}},"tokens_per_s":{{[0-9.]+}},"flops_per_s":{{[0-9.e+-]+}}}
+// JSON: {"step":1,"loss":{{[0-9.e+-]+}},"tokens":{{[0-9]+}},"tokens_per_s":{{[0-9.]+}},"flops_per_s":{{[0-9.e+-]+}}}
 
 func.func @mlp(%x: tensor<16x4xf32> {nn.data}, %t: tensor<16x2xf32> {nn.data},
                %w1: tensor<4x16xf32> {nn.param}, %b1: tensor<16xf32> {nn.param},
