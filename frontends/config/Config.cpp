@@ -178,6 +178,23 @@ LogicalResult loom::config::checkConfig(const Config &config,
   if (run.micro_batches() < 0)
     report("run: micro_batches must be positive, got " +
            std::to_string(run.micro_batches()));
+  for (int c = 0; c < run.micro_batch_shapes_size(); ++c) {
+    const std::string &entry = run.micro_batch_shapes(c);
+    if (entry.empty() ||
+        entry.find_first_not_of("0123456789x*,") != std::string::npos)
+      report("run.micro_batch_shapes[" + std::to_string(c) + "]: '" + entry +
+             "' is not ROWSxLENGTH[*COUNT],... (digits, 'x', '*' and ',' "
+             "only; one entry per composition)");
+  }
+  if (run.micro_batch_shapes_size() && run.micro_batches() > 1)
+    report("run: micro_batches and micro_batch_shapes are exclusive (the "
+           "shapes give the micro-batches)");
+  if (run.micro_batch_shapes_size() > 1 &&
+      (run.data().empty() || run.data() == "synthetic"))
+    report("run: micro_batch_shapes gives " +
+           std::to_string(run.micro_batch_shapes_size()) +
+           " compositions, whose steps read per-step data folders (data: "
+           "DIR with DIR/step<n>), not synthetic data");
   if (run.has_clip_norm() &&
       !(run.clip_norm() > 0 && std::isfinite(run.clip_norm())))
     report("run: clip_norm must be a positive, finite norm, got " +

@@ -96,6 +96,14 @@ std::string loom::capi::getConfigPipeline(const config::Config &config) {
     text << " weight-decay=" << run.weight_decay();
   if (run.micro_batches() > 1)
     text << " micro-batches=" << run.micro_batches();
+  if (run.micro_batch_shapes_size()) {
+    // (Entries hold digits, 'x', '*' and ',' only, which the
+    // configuration checks.)
+    text << " micro-batch-shapes='";
+    for (int c = 0; c < run.micro_batch_shapes_size(); ++c)
+      text << (c ? ";" : "") << run.micro_batch_shapes(c);
+    text << "'";
+  }
   if (run.has_clip_norm())
     text << " clip-norm=" << run.clip_norm();
   if (run.has_schedule()) {

@@ -82,7 +82,10 @@ int loom::interp::runFromConfig(const config::Config &config,
   if (failed(pm.run(*module)))
     return 1;
 
-  train.entry = (forward.getSymName() + "_train_step").str();
+  // (Several compositions of micro-batch shapes: the step's variants, each
+  // step run on the one its data fit.)
+  if (run.micro_batch_shapes_size() <= 1)
+    train.entry = (forward.getSymName() + "_train_step").str();
   if (run.steps() > 0)
     train.steps = run.steps();
   if (run.seed() != 0) // (proto3: 0 is also "not set"; --seed then counts)
