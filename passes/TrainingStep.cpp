@@ -214,6 +214,12 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     if (StringRef(text).trim().empty())
       lists.clear();
     for (StringRef list : lists) {
+      if (list.trim().empty())
+        return emitError(loc)
+               << "nn-training-step: micro-batch-shapes: composition "
+               << compositions.size() + 1 << " of " << lists.size()
+               << " is empty (compositions are separated by ';', their "
+                  "shapes by ',')";
       if (failed(parseComposition(loc, list, compositions.emplace_back())))
         return failure();
       // (Two compositions of the same micro-batches would be variants that

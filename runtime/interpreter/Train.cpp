@@ -445,6 +445,10 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   // Data from per-step folders: each step's batches, and the variant
   // they fit.
   if (stepFolders) {
+    // (Variants of micro-batch compositions say their tokens.)
+    bool composed = llvm::any_of(setup.variants, [](func::FuncOp variant) {
+      return bool(variant->getAttr(loom::nn::NNDialect::getTokensAttrName()));
+    });
     for (int64_t n = 1;; ++n) {
       llvm::SmallString<128> folder(options.dataDir);
       llvm::sys::path::append(folder, "step" + llvm::Twine(n));
@@ -455,33 +459,6 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
       TrainingSetup::StepData stepData;
       std::string shapes;
       llvm::SmallVector<unsigned> absent;
-      // (Every array of the folder is some data argument's: a shape no
-      // variant was compiled for is an error, not data left unread.)
-      std::error_code error;
-      for (llvm::sys::fs::directory_iterator entry(folder, error), end;
-           !error && entry != end; entry.increment(error)) {
-        llvm::StringRef file = llvm::sys::path::filename(entry->path());
-        if (!file.ends_with(".npy"))
-          continue;
-        llvm::StringRef stem = file.drop_back(4);
-        if (llvm::none_of(data, [&](unsigned i) {
-              StringAttr argName = func.getArgAttrOfType<StringAttr>(
-                  i, loom::nn::NNDialect::getNameAttrName());
-              return argName && argName.getValue() == stem;
-            })) {
-          std::string names;
-          for (unsigned i : data)
-            if (StringAttr argName = func.getArgAttrOfType<StringAttr>(
-                    i, loom::nn::NNDialect::getNameAttrName()))
-              names += (names.empty() ? "" : ", ") + argName.getValue().str();
-          return fail("step " + llvm::Twine(n) + ": '" + entry->path() +
-                      "' is read by no data argument of @" + name +
-                      " (they are " + names +
-                      "): a micro-batch shape with no compiled variant?");
-        }
-      }
-      if (error)
-        return fail("cannot list '" + folder + "': " + error.message());
       for (unsigned i : data) {
         StringAttr argName = dataName(i);
         if (!argName)
@@ -498,8 +475,14 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
         llvm::sys::path::append(path, argName.getValue() + ".npy");
         // (No file: no micro-batch of this shape in this step, which fits
         // a variant whose argument has no elements.)
-        if (!llvm::sys::fs::exists(path)) {
+        if (!llvm::sys::fs::exists(path) &&
+            llvm::any_of(setup.variants, [&](func::FuncOp variant) {
+              return cast<RankedTensorType>(variant.getArgumentTypes()[i])
+                         .getNumElements() == 0;
+            })) {
           absent.push_back(i);
+          shapes += (shapes.empty() ? "" : ", ") +
+                    argName.getValue().str() + " (no file)";
           continue;
         }
         llvm::Expected<Tensor> tensor =
@@ -514,9 +497,38 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
       if (stepData.batches.empty())
         return fail("step " + llvm::Twine(n) + ": '" + folder +
                     "' holds no data argument's array");
-      for (unsigned i : absent)
-        shapes += (shapes.empty() ? "" : ", ") + dataName(i).getValue().str() +
-                  " (no file)";
+      if (composed) {
+        // (An array of a micro-batch shape, NAME_ROWSxLENGTH, that no
+        // argument reads: a shape no composition was compiled for, an
+        // error rather than data left unread.)
+        std::error_code error;
+        for (llvm::sys::fs::directory_iterator entry(folder, error), end;
+             !error && entry != end; entry.increment(error)) {
+          llvm::StringRef file = llvm::sys::path::filename(entry->path());
+          if (!file.consume_back(".npy"))
+            continue;
+          auto [base, shape] = file.rsplit('_');
+          auto [rowsText, lengthText] = shape.split('x');
+          unsigned rows = 0, length = 0;
+          if (base.empty() || rowsText.getAsInteger(10, rows) ||
+              lengthText.getAsInteger(10, length) ||
+              llvm::none_of(data, [&](unsigned i) {
+                return dataName(i).getValue().starts_with(base.str() + "_");
+              }) ||
+              llvm::any_of(data, [&](unsigned i) {
+                return dataName(i).getValue() == file;
+              }))
+            continue;
+          std::string names;
+          for (unsigned i : data)
+            names += (names.empty() ? "" : ", ") + dataName(i).getValue().str();
+          return fail("step " + llvm::Twine(n) + ": '" + entry->path() +
+                      "' is the array of a micro-batch shape no variant of @" +
+                      name + " was compiled for (they read " + names + ")");
+        }
+        if (error)
+          return fail("cannot list '" + folder + "': " + error.message());
+      }
       std::optional<unsigned> fits;
       for (auto [v, variant] : llvm::enumerate(setup.variants)) {
         bool all = true;
@@ -598,11 +610,11 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
         loom::nn::NNDialect::getTokensAttrName());
   };
   if (IntegerAttr said = tokensAttr(func))
-    tokensPerStep = said.getInt();
+    tokensPerStep = said.getValue().getSExtValue();
   // (Each variant's: the same argument, its shape.)
   for (func::FuncOp variant : setup.variants) {
     if (IntegerAttr said = tokensAttr(variant)) {
-      setup.variantTokens.push_back(said.getInt());
+      setup.variantTokens.push_back(said.getValue().getSExtValue());
       setup.variantFlops.push_back(nn::countModelFlops(variant));
       continue;
     }

@@ -1,4 +1,5 @@
 // RUN: loom-opt %s --nn-training-step="optimizer=sgd lr=0.1 micro-batch-shapes=1x6*2,2x3*2;2x6*2;2x3*4" | FileCheck %s
+// RUN: loom-opt %s --nn-training-step="optimizer=sgd lr=0.1 micro-batch-shapes=1x6*2,2x3*2;2x6*2;2x3*4" | FileCheck %s --check-prefix=UNUSED
 
 // Several compositions of micro-batch shapes (separated by ';'), each
 // holding the forward's 24 tokens: one step per composition, variants of
@@ -53,3 +54,25 @@ func.func @lm(%tokens: tensor<4x6xi64> {nn.data},
 // CHECK-COUNT-4: nn.cross_entropy %{{.*}}, %{{.*}} {normalizer = 2.400000e+01 : f64} : tensor<2x3x8xf32>, tensor<2x3xi64>
 // CHECK-NOT: nn.cross_entropy %
 // CHECK: nn.sgd_update
+
+// No op of a variant reads the arguments of the shapes it lacks (each NOT
+// spans the whole body, to the return).
+// UNUSED-LABEL: func.func @lm_train_step(
+// UNUSED-SAME: %[[A:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "tokens_2x6"}, %[[B:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "targets_2x6"})
+// UNUSED-NOT: {{%}}[[A]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[B]]{{[^0-9]}}
+// UNUSED: return
+// UNUSED-LABEL: func.func @lm_train_step_v1(
+// UNUSED-SAME: %[[A1:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "tokens_1x6"}, %[[B1:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "targets_1x6"}, %[[A2:[a-z0-9_]+]]: tensor<0x3xi64> {nn.data, nn.name = "tokens_2x3"}, %[[B2:[a-z0-9_]+]]: tensor<0x3xi64> {nn.data, nn.name = "targets_2x3"}
+// UNUSED-NOT: {{%}}[[A1]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[B1]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[A2]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[B2]]{{[^0-9]}}
+// UNUSED: return
+// UNUSED-LABEL: func.func @lm_train_step_v2(
+// UNUSED-SAME: %[[C1:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "tokens_1x6"}, %[[D1:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "targets_1x6"}, %{{[a-z0-9_]+}}: tensor<8x3xi64> {nn.data, nn.name = "tokens_2x3"}, %{{[a-z0-9_]+}}: tensor<8x3xi64> {nn.data, nn.name = "targets_2x3"}, %[[C2:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "tokens_2x6"}, %[[D2:[a-z0-9_]+]]: tensor<0x6xi64> {nn.data, nn.name = "targets_2x6"})
+// UNUSED-NOT: {{%}}[[C1]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[D1]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[C2]]{{[^0-9]}}
+// UNUSED-NOT: {{%}}[[D2]]{{[^0-9]}}
+// UNUSED: return

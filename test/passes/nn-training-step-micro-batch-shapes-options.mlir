@@ -32,6 +32,8 @@ func.func @rows(%x: tensor<4xf32> {nn.data}, %w: tensor<f32> {nn.param}) -> tens
 // RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;;4x3*2" 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;4x3*2;4x3" 2>&1 | FileCheck %s --check-prefix=SHORT
 // RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;4x3*2;4x3,4x3" 2>&1 | FileCheck %s --check-prefix=SAME
-// EMPTY: error: nn-training-step: micro-batch-shapes: the composition '' names no shape (compositions are separated by ';', their shapes by ',')
+// EMPTY: error: nn-training-step: micro-batch-shapes: composition 2 of 3 is empty (compositions are separated by ';', their shapes by ',')
+// RUN: not loom-opt %s --nn-training-step="func=lm micro-batch-shapes=2x6*2;" 2>&1 | FileCheck %s --check-prefix=TRAILING
+// TRAILING: error: nn-training-step: micro-batch-shapes: composition 2 of 2 is empty
 // SHORT: error: micro-batch-shapes (1 x 4x3, composition 3 of 3) hold 12 tokens, but @lm's batch holds 4x6 = 24
 // SAME: error: nn-training-step: micro-batch-shapes: compositions 2 and 3 hold the same micro-batches ('4x3,4x3')

@@ -282,6 +282,7 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   if (name == getTokensAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !value ||
+        !value.getType().isSignlessInteger() ||
         !value.getValue().isStrictlyPositive() ||
         value.getValue().getActiveBits() > 62)
       return op->emitOpError()

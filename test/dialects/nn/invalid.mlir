@@ -622,6 +622,13 @@ func.func @no_tokens() attributes {nn.tokens = 0 : i64} {
 
 // -----
 
+// expected-error @+1 {{'func.func' op carries 'nn.tokens', which must be a positive integer below 2^62 on a function}}
+func.func @unsigned_tokens() attributes {nn.tokens = 4 : ui64} {
+  return
+}
+
+// -----
+
 func.func @tokens_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'nn.relu' op carries 'nn.tokens', which must be a positive integer below 2^62 on a function}}
   %y = nn.relu %x {nn.tokens = 4 : i64} : tensor<4xf32>
