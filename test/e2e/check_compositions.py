@@ -39,7 +39,7 @@ import sys
 
 import numpy as np
 
-from check_layout import fresh, relative, run
+from check_layout import fresh, param_errors, relative, run
 
 ROWS = 16  # the padded reference's rows (the most any composition holds)
 SEQ = 16   # the longest sequence
@@ -158,14 +158,7 @@ def compare(args, got, ref, got_dir, ref_dir, what):
                  f"{len(norm)} ({what}) and {len(ref_norm)} (reference)")
     loss_error = max(relative([x], [y]) for x, y in zip(loss, ref_loss))
     norm_error = max(relative([x], [y]) for x, y in zip(norm, ref_norm))
-    param_error, k = 0.0, 0
-    while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
-        param_error = max(param_error, relative(
-            np.load(os.path.join(got_dir, f"param_{k}.npy")),
-            np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
-        k += 1
-    if not k:
-        sys.exit("FAIL: no parameters were written")
+    param_error, k = param_errors(got_dir, ref_dir, what)
     clipped = sum(1 for x in ref_norm if x > args.clip)
     if not max(loss_error, norm_error, param_error) <= args.tolerance:
         sys.exit(f"FAIL: compositions ({what}) differ from the padded "

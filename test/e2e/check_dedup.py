@@ -37,7 +37,7 @@ import sys
 
 import numpy as np
 
-from check_layout import fresh, losses, relative, run
+from check_layout import fresh, losses, param_errors, relative, run
 
 
 def make_batch(rng, prompts, group, vocab, seq):
@@ -180,14 +180,7 @@ def compare(args, host, ref, host_dir, ref_dir, what):
         sys.exit(f"FAIL: expected {args.steps} losses, got {len(ref_loss)} "
                  f"(plain) and {len(loss)} (deduplicated)")
     loss_error = max(relative([h], [r]) for h, r in zip(loss, ref_loss))
-    param_error, k = 0.0, 0
-    while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
-        param_error = max(param_error, relative(
-            np.load(os.path.join(host_dir, f"param_{k}.npy")),
-            np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
-        k += 1
-    if not k:
-        sys.exit("FAIL: no parameters were written")
+    param_error, k = param_errors(host_dir, ref_dir, what)
     if (not loss_error <= args.tolerance or
             not param_error <= args.tolerance):
         sys.exit(f"FAIL: deduplicated training differs from the plain "

@@ -394,6 +394,20 @@ def grad_norms(text):
             re.findall(r"^step \d+ loss \S+ grad_norm (\S+)", text, re.M)]
 
 
+def param_errors(out_dir, ref_dir, what):
+    """The worst relative error of the parameters a run wrote
+    (param_<k>.npy) against a reference run's, and how many there are."""
+    worst, k = 0.0, 0
+    while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
+        worst = max(worst, relative(
+            np.load(os.path.join(out_dir, f"param_{k}.npy")),
+            np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
+        k += 1
+    if not k:
+        sys.exit(f"FAIL: no parameters were written ({what})")
+    return worst, k
+
+
 def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
     """Loss and parameter errors of a run against a reference run."""
     loss, ref_loss = losses(text), losses(ref_text)
@@ -401,15 +415,7 @@ def compare_runs(args, text, out_dir, ref_text, ref_dir, what):
         sys.exit(f"FAIL: expected {args.host_steps} losses, got "
                  f"{len(ref_loss)} and {len(loss)} ({what})")
     loss_error = max(relative([h], [r]) for h, r in zip(loss, ref_loss))
-    param_error = 0.0
-    k = 0
-    while os.path.exists(os.path.join(ref_dir, f"param_{k}.npy")):
-        param_error = max(param_error, relative(
-            np.load(os.path.join(out_dir, f"param_{k}.npy")),
-            np.load(os.path.join(ref_dir, f"param_{k}.npy"))))
-        k += 1
-    if not k:
-        sys.exit(f"FAIL: no parameters were written ({what})")
+    param_error, k = param_errors(out_dir, ref_dir, what)
     # With clipping, the global gradient norm of every step.
     norm, ref_norm = grad_norms(text), grad_norms(ref_text)
     if len(norm) != len(ref_norm) or (norm and len(norm) != args.host_steps):
