@@ -523,7 +523,18 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
     OpBuilder builder = OpBuilder::atBlockEnd(entry);
     Value loss;
     SmallVector<Value> sums(grads[0].gradients.paramGrads.size());
+    // (Sums of several micro-batches in f32 at least: a bf16 or f16
+    // gradient is widened before it is added, and the sum narrowed back
+    // once at the end.)
+    int64_t microBatches = 0;
+    for (const MicroBatchForward &split : splits)
+      microBatches += split.count;
     auto accumulate = [&](Value sum, Value value) -> Value {
+      auto type = cast<RankedTensorType>(value.getType());
+      if (microBatches > 1 && isa<FloatType>(type.getElementType()) &&
+          type.getElementType().getIntOrFloatBitWidth() < 32)
+        value = nn::CastOp::create(builder, value.getLoc(),
+                                   type.clone(builder.getF32Type()), value);
       if (!sum)
         return value;
       return nn::AddOp::create(builder, value.getLoc(), sum, value);
@@ -559,6 +570,14 @@ struct TrainingStepPass : loom::impl::TrainingStepPassBase<TrainingStepPass> {
           sums[j] = accumulate(sums[j], mapping.lookupOrDefault(paramGrad));
       }
     }
+    auto narrow = [&](Value sum, Value like) -> Value {
+      if (sum.getType() == like.getType())
+        return sum;
+      return nn::CastOp::create(builder, sum.getLoc(), like.getType(), sum);
+    };
+    loss = narrow(loss, grads[0].gradients.loss);
+    for (auto [j, paramGrad] : llvm::enumerate(grads[0].gradients.paramGrads))
+      sums[j] = narrow(sums[j], paramGrad);
     return {loss, sums};
   }
 
