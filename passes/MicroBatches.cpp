@@ -354,7 +354,13 @@ struct Retype {
       ArrayRef<int64_t> oldPart = input.slice(i0, i - i0),
                         newPart = newInput.slice(i0, i - i0),
                         resultPart = result.slice(j0, j - j0);
-      if (oldPart == newPart) {
+      // (The leading group of a batch value holds the rows; where it is the
+      // flattened rows and positions, a micro-batch of as many tokens in
+      // another shape leaves it alone, but its unflattening changes.)
+      bool unflattens = i0 == 0 && oldPart.size() == 1 &&
+                        resultPart.size() > 1 &&
+                        (rows != batch || seq != length);
+      if (oldPart == newPart && !unflattens) {
         llvm::append_range(out, resultPart);
         continue;
       }
