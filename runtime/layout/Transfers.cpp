@@ -30,9 +30,11 @@ bool contains(const Shard &shard, const Ints &lo, const Ints &hi) {
   return true;
 }
 
-/// The bytes `device` has sent so far according to `sent` (0 when absent).
-int64_t bytesOf(const std::map<int64_t, int64_t> &sent, int64_t device) {
-  auto it = sent.find(device);
+/// The bytes `key` (a device, a link) has sent so far according to `sent`
+/// (0 when absent).
+template <typename Key>
+int64_t bytesOf(const std::map<Key, int64_t> &sent, const Key &key) {
+  auto it = sent.find(key);
   return it == sent.end() ? 0 : it->second;
 }
 
@@ -234,7 +236,8 @@ absl::Status checkReducibleSource(const Layout &from) {
 absl::StatusOr<TransferPlan>
 loom::layout::planTransfers(const Layout &from, const Layout &to,
                             const std::vector<int64_t> &shape,
-                            int64_t elementBytes, int64_t maxCells) {
+                            int64_t elementBytes, int64_t maxCells,
+                            const SenderChoice &choice) {
   if (absl::Status status = checkStaticShape(shape); !status.ok())
     return status;
   const std::string advice = "reduce them (collectives) before a send/recv plan";
@@ -254,6 +257,17 @@ loom::layout::planTransfers(const Layout &from, const Layout &to,
   std::vector<Ints> cuts = getCommonCuts(shape, {&*sources, &*destinations});
 
   TransferPlan plan;
+  auto nodeOf = [&](int64_t device) -> int64_t {
+    if (!choice.nodeOf)
+      return 0;
+    auto it = choice.nodeOf->find(device);
+    return it == choice.nodeOf->end() ? 0 : it->second;
+  };
+  const std::map<int64_t, int64_t> &deviceLoad =
+      choice.deviceLoad ? *choice.deviceLoad : plan.sent;
+  std::map<std::pair<int64_t, int64_t>, int64_t> ownLinkLoad;
+  std::map<std::pair<int64_t, int64_t>, int64_t> &linkLoad =
+      choice.linkLoad ? *choice.linkLoad : ownLinkLoad;
   // Cells per (source, destination).
   std::map<std::pair<int64_t, int64_t>, std::vector<Span>> cells;
   int64_t visited = 0;
@@ -273,14 +287,52 @@ loom::layout::planTransfers(const Layout &from, const Layout &to,
           if (own && contains(*own, lo, hi))
             return absl::OkStatus();
           int64_t bytes = elements * elementBytes;
-          std::optional<int64_t> sender;
-          for (auto &[device, shard] : *sources)
-            if (contains(shard, lo, hi))
-              offerLeastLoaded(sender, device, plan.sent);
-          if (!sender)
+          int64_t home = nodeOf(destination);
+          // The holders, and what that forces on every plan.
+          Ints holders;
+          bool homeHolds = false;
+          std::optional<int64_t> onlyNode;
+          bool oneNode = true;
+          for (auto &[device, shard] : *sources) {
+            if (!contains(shard, lo, hi))
+              continue;
+            holders.push_back(device);
+            int64_t node = nodeOf(device);
+            homeHolds |= node == home;
+            if (onlyNode && *onlyNode != node)
+              oneNode = false;
+            onlyNode = node;
+          }
+          if (holders.empty())
             return invalid("no source device holds a piece the target needs "
                            "(the source layout does not cover the tensor)");
+          if (holders.size() == 1)
+            plan.forcedSent[holders.front()] += bytes;
+          if (!homeHolds) {
+            plan.crossNodeIn[home] += bytes;
+            if (oneNode)
+              plan.forcedLink[{*onlyNode, home}] += bytes;
+          }
+          // The sender: on the destination's node if one holds the piece,
+          // else over the least loaded link; then the least loaded device.
+          std::optional<int64_t> sender;
+          std::tuple<int64_t, int64_t, int64_t, int64_t> best;
+          for (int64_t device : holders) {
+            int64_t node = nodeOf(device);
+            bool cross = node != home;
+            std::tuple<int64_t, int64_t, int64_t, int64_t> key{
+                cross, cross ? bytesOf(linkLoad, std::make_pair(node, home)) : 0,
+                bytesOf(deviceLoad, device), device};
+            if (!sender || key < best) {
+              sender = device;
+              best = key;
+            }
+          }
           plan.sent[*sender] += bytes;
+          if (choice.deviceLoad)
+            (*choice.deviceLoad)[*sender] += bytes;
+          if (nodeOf(*sender) != home)
+            linkLoad[{nodeOf(*sender), home}] += bytes;
           plan.received[destination] += bytes;
           plan.totalBytes += bytes;
           cells[{*sender, destination}].push_back({lo, hi});

@@ -46,6 +46,31 @@ struct TransferPlan {
   /// Per device: bytes sent and received in all.
   std::map<int64_t, int64_t> sent, received;
   int64_t totalBytes = 0;
+  /// What any plan between the two layouts must move, for lower bounds:
+  /// per device, the bytes it alone holds of what others lack (it must send
+  /// them); with a SenderChoice's nodes, per destination node the bytes
+  /// its devices lack that no device of the node holds (they must cross
+  /// nodes), and per (source node, destination node) the part of those
+  /// held on that one source node only.
+  std::map<int64_t, int64_t> forcedSent;
+  std::map<int64_t, int64_t> crossNodeIn;
+  std::map<std::pair<int64_t, int64_t>, int64_t> forcedLink;
+};
+
+/// How planTransfers picks the sender of a piece among the devices holding
+/// it, when the plan is one of several moved together (a strategy switch
+/// moves a whole parameter set). With `nodeOf` (device to node; a device
+/// absent from it is on node 0), a holder on the destination's node is
+/// preferred, so a piece crosses nodes only when the destination's node
+/// holds none of it; between holders on other nodes, the least loaded link
+/// (source node, destination node) wins; then the device that has sent the
+/// fewest bytes, then the lowest id. The loads start from and are added to
+/// `deviceLoad` and `linkLoad` (bytes sent so far, carried from one call to
+/// the next); without them, from this plan's own `sent`.
+struct SenderChoice {
+  const std::map<int64_t, int64_t> *nodeOf = nullptr;
+  std::map<int64_t, int64_t> *deviceLoad = nullptr;
+  std::map<std::pair<int64_t, int64_t>, int64_t> *linkLoad = nullptr;
 };
 
 /// The send/recv plan that turns a tensor of static `shape`, laid out as
@@ -55,7 +80,8 @@ struct TransferPlan {
 absl::StatusOr<TransferPlan> planTransfers(const Layout &from, const Layout &to,
                                            const std::vector<int64_t> &shape,
                                            int64_t elementBytes,
-                                           int64_t maxCells = 1 << 20);
+                                           int64_t maxCells = 1 << 20,
+                                           const SenderChoice &choice = {});
 
 /// An all-reduce of one box among devices that each hold one contribution
 /// to it, a ring over `devices` in order (Collectives.h: chunk j reduced at

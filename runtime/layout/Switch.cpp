@@ -1,0 +1,406 @@
+//===- Switch.cpp - Moving a parameter set between layouts ----------------===//
+
+#include "runtime/layout/Switch.h"
+
+#include "runtime/layout/Boxes.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+
+using namespace loom::layout;
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+using DeviceShards = std::map<int64_t, Shard>;
+
+absl::Status invalid(const std::string &message) {
+  return absl::InvalidArgumentError(message);
+}
+
+std::string named(const SwitchTensor &tensor) {
+  return "tensor '" + tensor.name + "'";
+}
+
+/// Every device's shard of `tensor` under `layout`; InvalidArgument, naming
+/// the tensor, where the layout does not fit or holds partial sums.
+absl::StatusOr<DeviceShards> shardsOf(const SwitchTensor &tensor,
+                                      const Layout &layout,
+                                      const std::string &role) {
+  if (absl::Status status = checkLayout(layout, tensor.shape); !status.ok())
+    return invalid(named(tensor) + ": the " + role + " layout " +
+                   layout.str() + " does not fit shape " +
+                   toString(tensor.shape) + ": " +
+                   std::string(status.message()));
+  DeviceShards shards;
+  for (int64_t device : layout.getDevices()) {
+    absl::StatusOr<Shard> shard = getShard(layout, tensor.shape, device);
+    if (!shard.ok())
+      return invalid(named(tensor) + ": " + std::string(shard.status().message()));
+    if (shard->numPartials > 1)
+      return invalid(named(tensor) + ": the " + role + " layout " +
+                     layout.str() + " holds partial sums on device " +
+                     std::to_string(device) +
+                     "; a switch moves complete values");
+    shards.emplace(device, *std::move(shard));
+  }
+  return shards;
+}
+
+int64_t bytesOf(const Shard &shard, int64_t elementBytes) {
+  return shard.getNumElements() * elementBytes;
+}
+
+/// The elements `a` and `b` have in common.
+int64_t overlapElements(const Shard &a, const Shard &b) {
+  Box common;
+  if (!intersect({a.offsets, a.sizes}, {b.offsets, b.sizes}, common))
+    return 0;
+  int64_t elements = 1;
+  for (int64_t size : common.sizes)
+    elements *= size;
+  return elements;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+/// `layout` with every device renamed by `relabelling`.
+Layout relabel(Layout layout, const std::map<int64_t, int64_t> &relabelling) {
+  for (Member &member : layout.members)
+    for (int64_t &device : member.devices) {
+      auto it = relabelling.find(device);
+      if (it != relabelling.end())
+        device = it->second;
+    }
+  return layout;
+}
+
+} // namespace
+
+absl::StatusOr<std::vector<int64_t>>
+loom::layout::solveAssignment(const std::vector<std::vector<int64_t>> &cost) {
+  size_t n = cost.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (cost[i].size() != n)
+      return invalid("an assignment needs a square cost matrix; row " +
+                     std::to_string(i) + " has " +
+                     std::to_string(cost[i].size()) + " entries for " +
+                     std::to_string(n) + " rows");
+    for (int64_t c : cost[i])
+      if (c < 0)
+        return invalid("an assignment needs non-negative costs; row " +
+                       std::to_string(i) + " has " + std::to_string(c));
+  }
+  if (n == 0)
+    return std::vector<int64_t>{};
+  // Rows and columns from 1; column 0 is the virtual start of each
+  // augmenting path. u, v: the potentials (u[i] + v[j] <= cost, tight on
+  // the matching); match[j]: the row matched to column j.
+  const int64_t infinity = std::numeric_limits<int64_t>::max() / 4;
+  std::vector<int64_t> u(n + 1, 0), v(n + 1, 0);
+  std::vector<size_t> match(n + 1, 0), previous(n + 1, 0);
+  for (size_t row = 1; row <= n; ++row) {
+    match[0] = row;
+    size_t column = 0;
+    std::vector<int64_t> slack(n + 1, infinity);
+    std::vector<char> visited(n + 1, 0);
+    // Grow the tree of tight edges from `row` until it reaches a free
+    // column, raising the potentials by the least slack each time.
+    do {
+      visited[column] = 1;
+      size_t current = match[column], next = 0;
+      int64_t delta = infinity;
+      for (size_t j = 1; j <= n; ++j) {
+        if (visited[j])
+          continue;
+        int64_t reduced = cost[current - 1][j - 1] - u[current] - v[j];
+        if (reduced < slack[j]) {
+          slack[j] = reduced;
+          previous[j] = column;
+        }
+        if (slack[j] < delta) {
+          delta = slack[j];
+          next = j;
+        }
+      }
+      for (size_t j = 0; j <= n; ++j) {
+        if (visited[j]) {
+          u[match[j]] += delta;
+          v[j] -= delta;
+        } else {
+          slack[j] -= delta;
+        }
+      }
+      column = next;
+    } while (match[column] != 0);
+    // Flip the augmenting path.
+    do {
+      size_t before = previous[column];
+      match[column] = match[before];
+      column = before;
+    } while (column != 0);
+  }
+  std::vector<int64_t> result(n, 0);
+  for (size_t j = 1; j <= n; ++j)
+    result[match[j] - 1] = static_cast<int64_t>(j - 1);
+  return result;
+}
+
+absl::StatusOr<SwitchPlan>
+loom::layout::planSwitch(const std::vector<SwitchTensor> &tensors,
+                         const Topology &topology,
+                         const SwitchOptions &options) {
+  size_t count = tensors.size();
+  std::vector<DeviceShards> sources(count), targets(count);
+  for (size_t t = 0; t < count; ++t) {
+    const SwitchTensor &tensor = tensors[t];
+    if (tensor.elementBytes <= 0)
+      return invalid(named(tensor) + ": elements of " +
+                     std::to_string(tensor.elementBytes) + " bytes");
+    absl::StatusOr<DeviceShards> from = shardsOf(tensor, tensor.from, "source");
+    if (!from.ok())
+      return from.status();
+    absl::StatusOr<DeviceShards> to = shardsOf(tensor, tensor.to, "target");
+    if (!to.ok())
+      return to.status();
+    sources[t] = *std::move(from);
+    targets[t] = *std::move(to);
+  }
+  auto nodeOf = [&](int64_t device) -> int64_t {
+    auto it = topology.nodeOf.find(device);
+    return it == topology.nodeOf.end() ? 0 : it->second;
+  };
+  auto kindOf = [&](int64_t device) -> std::string {
+    auto it = topology.kindOf.find(device);
+    return it == topology.kindOf.end() ? std::string() : it->second;
+  };
+
+  // What device `p` lacks of the blocks the targets give device `r`.
+  auto lack = [&](int64_t role, int64_t device) {
+    int64_t bytes = 0;
+    for (size_t t = 0; t < count; ++t) {
+      auto target = targets[t].find(role);
+      if (target == targets[t].end())
+        continue;
+      int64_t missing = target->second.getNumElements();
+      auto own = sources[t].find(device);
+      if (own != sources[t].end())
+        missing -= overlapElements(target->second, own->second);
+      bytes += missing * tensors[t].elementBytes;
+    }
+    return bytes;
+  };
+
+  // The roles, by class of interchangeable devices (node, kind); the best
+  // relabelling inside each class. Among relabellings of equal volume the
+  // assignment prefers the one that renames the fewest devices (identity
+  // first), by a tie-breaking term below one byte.
+  std::map<std::pair<int64_t, std::string>, Ints> classes;
+  for (const DeviceShards &shards : targets)
+    for (auto &entry : shards) {
+      Ints &members = classes[{nodeOf(entry.first), kindOf(entry.first)}];
+      if (std::find(members.begin(), members.end(), entry.first) ==
+          members.end())
+        members.push_back(entry.first);
+    }
+  SwitchPlan plan;
+  std::map<int64_t, int64_t> best;
+  for (auto &[key, members] : classes) {
+    std::sort(members.begin(), members.end());
+    int64_t n = static_cast<int64_t>(members.size());
+    std::vector<std::vector<int64_t>> cost(n, std::vector<int64_t>(n, 0));
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t p = 0; p < n; ++p) {
+        int64_t bytes = lack(members[r], members[p]);
+        if (bytes > std::numeric_limits<int64_t>::max() / (4 * (n + 1)))
+          return invalid("a switch of more than " +
+                         std::to_string(std::numeric_limits<int64_t>::max() /
+                                        (4 * (n + 1))) +
+                         " bytes per device");
+        cost[r][p] = bytes * (n + 1) + (r != p ? 1 : 0);
+      }
+    absl::StatusOr<Ints> assignment = solveAssignment(cost);
+    if (!assignment.ok())
+      return assignment.status();
+    for (int64_t r = 0; r < n; ++r) {
+      plan.identityMinimum += lack(members[r], members[r]);
+      plan.relabelledMinimum += lack(members[r], members[(*assignment)[r]]);
+      best[members[r]] = members[(*assignment)[r]];
+    }
+  }
+  for (auto &[key, members] : classes)
+    for (int64_t device : members)
+      plan.relabelling[device] = options.relabel ? best[device] : device;
+
+  // Every tensor's transfers, senders balanced over the whole set.
+  std::map<int64_t, int64_t> deviceLoad;
+  std::map<std::pair<int64_t, int64_t>, int64_t> linkLoad;
+  SenderChoice choice{&topology.nodeOf, &deviceLoad, &linkLoad};
+  std::map<std::pair<int64_t, int64_t>, SwitchMessage> messages;
+  std::map<int64_t, int64_t> forcedSent, crossNodeIn, lacking;
+  std::map<std::pair<int64_t, int64_t>, int64_t> forcedLink;
+  std::set<int64_t> holders, holderNodes;
+  for (size_t t = 0; t < count; ++t) {
+    const SwitchTensor &tensor = tensors[t];
+    Layout target = relabel(tensor.to, plan.relabelling);
+    absl::StatusOr<TransferPlan> transfers =
+        planTransfers(tensor.from, target, tensor.shape, tensor.elementBytes,
+                      options.maxCells, choice);
+    if (!transfers.ok())
+      return invalid(named(tensor) + ": " +
+                     std::string(transfers.status().message()));
+    for (const Transfer &transfer : transfers->transfers) {
+      SwitchMessage &message =
+          messages[{transfer.source, transfer.destination}];
+      message.source = transfer.source;
+      message.destination = transfer.destination;
+      message.pieces.push_back({static_cast<int64_t>(t), transfer.offsets,
+                                transfer.sizes, transfer.bytes});
+      message.bytes += transfer.bytes;
+      plan.sent[transfer.source] += transfer.bytes;
+      plan.received[transfer.destination] += transfer.bytes;
+      plan.totalBytes += transfer.bytes;
+      int64_t from = nodeOf(transfer.source), to = nodeOf(transfer.destination);
+      if (from != to)
+        plan.linkBytes[{from, to}] += transfer.bytes;
+    }
+    for (auto &[device, bytes] : transfers->forcedSent)
+      forcedSent[device] += bytes;
+    for (auto &[node, bytes] : transfers->crossNodeIn)
+      crossNodeIn[node] += bytes;
+    for (auto &[link, bytes] : transfers->forcedLink)
+      forcedLink[link] += bytes;
+    for (auto &[device, shard] : sources[t])
+      if (shard.getNumElements() > 0) {
+        holders.insert(device);
+        holderNodes.insert(nodeOf(device));
+      }
+    // What each device of the relabelled target lacks, independently of
+    // the transfers (the receive bound), and what stays.
+    for (auto &[role, block] : targets[t]) {
+      int64_t device = plan.relabelling.at(role);
+      int64_t bytes = bytesOf(block, tensor.elementBytes);
+      auto own = sources[t].find(device);
+      int64_t kept = own == sources[t].end()
+                         ? 0
+                         : overlapElements(block, own->second) *
+                               tensor.elementBytes;
+      lacking[device] += bytes - kept;
+      plan.keptBytes += kept;
+    }
+    plan.targets.push_back(std::move(target));
+  }
+  for (auto &entry : messages)
+    plan.messages.push_back(std::move(entry.second));
+
+  // The figures and their bounds (Switch.h).
+  for (auto &[device, bytes] : plan.sent)
+    plan.maxSent = std::max(plan.maxSent, bytes);
+  for (auto &[device, bytes] : plan.received)
+    plan.maxReceived = std::max(plan.maxReceived, bytes);
+  for (auto &[device, bytes] : lacking)
+    plan.maxReceivedBound = std::max(plan.maxReceivedBound, bytes);
+  plan.maxSentBound =
+      ceilDiv(plan.totalBytes, static_cast<int64_t>(holders.size()));
+  for (auto &[device, bytes] : forcedSent)
+    plan.maxSentBound = std::max(plan.maxSentBound, bytes);
+  for (auto &[link, bytes] : plan.linkBytes) {
+    plan.maxLink = std::max(plan.maxLink, bytes);
+    plan.crossNodeBytes += bytes;
+  }
+  for (auto &[link, bytes] : forcedLink)
+    plan.maxLinkBound = std::max(plan.maxLinkBound, bytes);
+  for (auto &[node, bytes] : crossNodeIn) {
+    plan.crossNodeBound += bytes;
+    int64_t others = static_cast<int64_t>(holderNodes.size()) -
+                     (holderNodes.count(node) ? 1 : 0);
+    plan.maxLinkBound = std::max(plan.maxLinkBound, ceilDiv(bytes, others));
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<std::map<int64_t, std::vector<char>>>>
+loom::layout::executeSwitch(
+    const SwitchPlan &plan, const std::vector<SwitchTensor> &tensors,
+    const std::vector<std::map<int64_t, std::vector<char>>> &sources) {
+  size_t count = tensors.size();
+  if (sources.size() != count || plan.targets.size() != count)
+    return invalid("a switch of " + std::to_string(count) + " tensors given " +
+                   std::to_string(sources.size()) + " tensors' shards and a "
+                   "plan of " + std::to_string(plan.targets.size()));
+  std::vector<DeviceShards> from(count), to(count);
+  std::vector<std::map<int64_t, std::vector<char>>> result(count);
+  for (size_t t = 0; t < count; ++t) {
+    const SwitchTensor &tensor = tensors[t];
+    absl::StatusOr<DeviceShards> before = shardsOf(tensor, tensor.from, "source");
+    if (!before.ok())
+      return before.status();
+    from[t] = *std::move(before);
+    for (auto &[device, shard] : from[t]) {
+      auto data = sources[t].find(device);
+      if (data == sources[t].end() ||
+          static_cast<int64_t>(data->second.size()) !=
+              bytesOf(shard, tensor.elementBytes))
+        return invalid(named(tensor) + ": device " + std::to_string(device) +
+                       " needs a source shard of " +
+                       std::to_string(bytesOf(shard, tensor.elementBytes)) +
+                       " bytes");
+    }
+    SwitchTensor relabelled = tensor;
+    relabelled.to = plan.targets[t];
+    absl::StatusOr<DeviceShards> after = shardsOf(relabelled, relabelled.to, "target");
+    if (!after.ok())
+      return after.status();
+    to[t] = *std::move(after);
+    // What each device keeps.
+    for (auto &[device, block] : to[t]) {
+      std::vector<char> &out = result[t][device];
+      out.assign(static_cast<size_t>(bytesOf(block, tensor.elementBytes)), 0);
+      auto own = from[t].find(device);
+      if (own != from[t].end())
+        copyOverlap(sources[t].at(device).data(),
+                    {own->second.offsets, own->second.sizes}, out.data(),
+                    {block.offsets, block.sizes}, tensor.elementBytes);
+    }
+  }
+  // What each receives.
+  for (const SwitchMessage &message : plan.messages)
+    for (const SwitchPiece &piece : message.pieces) {
+      size_t t = static_cast<size_t>(piece.tensor);
+      const Shard &source = from[t].at(message.source);
+      const Shard &block = to[t].at(message.destination);
+      Ints sourceStart, blockStart;
+      for (size_t d = 0; d < piece.offsets.size(); ++d) {
+        sourceStart.push_back(piece.offsets[d] - source.offsets[d]);
+        blockStart.push_back(piece.offsets[d] - block.offsets[d]);
+      }
+      copyBox(sources[t].at(message.source).data(), source.sizes, sourceStart,
+              result[t][message.destination].data(), block.sizes, blockStart,
+              piece.sizes, tensors[t].elementBytes);
+    }
+  return result;
+}
+
+std::string loom::layout::describeSwitch(const SwitchPlan &plan) {
+  auto text = [](int64_t value) { return std::to_string(value); };
+  std::string out =
+      "volume " + text(plan.totalBytes) + " bytes (identity minimum " +
+      text(plan.identityMinimum) + ", relabelled minimum " +
+      text(plan.relabelledMinimum) + "), kept " + text(plan.keptBytes) + "\n";
+  out += "messages " + text(static_cast<int64_t>(plan.messages.size())) +
+         ", largest sent " + text(plan.maxSent) + " (bound " +
+         text(plan.maxSentBound) + "), received " + text(plan.maxReceived) +
+         " (bound " + text(plan.maxReceivedBound) + ")\n";
+  out += "cross-node " + text(plan.crossNodeBytes) + " (bound " +
+         text(plan.crossNodeBound) + "), largest link " + text(plan.maxLink) +
+         " (bound " + text(plan.maxLinkBound) + ")\n";
+  std::string moved;
+  for (auto &[role, device] : plan.relabelling)
+    if (role != device)
+      moved += (moved.empty() ? "" : ", ") + text(role) + "->" + text(device);
+  if (!moved.empty())
+    out += "relabelling " + moved + "\n";
+  return out;
+}
