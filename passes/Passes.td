@@ -734,6 +734,44 @@ def SelectSharesPass : Pass<"hspmd-select-shares", "mlir::ModuleOp"> {
   ];
 }
 
+def SwitchPlansPass : Pass<"hspmd-switch-plans", "mlir::ModuleOp"> {
+  let summary = "Prints the plan of every switch between the strategies of a parameter set";
+  let description = [{
+    For every function whose arguments carry strategy sets
+    (`hspmd.layout = #hspmd.strategies<...>`), plans the switch of the whole
+    parameter set between each ordered pair of its strategies
+    (`layout::planSwitch`, runtime/layout/Switch.h) and prints its figures:
+    the bytes moved against the least any plan moves under the identity
+    mapping and under the best relabelling of interchangeable devices (the
+    same node and kind in the module's `hspmd.cluster`), the bytes that stay
+    in place, the number of messages (one per device pair: the switch is one
+    batched exchange), the largest bytes one device sends and receives and
+    on one link between nodes, each against its lower bound, and the
+    relabelling where the plan renames devices. The IR is not changed.
+
+    ```
+    switch plans @step: 2 tensors, strategies "dp", "tp" (optimizer "dp")
+    switch "dp" -> "tp"
+      volume 512 bytes (identity minimum 512, relabelled minimum 512), kept 512
+      messages 2, largest sent 256 (bound 256), received 256 (bound 256)
+      cross-node 0 (bound 0), largest link 0 (bound 0)
+    ```
+
+    Every argument with a strategy set must have a static shape and the same
+    strategies with the same optimizer strategy, each layout fitting its
+    shape, and every `nn.param` argument needs one once any argument has
+    one; otherwise the pass fails with a diagnostic at the argument.
+  }];
+  let options = [
+    Option<"relabel", "relabel", "bool", /*default=*/"false",
+           "Relabel the target's interchangeable devices to move the least">,
+    Option<"from", "from", "std::string", /*default=*/"",
+           "Only the switches from this strategy (default: every pair); "
+           "functions without it are skipped, and a module where none has "
+           "it is an error">,
+  ];
+}
+
 def CommReportPass : Pass<"hspmd-comm-report", "mlir::ModuleOp"> {
   let summary = "Prints the bytes each device sends and receives per step";
   let description = [{
