@@ -367,7 +367,8 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
       return emitError(loc)
              << "layout " << attr
              << " is a strategy set; layout propagation handles one union "
-                "per value (strategies are specialised by a later pass)";
+                "per value (hspmd-specialize-strategies, the first pass of "
+                "loom-partition-pipeline, makes one function per strategy)";
     if (layout.getNumGroups() != 1)
       return emitError(loc)
              << "layout " << layout << " spans " << layout.getNumGroups()

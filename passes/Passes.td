@@ -734,6 +734,37 @@ def SelectSharesPass : Pass<"hspmd-select-shares", "mlir::ModuleOp"> {
   ];
 }
 
+def SpecializeStrategiesPass : Pass<"hspmd-specialize-strategies", "mlir::ModuleOp"> {
+  let summary = "Turns a function with strategy sets into one function per strategy";
+  let description = [{
+    Dynamic graph switching compiles a program once per parallel strategy.
+    A function whose arguments carry strategy sets
+    (`hspmd.layout = #hspmd.strategies<[...], optimizer = "...">`, the same
+    strategies on every argument that has one)
+    is replaced by one function per strategy, `@<name>_<strategy>`, in the
+    set's order, marked `hspmd.strategy = "<strategy>"`:
+
+    * every argument's strategy set becomes the strategy's layout, and every
+      `hspmd.annotate` with a strategy set in the body the same;
+    * every optimizer state argument (`nn.state = <i>`) without a layout of
+      its own takes the *optimizer* strategy's layout of parameter `i`: the
+      state stays where the optimizer strategy keeps it whatever strategy
+      computes the step, and propagation brings the gradients to it (as for
+      ZeRO) and the updated parameters back to the strategy's layout.
+
+    The functions are then partitioned like any other (the pass runs first
+    in `loom-partition-pipeline`), and a run switches between them: the
+    parameters move from one strategy's layout to the next in one batched
+    exchange (`hspmd-switch-plans` prints its plan). Functions without
+    strategy sets are left alone.
+
+    Diagnostics: those of `hspmd-switch-plans` for sets that disagree, and
+    a strategy name that cannot end a symbol (letters, digits and `_`), a
+    function name that is taken, an annotation whose set names other
+    strategies.
+  }];
+}
+
 def SwitchPlansPass : Pass<"hspmd-switch-plans", "mlir::ModuleOp"> {
   let summary = "Prints the plan of every switch between the strategies of a parameter set";
   let description = [{
@@ -759,8 +790,18 @@ def SwitchPlansPass : Pass<"hspmd-switch-plans", "mlir::ModuleOp"> {
 
     Every argument with a strategy set must have a static shape and the same
     strategies with the same optimizer strategy, each layout fitting its
-    shape, and every `nn.param` argument needs one once any argument has
-    one; otherwise the pass fails with a diagnostic at the argument.
+    shape; otherwise the pass fails with a diagnostic at the argument.
+    Parameters without a set are left to propagation in each strategy's
+    function and are not in these plans (a run plans their switch from the
+    compiled programs' layouts); data arguments do not move.
+
+    After `loom-partition-pipeline`, the functions of one step specialised to
+    its strategies (`@<step>_<strategy>`, `hspmd.strategy`, see
+    `hspmd-specialize-strategies`) are planned the same way over everything
+    a run carries from one strategy to the next, every parameter and
+    optimizer state from one function's layouts to the other's, under
+    `switch plans @<step> (compiled)`: the plan the run's driver carries out
+    (its volume is the bytes the ranks send in the switch).
   }];
   let options = [
     Option<"relabel", "relabel", "bool", /*default=*/"false",

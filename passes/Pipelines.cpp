@@ -52,6 +52,7 @@ PartitionOptions::getGradientBucketingOptions() const {
 
 void loom::buildPartitionPipeline(OpPassManager &pm,
                                   const PartitionOptions &options) {
+  pm.addPass(createSpecializeStrategiesPass());
   if (options.selectShares)
     pm.addPass(createSelectSharesPass(options.getSelectSharesOptions()));
   pm.addPass(createLayoutPropagationPass());

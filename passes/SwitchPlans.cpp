@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/StrategySets.h"
+#include "passes/Partitioning/Attributes.h"
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -14,6 +16,7 @@
 #include "runtime/layout/Switch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace loom {
@@ -27,112 +30,90 @@ using namespace loom::hspmd;
 
 namespace {
 
-/// `'wq'` (its nn.name) or `#3`.
-std::string argName(func::FuncOp func, unsigned i) {
-  if (auto name = func.getArgAttrOfType<StringAttr>(
-          i, nn::NNDialect::getNameAttrName()))
-    return ("'" + name.getValue() + "'").str();
-  return "#" + std::to_string(i);
+/// Plans the switch of `tensors` and prints it under `switch "a" -> "b"`;
+/// fails, at `func`, where it cannot be planned.
+LogicalResult printSwitch(func::FuncOp func, StringRef source, StringRef target,
+                          const std::vector<layout::SwitchTensor> &tensors,
+                          const layout::Topology &topology,
+                          const layout::SwitchOptions &options,
+                          llvm::raw_ostream &os) {
+  absl::StatusOr<layout::SwitchPlan> plan =
+      layout::planSwitch(tensors, topology, options);
+  if (!plan.ok())
+    return func.emitError("switch \"")
+           << source << "\" -> \"" << target
+           << "\": " << plan.status().message();
+  os << "switch \"" << source << "\" -> \"" << target << "\"\n";
+  SmallVector<StringRef> lines;
+  std::string text = layout::describeSwitch(*plan);
+  StringRef(text).rtrim('\n').split(lines, '\n');
+  for (StringRef line : lines)
+    os << "  " << line << '\n';
+  return success();
 }
 
-std::string quotedNames(StrategySetAttr set) {
-  std::string text;
-  for (StringAttr name : set.getNames())
-    text += (text.empty() ? "\"" : ", \"") + name.getValue().str() + "\"";
-  return text;
-}
-
-/// The parameter set of `func` under its strategies: for every argument
-/// with a strategy set, its shape, element size and one layout per
-/// strategy. Fails, with a diagnostic at the argument, where the sets
-/// disagree (names, optimizer), a parameter has none while others do, or a
-/// layout does not fit its argument.
-struct ParameterSet {
-  StrategySetAttr first;
-  std::vector<unsigned> args;
-  std::vector<layout::SwitchTensor> tensors; // `to` unset
-  std::vector<std::vector<layout::Layout>> layouts; // per argument, per strategy
-};
-
-FailureOr<ParameterSet> collect(func::FuncOp func) {
-  ParameterSet set;
-  int64_t firstArg = -1;
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    auto strategies = func.getArgAttrOfType<StrategySetAttr>(
-        i, HSPMDDialect::getLayoutAttrName());
-    if (!strategies)
+/// The functions of one step specialised to its strategies
+/// (hspmd-specialize-strategies: `@<step>_<strategy>`, hspmd.strategy), by
+/// step, in module order.
+llvm::MapVector<StringRef, SmallVector<func::FuncOp>>
+strategyFunctions(ModuleOp module) {
+  llvm::MapVector<StringRef, SmallVector<func::FuncOp>> steps;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto strategy = func->getAttrOfType<StringAttr>(
+        HSPMDDialect::getStrategyAttrName());
+    StringRef name = func.getSymName();
+    if (!strategy || !name.consume_back(("_" + strategy.getValue()).str()))
       continue;
-    Location loc = func.getArgument(i).getLoc();
-    if (!set.first) {
-      set.first = strategies;
-      firstArg = i;
-    } else if (strategies.getNames() != set.first.getNames()) {
-      return emitError(loc) << "the strategy set of " << argName(func, i)
-                            << " names " << quotedNames(strategies)
-                            << " but that of " << argName(func, firstArg)
-                            << " names " << quotedNames(set.first)
-                            << "; every parameter takes the same strategies",
-             failure();
-    } else if (strategies.getOptimizerIndex() !=
-               set.first.getOptimizerIndex()) {
-      return emitError(loc)
-                 << "the strategy set of " << argName(func, i)
-                 << " keeps its optimizer state under \""
-                 << strategies.getNames()[strategies.getOptimizerIndex()]
-                        .getValue()
-                 << "\" but that of " << argName(func, firstArg)
-                 << " under \""
-                 << set.first.getNames()[set.first.getOptimizerIndex()]
-                        .getValue()
-                 << "\"; a parameter set has one optimizer strategy",
-             failure();
-    }
+    steps[name].push_back(func);
+  }
+  return steps;
+}
+
+/// The parameters and optimizer state of `func` (what a switch carries) as
+/// switch tensors with their `from` layouts; fails, at the argument, where
+/// one has no layout or not one union of static shape.
+FailureOr<std::vector<layout::SwitchTensor>>
+carriedTensors(ModuleOp module, func::FuncOp func,
+               SmallVectorImpl<unsigned> &indices) {
+  // (Its specialisations, one per device group, name the layout of the
+  // whole where the step's own arguments have none, as the programs'
+  // interface tables do: codegen/Common/LowerToCalls.cpp.)
+  SmallVector<func::FuncOp> parts;
+  for (auto other : module.getOps<func::FuncOp>())
+    if (FlatSymbolRefAttr of = getSpecializes(other);
+        of && of.getValue() == func.getSymName())
+      parts.push_back(other);
+  std::vector<layout::SwitchTensor> tensors;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!func.getArgAttr(i, nn::NNDialect::getParamAttrName()) &&
+        !func.getArgAttr(i, nn::NNDialect::getStateAttrName()))
+      continue;
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    if (!type || !type.hasStaticShape() ||
+    auto layout =
+        func.getArgAttrOfType<UnionAttr>(i, HSPMDDialect::getLayoutAttrName());
+    for (func::FuncOp part : parts)
+      if (!layout)
+        layout = part.getArgAttrOfType<UnionAttr>(
+            i, HSPMDDialect::getGlobalLayoutAttrName());
+    if (!layout || !type || !type.hasStaticShape() ||
         !type.getElementType().isIntOrFloat())
-      return emitError(loc) << "argument " << argName(func, i)
-                            << " with a strategy set must be a tensor of "
-                               "static shape, not "
-                            << func.getArgument(i).getType(),
+      return emitError(func.getArgument(i).getLoc())
+                 << "argument " << describeArgument(func, i) << " of @"
+                 << func.getSymName()
+                 << " needs a layout (one union) and a static shape to be "
+                    "switched; run hspmd-switch-plans on the strategies' "
+                    "functions after loom-partition-pipeline",
              failure();
     layout::SwitchTensor tensor;
-    tensor.name = argName(func, i);
-    if (tensor.name.front() == '\'')
-      tensor.name = tensor.name.substr(1, tensor.name.size() - 2);
+    tensor.name = describeArgument(func, i);
     tensor.shape.assign(type.getShape().begin(), type.getShape().end());
     tensor.elementBytes =
         std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
-    std::vector<layout::Layout> layouts;
-    for (auto [name, union_] :
-         llvm::zip_equal(strategies.getNames(), strategies.getLayouts())) {
-      layout::Layout core = toLayoutCore(union_);
-      if (absl::Status status = layout::checkLayout(core, tensor.shape);
-          !status.ok())
-        return emitError(loc) << "strategy \"" << name.getValue() << "\" of "
-                              << argName(func, i) << ": layout " << union_
-                              << " does not fit " << type << ": "
-                              << status.message(),
-               failure();
-      layouts.push_back(std::move(core));
-    }
-    set.args.push_back(i);
-    set.tensors.push_back(std::move(tensor));
-    set.layouts.push_back(std::move(layouts));
+    tensor.from = toLayoutCore(layout);
+    tensors.push_back(std::move(tensor));
+    indices.push_back(i);
   }
-  if (!set.first)
-    return set;
-  // Every parameter switches: one without a set would stay behind.
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (func.getArgAttr(i, nn::NNDialect::getParamAttrName()) &&
-        !func.getArgAttrOfType<StrategySetAttr>(
-            i, HSPMDDialect::getLayoutAttrName()))
-      return emitError(func.getArgument(i).getLoc())
-                 << "parameter " << argName(func, i)
-                 << " has no strategy set while " << argName(func, firstArg)
-                 << " has one; every parameter of a switching program needs "
-                    "a layout per strategy",
-             failure();
-  return set;
+  return tensors;
 }
 
 struct SwitchPlansPass : loom::impl::SwitchPlansPassBase<SwitchPlansPass> {
@@ -153,7 +134,7 @@ struct SwitchPlansPass : loom::impl::SwitchPlansPassBase<SwitchPlansPass> {
     // Whether some function has the strategy `from` names.
     bool found = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      FailureOr<ParameterSet> set = collect(func);
+      FailureOr<StrategySets> set = collectStrategySets(func);
       if (failed(set))
         return signalPassFailure();
       if (!set->first)
@@ -162,8 +143,11 @@ struct SwitchPlansPass : loom::impl::SwitchPlansPassBase<SwitchPlansPass> {
       if (!from.empty() && !strategies.lookup(from))
         continue;
       found = true;
-      os << "switch plans @" << func.getSymName() << ": "
-         << set->tensors.size() << " tensors, strategies "
+      size_t moved = 0;
+      for (unsigned arg : set->args)
+        moved += !func.getArgAttr(arg, nn::NNDialect::getDataAttrName());
+      os << "switch plans @" << func.getSymName() << ": " << moved
+         << " tensors, strategies "
          << quotedNames(strategies) << " (optimizer \""
          << strategies.getNames()[strategies.getOptimizerIndex()].getValue()
          << "\")\n";
@@ -175,27 +159,79 @@ struct SwitchPlansPass : loom::impl::SwitchPlansPassBase<SwitchPlansPass> {
         for (int64_t b = 0; b < n; ++b) {
           if (a == b)
             continue;
-          std::vector<layout::SwitchTensor> tensors = set->tensors;
-          for (size_t t = 0; t < tensors.size(); ++t) {
-            tensors[t].from = set->layouts[t][a];
-            tensors[t].to = set->layouts[t][b];
+          // The parameters move; the data of the next step is loaded
+          // under its new layout.
+          std::vector<layout::SwitchTensor> tensors;
+          for (size_t t = 0; t < set->tensors.size(); ++t) {
+            if (func.getArgAttr(set->args[t],
+                                nn::NNDialect::getDataAttrName()))
+              continue;
+            tensors.push_back(set->tensors[t]);
+            tensors.back().from = set->layouts[t][a];
+            tensors.back().to = set->layouts[t][b];
           }
-          absl::StatusOr<layout::SwitchPlan> plan =
-              layout::planSwitch(tensors, topology, options);
-          if (!plan.ok()) {
-            func.emitError("switch \"")
-                << source << "\" -> \""
-                << strategies.getNames()[b].getValue()
-                << "\": " << plan.status().message();
+          if (failed(printSwitch(func, source,
+                                 strategies.getNames()[b].getValue(), tensors,
+                                 topology, options, os)))
+            return signalPassFailure();
+        }
+      }
+    }
+    // The compiled strategies of a step: every parameter and state, from
+    // one function's layouts to the other's (what a run moves).
+    for (auto &[step, funcs] : strategyFunctions(module)) {
+      if (funcs.size() < 2)
+        continue;
+      auto strategyName = [](func::FuncOp f) {
+        return f->getAttrOfType<StringAttr>(HSPMDDialect::getStrategyAttrName())
+            .getValue();
+      };
+      if (!from.empty() && llvm::none_of(funcs, [&](func::FuncOp f) {
+            return strategyName(f) == from;
+          }))
+        continue;
+      found = true;
+      std::vector<std::vector<layout::SwitchTensor>> carried;
+      std::vector<SmallVector<unsigned>> indices(funcs.size());
+      std::string names;
+      for (auto [k, f] : llvm::enumerate(funcs)) {
+        FailureOr<std::vector<layout::SwitchTensor>> tensors =
+            carriedTensors(module, f, indices[k]);
+        if (failed(tensors))
+          return signalPassFailure();
+        if (indices[k] != indices.front()) {
+          f.emitError("@") << f.getSymName() << " carries other parameters "
+                           << "and state than @" << funcs.front().getSymName()
+                           << "; the strategies of a step carry the same";
+          return signalPassFailure();
+        }
+        for (size_t t = 0; k > 0 && t < tensors->size(); ++t)
+          if ((*tensors)[t].shape != carried.front()[t].shape ||
+              (*tensors)[t].elementBytes != carried.front()[t].elementBytes) {
+            f.emitError("argument ")
+                << (*tensors)[t].name << " of @" << f.getSymName()
+                << " has another type than in @"
+                << funcs.front().getSymName();
             return signalPassFailure();
           }
-          os << "switch \"" << source << "\" -> \""
-             << strategies.getNames()[b].getValue() << "\"\n";
-          SmallVector<StringRef> lines;
-          std::string text = layout::describeSwitch(*plan);
-          StringRef(text).rtrim('\n').split(lines, '\n');
-          for (StringRef line : lines)
-            os << "  " << line << '\n';
+        carried.push_back(*std::move(tensors));
+        names += (names.empty() ? "\"" : ", \"") + strategyName(f).str() + "\"";
+      }
+      os << "switch plans @" << step << " (compiled): "
+         << carried.front().size() << " tensors, strategies " << names << "\n";
+      for (size_t a = 0; a < funcs.size(); ++a) {
+        if (!from.empty() && strategyName(funcs[a]) != from)
+          continue;
+        for (size_t b = 0; b < funcs.size(); ++b) {
+          if (a == b)
+            continue;
+          std::vector<layout::SwitchTensor> tensors = carried[a];
+          for (size_t t = 0; t < tensors.size(); ++t)
+            tensors[t].to = carried[b][t].from;
+          if (failed(printSwitch(funcs[a], strategyName(funcs[a]),
+                                 strategyName(funcs[b]), tensors, topology,
+                                 options, os)))
+            return signalPassFailure();
         }
       }
     }

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* The version of this ABI; loom_program_abi_version returns it. */
-#define LOOM_PROGRAM_ABI_VERSION 4
+#define LOOM_PROGRAM_ABI_VERSION 5
 
 typedef enum loom_status_code {
   LOOM_STATUS_OK = 0,
@@ -79,6 +79,12 @@ typedef struct loom_arg_info {
   const int64_t *local_shape;  /* this rank's shard, `rank` sizes; NULL
                                   when `held` is 0 */
   int32_t held;                /* 0: this rank holds nothing of it */
+  /* How every device holds it: the layout core's encoding of its layout
+   * (runtime/layout/Layout.h, encodeLayout), `layout_size` integers. A
+   * driver that switches between variants of a step plans the exchange of
+   * their parameters and state from these (since ABI version 5). */
+  const int64_t *layout;
+  int64_t layout_size;
 } loom_arg_info;
 
 typedef struct loom_program loom_program;

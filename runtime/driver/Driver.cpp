@@ -2,6 +2,8 @@
 
 #include "runtime/driver/Driver.h"
 
+#include "runtime/layout/Switch.h"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -200,16 +202,19 @@ int loom::driver::runDriver(int argc, char **argv, int first,
     }
   }
   // Variants carry the parameters and state from one to the next: those
-  // must be the same arguments, laid out alike.
+  // must be the same arguments, of the same types; each variant may lay
+  // them out its own way (the strategies of a switching run).
   auto carried = [](const Argument &arg) {
     return arg.info.role != LOOM_ARG_DATA && arg.info.role != LOOM_ARG_STEP;
   };
-  for (size_t v = 1; v < count; ++v) {
+  std::vector<std::vector<loom::layout::Layout>> layouts(count);
+  for (size_t v = 0; v < count; ++v) {
     const std::vector<Argument> &a = variantArgs[0], &b = variantArgs[v];
     if (a.size() != b.size())
       fail("program " + std::to_string(v) + " has " +
            std::to_string(b.size()) + " arguments, program 0 " +
            std::to_string(a.size()) + ": not variants of one step");
+    layouts[v].resize(b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].info.role != b[i].info.role ||
           std::string(a[i].info.name) != b[i].info.name)
@@ -218,37 +223,187 @@ int loom::driver::runDriver(int argc, char **argv, int first,
              "step");
       if (!carried(a[i]))
         continue;
-      bool same = a[i].info.dtype == b[i].info.dtype &&
-                  a[i].shape == b[i].shape && a[i].info.held == b[i].info.held;
-      for (int64_t d = 0; same && a[i].info.held && d < a[i].info.rank; ++d)
-        same = a[i].info.local_shape[d] == b[i].info.local_shape[d];
-      if (!same)
+      if (a[i].info.dtype != b[i].info.dtype || a[i].shape != b[i].shape)
         fail(b[i].describe(static_cast<int64_t>(i)) + " of program " +
-             std::to_string(v) + " is laid out otherwise than program 0's; "
-             "variants must hold their parameters and state alike");
+             std::to_string(v) + " is a " + dtypeName(b[i].info.dtype) +
+             " array of shape " + shapeText(b[i].shape) + ", program 0's a " +
+             dtypeName(a[i].info.dtype) + " array of shape " +
+             shapeText(a[i].shape) + ": variants carry the same parameters "
+             "and state");
+      absl::StatusOr<loom::layout::Layout> decoded =
+          loom::layout::decodeLayout(b[i].info.layout, b[i].info.layout_size);
+      if (!decoded.ok())
+        fail(b[i].describe(static_cast<int64_t>(i)) + " of program " +
+             std::to_string(v) + ": its layout does not decode: " +
+             std::string(decoded.status().message()));
+      layouts[v][i] = *std::move(decoded);
     }
   }
-  // Moves the parameters and state of program `from` into `to` (this
-  // rank's shards: local reads and writes, no communication).
-  std::vector<char> shard;
-  auto move = [&](size_t from, size_t to) {
+  // The switch records (--out DIR/rank<r>/switch.txt).
+  std::string switches;
+  int64_t timeoutMs = 30000;
+  if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
+    timeoutMs = static_cast<int64_t>(std::atof(seconds) * 1000);
+  // Moves the parameters and state of program `from` into `to` before step
+  // `step`: one exchange planned by the layout core (runtime/layout/
+  // Switch.h), the same plan on every rank, at most one message per ordered
+  // pair of ranks; what a rank holds under both layouts stays put.
+  auto move = [&](size_t from, size_t to, int64_t step) {
+    auto begin = std::chrono::steady_clock::now();
+    std::vector<loom::layout::SwitchTensor> tensors;
+    std::vector<size_t> index;
     for (size_t i = 0; i < variantArgs[from].size(); ++i) {
       const Argument &arg = variantArgs[from][i];
-      if (!carried(arg) || !arg.info.held)
+      if (!carried(arg))
+        continue;
+      loom::layout::SwitchTensor tensor;
+      tensor.name = arg.info.name && *arg.info.name
+                        ? std::string(arg.info.name)
+                        : "#" + std::to_string(i);
+      tensor.shape = arg.shape;
+      tensor.elementBytes = elementBytes(arg.info.dtype);
+      tensor.from = layouts[from][i];
+      tensor.to = layouts[to][i];
+      tensors.push_back(std::move(tensor));
+      index.push_back(i);
+    }
+    absl::StatusOr<loom::layout::SwitchPlan> plan =
+        loom::layout::planSwitch(tensors, {}, {});
+    if (!plan.ok())
+      fail("the switch from program " + std::to_string(from) + " to " +
+           std::to_string(to) + " before step " + std::to_string(step) +
+           " cannot be planned: " + std::string(plan.status().message()));
+    // This rank's shards under `from`.
+    std::vector<std::vector<char>> ownData(tensors.size());
+    std::vector<loom::layout::ShardBytes> own(tensors.size());
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const Argument &arg = variantArgs[from][index[t]];
+      if (!arg.info.held)
         continue;
       int64_t bytes = elementBytes(arg.info.dtype);
       for (int64_t d = 0; d < arg.info.rank; ++d)
         bytes *= arg.info.local_shape[d];
-      shard.resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+      ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
       check(apis[from],
-            apis[from].get_arg(programs[from], static_cast<int64_t>(i),
+            apis[from].get_arg(programs[from], static_cast<int64_t>(index[t]),
                                LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
-                               arg.info.local_shape, shard.data()));
-      check(apis[to], apis[to].set_arg(programs[to], static_cast<int64_t>(i),
-                                       LOOM_FORM_LOCAL, arg.info.dtype,
-                                       arg.info.rank, arg.info.local_shape,
-                                       shard.data()));
+                               arg.info.local_shape, ownData[t].data()));
+      own[t] = {ownData[t].data(), bytes};
     }
+    absl::StatusOr<std::vector<std::vector<char>>> packed =
+        loom::layout::packSwitch(*plan, tensors, worldRank, own);
+    if (!packed.ok())
+      fail("switch before step " + std::to_string(step) + ": " +
+           std::string(packed.status().message()));
+    // Every receive posted before any send; messages cut into pieces of at
+    // most 1 GiB (MPI counts are int), in order between each pair.
+    constexpr int64_t kPiece = int64_t{1} << 30;
+    constexpr int kSwitchTag = 0x5717;
+    std::vector<std::vector<char>> received;
+    std::vector<int64_t> sources;
+    for (const loom::layout::SwitchMessage &message : plan->messages)
+      if (message.destination == worldRank) {
+        received.emplace_back(static_cast<size_t>(message.bytes));
+        sources.push_back(message.source);
+      }
+    std::vector<MPI_Request> requests;
+    std::vector<int64_t> requestPeer;
+    auto post = [&](char *data, int64_t bytes, int64_t peer, bool send) {
+      for (int64_t at = 0; at < bytes; at += kPiece) {
+        int piece = static_cast<int>(std::min(kPiece, bytes - at));
+        MPI_Request request;
+        int code = send ? MPI_Isend(data + at, piece, MPI_BYTE,
+                                    static_cast<int>(peer), kSwitchTag,
+                                    MPI_COMM_WORLD, &request)
+                        : MPI_Irecv(data + at, piece, MPI_BYTE,
+                                    static_cast<int>(peer), kSwitchTag,
+                                    MPI_COMM_WORLD, &request);
+        if (code != MPI_SUCCESS)
+          fail("switch before step " + std::to_string(step) +
+               ": cannot post a message " + (send ? "to" : "from") +
+               " rank " + std::to_string(peer));
+        requests.push_back(request);
+        requestPeer.push_back(send ? -1 : peer);
+      }
+    };
+    for (size_t k = 0; k < received.size(); ++k)
+      post(received[k].data(), static_cast<int64_t>(received[k].size()),
+           sources[k], /*send=*/false);
+    int64_t sent = 0, got = 0, messagesSent = 0;
+    size_t k = 0;
+    for (const loom::layout::SwitchMessage &message : plan->messages)
+      if (message.source == worldRank) {
+        std::vector<char> &buffer = (*packed)[k++];
+        post(buffer.data(), static_cast<int64_t>(buffer.size()),
+             message.destination, /*send=*/true);
+        sent += static_cast<int64_t>(buffer.size());
+        ++messagesSent;
+      }
+    for (const std::vector<char> &buffer : received)
+      got += static_cast<int64_t>(buffer.size());
+    // Wait, but not for ever (as the runtime's collectives do: the
+    // deadline moves with progress).
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(timeoutMs);
+    std::vector<int> done(requests.size());
+    while (!requests.empty()) {
+      int completed = 0;
+      if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
+                       &completed, done.data(),
+                       MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        fail("switch before step " + std::to_string(step) + " failed in MPI");
+      if (completed == MPI_UNDEFINED)
+        break;
+      if (completed > 0) {
+        deadline = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(timeoutMs);
+        continue;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::string missing;
+        for (size_t r = 0; r < requests.size(); ++r)
+          if (requests[r] != MPI_REQUEST_NULL && requestPeer[r] >= 0)
+            missing += (missing.empty() ? "" : ", ") +
+                       std::to_string(requestPeer[r]);
+        fail("the switch from program " + std::to_string(from) + " to " +
+             std::to_string(to) + " before step " + std::to_string(step) +
+             " did not complete within " +
+             std::to_string(timeoutMs / 1000.0).substr(0, 4) +
+             " s: still waiting for rank(s) " +
+             (missing.empty() ? "? (sends)" : missing));
+      }
+      std::this_thread::yield();
+    }
+    absl::StatusOr<std::vector<std::vector<char>>> shards =
+        loom::layout::unpackSwitch(*plan, tensors, worldRank, own, received);
+    if (!shards.ok())
+      fail("switch before step " + std::to_string(step) + ": " +
+           std::string(shards.status().message()));
+    // (A test hook: LOOM_TEST_FAULT=skip-switch exchanges the first
+    // switch's bytes but leaves the new variant's arguments as they were,
+    // which the switching tests must catch.)
+    const char *fault = std::getenv("LOOM_TEST_FAULT");
+    bool skip = fault && std::string(fault) == "skip-switch" &&
+                switches.empty();
+    for (size_t t = 0; t < tensors.size() && !skip; ++t) {
+      const Argument &arg = variantArgs[to][index[t]];
+      if (!arg.info.held)
+        continue;
+      check(apis[to],
+            apis[to].set_arg(programs[to], static_cast<int64_t>(index[t]),
+                             LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+                             arg.info.local_shape, (*shards)[t].data()));
+    }
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - begin)
+                         .count();
+    // step, from, to, bytes sent, bytes received, messages sent, the
+    // plan's volume (all ranks), seconds.
+    switches += std::to_string(step) + " " + std::to_string(from) + " " +
+                std::to_string(to) + " " + std::to_string(sent) + " " +
+                std::to_string(got) + " " + std::to_string(messagesSent) +
+                " " + std::to_string(plan->totalBytes) + " " +
+                std::to_string(seconds) + "\n";
   };
   // The variant of step `step`: DIR/step<n>/variant, else 0.
   auto variantOf = [&](int64_t step) -> size_t {
@@ -317,7 +472,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
     if (current != count && v != current) {
       // Another variant takes over: the parameters and state move, the
       // step count goes on.
-      move(current, v);
+      move(current, v, step);
       check(apis[v], apis[v].set_steps_done(programs[v], step - 1));
     }
     current = v;
@@ -352,6 +507,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
   loom_program *program = programs[current];
   if (!out.empty()) {
     writeText(me + "/times.txt", times);
+    writeText(me + "/switch.txt", switches);
     // (Each library counts its own traffic: the sums over the variants,
     // by collective kind in order of first appearance.)
     std::vector<std::pair<std::string, std::vector<long long>>> kinds;

@@ -49,12 +49,19 @@ namespace loom::driver {
 /// starts and ends MPI. Returns the exit status (0; failures end the rank).
 int runDriver(int argc, char **argv, int first, const loom_program_api &api);
 /// The same over several libraries, variants of one step (the same
-/// arguments; parameters and state laid out alike; data of other shapes):
-/// step n runs the variant DIR/step<n>/variant names (0 when absent); when
-/// the variant changes, this rank's parameter and state shards move into
-/// it (local reads and writes) and its step count continues
-/// (loom_program_set_steps_done). comm.txt sums the variants' traffic;
-/// --calls, --trace and --save-args are the last step's variant's.
+/// arguments, parameters and state of the same types; data of other
+/// shapes; each variant may lay out its parameters and state its own way,
+/// as the strategies of a switching run do): step n runs the variant
+/// DIR/step<n>/variant names (0 when absent); when the variant changes,
+/// the parameters and state move into it in one exchange between the
+/// ranks, planned from the two variants' layouts (layout::planSwitch; what
+/// a rank holds under both stays put, at most one message per ordered pair
+/// of ranks), and its step count continues (loom_program_set_steps_done).
+/// With --out, DIR/rank<r>/switch.txt gets a line per switch: step, from,
+/// to, bytes this rank sent, bytes it received, messages it sent, the
+/// plan's volume over all ranks, seconds. comm.txt sums the variants'
+/// traffic (not the switches'); --calls, --trace and --save-args are the
+/// last step's variant's.
 int runDriver(int argc, char **argv, int first,
               const std::vector<loom_program_api> &apis);
 

@@ -29,6 +29,8 @@ struct Value {
   layout::DType dtype = layout::DType::F32;
   std::vector<int64_t> globalShape, localShape;
   layout::Layout layout;
+  /// Its layout's encoding (layout::encodeLayout), for loom_arg_info.
+  std::vector<int64_t> layoutTable;
   /// The rank's shard; none where it holds nothing of the value.
   std::optional<layout::Shard> shard;
   /// Where it lives in the arena.
@@ -132,6 +134,7 @@ readValues(const int64_t *table, int64_t size, int64_t count,
         layout::decodeLayout(table + at, length);
     if (!decoded.ok())
       return bad(std::string(decoded.status().message()));
+    value.layoutTable.assign(table + at, table + at + length);
     at += length;
     value.layout = *std::move(decoded);
     if (dtypes[i] < 0 || dtypes[i] > static_cast<int64_t>(layout::DType::I64))
@@ -510,6 +513,8 @@ loom_status *library::getArgInfo(const loom_program *program, int64_t index,
                       : value.localShape.empty() ? noSizes
                                                  : value.localShape.data();
   info->held = value.shard ? 1 : 0;
+  info->layout = value.layoutTable.empty() ? noSizes : value.layoutTable.data();
+  info->layout_size = static_cast<int64_t>(value.layoutTable.size());
   return nullptr;
 }
 

@@ -48,6 +48,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -111,11 +112,36 @@ findTrainSteps(ModuleOp module, Interpreter &interpreter,
   return found;
 }
 
+/// `dict` without its layout where `dropLayout`.
+DictionaryAttr withoutLayout(DictionaryAttr dict, bool dropLayout) {
+  if (!dropLayout || !dict)
+    return dict;
+  NamedAttrList list(dict);
+  list.erase(loom::hspmd::HSPMDDialect::getLayoutAttrName());
+  return list.getDictionary(dict.getContext());
+}
+
+/// The attributes of argument `i` of `func`, without its layout where
+/// `dropLayout`.
+DictionaryAttr argAttrs(func::FuncOp func, unsigned i, bool dropLayout) {
+  return withoutLayout(func.getArgAttrDict(i), dropLayout);
+}
+
+/// The strategy `func` was specialised to (hspmd-specialize-strategies),
+/// or empty.
+llvm::StringRef strategyOf(func::FuncOp func) {
+  auto name = func->getAttrOfType<StringAttr>(
+      loom::hspmd::HSPMDDialect::getStrategyAttrName());
+  return name ? name.getValue() : llvm::StringRef();
+}
+
 /// Why `other` is not a variant of `func` (the same arguments, roles,
 /// names and results, data arguments of the same element type and rank
-/// but any shape), or empty.
+/// but any shape; the functions of two strategies may lay out their
+/// arguments differently), or empty.
 std::string variantMismatch(func::FuncOp func, func::FuncOp other) {
   FunctionType a = func.getFunctionType(), b = other.getFunctionType();
+  bool strategies = !strategyOf(func).empty() && !strategyOf(other).empty();
   if (a.getNumInputs() != b.getNumInputs() ||
       a.getNumResults() != b.getNumResults())
     return "they have different numbers of arguments or results";
@@ -134,7 +160,7 @@ std::string variantMismatch(func::FuncOp func, func::FuncOp other) {
     if (!func.getArgAttr(i, loom::nn::NNDialect::getDataAttrName())) {
       if (a.getInput(i) != b.getInput(i))
         return where + " has another type";
-      if (func.getArgAttrDict(i) != other.getArgAttrDict(i))
+      if (argAttrs(func, i, strategies) != argAttrs(other, i, strategies))
         return where + " has other attributes (its layout?)";
       continue;
     }
@@ -145,7 +171,8 @@ std::string variantMismatch(func::FuncOp func, func::FuncOp other) {
       return where + " (data) has another element type or rank";
   }
   for (unsigned r = 0; r < a.getNumResults(); ++r)
-    if (func.getResultAttrDict(r) != other.getResultAttrDict(r) ||
+    if (withoutLayout(func.getResultAttrDict(r), strategies) !=
+            withoutLayout(other.getResultAttrDict(r), strategies) ||
         (!func.getResultAttr(r, loom::nn::NNDialect::getLossAttrName()) &&
          a.getResult(r) != b.getResult(r)))
       return "result #" + std::to_string(r) + " differs";
@@ -177,18 +204,25 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
     llvm::sys::path::append(first, "step1");
     stepFolders = llvm::sys::fs::is_directory(first);
   }
+  bool strategySteps = llvm::any_of(
+      found, [](func::FuncOp f) { return !strategyOf(f).empty(); });
+  if (!options.strategies.empty() && !strategySteps)
+    return fail("--strategies needs a step specialised to strategies "
+                "(hspmd-specialize-strategies); @" +
+                found.front().getSymName() + " is not");
   if (found.size() > 1) {
     // Several steps: variants of one, for data whose shapes change from
-    // step to step.
+    // step to step, or the strategies of a switching run.
     std::string names;
     for (func::FuncOp f : found)
       names += (names.empty() ? "@" : ", @") + f.getSymName().str();
-    if (!stepFolders)
+    if (!stepFolders && options.strategies.empty())
       return fail(llvm::Twine(found.size()) +
                   " functions have a result marked nn.loss (" + names +
                   "); choose one with --entry, or give per-step data "
                   "folders (--data DIR with DIR/step<n>) to run each step "
-                  "on the one its shapes fit");
+                  "on the one its shapes fit, or the strategy of each step "
+                  "(--strategies) where they are a step's strategies");
     for (func::FuncOp other : llvm::drop_begin(found))
       if (std::string why = variantMismatch(func, other); !why.empty())
         return fail("@" + other.getSymName() + " is not a variant of @" +
@@ -197,6 +231,24 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   }
   setup.variants.assign(found.begin(), found.end());
   setup.options = options;
+  // Each entry of the strategy schedule: its step (the first of that
+  // strategy; with per-step folders, chosen per folder below).
+  for (const std::string &strategy : options.strategies) {
+    auto it = llvm::find_if(found, [&](func::FuncOp f) {
+      return strategyOf(f) == strategy;
+    });
+    if (it == found.end()) {
+      std::string names;
+      for (func::FuncOp f : found)
+        if (!strategyOf(f).empty())
+          names += (names.empty() ? "\"" : ", \"") + strategyOf(f).str() +
+                   "\"";
+      return fail("--strategies names \"" + strategy +
+                  "\", which no step has (they have " + names + ")");
+    }
+    setup.scheduleVariants.push_back(
+        static_cast<unsigned>(std::distance(found.begin(), it)));
+  }
   setup.func = func;
   FunctionType type = func.getFunctionType();
   llvm::StringRef name = func.getSymName();
@@ -529,8 +581,47 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
         if (error)
           return fail("cannot list '" + folder + "': " + error.message());
       }
+      // The step's strategy (DIR/step<n>/strategy, one name), where the
+      // variants are strategies of a switching run (docs/switching.md).
+      std::string strategy;
+      llvm::SmallString<128> strategyFile(folder);
+      llvm::sys::path::append(strategyFile, "strategy");
+      bool switching = llvm::any_of(setup.variants, [](func::FuncOp v) {
+        return !strategyOf(v).empty();
+      });
+      if (llvm::sys::fs::exists(strategyFile)) {
+        auto buffer = llvm::MemoryBuffer::getFile(strategyFile);
+        if (!buffer)
+          return fail("cannot read '" + strategyFile + "'");
+        strategy = (*buffer)->getBuffer().trim().str();
+        if (strategy.empty())
+          return fail("step " + llvm::Twine(n) + ": '" + strategyFile +
+                      "' is empty; it names the step's strategy");
+        std::string names;
+        for (func::FuncOp v : setup.variants)
+          if (!strategyOf(v).empty() &&
+              names.find("\"" + strategyOf(v).str() + "\"") ==
+                  std::string::npos)
+            names += (names.empty() ? "\"" : ", \"") + strategyOf(v).str() +
+                     "\"";
+        if (!switching)
+          return fail("step " + llvm::Twine(n) + ": '" + strategyFile +
+                      "' names a strategy but no step of this program was "
+                      "specialised to strategies (hspmd-specialize-"
+                      "strategies)");
+        if (llvm::none_of(setup.variants, [&](func::FuncOp v) {
+              return strategyOf(v) == strategy;
+            }))
+          return fail("step " + llvm::Twine(n) + ": '" + strategyFile +
+                      "' names the strategy \"" + strategy +
+                      "\", which no step has (they have " + names + ")");
+      }
+      if (strategy.empty() && !options.strategies.empty())
+        strategy = options.strategies[(n - 1) % options.strategies.size()];
       std::optional<unsigned> fits;
       for (auto [v, variant] : llvm::enumerate(setup.variants)) {
+        if (!strategy.empty() && strategyOf(variant) != strategy)
+          continue;
         bool all = true;
         for (auto &[i, tensor] : stepData.batches)
           all &= tensor.matchesType(
@@ -556,7 +647,11 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
                                .getTypeString();
         }
         return fail("step " + llvm::Twine(n) + " ('" + folder + "': " +
-                    shapes + ") fits no compiled variant: " + takes);
+                    shapes + ")" +
+                    (strategy.empty() ? ""
+                                      : " under the strategy \"" + strategy +
+                                            "\"") +
+                    " fits no compiled variant: " + takes);
       }
       stepData.variant = *fits;
       for (unsigned i : absent)
@@ -647,7 +742,11 @@ void loom::interp::fillStepArguments(TrainingSetup &setup, int64_t step) {
   {
     for (unsigned i : setup.steps)
       args[i].setDouble(0, static_cast<double>(step));
-    setup.current = 0;
+    setup.current =
+        setup.scheduleVariants.empty()
+            ? 0
+            : setup.scheduleVariants[(step - 1) %
+                                     setup.scheduleVariants.size()];
     if (!setup.stepData.empty()) {
       const TrainingSetup::StepData &data =
           setup.stepData[(step - 1) % setup.stepData.size()];

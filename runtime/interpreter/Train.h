@@ -44,6 +44,10 @@ struct TrainOptions {
   /// exists, DIR/step<n>/<name>.npy, one batch per step (n from 1; the
   /// steps' shapes may differ: each runs the variant its shapes fit).
   std::string dataDir;
+  /// A step specialised to strategies (hspmd-specialize-strategies): the
+  /// strategy of each step in turn, step n running entry (n - 1) mod size
+  /// (with per-step folders: folder n's, where it has no `strategy` file).
+  std::vector<std::string> strategies;
 };
 
 /// What a training run feeds the step: the role of every argument, the
@@ -83,6 +87,9 @@ struct TrainingSetup {
     unsigned variant = 0;
   };
   std::vector<StepData> stepData;
+  /// Without per-step folders, with TrainOptions::strategies: the variant
+  /// of each entry.
+  std::vector<unsigned> scheduleVariants;
   /// The variant of the step fillStepArguments last filled (an index into
   /// `variants`).
   unsigned current = 0;

@@ -321,65 +321,212 @@ loom::layout::planSwitch(const std::vector<SwitchTensor> &tensors,
   return plan;
 }
 
+namespace {
+
+/// Every tensor's shards under its `from` layout and under the plan's
+/// target (relabelled) layout.
+absl::Status shardsOfSwitch(const SwitchPlan &plan,
+                            const std::vector<SwitchTensor> &tensors,
+                            std::vector<DeviceShards> &from,
+                            std::vector<DeviceShards> &to) {
+  size_t count = tensors.size();
+  if (plan.targets.size() != count)
+    return invalid("a switch of " + std::to_string(count) +
+                   " tensors given a plan of " +
+                   std::to_string(plan.targets.size()));
+  from.assign(count, {});
+  to.assign(count, {});
+  for (size_t t = 0; t < count; ++t) {
+    absl::StatusOr<DeviceShards> before =
+        shardsOf(tensors[t], tensors[t].from, "source");
+    if (!before.ok())
+      return before.status();
+    from[t] = *std::move(before);
+    absl::StatusOr<DeviceShards> after =
+        shardsOf(tensors[t], plan.targets[t], "target");
+    if (!after.ok())
+      return after.status();
+    to[t] = *std::move(after);
+  }
+  return absl::OkStatus();
+}
+
+/// Checks that `own[t]` is `device`'s source shard of tensor t (or null
+/// where it holds none).
+absl::Status checkOwn(const std::vector<SwitchTensor> &tensors,
+                      const std::vector<DeviceShards> &from, int64_t device,
+                      const std::vector<ShardBytes> &own) {
+  if (own.size() != tensors.size())
+    return invalid("a switch of " + std::to_string(tensors.size()) +
+                   " tensors given " + std::to_string(own.size()) +
+                   " source shards of device " + std::to_string(device));
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    auto shard = from[t].find(device);
+    int64_t expected =
+        shard == from[t].end() ? 0 : bytesOf(shard->second, tensors[t].elementBytes);
+    bool holds = shard != from[t].end();
+    if (holds != (own[t].data != nullptr) ||
+        (holds && own[t].bytes != expected))
+      return invalid(named(tensors[t]) + ": device " + std::to_string(device) +
+                     (holds ? " needs a source shard of " +
+                                  std::to_string(expected) + " bytes"
+                            : " holds nothing of it before the switch"));
+  }
+  return absl::OkStatus();
+}
+
+bool holdsAny(const Layout &layout, int64_t device) {
+  std::vector<int64_t> devices = layout.getDevices();
+  return std::find(devices.begin(), devices.end(), device) != devices.end();
+}
+
+} // namespace
+
+absl::StatusOr<std::vector<std::vector<char>>>
+loom::layout::packSwitch(const SwitchPlan &plan,
+                         const std::vector<SwitchTensor> &tensors,
+                         int64_t device, const std::vector<ShardBytes> &own) {
+  std::vector<DeviceShards> from, to;
+  if (absl::Status status = shardsOfSwitch(plan, tensors, from, to);
+      !status.ok())
+    return status;
+  if (absl::Status status = checkOwn(tensors, from, device, own); !status.ok())
+    return status;
+  std::vector<std::vector<char>> buffers;
+  for (const SwitchMessage &message : plan.messages) {
+    if (message.source != device)
+      continue;
+    std::vector<char> &buffer = buffers.emplace_back(
+        static_cast<size_t>(std::max<int64_t>(message.bytes, 0)));
+    int64_t at = 0;
+    for (const SwitchPiece &piece : message.pieces) {
+      size_t t = static_cast<size_t>(piece.tensor);
+      const Shard &source = from[t].at(device);
+      Ints start;
+      for (size_t d = 0; d < piece.offsets.size(); ++d)
+        start.push_back(piece.offsets[d] - source.offsets[d]);
+      if (at + piece.bytes > message.bytes)
+        return invalid("a message from device " + std::to_string(device) +
+                       " whose pieces exceed its bytes");
+      copyBox(own[t].data, source.sizes, start, buffer.data() + at,
+              piece.sizes, Ints(piece.sizes.size(), 0), piece.sizes,
+              tensors[t].elementBytes);
+      at += piece.bytes;
+    }
+  }
+  return buffers;
+}
+
+absl::StatusOr<std::vector<std::vector<char>>>
+loom::layout::unpackSwitch(const SwitchPlan &plan,
+                           const std::vector<SwitchTensor> &tensors,
+                           int64_t device, const std::vector<ShardBytes> &own,
+                           const std::vector<std::vector<char>> &received) {
+  std::vector<DeviceShards> from, to;
+  if (absl::Status status = shardsOfSwitch(plan, tensors, from, to);
+      !status.ok())
+    return status;
+  if (absl::Status status = checkOwn(tensors, from, device, own); !status.ok())
+    return status;
+  std::vector<std::vector<char>> result(tensors.size());
+  // What it keeps.
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    auto block = to[t].find(device);
+    if (block == to[t].end())
+      continue;
+    result[t].assign(
+        static_cast<size_t>(bytesOf(block->second, tensors[t].elementBytes)),
+        0);
+    auto mine = from[t].find(device);
+    if (mine != from[t].end())
+      copyOverlap(own[t].data, {mine->second.offsets, mine->second.sizes},
+                  result[t].data(),
+                  {block->second.offsets, block->second.sizes},
+                  tensors[t].elementBytes);
+  }
+  // What it receives, message by message in plan order.
+  size_t next = 0;
+  for (const SwitchMessage &message : plan.messages) {
+    if (message.destination != device)
+      continue;
+    if (next >= received.size() ||
+        static_cast<int64_t>(received[next].size()) != message.bytes)
+      return invalid("device " + std::to_string(device) + " expects " +
+                     std::to_string(message.bytes) + " bytes from device " +
+                     std::to_string(message.source));
+    const std::vector<char> &buffer = received[next++];
+    int64_t at = 0;
+    for (const SwitchPiece &piece : message.pieces) {
+      size_t t = static_cast<size_t>(piece.tensor);
+      const Shard &block = to[t].at(device);
+      Ints start;
+      for (size_t d = 0; d < piece.offsets.size(); ++d)
+        start.push_back(piece.offsets[d] - block.offsets[d]);
+      copyBox(buffer.data() + at, piece.sizes, Ints(piece.sizes.size(), 0),
+              result[t].data(), block.sizes, start, piece.sizes,
+              tensors[t].elementBytes);
+      at += piece.bytes;
+    }
+  }
+  if (next != received.size())
+    return invalid("device " + std::to_string(device) + " was given " +
+                   std::to_string(received.size()) + " messages, the plan sends it " +
+                   std::to_string(next));
+  return result;
+}
+
 absl::StatusOr<std::vector<std::map<int64_t, std::vector<char>>>>
 loom::layout::executeSwitch(
     const SwitchPlan &plan, const std::vector<SwitchTensor> &tensors,
     const std::vector<std::map<int64_t, std::vector<char>>> &sources) {
   size_t count = tensors.size();
-  if (sources.size() != count || plan.targets.size() != count)
+  if (sources.size() != count)
     return invalid("a switch of " + std::to_string(count) + " tensors given " +
-                   std::to_string(sources.size()) + " tensors' shards and a "
-                   "plan of " + std::to_string(plan.targets.size()));
-  std::vector<DeviceShards> from(count), to(count);
-  std::vector<std::map<int64_t, std::vector<char>>> result(count);
+                   std::to_string(sources.size()) + " tensors' shards");
+  // Every device of any source or target, each doing its part as a rank
+  // would: pack what it sends, then unpack what it keeps and receives.
+  std::set<int64_t> devices;
   for (size_t t = 0; t < count; ++t) {
-    const SwitchTensor &tensor = tensors[t];
-    absl::StatusOr<DeviceShards> before = shardsOf(tensor, tensor.from, "source");
-    if (!before.ok())
-      return before.status();
-    from[t] = *std::move(before);
-    for (auto &[device, shard] : from[t]) {
-      auto data = sources[t].find(device);
-      if (data == sources[t].end() ||
-          static_cast<int64_t>(data->second.size()) !=
-              bytesOf(shard, tensor.elementBytes))
-        return invalid(named(tensor) + ": device " + std::to_string(device) +
-                       " needs a source shard of " +
-                       std::to_string(bytesOf(shard, tensor.elementBytes)) +
-                       " bytes");
-    }
-    SwitchTensor relabelled = tensor;
-    relabelled.to = plan.targets[t];
-    absl::StatusOr<DeviceShards> after = shardsOf(relabelled, relabelled.to, "target");
-    if (!after.ok())
-      return after.status();
-    to[t] = *std::move(after);
-    // What each device keeps.
-    for (auto &[device, block] : to[t]) {
-      std::vector<char> &out = result[t][device];
-      out.assign(static_cast<size_t>(bytesOf(block, tensor.elementBytes)), 0);
-      auto own = from[t].find(device);
-      if (own != from[t].end())
-        copyOverlap(sources[t].at(device).data(),
-                    {own->second.offsets, own->second.sizes}, out.data(),
-                    {block.offsets, block.sizes}, tensor.elementBytes);
-    }
+    for (int64_t d : tensors[t].from.getDevices())
+      devices.insert(d);
+    if (t < plan.targets.size())
+      for (int64_t d : plan.targets[t].getDevices())
+        devices.insert(d);
   }
-  // What each receives.
-  for (const SwitchMessage &message : plan.messages)
-    for (const SwitchPiece &piece : message.pieces) {
-      size_t t = static_cast<size_t>(piece.tensor);
-      const Shard &source = from[t].at(message.source);
-      const Shard &block = to[t].at(message.destination);
-      Ints sourceStart, blockStart;
-      for (size_t d = 0; d < piece.offsets.size(); ++d) {
-        sourceStart.push_back(piece.offsets[d] - source.offsets[d]);
-        blockStart.push_back(piece.offsets[d] - block.offsets[d]);
-      }
-      copyBox(sources[t].at(message.source).data(), source.sizes, sourceStart,
-              result[t][message.destination].data(), block.sizes, blockStart,
-              piece.sizes, tensors[t].elementBytes);
+  auto ownOf = [&](int64_t device) {
+    std::vector<ShardBytes> own(count);
+    for (size_t t = 0; t < count; ++t) {
+      auto it = sources[t].find(device);
+      if (it != sources[t].end() &&
+          holdsAny(tensors[t].from, device))
+        own[t] = {it->second.data(), static_cast<int64_t>(it->second.size())};
     }
+    return own;
+  };
+  std::map<int64_t, std::vector<std::vector<char>>> sent;
+  for (int64_t device : devices) {
+    absl::StatusOr<std::vector<std::vector<char>>> packed =
+        packSwitch(plan, tensors, device, ownOf(device));
+    if (!packed.ok())
+      return packed.status();
+    sent[device] = *std::move(packed);
+  }
+  // (Each source's buffers are in plan order; deal them out.)
+  std::map<int64_t, size_t> taken;
+  std::map<int64_t, std::vector<std::vector<char>>> inbox;
+  for (const SwitchMessage &message : plan.messages)
+    inbox[message.destination].push_back(
+        std::move(sent[message.source][taken[message.source]++]));
+  std::vector<std::map<int64_t, std::vector<char>>> result(count);
+  for (int64_t device : devices) {
+    absl::StatusOr<std::vector<std::vector<char>>> shards =
+        unpackSwitch(plan, tensors, device, ownOf(device), inbox[device]);
+    if (!shards.ok())
+      return shards.status();
+    for (size_t t = 0; t < count; ++t)
+      if (holdsAny(plan.targets[t], device))
+        result[t][device] = std::move((*shards)[t]);
+  }
   return result;
 }
 

@@ -127,8 +127,32 @@ absl::StatusOr<SwitchPlan> planSwitch(const std::vector<SwitchTensor> &tensors,
 absl::StatusOr<std::vector<int64_t>>
 solveAssignment(const std::vector<std::vector<int64_t>> &cost);
 
-/// Carries out `plan` in one address space, as the runtime's exchange does
-/// across ranks: for every tensor and every device of its target, the
+/// One device's source shard of one tensor: its bytes (row-major, the
+/// shard's sizes), or null where the device holds nothing of the tensor.
+struct ShardBytes {
+  const char *data = nullptr;
+  int64_t bytes = 0;
+};
+
+/// A rank's part of `plan` (device `device`; `own` by tensor, its source
+/// shards): the buffer of every message it sends, in plan order (each the
+/// message's pieces one after another, every piece's box row-major).
+/// InvalidArgument where `own` does not match the source layouts.
+absl::StatusOr<std::vector<std::vector<char>>>
+packSwitch(const SwitchPlan &plan, const std::vector<SwitchTensor> &tensors,
+           int64_t device, const std::vector<ShardBytes> &own);
+
+/// The rest of it: the device's shard of every tensor under the plan's
+/// target (empty where it holds none), from what it keeps of `own` and
+/// `received`, the buffers of the messages sent to it in plan order.
+absl::StatusOr<std::vector<std::vector<char>>>
+unpackSwitch(const SwitchPlan &plan, const std::vector<SwitchTensor> &tensors,
+             int64_t device, const std::vector<ShardBytes> &own,
+             const std::vector<std::vector<char>> &received);
+
+/// Carries out `plan` in one address space, every device packing and
+/// unpacking its part as a rank does (the driver's exchange sends the
+/// packed buffers between ranks): for every tensor and every device of its target, the
 /// block the device holds afterwards, from what it keeps of `sources`
 /// (tensor, then device: that device's shard under the tensor's `from`
 /// layout) and the pieces sent to it. The result is indexed the same way,

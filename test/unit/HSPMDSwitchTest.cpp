@@ -431,4 +431,70 @@ TEST(SwitchPlanTest, BadInputNamesTheTensor) {
       << p.status().message();
 }
 
+// A rank's side of the exchange (what the driver runs between MPI ranks):
+// DP2 on devices 0, 1 to TP4 on 0-3 of a [4, 4] f64 weight. Each of devices
+// 2 and 3 lacks its 4 columns (64 bytes) and is sent them in one message;
+// 0 and 1 keep theirs. The packed buffers are the messages, in plan order,
+// of the plan's sizes; unpacking them gives each device its target shard
+// exactly; the wrong buffers or shards are errors, not a crash.
+TEST(SwitchPlanTest, PackAndUnpackPerDevice) {
+  std::vector<SwitchTensor> tensors = {
+      tensor("w", {4, 4}, group({0, 1}, {Axis::duplicate(2)}),
+             group({0, 1, 2, 3}, {Axis::split(1, 4)}))};
+  SwitchPlan p = plan(tensors);
+  ASSERT_EQ(p.messages.size(), 2u);
+  EXPECT_EQ(p.totalBytes, 64);
+  std::vector<double> global(16);
+  std::iota(global.begin(), global.end(), 1.0);
+  const char *bytes = reinterpret_cast<const char *>(global.data());
+  auto own = [&](int64_t device) {
+    std::vector<ShardBytes> shards(1);
+    if (device < 2)
+      shards[0] = {bytes, 128};
+    return shards;
+  };
+  std::map<int64_t, std::vector<std::vector<char>>> inbox;
+  for (int64_t device = 0; device < 4; ++device) {
+    auto packed = packSwitch(p, tensors, device, own(device));
+    ASSERT_TRUE(packed.ok()) << packed.status().message();
+    size_t k = 0;
+    for (const SwitchMessage &message : p.messages)
+      if (message.source == device) {
+        ASSERT_LT(k, packed->size());
+        EXPECT_EQ(static_cast<int64_t>((*packed)[k].size()), message.bytes);
+        inbox[message.destination].push_back((*packed)[k++]);
+      }
+    EXPECT_EQ(k, packed->size());
+  }
+  for (int64_t device = 0; device < 4; ++device) {
+    auto shards = unpackSwitch(p, tensors, device, own(device), inbox[device]);
+    ASSERT_TRUE(shards.ok()) << shards.status().message();
+    std::vector<double> expected;
+    for (int64_t row = 0; row < 4; ++row)
+      expected.push_back(global[row * 4 + device]);
+    ASSERT_EQ((*shards)[0].size(), 32u);
+    EXPECT_EQ(std::memcmp((*shards)[0].data(), expected.data(), 32), 0)
+        << "device " << device;
+  }
+  // Device 2 given no message, a short one, or a shard it does not hold.
+  auto none = unpackSwitch(p, tensors, 2, own(2), {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            "device 2 expects 32 bytes from device " +
+                std::to_string(p.messages[0].destination == 2
+                                   ? p.messages[0].source
+                                   : p.messages[1].source));
+  auto shortOne =
+      unpackSwitch(p, tensors, 2, own(2), {std::vector<char>(8)});
+  EXPECT_FALSE(shortOne.ok());
+  auto extra = packSwitch(p, tensors, 3, {ShardBytes{bytes, 128}});
+  ASSERT_FALSE(extra.ok());
+  EXPECT_EQ(extra.status().message(),
+            "tensor 'w': device 3 holds nothing of it before the switch");
+  auto wrongSize = packSwitch(p, tensors, 0, {ShardBytes{bytes, 64}});
+  ASSERT_FALSE(wrongSize.ok());
+  EXPECT_EQ(wrongSize.status().message(),
+            "tensor 'w': device 0 needs a source shard of 128 bytes");
+}
+
 } // namespace

@@ -24,6 +24,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -140,6 +141,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     std::set<size_t> used;
     for (const TrainingSetup::StepData &step : setup.stepData)
       used.insert(step.variant);
+    if (setup.stepData.empty())
+      used.insert(setup.scheduleVariants.begin(), setup.scheduleVariants.end());
+    if (used.empty())
+      used.insert(0);
     built.assign(used.begin(), used.end());
   }
   for (auto [k, v] : llvm::enumerate(built))
@@ -349,6 +354,7 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                                          "ASAN_OPTIONS",
                                          "UBSAN_OPTIONS",
                                          "LOOM_TEST_HANG",
+                                         "LOOM_TEST_FAULT",
                                          "LOOM_TEST_SHORT_COUNT",
                                          "LOOM_MPI_MESSAGE_LIMIT",
                                          "LOOM_ASCEND_DOUBLE_LOG",
@@ -415,6 +421,47 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
       times[device].push_back(seconds);
     }
   }
+  // The switches between variants (runtime/driver/Driver.h): per step,
+  // the bytes every rank sent (summed), the plan's volume and the slowest
+  // rank's seconds; per rank, its totals.
+  struct SwitchFigures {
+    int64_t sent = 0, planned = -1;
+    double seconds = 0;
+  };
+  std::map<int64_t, SwitchFigures> switchAt;
+  std::map<int64_t, std::array<int64_t, 3>> switchOf; // count, sent, received
+  for (auto [device, index] : programOf) {
+    std::string error;
+    FailureOr<std::string> text = readFile(
+        out + "/rank" + std::to_string(device) + "/switch.txt", error);
+    if (failed(text))
+      return fail(error);
+    SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(*text).split(lines, '\n', -1, false);
+    std::array<int64_t, 3> &totals = switchOf[device];
+    totals = {0, 0, 0};
+    for (llvm::StringRef line : lines) {
+      SmallVector<llvm::StringRef> words;
+      line.split(words, ' ');
+      int64_t step = 0, sent = 0, received = 0, planned = 0;
+      double seconds = 0;
+      if (words.size() != 8 || words[0].getAsInteger(10, step) ||
+          words[3].getAsInteger(10, sent) ||
+          words[4].getAsInteger(10, received) ||
+          words[6].getAsInteger(10, planned) ||
+          words[7].getAsDouble(seconds))
+        return fail("rank " + llvm::Twine(device) +
+                    " wrote a switch record loom-run cannot read: '" + line +
+                    "'");
+      SwitchFigures &figures = switchAt[step];
+      figures.sent += sent;
+      figures.planned = planned;
+      figures.seconds = std::max(figures.seconds, seconds);
+      totals[0] += 1;
+      totals[1] += sent;
+      totals[2] += received;
+    }
+  }
   std::string error;
   FailureOr<std::string> losses = readFile(out + "/loss.bin", error);
   if (failed(losses))
@@ -471,6 +518,24 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         numVariants > 1
             ? setup.variants[stepVariants[step - 1]].getSymName().str()
             : "";
+    // (A switching run's strategy, and the switch before the step.)
+    std::string strategy, switched, switchedJson;
+    if (auto name = setup.variants[stepVariants[step - 1]]
+                        ->getAttrOfType<StringAttr>(
+                            hspmd::HSPMDDialect::getStrategyAttrName()))
+      strategy = name.getValue().str();
+    if (auto it = switchAt.find(step); it != switchAt.end()) {
+      if (it->second.sent != it->second.planned)
+        return fail("the switch before step " + llvm::Twine(step) +
+                    " moved " + llvm::Twine(it->second.sent) +
+                    " bytes but its plan " + llvm::Twine(it->second.planned));
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.3g", it->second.seconds);
+      switched = " switch " + std::to_string(it->second.sent) + " bytes " +
+                 seconds + " s";
+      switchedJson = ",\"switch_bytes\":" + std::to_string(it->second.sent) +
+                     ",\"switch_s\":" + seconds;
+    }
     std::string norm;
     if (!norms.empty()) {
       double normValue = 0;
@@ -495,14 +560,17 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
          << ",\"flops_per_s\":" << throughput
          << (utilisation.empty() ? "" : ",\"utilisation\":" + utilisation)
          << (variant.empty() ? "" : ",\"variant\":\"" + variant + "\"")
-         << "}\n";
+         << (strategy.empty() ? "" : ",\"strategy\":\"" + strategy + "\"")
+         << switchedJson << "}\n";
     else
       os << "step " << step << " loss " << llvm::format(format, value)
          << (norm.empty() ? "" : " grad_norm " + norm)
          << " tokens/s " << llvm::format("%.1f", tokensPerSecond)
          << " flop/s " << throughput
          << (utilisation.empty() ? "" : " utilisation " + utilisation)
-         << (variant.empty() ? "" : " variant @" + variant) << "\n";
+         << (variant.empty() ? "" : " variant @" + variant)
+         << (strategy.empty() ? "" : " strategy " + strategy) << switched
+         << "\n";
   }
 
   // 5. Communication per rank.
@@ -528,6 +596,11 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
         os << "rank " << device << " " << words[0] << ": calls " << words[1]
            << ", bytes sent " << sent << ", received " << words[3] << "\n";
       }
+      // (The switches between strategies, apart from the steps' traffic.)
+      if (const std::array<int64_t, 3> &totals = switchOf[device]; totals[0])
+        os << "rank " << device << " switch: switches " << totals[0]
+           << ", bytes sent " << totals[1] << ", received " << totals[2]
+           << "\n";
     }
 
   // 5b. Device library calls per rank and step, as recorded:

@@ -412,6 +412,16 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                      "DIR/<name>.npy (all steps stacked along a leading "
                      "dimension) instead of the synthetic task"),
       llvm::cl::value_desc("dir"), llvm::cl::cat(category));
+  llvm::cl::list<std::string> strategySchedule(
+      "strategies",
+      llvm::cl::desc("--train on a step specialised to strategies "
+                     "(hspmd-specialize-strategies): the strategy of each "
+                     "step, in turn (step n runs entry (n - 1) mod count; "
+                     "a step folder's 'strategy' file comes first); the "
+                     "host target moves the parameters and state between "
+                     "them in one exchange per switch"),
+      llvm::cl::CommaSeparated, llvm::cl::value_desc("name,..."),
+      llvm::cl::cat(category));
   llvm::cl::opt<std::string> traceFile(
       "trace",
       llvm::cl::desc("--target host: write a Chrome trace (JSON, for "
@@ -463,6 +473,7 @@ int loom::interp::loomRunMain(int argc, char **argv) {
     options.initDir = initNpy;
     options.outputDir = outputDir;
     options.dataDir = dataDir;
+    options.strategies.assign(strategySchedule.begin(), strategySchedule.end());
     return options;
   };
   auto hostOptions = [&] {

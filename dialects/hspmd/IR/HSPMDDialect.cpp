@@ -212,6 +212,15 @@ LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
     return verifyLayoutArray(op, attr, op->getOperands(), "operand");
   if (attr.getName() == getResultLayoutsAttrName())
     return verifyLayoutArray(op, attr, op->getResults(), "result");
+  if (attr.getName() == getStrategyAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !name || name.getValue().empty())
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be a non-empty string on a function, "
+                                "got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == getPartsAttrName() ||
       attr.getName() == getPartOfAttrName() ||
       attr.getName() == getPartAttrName()) {

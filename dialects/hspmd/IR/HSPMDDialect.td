@@ -102,6 +102,11 @@ def HSPMD_Dialect : Dialect {
     /// original lists them (`hspmd.parts`), each names the original and its
     /// group's index, and its arguments and results carry the whole
     /// layout of the tensor they hold a part of.
+    /// On a function specialised to one strategy of its strategy sets
+    /// (`hspmd-specialize-strategies`): the strategy's name.
+    static constexpr ::llvm::StringLiteral getStrategyAttrName() {
+      return ::llvm::StringLiteral("hspmd.strategy");
+    }
     static constexpr ::llvm::StringLiteral getPartsAttrName() {
       return ::llvm::StringLiteral("hspmd.parts");
     }

@@ -24,17 +24,6 @@ func.func @optimizer(
 
 // -----
 
-// A parameter left out of the set.
-func.func @missing(
-    %w: tensor<8x8xf32> {nn.param, hspmd.layout = #hspmd.strategies<[
-        "tp" = <{[0, 1]: [S1:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "dp">},
-    // expected-error @+1 {{parameter 'v' has no strategy set while 'w' has one; every parameter of a switching program needs a layout per strategy}}
-    %v: tensor<8xf32> {nn.param}) {
-  return
-}
-
-// -----
-
 // A member that does not fit the parameter's shape: the dialect's
 // verifier refuses it before any pass runs (here, explicit blocks that do
 // not sum to the dimension).
