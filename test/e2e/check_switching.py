@@ -25,6 +25,8 @@ then
         --strategy "NAME:ARG=LAYOUT;ARG=LAYOUT..." ... --optimizer NAME \\
         --schedule a,b,a,c [--tolerance 1e-10] [--host-tolerance 1e-9]
 
+ARG may be several patterns separated by '|', each a shell pattern over the
+forward function's argument names (l*_wq|l*_wk: every layer's wq and wk).
 An argument a strategy does not name is replicated on all N devices under
 it (#hspmd.union<{[0, ..., N-1]: [D:N]}>); one that no strategy names gets
 no set (propagation lays it out in each strategy's step). Every comparison
@@ -36,6 +38,7 @@ the parameters stay in the old layout, the training must differ.
 """
 
 import argparse
+import fnmatch
 import os
 import re
 import sys
@@ -97,13 +100,22 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
 
+    with open(args.model) as f:
+        plain = f.read()
+    arg_names = re.findall(r"%(\w+): tensor<[^>]*> \{", plain)
     strategies = []
     for spec in args.strategy:
         name, rest = spec.split(":", 1)
         layouts = {}
         for item in filter(None, rest.split(";")):
             arg, layout = item.split("=", 1)
-            layouts[arg.strip()] = layout.strip()
+            for pattern in arg.strip().split("|"):
+                matched = fnmatch.filter(arg_names, pattern)
+                if not matched:
+                    sys.exit(f"error: strategy {name}: no argument of the "
+                             f"model matches '{pattern}'")
+                for one in matched:
+                    layouts[one] = layout.strip()
         strategies.append((name, layouts))
     names = [name for name, _ in strategies]
     schedule = args.schedule.split(",")
@@ -112,8 +124,6 @@ def main():
         sys.exit("error: --strategy twice or more, --optimizer and "
                  "--schedule naming them")
 
-    with open(args.model) as f:
-        plain = f.read()
     if args.f64:
         plain = plain.replace("f32", "f64")
     text = plain
