@@ -1,6 +1,7 @@
 //===- Config.cpp - The run configuration (protobuf text format) ----------===//
 
 #include "frontends/config/Config.h"
+#include "frontends/config/Switching.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 
@@ -242,6 +243,9 @@ LogicalResult loom::config::checkConfig(const Config &config,
     if (group.has_weight_decay() && !(group.weight_decay() >= 0))
       report(where + ": weight_decay must not be negative");
   }
+  if (config.has_switching())
+    checkSwitching(config.switching(), config.cluster(), context, used,
+                   report);
   if (run.ranks() != 0 && !used.empty() &&
       run.ranks() != static_cast<int>(used.size()))
     report("run: " + std::to_string(run.ranks()) +
@@ -267,5 +271,10 @@ std::string loom::config::summarize(const Config &config) {
      << run.seed();
   if (!run.trace().empty())
     os << ", trace " << run.trace();
+  if (config.has_switching())
+    os << "; switching: " << config.switching().strategies_size()
+       << " strategies (optimizer " << config.switching().optimizer() << "), "
+       << config.switching().buckets_size() << " bucket(s), "
+       << config.switching().batches_size() << " batch(es)";
   return text;
 }

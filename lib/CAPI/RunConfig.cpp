@@ -1,6 +1,7 @@
 //===- RunConfig.cpp - Applying a run configuration to a model ------------===//
 
 #include "lib/CAPI/RunConfig.h"
+#include "frontends/config/Switching.h"
 
 #include "dialects/hspmd/IR/HSPMDDialect.h"
 #include "dialects/nn/IR/NNDialect.h"
@@ -39,6 +40,12 @@ FailureOr<func::FuncOp> loom::capi::applyRunConfig(ModuleOp module,
                     "found " +
                     llvm::Twine(forwards.size()));
   func::FuncOp forward = forwards.front();
+
+  // Strategy sets first (dynamic graph switching); the layouts below then
+  // lay out what the strategies leave.
+  if (config.has_switching() &&
+      failed(config::applySwitching(forward, config.switching(), error)))
+    return failure();
 
   // Layouts by argument name: the first pattern that matches wins; a
   // pattern that matches nothing is an error (a typo, most likely). All are

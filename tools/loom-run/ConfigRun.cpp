@@ -2,6 +2,7 @@
 
 #include "tools/loom-run/ConfigRun.h"
 #include "lib/CAPI/RunConfig.h"
+#include "frontends/config/Switching.h"
 
 #include "dialects/InitAllDialects.h"
 #include "passes/ArgumentNames.h"
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 
 #include <cmath>
@@ -84,10 +86,39 @@ int loom::interp::runFromConfig(const config::Config &config,
 
   // (Several compositions of micro-batch shapes: the step's variants, each
   // step run on the one its data fit.)
-  if (run.micro_batch_shapes_size() <= 1)
+  if (run.micro_batch_shapes_size() <= 1 && !config.has_switching())
     train.entry = (forward.getSymName() + "_train_step").str();
   if (run.steps() > 0)
     train.steps = run.steps();
+  // Dynamic graph switching: the planner picks each step's strategy from
+  // its batch's sequence lengths (docs/switching.md).
+  if (config.has_switching()) {
+    std::vector<switching::Strategy> strategies;
+    switching::PlannerOptions options;
+    config::getPlannerProblem(config.switching(), strategies, options);
+    const config::Switching &plan = config.switching();
+    train.strategies.clear();
+    for (int64_t step = 1; step <= train.steps; ++step) {
+      const config::Batch &batch =
+          plan.batches(static_cast<int>((step - 1) % plan.batches_size()));
+      std::vector<int64_t> lengths(batch.lengths().begin(),
+                                   batch.lengths().end());
+      absl::StatusOr<switching::StepPlan> chosen =
+          switching::planStep(strategies, lengths, options);
+      if (!chosen.ok())
+        return fail("step " + llvm::Twine(step) + ": " +
+                    std::string(chosen.status().message()));
+      const switching::Strategy &picked = strategies[chosen->strategy];
+      train.strategies.push_back(picked.name);
+      llvm::outs() << "plan step " << step << ": " << lengths.size()
+                   << " sequences, strategy " << picked.name << ", makespan "
+                   << llvm::format("%.4g", chosen->makespan) << " s (";
+      for (auto [k, strategy] : llvm::enumerate(strategies))
+        llvm::outs() << (k ? ", " : "") << strategy.name << " "
+                     << llvm::format("%.4g", chosen->makespans[k]);
+      llvm::outs() << ")\n";
+    }
+  }
   if (run.seed() != 0) // (proto3: 0 is also "not set"; --seed then counts)
     train.seed = run.seed();
   if (!run.data().empty() && run.data() != "synthetic")
