@@ -368,7 +368,8 @@ LogicalResult FunctionPropagation::collectUserLayouts() {
              << "layout " << attr
              << " is a strategy set; layout propagation handles one union "
                 "per value (hspmd-specialize-strategies, the first pass of "
-                "loom-partition-pipeline, makes one function per strategy)";
+                "loom-partition-pipeline, makes one function per strategy "
+                "of the sets on a function's arguments)";
     if (layout.getNumGroups() != 1)
       return emitError(loc)
              << "layout " << layout << " spans " << layout.getNumGroups()

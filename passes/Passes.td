@@ -800,8 +800,11 @@ def SwitchPlansPass : Pass<"hspmd-switch-plans", "mlir::ModuleOp"> {
     `hspmd-specialize-strategies`) are planned the same way over everything
     a run carries from one strategy to the next, every parameter and
     optimizer state from one function's layouts to the other's, under
-    `switch plans @<step> (compiled)`: the plan the run's driver carries out
-    (its volume is the bytes the ranks send in the switch).
+    `switch plans @<step> (compiled)`: the switch a run carries out, never
+    relabelled (rank r runs device r's program). Its volume, and what each
+    device receives, are the run's; the run's driver plans with every device
+    on one node, so with a cluster of several nodes its choice of senders
+    may differ from the one printed here.
   }];
   let options = [
     Option<"relabel", "relabel", "bool", /*default=*/"false",

@@ -147,6 +147,19 @@ struct SpecializeStrategiesPass
       StrategySetAttr strategies = sets->first;
       if (!strategies)
         continue;
+      // (It is replaced by its strategies' functions: nothing may refer to
+      // it by name.)
+      if (std::optional<SymbolTable::UseRange> uses =
+              SymbolTable::getSymbolUses(func, module);
+          uses && !uses->empty()) {
+        InFlightDiagnostic diag =
+            func.emitError("@")
+            << func.getSymName()
+            << " has strategy sets and is used by name; it becomes one "
+               "function per strategy, so nothing may call or name it";
+        diag.attachNote(uses->begin()->getUser()->getLoc()) << "used here";
+        return signalPassFailure();
+      }
       // The optimizer strategy's layout of every parameter with a set.
       DenseMap<unsigned, UnionAttr> optimizerLayout;
       for (unsigned arg : sets->args)
@@ -194,6 +207,21 @@ struct SpecializeStrategiesPass
           }
         }
         regroupArguments(clone, inherited);
+        // Results with strategy sets: the strategy's layout.
+        for (unsigned r = 0; r < func.getNumResults(); ++r) {
+          auto set = func.getResultAttrOfType<StrategySetAttr>(r, layoutName);
+          if (!set)
+            continue;
+          if (set.getNames() != strategies.getNames()) {
+            func.emitError("the strategy set of result #")
+                << r << " names " << quotedNames(set)
+                << " but the arguments name " << quotedNames(strategies)
+                << "; a program switches between one list of strategies";
+            clone.erase();
+            return signalPassFailure();
+          }
+          clone.setResultAttr(r, layoutName, set.lookup(strategy));
+        }
         if (failed(specializeBody(clone, strategies, strategy))) {
           clone.erase();
           return signalPassFailure();

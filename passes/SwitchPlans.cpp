@@ -85,16 +85,22 @@ carriedTensors(ModuleOp module, func::FuncOp func,
       parts.push_back(other);
   std::vector<layout::SwitchTensor> tensors;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    if (!func.getArgAttr(i, nn::NNDialect::getParamAttrName()) &&
-        !func.getArgAttr(i, nn::NNDialect::getStateAttrName()))
+    // (What the driver carries: every argument but the data and the step
+    // counters, runtime/driver/Driver.cpp.)
+    if (func.getArgAttr(i, nn::NNDialect::getDataAttrName()) ||
+        func.getArgAttr(i, nn::NNDialect::getStepAttrName()))
       continue;
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    auto layout =
-        func.getArgAttrOfType<UnionAttr>(i, HSPMDDialect::getLayoutAttrName());
+    // (In the programs' order: a part's whole layout first, then the
+    // step's own.)
+    UnionAttr layout;
     for (func::FuncOp part : parts)
       if (!layout)
         layout = part.getArgAttrOfType<UnionAttr>(
             i, HSPMDDialect::getGlobalLayoutAttrName());
+    if (!layout)
+      layout = func.getArgAttrOfType<UnionAttr>(
+          i, HSPMDDialect::getLayoutAttrName());
     if (!layout || !type || !type.hasStaticShape() ||
         !type.getElementType().isIntOrFloat())
       return emitError(func.getArgument(i).getLoc())
@@ -228,9 +234,13 @@ struct SwitchPlansPass : loom::impl::SwitchPlansPassBase<SwitchPlansPass> {
           std::vector<layout::SwitchTensor> tensors = carried[a];
           for (size_t t = 0; t < tensors.size(); ++t)
             tensors[t].to = carried[b][t].from;
+          // (A run does not relabel: rank r runs device r's program; the
+          // relabelled minimum is reported all the same.)
+          layout::SwitchOptions compiled = options;
+          compiled.relabel = false;
           if (failed(printSwitch(funcs[a], strategyName(funcs[a]),
                                  strategyName(funcs[b]), tensors, topology,
-                                 options, os)))
+                                 compiled, os)))
             return signalPassFailure();
         }
       }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -117,6 +118,13 @@ struct Argument {
     return text;
   }
 };
+
+/// `ms` as seconds with one decimal ("3.0").
+std::string secondsText(int64_t ms) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(ms) / 1000.0);
+  return text;
+}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string text = "[";
@@ -244,6 +252,16 @@ int loom::driver::runDriver(int argc, char **argv, int first,
   int64_t timeoutMs = 30000;
   if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
     timeoutMs = static_cast<int64_t>(std::atof(seconds) * 1000);
+  // Messages are cut into pieces as the runtime cuts its own (at most
+  // LOOM_MPI_MESSAGE_LIMIT bytes, which the programs' runtimes check is the
+  // same valid number on every rank; else 1 GiB: MPI counts are int).
+  int64_t pieceBytes = int64_t{1} << 30;
+  if (const char *limit = std::getenv("LOOM_MPI_MESSAGE_LIMIT")) {
+    char *end = nullptr;
+    long long bytes = std::strtoll(limit, &end, 10);
+    if (end != limit && !*end && bytes >= 1 && bytes <= INT_MAX)
+      pieceBytes = bytes;
+  }
   // Moves the parameters and state of program `from` into `to` before step
   // `step`: one exchange planned by the layout core (runtime/layout/
   // Switch.h), the same plan on every rank, at most one message per ordered
@@ -273,6 +291,26 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       fail("the switch from program " + std::to_string(from) + " to " +
            std::to_string(to) + " before step " + std::to_string(step) +
            " cannot be planned: " + std::string(plan.status().message()));
+    // Every rank must have planned the same switch (each plans from its
+    // own program's layout tables): a digest of the plan, compared.
+    uint64_t digest = 1469598103934665603ull;
+    auto mix = [&](int64_t value) {
+      digest = (digest ^ static_cast<uint64_t>(value)) * 1099511628211ull;
+    };
+    mix(plan->totalBytes);
+    for (const loom::layout::SwitchMessage &message : plan->messages) {
+      mix(message.source);
+      mix(message.destination);
+      mix(message.bytes);
+    }
+    uint64_t lowest = 0, highest = 0;
+    MPI_Allreduce(&digest, &lowest, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&digest, &highest, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (lowest != highest)
+      fail("the ranks planned different switches from program " +
+           std::to_string(from) + " to " + std::to_string(to) +
+           " before step " + std::to_string(step) +
+           " (their programs' argument layouts disagree)");
     // This rank's shards under `from`.
     std::vector<std::vector<char>> ownData(tensors.size());
     std::vector<loom::layout::ShardBytes> own(tensors.size());
@@ -297,7 +335,6 @@ int loom::driver::runDriver(int argc, char **argv, int first,
            std::string(packed.status().message()));
     // Every receive posted before any send; messages cut into pieces of at
     // most 1 GiB (MPI counts are int), in order between each pair.
-    constexpr int64_t kPiece = int64_t{1} << 30;
     constexpr int kSwitchTag = 0x5717;
     std::vector<std::vector<char>> received;
     std::vector<int64_t> sources;
@@ -308,9 +345,10 @@ int loom::driver::runDriver(int argc, char **argv, int first,
       }
     std::vector<MPI_Request> requests;
     std::vector<int64_t> requestPeer;
+    std::vector<int> requestBytes;
     auto post = [&](char *data, int64_t bytes, int64_t peer, bool send) {
-      for (int64_t at = 0; at < bytes; at += kPiece) {
-        int piece = static_cast<int>(std::min(kPiece, bytes - at));
+      for (int64_t at = 0; at < bytes; at += pieceBytes) {
+        int piece = static_cast<int>(std::min(pieceBytes, bytes - at));
         MPI_Request request;
         int code = send ? MPI_Isend(data + at, piece, MPI_BYTE,
                                     static_cast<int>(peer), kSwitchTag,
@@ -324,6 +362,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                " rank " + std::to_string(peer));
         requests.push_back(request);
         requestPeer.push_back(send ? -1 : peer);
+        requestBytes.push_back(piece);
       }
     };
     for (size_t k = 0; k < received.size(); ++k)
@@ -346,14 +385,27 @@ int loom::driver::runDriver(int argc, char **argv, int first,
     auto deadline = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(timeoutMs);
     std::vector<int> done(requests.size());
+    std::vector<MPI_Status> statuses(requests.size());
     while (!requests.empty()) {
       int completed = 0;
       if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
                        &completed, done.data(),
-                       MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+                       statuses.data()) != MPI_SUCCESS)
         fail("switch before step " + std::to_string(step) + " failed in MPI");
       if (completed == MPI_UNDEFINED)
         break;
+      for (int c = 0; c < completed; ++c) {
+        size_t r = static_cast<size_t>(done[c]);
+        int count = -1;
+        if (requestPeer[r] < 0)
+          continue;
+        MPI_Get_count(&statuses[c], MPI_BYTE, &count);
+        if (count != requestBytes[r])
+          fail("switch before step " + std::to_string(step) + ": received " +
+               std::to_string(count) + " bytes from rank " +
+               std::to_string(requestPeer[r]) + " where " +
+               std::to_string(requestBytes[r]) + " were expected");
+      }
       if (completed > 0) {
         deadline = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(timeoutMs);
@@ -367,8 +419,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                        std::to_string(requestPeer[r]);
         fail("the switch from program " + std::to_string(from) + " to " +
              std::to_string(to) + " before step " + std::to_string(step) +
-             " did not complete within " +
-             std::to_string(timeoutMs / 1000.0).substr(0, 4) +
+             " did not complete within " + secondsText(timeoutMs) +
              " s: still waiting for rank(s) " +
              (missing.empty() ? "? (sends)" : missing));
       }

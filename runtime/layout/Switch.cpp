@@ -365,8 +365,9 @@ absl::Status checkOwn(const std::vector<SwitchTensor> &tensors,
     int64_t expected =
         shard == from[t].end() ? 0 : bytesOf(shard->second, tensors[t].elementBytes);
     bool holds = shard != from[t].end();
-    if (holds != (own[t].data != nullptr) ||
-        (holds && own[t].bytes != expected))
+    // (A held shard of no elements may come without data.)
+    bool given = own[t].data != nullptr || (holds && expected == 0);
+    if (holds != given || (holds && own[t].bytes != expected))
       return invalid(named(tensors[t]) + ": device " + std::to_string(device) +
                      (holds ? " needs a source shard of " +
                                   std::to_string(expected) + " bytes"
@@ -497,9 +498,9 @@ loom::layout::executeSwitch(
     std::vector<ShardBytes> own(count);
     for (size_t t = 0; t < count; ++t) {
       auto it = sources[t].find(device);
-      if (it != sources[t].end() &&
-          holdsAny(tensors[t].from, device))
-        own[t] = {it->second.data(), static_cast<int64_t>(it->second.size())};
+      if (it != sources[t].end() && holdsAny(tensors[t].from, device))
+        own[t] = {it->second.empty() ? "" : it->second.data(),
+                  static_cast<int64_t>(it->second.size())};
     }
     return own;
   };

@@ -33,3 +33,16 @@ c++ -O2 -std=c++17 -I"$root" -I"$build" "$root/test/bench/attention_skipping.cpp
     "$root"/runtime/kernels/*.cpp -lopenblas -lpthread -o "$build/attention-skipping"
 OPENBLAS_NUM_THREADS=1 "$build/attention-skipping"
 python3 "$root/test/bench/prefix_dedup.py" --build "$build"
+# Strategy-switch plans of a 1.3B GPT between strategies on 8-64 devices
+# (planning time; volume, per-device and per-link bytes against their
+# bounds; relabelling off and on), and the step planner's makespan on
+# long-tailed batches against the best static strategy (cost model fitted
+# to GEMMs timed here on one thread).
+c++ -O2 -std=c++17 -I"$root" -I"$build" "$root/test/bench/switch_plans.cpp" \
+    "$root"/runtime/layout/*.cpp -labsl_statusor -labsl_status -labsl_strings \
+    -o "$build/switch-plans"
+"$build/switch-plans"
+c++ -O2 -std=c++17 -I"$root" -I"$build" "$root/test/bench/step_planner.cpp" \
+    "$root"/runtime/switching/*.cpp "$root"/runtime/layout/*.cpp -lopenblas \
+    -labsl_statusor -labsl_status -labsl_strings -lpthread -o "$build/step-planner"
+OPENBLAS_NUM_THREADS=1 "$build/step-planner"

@@ -1,53 +1,62 @@
 //===- step_planner.cpp - Per-step strategy choice against static ---------===//
 //
-// Benchmark (not in CI): switching::planStep, choosing each batch's
-// strategy among five on 8 devices (one node of H200), against the best
-// single static strategy, on batches of long-tailed sequence lengths.
+// Benchmark (not in CI): switching::planStep choosing each batch's strategy
+// among five on 8 devices (one node of H200), against the best single
+// static strategy, on batches of long-tailed sequence lengths.
 //
 // Cost model. T1(s), one sequence of s tokens through a step (forward and
 // backward) on one device, is fitted (fitCostModel) to times measured on
-// this machine, one thread of OpenBLAS: a proxy of one layer's forward, a
-// GEMM [s, 512] x [512, 2048] (the MLP's first) plus an attention score
-// GEMM [s, 128] x [128, s] (f32), median of 3 runs at s = 256 ... 8192
-// (--quick: to 4096, 2 runs). Its quadratic term overtakes the linear one
-// near s = 8192 by FLOPs (a 2048-wide GPT's attention, 4 s^2 w FLOP a
-// layer against 24 s w^2, at s = 12288). T1 = 72 x the proxy (24 layers,
-// backward about twice the forward). The fit's coefficients and errors are
-// printed.
+// this machine with one thread of OpenBLAS: a proxy of one layer's forward,
+// a GEMM [s, 512] x [512, 2048] (the MLP's first) plus an attention score
+// GEMM [s, 128] x [128, s], f32; the least time of as many runs as fill
+// 0.3 s (at least 3; --quick: 0.1 s, at least 2) at s = 256, 384, 512,
+// 768, ..., 3072, 4096 (interference on a shared machine only adds). In
+// full runs s = 8192 is measured too, outside the fit, to check its
+// extrapolation. By FLOPs the proxy's quadratic term overtakes its linear
+// one at s = 8192 (for a 2048-wide GPT's layer, 4 s^2 w FLOP of attention
+// against 24 s w^2, at 12288). T1 = 72 x the proxy (24 layers, backward
+// about twice the forward). The fit's coefficients and errors are printed.
 //
 // Replicas and communication. The modelled network is a 1.31e9-parameter
-// GPT (24 blocks, width 2048, bf16) on H200s: NVLink 450 GB/s per device
-// and direction, 10 us a collective, and the per-token compute of one
-// device t_tok = 6 P / (989 TFLOP/s x 40%) = 19.9 us, which T1's linear
-// coefficient b1 stands for. Every communication time is converted into
-// T1's seconds by b1 / t_tok. A TP-k replica (Megatron: 4 all-reduces of
-// the [s, 2048] bf16 activations a layer, forward and backward, ring: each
-// device sends 2 (k-1)/k of them) costs
+// GPT (24 blocks, width 2048, MLP 8192, vocabulary 50304, bf16) on H200s:
+// NVLink 450 GB/s per device and direction, 10 us a collective, and the
+// per-token compute of one device t_tok = 6 P / (989 TFLOP/s x 40%) =
+// 19.9 us, which T1's linear coefficient b1 stands for: every
+// communication time is converted into T1's seconds by b1 / t_tok. A TP-k
+// replica (Megatron: 4 all-reduces a layer, forward and backward, of the
+// [s, 2048] bf16 activations; ring: each device sends 2 (k-1)/k of them)
+// costs
 //     T_k(s) = a1/k s^2 + (b1/k + beta_k) s + c1 + gamma_k,
-//     beta_k = 96 x 2 (k-1)/k x 4096 B / 450 GB/s x b1/t_tok,
-//     gamma_k = 96 x 10 us x b1/t_tok   (k > 1; 0 for k = 1).
-// Memory: a device holds the activations of 4096 tokens of one sequence,
-// a TP-k replica 4096 k (longer sequences need higher TP).
+//     beta_k  = 96 x 2 (k-1)/k x 4096 B / 450 GB/s x b1/t_tok,
+//     gamma_k = 96 x 10 us x b1/t_tok            (k > 1; 0 for k = 1),
+// c1 (T1's constant) not divided. Memory: a device holds the activations of
+// 4096 tokens of one sequence, a TP-k replica 4096 k (longer sequences
+// need higher TP). Gradient all-reduces among replicas, which every
+// strategy pays, static or not, are not modelled.
 //
 // Strategies: DP8 (8 single devices), TP2x4, TP4x2, TP8x1, and mix (one
 // TP4 replica on devices 0-3, four single devices 4-7). The parameters
-// (and optimizer state) live in the layout of the best static strategy of
-// the distribution (the one of least total makespan among those that hold
-// every batch); switching into another costs switchSeconds = 2 x (the
-// bytes the busiest device sends or receives in layout::planSwitch of the
-// 1.31e9 bf16 parameters from that layout to the other, relabelling on) /
-// 450 GB/s, the 2 for the gradients going back, converted as above.
+// (and optimizer state) live in the layout of the distribution's best
+// static strategy (the least total makespan among those that hold every
+// batch). Switching into another strategy costs the time of two switches
+// of the 1.31e9 bf16 parameters planned by layout::planSwitch, each the
+// busiest device's bytes (sent or received) / 450 GB/s: the parameters
+// out (relabelling on), the gradients back from there to the home layout
+// (no relabelling: the optimizer state stays put).
 //
-// Batches: 16-256 sequences (uniform), lengths from lognormal and Pareto
-// distributions clipped to [64, 32768], seeded; 300 batches a distribution
-// (--quick: 60). Static: planStep given that one strategy, no switch cost.
-// Printed per distribution: the lengths, each strategy's static total
-// against the planner's, the per-batch ratio best static / planner
-// (min/median/p90/max), the oracle that picks every batch's best static
-// strategy for free (a bound on what switching can gain), the strategies
-// picked, the planner's latency a batch (std::chrono) and against the
-// modelled H200 step; then planStep against optimalMakespan on 100 batches
-// (--quick: 30) of 4-12 sequences a distribution: the worst ratio.
+// Batches: 16-256 sequences (uniform), lengths drawn from lognormal and
+// Pareto distributions, rounded and clipped to [64, 32768], seeded; 300
+// batches a distribution (--quick: 60). A strategy's static makespan is
+// planStep given that one strategy, no switch cost. Printed per
+// distribution: the lengths; each strategy's static total against the
+// planner's over the batches it holds; the per-batch ratio best static /
+// planner (min/median/p90/max) and the ratio of totals; a free oracle
+// (every batch's best static strategy, no switch cost: what switching
+// could gain at most) against the planner; the strategies picked; the
+// planner's latency a batch (std::chrono) and against the modelled H200
+// step (the makespan / (b1 / t_tok)). Then planStep against
+// optimalMakespan on 100 batches (--quick: 30) of 4-12 sequences a
+// distribution: the worst ratio, and that batch.
 //
 //   test/bench/run.sh builds and runs it;
 //   OPENBLAS_NUM_THREADS=1 step-planner [--quick].
@@ -100,8 +109,10 @@ double quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
-/// Seconds of the proxy at length s: median of `runs` after a warm-up.
-double measureProxy(int64_t s, int runs) {
+/// Seconds of the proxy at length s: the least of as many runs as fill
+/// about `budget` seconds (at least `fewest`, at most 30), after a warm-up
+/// (the least: on a shared machine, interference only adds time).
+double measureProxy(int64_t s, double budget, int fewest) {
   const int64_t w = kProxyWidth, h = 4 * kProxyWidth, d = kScoreDim;
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-1, 1);
@@ -116,7 +127,12 @@ double measureProxy(int64_t s, int runs) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s, s, d, 1.0f,
                 q.data(), d, k.data(), d, 0.0f, scores.data(), s);
   };
+  auto warm = std::chrono::steady_clock::now();
   once();
+  double first = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - warm)
+                     .count();
+  int runs = std::clamp(static_cast<int>(budget / first), fewest, 30);
   std::vector<double> times;
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -124,7 +140,7 @@ double measureProxy(int64_t s, int runs) {
     auto end = std::chrono::steady_clock::now();
     times.push_back(std::chrono::duration<double>(end - start).count());
   }
-  return median(times);
+  return *std::min_element(times.begin(), times.end());
 }
 
 // The 1.31e9 parameters for the switch costs: per block wq, wk, wv, w1
@@ -196,28 +212,49 @@ layout::Layout layoutOf(const Parameter &p, const Shape &shape) {
   return u;
 }
 
-/// The bytes the busiest device sends or receives switching the parameters
-/// from `from` to `to`.
-int64_t switchBytes(const std::vector<Parameter> &parameters,
-                    const Shape &from, const Shape &to) {
-  std::vector<layout::SwitchTensor> tensors;
-  for (size_t i = 0; i < parameters.size(); ++i)
-    tensors.push_back({"p" + std::to_string(i), parameters[i].shape,
-                       kElementBytes, layoutOf(parameters[i], from),
-                       layoutOf(parameters[i], to)});
+int64_t busiest(const layout::SwitchPlan &plan) {
+  return std::max(plan.maxSent, plan.maxReceived);
+}
+
+layout::SwitchPlan planOrExit(const std::vector<layout::SwitchTensor> &tensors,
+                              bool relabel, const std::string &what) {
   layout::Topology topology;
   for (int64_t d = 0; d < kDevices; ++d)
     topology.kindOf[d] = "h200";
   layout::SwitchOptions options;
-  options.relabel = true;
+  options.relabel = relabel;
   absl::StatusOr<layout::SwitchPlan> plan =
       layout::planSwitch(tensors, topology, options);
   if (!plan.ok()) {
-    std::fprintf(stderr, "switch %s -> %s: %s\n", from.name.c_str(),
-                 to.name.c_str(), std::string(plan.status().message()).c_str());
+    std::fprintf(stderr, "switch %s: %s\n", what.c_str(),
+                 std::string(plan.status().message()).c_str());
     std::exit(1);
   }
-  return std::max(plan->maxSent, plan->maxReceived);
+  return *std::move(plan);
+}
+
+/// The bytes of a switch from the home layout to `to` and back: the
+/// busiest device's bytes (sent or received) moving the parameters out
+/// (relabelling on), plus those moving the gradients from where the
+/// relabelled target left them back to the home layout (not relabelled:
+/// the optimizer state stays put).
+int64_t switchBytes(const std::vector<Parameter> &parameters,
+                    const Shape &home, const Shape &to) {
+  std::vector<layout::SwitchTensor> out;
+  for (size_t i = 0; i < parameters.size(); ++i)
+    out.push_back({"p" + std::to_string(i), parameters[i].shape,
+                   kElementBytes, layoutOf(parameters[i], home),
+                   layoutOf(parameters[i], to)});
+  layout::SwitchPlan there =
+      planOrExit(out, true, home.name + " -> " + to.name);
+  std::vector<layout::SwitchTensor> back = out;
+  for (size_t i = 0; i < back.size(); ++i) {
+    back[i].from = there.targets[i];
+    back[i].to = out[i].from;
+  }
+  layout::SwitchPlan again =
+      planOrExit(back, false, to.name + " -> " + home.name);
+  return busiest(there) + busiest(again);
 }
 
 struct Distribution {
@@ -265,19 +302,22 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  // 1. T1 from measurements.
-  Ints measured = quick ? Ints{256, 512, 1024, 2048, 4096}
-                        : Ints{256, 512, 1024, 2048, 4096, 8192};
+  // 1. T1 from measurements; in full runs, 8192 measured too, outside the
+  // fit, as a check of its extrapolation.
+  Ints measured = {256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096};
   std::vector<double> seconds;
+  const double budget = quick ? 0.1 : 0.3;
+  const int fewest = quick ? 2 : 3;
+  auto flopsOf = [](int64_t s) {
+    return 2.0 * s * kProxyWidth * 4 * kProxyWidth + 2.0 * s * s * kScoreDim;
+  };
   std::printf("proxy (GEMM [s,%d]x[%d,%d] + scores [s,%d]x[%d,s], f32, one "
-              "thread):\n",
+              "thread), least time:\n",
               kProxyWidth, kProxyWidth, 4 * kProxyWidth, kScoreDim, kScoreDim);
   for (int64_t s : measured) {
-    double t = measureProxy(s, quick ? 2 : 3);
-    double flops = 2.0 * s * kProxyWidth * 4 * kProxyWidth +
-                   2.0 * s * s * kScoreDim;
+    double t = measureProxy(s, budget, fewest);
     std::printf("  s = %5lld: %9.3f ms (%.1f GFLOP/s)\n", (long long)s, 1e3 * t,
-                flops / t / 1e9);
+                flopsOf(s) / t / 1e9);
     seconds.push_back(t);
   }
   absl::StatusOr<sw::Fit> fit = sw::fitCostModel(measured, seconds);
@@ -289,6 +329,17 @@ int main(int argc, char **argv) {
               "%.4g s; rms %.3g s, largest relative error %.2f%%\n",
               fit->model.a, fit->model.b, fit->model.c, fit->rmsSeconds,
               100 * fit->maxRelativeError);
+  std::printf("  fitted / measured:");
+  for (size_t i = 0; i < measured.size(); ++i)
+    std::printf(" %lld: %.3f", (long long)measured[i],
+                fit->model(measured[i]) / seconds[i]);
+  std::printf("\n");
+  if (!quick) {
+    double t = measureProxy(8192, budget, fewest);
+    std::printf("  s =  8192 (not fitted): %.3f ms (%.1f GFLOP/s), fitted / "
+                "measured %.3f\n",
+                1e3 * t, flopsOf(8192) / t / 1e9, fit->model(8192) / t);
+  }
   if (fit->model.b <= 0) {
     std::fprintf(stderr, "the fit has no linear term to scale by\n");
     return 1;
@@ -349,8 +400,8 @@ int main(int argc, char **argv) {
   }
   std::vector<std::vector<double>> switchSeconds(count,
                                                  std::vector<double>(count));
-  std::printf("switch seconds (T1's), from (rows) to (columns); busiest "
-              "device's bytes x 2 / %.0f GB/s:\n%8s",
+  std::printf("switch seconds (T1's) from the home (rows) to a strategy "
+              "(columns) and back; busiest device's bytes / %.0f GB/s:\n%8s",
               kLinkBytesPerSecond / 1e9, "");
   for (const Shape &s : shapes)
     std::printf(" %9s", s.name.c_str());
@@ -360,7 +411,8 @@ int main(int argc, char **argv) {
     for (size_t b = 0; b < count; ++b) {
       switchSeconds[a][b] =
           a == b ? 0
-                 : 2.0 * switchBytes(parameters, shapes[a], shapes[b]) /
+                 : static_cast<double>(
+                       switchBytes(parameters, shapes[a], shapes[b])) /
                        kLinkBytesPerSecond * scale;
       std::printf(" %9.4f", switchSeconds[a][b]);
     }
@@ -369,6 +421,10 @@ int main(int argc, char **argv) {
 
   // 4. The distributions.
   std::vector<Distribution> distributions = {
+      {"lognormal(median 256, sigma 0.8)",
+       [](std::mt19937_64 &r) {
+         return std::lognormal_distribution<double>(std::log(256.0), 0.8)(r);
+       }},
       {"lognormal(median 512, sigma 1.0)",
        [](std::mt19937_64 &r) {
          return std::lognormal_distribution<double>(std::log(512.0), 1.0)(r);
@@ -449,14 +505,21 @@ int main(int argc, char **argv) {
     double plannedTotal = 0;
     for (double m : planned)
       plannedTotal += m;
-    std::printf("  static strategies (total makespan / planner's, batches "
-                "held):");
+    // Each strategy's total over the batches it holds, against the
+    // planner's over the same batches.
+    std::printf("  static total / planner's over the batches it holds:");
     for (size_t s = 0; s < count; ++s) {
-      if (holds[s] == batches)
-        std::printf(" %s %.3f", shapes[s].name.c_str(),
-                    totals[s] / plannedTotal);
+      double mine = 0, theirs = 0;
+      for (size_t i = 0; i < steps.size(); ++i)
+        if (std::isfinite(statics[s][i])) {
+          mine += statics[s][i];
+          theirs += planned[i];
+        }
+      std::printf(" %s ", shapes[s].name.c_str());
+      if (holds[s])
+        std::printf("%.3f", mine / theirs);
       else
-        std::printf(" %s -", shapes[s].name.c_str());
+        std::printf("-");
       std::printf(" (%d)", holds[s]);
     }
     std::printf("\n  best static (the parameters' home): %s\n",
@@ -482,6 +545,8 @@ int main(int argc, char **argv) {
     std::uniform_int_distribution<int64_t> smallSize(4, 12);
     double worst = 1;
     int exact = 0;
+    Ints worstLengths;
+    int64_t worstStrategy = -1;
     double dpSeconds = 0;
     for (int i = 0; i < small; ++i) {
       Ints lengths = drawBatch(dist, random, smallSize(random));
@@ -496,13 +561,38 @@ int main(int argc, char **argv) {
         return 1;
       }
       double r = plan->makespan / *best;
-      worst = std::max(worst, r);
+      if (r > worst) {
+        worst = r;
+        worstLengths = lengths;
+        worstStrategy = plan->strategy;
+      }
       exact += r <= 1 + 1e-9;
     }
     std::printf("  against optimalMakespan on %d batches of 4-12: worst "
                 "planner / optimum %.4f, optimal on %d (exact search %.1f ms "
                 "a batch)\n",
                 small, worst, exact, 1e3 * dpSeconds / small);
+    if (!worstLengths.empty()) {
+      // The worst instance: the planner's strategy against each strategy's
+      // own optimum.
+      std::printf("    worst: lengths");
+      for (int64_t length : worstLengths)
+        std::printf(" %lld", (long long)length);
+      std::printf("; planner %s; optimum by strategy:",
+                  shapes[worstStrategy].name.c_str());
+      for (size_t s = 0; s < count; ++s) {
+        absl::StatusOr<double> mine =
+            sw::optimalMakespan({choice[s]}, worstLengths);
+        if (mine.ok())
+          std::printf(" %s %.4g", shapes[s].name.c_str(), *mine);
+      }
+      absl::StatusOr<sw::StepPlan> again = sw::planStep(choice, worstLengths);
+      std::printf("; planner's makespans:");
+      for (size_t s = 0; s < count; ++s)
+        if (std::isfinite(again->makespans[s]))
+          std::printf(" %s %.4g", shapes[s].name.c_str(), again->makespans[s]);
+      std::printf("\n");
+    }
   }
   return 0;
 }

@@ -26,6 +26,9 @@
 //             may give): the same shards on other devices, which only a
 //             relabelling recovers.
 //
+// A relabelling permutes only interchangeable devices (Switch.h: those of
+// one node and kind), so it never moves a role to another node.
+//
 // For a representative set of (from, to) pairs (--all: every ordered pair)
 // and relabelling off and on, one line: the planning time (median of 5
 // runs, std::chrono; --quick: 3 runs, 8 and 16 devices only); the volume in
@@ -33,9 +36,12 @@
 // under the best relabelling; the largest bytes one device sends and
 // receives, the largest bytes on one link between nodes and the bytes
 // crossing nodes, each as a ratio to the lower bound every plan obeys
-// (Switch.h); "-" where a figure and its bound are both 0. Per device
-// count, a summary: the median of the time ratio relabel on / off and the
-// pairs where relabelling moves less, with the largest saving.
+// (Switch.h); "-" where a figure and its bound are both 0, "inf" where
+// only the bound is. Per device count, a summary: the time ratio relabel
+// on / off (planSwitch solves the assignment either way, to report both
+// minima, so this is the cost of planning the relabelled target, not of
+// the assignment), the pairs where relabelling moves less and the median
+// of relabelled / identity minimum over the pairs that move anything.
 //
 //   test/bench/run.sh builds and runs it; switch-plans [--quick] [--all].
 //

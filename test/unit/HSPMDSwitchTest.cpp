@@ -497,4 +497,21 @@ TEST(SwitchPlanTest, PackAndUnpackPerDevice) {
             "tensor 'w': device 0 needs a source shard of 128 bytes");
 }
 
+// A tensor with no elements switches too (every device's shard empty).
+TEST(SwitchPlanTest, EmptyTensorSwitches) {
+  std::vector<SwitchTensor> tensors = {
+      tensor("e", {0, 4}, group({0, 1}, {Axis::duplicate(2)}),
+             group({0, 1}, {Axis::split(1, 2)}))};
+  SwitchPlan p = plan(tensors);
+  EXPECT_EQ(p.totalBytes, 0);
+  EXPECT_TRUE(p.messages.empty());
+  std::vector<std::map<int64_t, std::vector<char>>> sources(1);
+  sources[0][0] = {};
+  sources[0][1] = {};
+  auto landed = executeSwitch(p, tensors, sources);
+  ASSERT_TRUE(landed.ok()) << landed.status().message();
+  EXPECT_TRUE((*landed)[0].at(0).empty());
+  EXPECT_TRUE((*landed)[0].at(1).empty());
+}
+
 } // namespace

@@ -454,6 +454,11 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                     " wrote a switch record loom-run cannot read: '" + line +
                     "'");
       SwitchFigures &figures = switchAt[step];
+      if (figures.planned >= 0 && figures.planned != planned)
+        return fail("the ranks recorded different plans of the switch "
+                    "before step " +
+                    llvm::Twine(step) + " (" + llvm::Twine(figures.planned) +
+                    " and " + llvm::Twine(planned) + " bytes)");
       figures.sent += sent;
       figures.planned = planned;
       figures.seconds = std::max(figures.seconds, seconds);

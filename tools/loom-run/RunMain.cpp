@@ -417,7 +417,8 @@ int loom::interp::loomRunMain(int argc, char **argv) {
       llvm::cl::desc("--train on a step specialised to strategies "
                      "(hspmd-specialize-strategies): the strategy of each "
                      "step, in turn (step n runs entry (n - 1) mod count; "
-                     "a step folder's 'strategy' file comes first); the "
+                     "with per-step folders, folder n's entry, and its "
+                     "'strategy' file comes first); the "
                      "host target moves the parameters and state between "
                      "them in one exchange per switch"),
       llvm::cl::CommaSeparated, llvm::cl::value_desc("name,..."),

@@ -53,3 +53,31 @@ func.func @names(
 func.func @attr() attributes {hspmd.strategy = 3} {
   return
 }
+
+// -----
+
+// A function with strategy sets that another calls: it is replaced by its
+// strategies' functions, so the call would name nothing.
+// expected-error @+1 {{@called has strategy sets and is used by name; it becomes one function per strategy, so nothing may call or name it}}
+func.func @called(
+    %w: tensor<8x8xf32> {nn.param, hspmd.layout = #hspmd.strategies<[
+        "tp" = <{[0, 1]: [S1:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "dp">}) {
+  return
+}
+func.func @caller(%w: tensor<8x8xf32>) {
+  // expected-note @+1 {{used here}}
+  func.call @called(%w) : (tensor<8x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// A result whose set names other strategies.
+// expected-error @+1 {{the strategy set of result #0 names "tp", "cp" but the arguments name "tp", "dp"; a program switches between one list of strategies}}
+func.func @result(
+    %w: tensor<8x8xf32> {nn.param, hspmd.layout = #hspmd.strategies<[
+        "tp" = <{[0, 1]: [S1:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "dp">})
+    -> (tensor<8x8xf32> {hspmd.layout = #hspmd.strategies<[
+        "tp" = <{[0, 1]: [S1:2]}>, "cp" = <{[0, 1]: [D:2]}>], optimizer = "cp">}) {
+  return %w : tensor<8x8xf32>
+}

@@ -40,6 +40,23 @@ module {
 
 // -----
 
+// A result's set becomes the strategy's layout too.
+// CHECK-LABEL: func.func @res_tp(
+// CHECK-SAME:    -> (tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>})
+// CHECK-LABEL: func.func @res_dp(
+// CHECK-SAME:    -> (tensor<8x16xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [D:2]}>})
+module {
+  func.func @res(
+      %w: tensor<8x16xf32> {nn.param, hspmd.layout = #hspmd.strategies<[
+          "tp" = <{[0, 1]: [S1:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "dp">})
+      -> (tensor<8x16xf32> {hspmd.layout = #hspmd.strategies<[
+          "tp" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "dp">}) {
+    return %w : tensor<8x16xf32>
+  }
+}
+
+// -----
+
 // Optimizer state with a layout of its own keeps it; a heterogeneous mix
 // (TP2 on devices 0, 1 and a single device 2, as one union) is a strategy
 // like any other.
