@@ -89,6 +89,47 @@ def parse_args_of(text, name):
     return args
 
 
+def draw_inputs(arguments, seed, vocab, work_dir):
+    """Seeded global inputs of a step's arguments ((type, attrs) pairs), by
+    role (see the module docstring), saved as WORK_DIR/arg<i>.npy: the
+    loom-run --input flags."""
+    rng = np.random.default_rng(seed)
+    inputs, ints = [], []
+    states_seen = {}
+    for i, (ttype, attrs) in enumerate(arguments):
+        dims, et = shape_of(ttype)
+        dtype = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
+                 "i32": np.int32}[et]
+        if "nn.param" in attrs:
+            fan = dims[-2] if len(dims) >= 2 else 1
+            value = rng.standard_normal(dims) / np.sqrt(fan)
+            if len(dims) == 1:
+                value = 1.0 + 0.1 * rng.standard_normal(dims)
+        elif "nn.state" in attrs:
+            k = int(re.search(r"nn.state = (\d+)", attrs).group(1))
+            second = states_seen.get(k, 0) == 1
+            states_seen[k] = states_seen.get(k, 0) + 1
+            value = 1e-2 * rng.standard_normal(dims)
+            if second:
+                value = np.abs(value) ** 2
+        elif "nn.step" in attrs:
+            value = np.array(3)
+        elif et.startswith("i"):
+            # Token ids, then their targets (one pair per micro-batch
+            # shape with micro-batch-shapes).
+            if len(ints) % 2 == 1 and list(ints[-1].shape) == list(dims):
+                value = (7 * ints[-1] + 3) % vocab
+            else:
+                value = rng.integers(0, vocab, size=dims)
+            ints.append(value)
+        else:
+            value = rng.standard_normal(dims)
+        path = os.path.join(work_dir, f"arg{i}.npy")
+        np.save(path, np.asarray(value, dtype=dtype))
+        inputs += ["--input", path]
+    return inputs
+
+
 def main():
     ap = argparse.ArgumentParser()
     for flag in ("--opt", "--run", "--work-dir", "--model"):
@@ -226,40 +267,8 @@ def main():
             [t for t, _ in parse_args_of(ir, step)]):
         sys.exit(f"FAIL: the passes changed the arguments of @{step}")
 
-    rng = np.random.default_rng(args.seed)
-    inputs, ints = [], []
-    states_seen = {}
-    for i, (ttype, attrs) in enumerate(parse_args_of(ir, step)):
-        dims, et = shape_of(ttype)
-        dtype = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
-                 "i32": np.int32}[et]
-        if "nn.param" in attrs:
-            fan = dims[-2] if len(dims) >= 2 else 1
-            value = rng.standard_normal(dims) / np.sqrt(fan)
-            if len(dims) == 1:
-                value = 1.0 + 0.1 * rng.standard_normal(dims)
-        elif "nn.state" in attrs:
-            k = int(re.search(r"nn.state = (\d+)", attrs).group(1))
-            second = states_seen.get(k, 0) == 1
-            states_seen[k] = states_seen.get(k, 0) + 1
-            value = 1e-2 * rng.standard_normal(dims)
-            if second:
-                value = np.abs(value) ** 2
-        elif "nn.step" in attrs:
-            value = np.array(3)
-        elif et.startswith("i"):
-            # Token ids, then their targets (one pair per micro-batch
-            # shape with micro-batch-shapes).
-            if len(ints) % 2 == 1 and list(ints[-1].shape) == list(dims):
-                value = (7 * ints[-1] + 3) % args.vocab
-            else:
-                value = rng.integers(0, args.vocab, size=dims)
-            ints.append(value)
-        else:
-            value = rng.standard_normal(dims)
-        path = os.path.join(args.work_dir, f"arg{i}.npy")
-        np.save(path, np.asarray(value, dtype=dtype))
-        inputs += ["--input", path]
+    inputs = draw_inputs(parse_args_of(ir, step), args.seed, args.vocab,
+                         args.work_dir)
 
     # One local function per device group (several when the layouts span
     # groups; loom-run then runs each on its group's ranks), or per cell of

@@ -46,8 +46,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_layout import (fresh, losses, param_errors, parse_args_of,  # noqa
-                          relative, run, shape_of)
+from check_layout import (draw_inputs, fresh, losses, param_errors,  # noqa
+                          parse_args_of, relative, run)
 
 
 def strategy_sets(strategies, optimizer, ranks):
@@ -155,37 +155,8 @@ def main():
     ref_types = [t for t, _ in parse_args_of(reference_text, step)]
 
     # Inputs: as check_layout.py draws them.
-    rng = np.random.default_rng(args.seed)
-    inputs, ints, states_seen = [], [], {}
-    for i, (ttype, attrs) in enumerate(parse_args_of(reference_text, step)):
-        dims, et = shape_of(ttype)
-        dtype = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
-                 "i32": np.int32}[et]
-        if "nn.param" in attrs:
-            fan = dims[-2] if len(dims) >= 2 else 1
-            value = rng.standard_normal(dims) / np.sqrt(fan)
-            if len(dims) == 1:
-                value = 1.0 + 0.1 * rng.standard_normal(dims)
-        elif "nn.state" in attrs:
-            k = int(re.search(r"nn.state = (\d+)", attrs).group(1))
-            second = states_seen.get(k, 0) == 1
-            states_seen[k] = states_seen.get(k, 0) + 1
-            value = 1e-2 * rng.standard_normal(dims)
-            if second:
-                value = np.abs(value) ** 2
-        elif "nn.step" in attrs:
-            value = np.array(3)
-        elif et.startswith("i"):
-            if ints and list(ints[-1].shape) == list(dims):
-                value = (7 * ints[-1] + 3) % args.vocab
-            else:
-                value = rng.integers(0, args.vocab, size=dims)
-            ints.append(value)
-        else:
-            value = rng.standard_normal(dims)
-        path = os.path.join(args.work_dir, f"arg{i}.npy")
-        np.save(path, np.asarray(value, dtype=dtype))
-        inputs += ["--input", path]
+    inputs = draw_inputs(parse_args_of(reference_text, step), args.seed,
+                         args.vocab, args.work_dir)
     ref_dir = fresh(os.path.join(args.work_dir, "reference-results"))
     run([args.run, "--interpret", reference, "--entry", step, "--output-dir",
          ref_dir] + inputs)
