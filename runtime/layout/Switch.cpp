@@ -376,6 +376,14 @@ absl::Status checkOwn(const std::vector<SwitchTensor> &tensors,
   return absl::OkStatus();
 }
 
+/// Where `piece` starts within `shard` (both in global coordinates).
+Ints startWithin(const SwitchPiece &piece, const Shard &shard) {
+  Ints start;
+  for (size_t d = 0; d < piece.offsets.size(); ++d)
+    start.push_back(piece.offsets[d] - shard.offsets[d]);
+  return start;
+}
+
 bool holdsAny(const Layout &layout, int64_t device) {
   std::vector<int64_t> devices = layout.getDevices();
   return std::find(devices.begin(), devices.end(), device) != devices.end();
@@ -403,9 +411,7 @@ loom::layout::packSwitch(const SwitchPlan &plan,
     for (const SwitchPiece &piece : message.pieces) {
       size_t t = static_cast<size_t>(piece.tensor);
       const Shard &source = from[t].at(device);
-      Ints start;
-      for (size_t d = 0; d < piece.offsets.size(); ++d)
-        start.push_back(piece.offsets[d] - source.offsets[d]);
+      Ints start = startWithin(piece, source);
       if (at + piece.bytes > message.bytes)
         return invalid("a message from device " + std::to_string(device) +
                        " whose pieces exceed its bytes");
@@ -460,9 +466,7 @@ loom::layout::unpackSwitch(const SwitchPlan &plan,
     for (const SwitchPiece &piece : message.pieces) {
       size_t t = static_cast<size_t>(piece.tensor);
       const Shard &block = to[t].at(device);
-      Ints start;
-      for (size_t d = 0; d < piece.offsets.size(); ++d)
-        start.push_back(piece.offsets[d] - block.offsets[d]);
+      Ints start = startWithin(piece, block);
       copyBox(buffer.data() + at, piece.sizes, Ints(piece.sizes.size(), 0),
               result[t].data(), block.sizes, start, piece.sizes,
               tensors[t].elementBytes);
