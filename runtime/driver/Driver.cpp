@@ -2,7 +2,7 @@
 
 #include "runtime/driver/Driver.h"
 
-#include "runtime/layout/Switch.h"
+#include "runtime/driver/ProgramSwitch.h"
 
 #include <mpi.h>
 
@@ -119,13 +119,6 @@ struct Argument {
   }
 };
 
-/// `ms` as seconds with one decimal ("3.0").
-std::string secondsText(int64_t ms) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(ms) / 1000.0);
-  return text;
-}
-
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -215,14 +208,12 @@ int loom::driver::runDriver(int argc, char **argv, int first,
   auto carried = [](const Argument &arg) {
     return arg.info.role != LOOM_ARG_DATA && arg.info.role != LOOM_ARG_STEP;
   };
-  std::vector<std::vector<loom::layout::Layout>> layouts(count);
   for (size_t v = 0; v < count; ++v) {
     const std::vector<Argument> &a = variantArgs[0], &b = variantArgs[v];
     if (a.size() != b.size())
       fail("program " + std::to_string(v) + " has " +
            std::to_string(b.size()) + " arguments, program 0 " +
            std::to_string(a.size()) + ": not variants of one step");
-    layouts[v].resize(b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i].info.role != b[i].info.role ||
           std::string(a[i].info.name) != b[i].info.name)
@@ -238,223 +229,37 @@ int loom::driver::runDriver(int argc, char **argv, int first,
              dtypeName(a[i].info.dtype) + " array of shape " +
              shapeText(a[i].shape) + ": variants carry the same parameters "
              "and state");
-      absl::StatusOr<loom::layout::Layout> decoded =
-          loom::layout::decodeLayout(b[i].info.layout, b[i].info.layout_size);
-      if (!decoded.ok())
-        fail(b[i].describe(static_cast<int64_t>(i)) + " of program " +
-             std::to_string(v) + ": its layout does not decode: " +
-             std::string(decoded.status().message()));
-      layouts[v][i] = *std::move(decoded);
     }
   }
   // The switch records (--out DIR/rank<r>/switch.txt).
   std::string switches;
-  int64_t timeoutMs = 30000;
-  if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
-    timeoutMs = static_cast<int64_t>(std::atof(seconds) * 1000);
-  // Messages are cut into pieces as the runtime cuts its own (at most
-  // LOOM_MPI_MESSAGE_LIMIT bytes, which the programs' runtimes check is the
-  // same valid number on every rank; else 1 GiB: MPI counts are int).
-  int64_t pieceBytes = int64_t{1} << 30;
-  if (const char *limit = std::getenv("LOOM_MPI_MESSAGE_LIMIT")) {
-    char *end = nullptr;
-    long long bytes = std::strtoll(limit, &end, 10);
-    if (end != limit && !*end && bytes >= 1 && bytes <= INT_MAX)
-      pieceBytes = bytes;
-  }
+  loom::driver::SwitchSettings settings = loom::driver::getSwitchSettings();
+  // (A test hook: LOOM_TEST_FAULT=skip-switch exchanges the first
+  // switch's bytes but leaves the new variant's arguments as they were,
+  // which the switching tests must catch.)
+  const char *fault = std::getenv("LOOM_TEST_FAULT");
+  bool skipFirst = fault && std::string(fault) == "skip-switch";
   // Moves the parameters and state of program `from` into `to` before step
-  // `step`: one exchange planned by the layout core (runtime/layout/
-  // Switch.h), the same plan on every rank, at most one message per ordered
-  // pair of ranks; what a rank holds under both layouts stays put.
+  // `step` (ProgramSwitch.h: one planned exchange).
   auto move = [&](size_t from, size_t to, int64_t step) {
-    auto begin = std::chrono::steady_clock::now();
-    std::vector<loom::layout::SwitchTensor> tensors;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < variantArgs[from].size(); ++i) {
-      const Argument &arg = variantArgs[from][i];
-      if (!carried(arg))
-        continue;
-      loom::layout::SwitchTensor tensor;
-      tensor.name = arg.info.name && *arg.info.name
-                        ? std::string(arg.info.name)
-                        : "#" + std::to_string(i);
-      tensor.shape = arg.shape;
-      tensor.elementBytes = elementBytes(arg.info.dtype);
-      tensor.from = layouts[from][i];
-      tensor.to = layouts[to][i];
-      tensors.push_back(std::move(tensor));
-      index.push_back(i);
-    }
-    absl::StatusOr<loom::layout::SwitchPlan> plan =
-        loom::layout::planSwitch(tensors, {}, {});
-    if (!plan.ok())
+    loom::driver::SwitchSettings these = settings;
+    these.skipSetting = skipFirst && switches.empty();
+    loom::driver::SwitchRecord record;
+    std::string why = loom::driver::switchPrograms(
+        apis[from], programs[from], apis[to], programs[to], MPI_COMM_WORLD,
+        these, record);
+    if (!why.empty())
       fail("the switch from program " + std::to_string(from) + " to " +
            std::to_string(to) + " before step " + std::to_string(step) +
-           " cannot be planned: " + std::string(plan.status().message()));
-    // Every rank must have planned the same switch (each plans from its
-    // own program's layout tables): a digest of the plan, compared.
-    uint64_t digest = 1469598103934665603ull;
-    auto mix = [&](int64_t value) {
-      digest = (digest ^ static_cast<uint64_t>(value)) * 1099511628211ull;
-    };
-    mix(plan->totalBytes);
-    for (const loom::layout::SwitchMessage &message : plan->messages) {
-      mix(message.source);
-      mix(message.destination);
-      mix(message.bytes);
-    }
-    uint64_t lowest = 0, highest = 0;
-    MPI_Allreduce(&digest, &lowest, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&digest, &highest, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (lowest != highest)
-      fail("the ranks planned different switches from program " +
-           std::to_string(from) + " to " + std::to_string(to) +
-           " before step " + std::to_string(step) +
-           " (their programs' argument layouts disagree)");
-    // This rank's shards under `from`.
-    std::vector<std::vector<char>> ownData(tensors.size());
-    std::vector<loom::layout::ShardBytes> own(tensors.size());
-    for (size_t t = 0; t < tensors.size(); ++t) {
-      const Argument &arg = variantArgs[from][index[t]];
-      if (!arg.info.held)
-        continue;
-      int64_t bytes = elementBytes(arg.info.dtype);
-      for (int64_t d = 0; d < arg.info.rank; ++d)
-        bytes *= arg.info.local_shape[d];
-      ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-      check(apis[from],
-            apis[from].get_arg(programs[from], static_cast<int64_t>(index[t]),
-                               LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
-                               arg.info.local_shape, ownData[t].data()));
-      own[t] = {ownData[t].data(), bytes};
-    }
-    absl::StatusOr<std::vector<std::vector<char>>> packed =
-        loom::layout::packSwitch(*plan, tensors, worldRank, own);
-    if (!packed.ok())
-      fail("switch before step " + std::to_string(step) + ": " +
-           std::string(packed.status().message()));
-    // Every receive posted before any send; messages cut into pieces of at
-    // most 1 GiB (MPI counts are int), in order between each pair.
-    constexpr int kSwitchTag = 0x5717;
-    std::vector<std::vector<char>> received;
-    std::vector<int64_t> sources;
-    for (const loom::layout::SwitchMessage &message : plan->messages)
-      if (message.destination == worldRank) {
-        received.emplace_back(static_cast<size_t>(message.bytes));
-        sources.push_back(message.source);
-      }
-    std::vector<MPI_Request> requests;
-    std::vector<int64_t> requestPeer;
-    std::vector<int> requestBytes;
-    auto post = [&](char *data, int64_t bytes, int64_t peer, bool send) {
-      for (int64_t at = 0; at < bytes; at += pieceBytes) {
-        int piece = static_cast<int>(std::min(pieceBytes, bytes - at));
-        MPI_Request request;
-        int code = send ? MPI_Isend(data + at, piece, MPI_BYTE,
-                                    static_cast<int>(peer), kSwitchTag,
-                                    MPI_COMM_WORLD, &request)
-                        : MPI_Irecv(data + at, piece, MPI_BYTE,
-                                    static_cast<int>(peer), kSwitchTag,
-                                    MPI_COMM_WORLD, &request);
-        if (code != MPI_SUCCESS)
-          fail("switch before step " + std::to_string(step) +
-               ": cannot post a message " + (send ? "to" : "from") +
-               " rank " + std::to_string(peer));
-        requests.push_back(request);
-        requestPeer.push_back(send ? -1 : peer);
-        requestBytes.push_back(piece);
-      }
-    };
-    for (size_t k = 0; k < received.size(); ++k)
-      post(received[k].data(), static_cast<int64_t>(received[k].size()),
-           sources[k], /*send=*/false);
-    int64_t sent = 0, got = 0, messagesSent = 0;
-    size_t k = 0;
-    for (const loom::layout::SwitchMessage &message : plan->messages)
-      if (message.source == worldRank) {
-        std::vector<char> &buffer = (*packed)[k++];
-        post(buffer.data(), static_cast<int64_t>(buffer.size()),
-             message.destination, /*send=*/true);
-        sent += static_cast<int64_t>(buffer.size());
-        ++messagesSent;
-      }
-    for (const std::vector<char> &buffer : received)
-      got += static_cast<int64_t>(buffer.size());
-    // Wait, but not for ever (as the runtime's collectives do: the
-    // deadline moves with progress).
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::milliseconds(timeoutMs);
-    std::vector<int> done(requests.size());
-    std::vector<MPI_Status> statuses(requests.size());
-    while (!requests.empty()) {
-      int completed = 0;
-      if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
-                       &completed, done.data(),
-                       statuses.data()) != MPI_SUCCESS)
-        fail("switch before step " + std::to_string(step) + " failed in MPI");
-      if (completed == MPI_UNDEFINED)
-        break;
-      for (int c = 0; c < completed; ++c) {
-        size_t r = static_cast<size_t>(done[c]);
-        int count = -1;
-        if (requestPeer[r] < 0)
-          continue;
-        MPI_Get_count(&statuses[c], MPI_BYTE, &count);
-        if (count != requestBytes[r])
-          fail("switch before step " + std::to_string(step) + ": received " +
-               std::to_string(count) + " bytes from rank " +
-               std::to_string(requestPeer[r]) + " where " +
-               std::to_string(requestBytes[r]) + " were expected");
-      }
-      if (completed > 0) {
-        deadline = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(timeoutMs);
-        continue;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::string missing;
-        for (size_t r = 0; r < requests.size(); ++r)
-          if (requests[r] != MPI_REQUEST_NULL && requestPeer[r] >= 0)
-            missing += (missing.empty() ? "" : ", ") +
-                       std::to_string(requestPeer[r]);
-        fail("the switch from program " + std::to_string(from) + " to " +
-             std::to_string(to) + " before step " + std::to_string(step) +
-             " did not complete within " + secondsText(timeoutMs) +
-             " s: still waiting for rank(s) " +
-             (missing.empty() ? "? (sends)" : missing));
-      }
-      std::this_thread::yield();
-    }
-    absl::StatusOr<std::vector<std::vector<char>>> shards =
-        loom::layout::unpackSwitch(*plan, tensors, worldRank, own, received);
-    if (!shards.ok())
-      fail("switch before step " + std::to_string(step) + ": " +
-           std::string(shards.status().message()));
-    // (A test hook: LOOM_TEST_FAULT=skip-switch exchanges the first
-    // switch's bytes but leaves the new variant's arguments as they were,
-    // which the switching tests must catch.)
-    const char *fault = std::getenv("LOOM_TEST_FAULT");
-    bool skip = fault && std::string(fault) == "skip-switch" &&
-                switches.empty();
-    for (size_t t = 0; t < tensors.size() && !skip; ++t) {
-      const Argument &arg = variantArgs[to][index[t]];
-      if (!arg.info.held)
-        continue;
-      check(apis[to],
-            apis[to].set_arg(programs[to], static_cast<int64_t>(index[t]),
-                             LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
-                             arg.info.local_shape, (*shards)[t].data()));
-    }
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - begin)
-                         .count();
+           ": " + why);
     // step, from, to, bytes sent, bytes received, messages sent, the
     // plan's volume (all ranks), seconds.
     switches += std::to_string(step) + " " + std::to_string(from) + " " +
-                std::to_string(to) + " " + std::to_string(sent) + " " +
-                std::to_string(got) + " " + std::to_string(messagesSent) +
-                " " + std::to_string(plan->totalBytes) + " " +
-                std::to_string(seconds) + "\n";
+                std::to_string(to) + " " + std::to_string(record.bytesSent) +
+                " " + std::to_string(record.bytesReceived) + " " +
+                std::to_string(record.messagesSent) + " " +
+                std::to_string(record.planBytes) + " " +
+                std::to_string(record.seconds) + "\n";
   };
   // The variant of step `step`: DIR/step<n>/variant, else 0.
   auto variantOf = [&](int64_t step) -> size_t {

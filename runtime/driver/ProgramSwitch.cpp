@@ -1,0 +1,308 @@
+//===- ProgramSwitch.cpp - Moving arguments between two programs ----------===//
+
+#include "runtime/driver/ProgramSwitch.h"
+
+#include "runtime/layout/Switch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+using namespace loom;
+using namespace loom::driver;
+
+namespace {
+
+int64_t elementBytes(loom_dtype dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+  case LOOM_DTYPE_I32:
+    return 4;
+  case LOOM_DTYPE_F64:
+  case LOOM_DTYPE_I64:
+    return 8;
+  case LOOM_DTYPE_BF16:
+    return 2;
+  case LOOM_DTYPE_I1:
+    return 1;
+  }
+  return 1;
+}
+
+/// Takes the message of a failed call and frees its status.
+std::string messageOf(const loom_program_api &api, loom_status *status) {
+  std::string message = api.status_get_message(status);
+  api.status_destroy(status);
+  return message;
+}
+
+/// An argument of one program as the switch sees it.
+struct Argument {
+  int64_t index = 0;
+  loom_arg_info info;
+  std::vector<int64_t> shape;
+  std::string name() const {
+    return info.name && *info.name ? std::string(info.name)
+                                   : "#" + std::to_string(index);
+  }
+};
+
+/// The arguments of `program` a switch carries: all but the data and the
+/// step counters.
+std::string carriedArguments(const loom_program_api &api,
+                             loom_program *program,
+                             std::vector<Argument> &args) {
+  for (int64_t i = 0; i < api.get_num_args(program); ++i) {
+    Argument arg;
+    arg.index = i;
+    if (loom_status *status = api.get_arg_info(program, i, &arg.info))
+      return messageOf(api, status);
+    if (arg.info.role == LOOM_ARG_DATA || arg.info.role == LOOM_ARG_STEP)
+      continue;
+    arg.shape.assign(arg.info.global_shape,
+                     arg.info.global_shape + arg.info.rank);
+    args.push_back(std::move(arg));
+  }
+  return "";
+}
+
+int64_t shardBytes(const loom_arg_info &info) {
+  int64_t bytes = elementBytes(info.dtype);
+  for (int64_t d = 0; d < info.rank; ++d)
+    bytes *= info.local_shape[d];
+  return bytes;
+}
+
+std::string secondsText(int64_t ms) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(ms) / 1000.0);
+  return text;
+}
+
+} // namespace
+
+SwitchSettings loom::driver::getSwitchSettings() {
+  SwitchSettings settings;
+  if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
+    settings.timeoutMs = static_cast<int64_t>(std::atof(seconds) * 1000);
+  // (The programs' runtimes check that the limit is the same valid number
+  // on every rank.)
+  if (const char *limit = std::getenv("LOOM_MPI_MESSAGE_LIMIT")) {
+    char *end = nullptr;
+    long long bytes = std::strtoll(limit, &end, 10);
+    if (end != limit && !*end && bytes >= 1 && bytes <= INT_MAX)
+      settings.pieceBytes = bytes;
+  }
+  return settings;
+}
+
+std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
+                                         loom_program *from,
+                                         const loom_program_api &toApi,
+                                         loom_program *to, MPI_Comm comm,
+                                         const SwitchSettings &settings,
+                                         SwitchRecord &record) {
+  auto begin = std::chrono::steady_clock::now();
+  record = {};
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<Argument> sources, targets;
+  if (std::string why = carriedArguments(fromApi, from, sources); !why.empty())
+    return why;
+  if (std::string why = carriedArguments(toApi, to, targets); !why.empty())
+    return why;
+  // Every target argument the source has: by name, else (unnamed on both
+  // sides) by index.
+  std::vector<layout::SwitchTensor> tensors;
+  std::vector<std::pair<const Argument *, const Argument *>> pairs;
+  for (const Argument &target : targets) {
+    bool named = target.info.name && *target.info.name;
+    auto source = std::find_if(sources.begin(), sources.end(),
+                               [&](const Argument &a) {
+                                 bool aNamed = a.info.name && *a.info.name;
+                                 return named ? aNamed && a.name() ==
+                                                              target.name()
+                                              : !aNamed &&
+                                                    a.index == target.index;
+                               });
+    if (source == sources.end())
+      continue;
+    if (source->info.dtype != target.info.dtype ||
+        source->shape != target.shape)
+      return "argument '" + target.name() +
+             "' has another element type or shape in the two programs";
+    layout::SwitchTensor tensor;
+    tensor.name = target.name();
+    tensor.shape = target.shape;
+    tensor.elementBytes = elementBytes(target.info.dtype);
+    const Argument *source_ = &*source;
+    for (auto [arg, layout] :
+         {std::pair{source_, &tensor.from}, std::pair{&target, &tensor.to}}) {
+      absl::StatusOr<layout::Layout> decoded =
+          layout::decodeLayout(arg->info.layout, arg->info.layout_size);
+      if (!decoded.ok())
+        return "the layout of argument '" + arg->name() +
+               "' does not decode: " + std::string(decoded.status().message());
+      *layout = *std::move(decoded);
+    }
+    tensors.push_back(std::move(tensor));
+    pairs.push_back({&*source, &target});
+  }
+  absl::StatusOr<layout::SwitchPlan> plan = layout::planSwitch(tensors, {}, {});
+  if (!plan.ok())
+    return "the switch cannot be planned: " +
+           std::string(plan.status().message());
+  // Every rank must have planned the same switch (each from its own
+  // program's layout tables): a digest of the plan, compared.
+  uint64_t digest = 1469598103934665603ull;
+  auto mix = [&](int64_t value) {
+    digest = (digest ^ static_cast<uint64_t>(value)) * 1099511628211ull;
+  };
+  mix(static_cast<int64_t>(tensors.size()));
+  mix(plan->totalBytes);
+  for (const layout::SwitchMessage &message : plan->messages) {
+    mix(message.source);
+    mix(message.destination);
+    mix(message.bytes);
+  }
+  uint64_t lowest = 0, highest = 0;
+  MPI_Allreduce(&digest, &lowest, 1, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(&digest, &highest, 1, MPI_UINT64_T, MPI_MAX, comm);
+  if (lowest != highest)
+    return "the ranks planned different switches (their programs' argument "
+           "layouts disagree)";
+  // This rank's shards under the source layouts.
+  std::vector<std::vector<char>> ownData(tensors.size());
+  std::vector<layout::ShardBytes> own(tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const Argument &arg = *pairs[t].first;
+    if (!arg.info.held)
+      continue;
+    int64_t bytes = shardBytes(arg.info);
+    ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    if (loom_status *status = fromApi.get_arg(
+            from, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+            arg.info.local_shape, ownData[t].data()))
+      return messageOf(fromApi, status);
+    own[t] = {ownData[t].data(), bytes};
+  }
+  absl::StatusOr<std::vector<std::vector<char>>> packed =
+      layout::packSwitch(*plan, tensors, rank, own);
+  if (!packed.ok())
+    return std::string(packed.status().message());
+  // Every receive posted before any send; messages in pieces, in order
+  // between each pair (MPI does not overtake on one tag and communicator).
+  constexpr int kSwitchTag = 0x5717;
+  std::vector<std::vector<char>> received;
+  std::vector<int64_t> peers;
+  for (const layout::SwitchMessage &message : plan->messages)
+    if (message.destination == rank) {
+      received.emplace_back(static_cast<size_t>(message.bytes));
+      peers.push_back(message.source);
+    }
+  std::vector<MPI_Request> requests;
+  std::vector<int64_t> requestPeer;
+  std::vector<int> requestBytes;
+  std::string posting;
+  auto post = [&](char *data, int64_t bytes, int64_t peer, bool send) {
+    for (int64_t at = 0; at < bytes && posting.empty();
+         at += settings.pieceBytes) {
+      int piece = static_cast<int>(std::min(settings.pieceBytes, bytes - at));
+      MPI_Request request;
+      int code = send ? MPI_Isend(data + at, piece, MPI_BYTE,
+                                  static_cast<int>(peer), kSwitchTag, comm,
+                                  &request)
+                      : MPI_Irecv(data + at, piece, MPI_BYTE,
+                                  static_cast<int>(peer), kSwitchTag, comm,
+                                  &request);
+      if (code != MPI_SUCCESS) {
+        posting = std::string("cannot post a message ") +
+                  (send ? "to" : "from") + " rank " + std::to_string(peer);
+        return;
+      }
+      requests.push_back(request);
+      requestPeer.push_back(send ? -1 : peer);
+      requestBytes.push_back(piece);
+    }
+  };
+  for (size_t k = 0; k < received.size(); ++k)
+    post(received[k].data(), static_cast<int64_t>(received[k].size()),
+         peers[k], /*send=*/false);
+  size_t next = 0;
+  for (const layout::SwitchMessage &message : plan->messages)
+    if (message.source == rank) {
+      std::vector<char> &buffer = (*packed)[next++];
+      post(buffer.data(), static_cast<int64_t>(buffer.size()),
+           message.destination, /*send=*/true);
+      record.bytesSent += static_cast<int64_t>(buffer.size());
+      ++record.messagesSent;
+    }
+  if (!posting.empty())
+    return posting;
+  for (const std::vector<char> &buffer : received)
+    record.bytesReceived += static_cast<int64_t>(buffer.size());
+  // Wait, but not for ever (as the runtime's collectives do: the deadline
+  // moves with progress).
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(settings.timeoutMs);
+  std::vector<int> done(requests.size());
+  std::vector<MPI_Status> statuses(requests.size());
+  while (!requests.empty()) {
+    int completed = 0;
+    if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
+                     &completed, done.data(), statuses.data()) != MPI_SUCCESS)
+      return "the exchange failed in MPI";
+    if (completed == MPI_UNDEFINED)
+      break;
+    for (int c = 0; c < completed; ++c) {
+      size_t r = static_cast<size_t>(done[c]);
+      if (requestPeer[r] < 0)
+        continue;
+      int count = -1;
+      MPI_Get_count(&statuses[c], MPI_BYTE, &count);
+      if (count != requestBytes[r])
+        return "received " + std::to_string(count) + " bytes from rank " +
+               std::to_string(requestPeer[r]) + " where " +
+               std::to_string(requestBytes[r]) + " were expected";
+    }
+    if (completed > 0) {
+      deadline = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(settings.timeoutMs);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string missing;
+      for (size_t r = 0; r < requests.size(); ++r)
+        if (requests[r] != MPI_REQUEST_NULL && requestPeer[r] >= 0)
+          missing += (missing.empty() ? "" : ", ") +
+                     std::to_string(requestPeer[r]);
+      return "the exchange did not complete within " +
+             secondsText(settings.timeoutMs) + " s: still waiting for rank(s) " +
+             (missing.empty() ? "? (its sends)" : missing);
+    }
+    std::this_thread::yield();
+  }
+  absl::StatusOr<std::vector<std::vector<char>>> shards =
+      layout::unpackSwitch(*plan, tensors, rank, own, received);
+  if (!shards.ok())
+    return std::string(shards.status().message());
+  for (size_t t = 0; t < tensors.size() && !settings.skipSetting; ++t) {
+    const Argument &arg = *pairs[t].second;
+    if (!arg.info.held)
+      continue;
+    if (loom_status *status = toApi.set_arg(
+            to, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+            arg.info.local_shape, (*shards)[t].data()))
+      return messageOf(toApi, status);
+  }
+  record.planBytes = plan->totalBytes;
+  record.arguments = static_cast<int64_t>(tensors.size());
+  record.seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - begin)
+                       .count();
+  return "";
+}
