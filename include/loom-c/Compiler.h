@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* The version of this API; loom_compiler_api_version returns it. */
-#define LOOM_COMPILER_API_VERSION 2
+#define LOOM_COMPILER_API_VERSION 3
 
 int32_t loom_compiler_api_version(void);
 
@@ -103,6 +103,33 @@ loom_status *loom_module_build_library(const loom_module *module,
 loom_status *loom_program_library_open(const char *path,
                                        loom_program_api *api);
 void loom_program_library_close(loom_program_api *api);
+
+/* What the calling rank did in a switch (loom_program_switch). */
+typedef struct loom_switch_info {
+  int64_t bytes_sent, bytes_received, messages_sent;
+  int64_t plan_bytes; /* the plan's volume over all ranks */
+  int64_t arguments;  /* the arguments moved */
+  double seconds;
+} loom_switch_info;
+
+/* Moves every parameter and optimizer state of program `to` that program
+ * `from` has too (the same name, element type and global shape) from
+ * `from`'s layout into `to`'s, in one exchange between the ranks planned
+ * by Loom's layout core: what a rank holds under both stays put, at most
+ * one message per ordered pair of ranks (docs/switching.md). The two
+ * programs may come from different libraries (two strategies of a step,
+ * or a step and another program of the same parameters); both must have
+ * been created on `mpi_comm` (a pointer to an MPI_Comm, or NULL for
+ * MPI_COMM_WORLD), and every rank of it calls this at once. `info`, when
+ * not NULL, receives the calling rank's figures. A failure (ranks that
+ * planned different switches, a message of the wrong size, no progress
+ * within LOOM_COLLECTIVE_TIMEOUT_S) leaves `to`'s arguments in an unknown
+ * state. */
+loom_status *loom_program_switch(const loom_program_api *from_api,
+                                 loom_program *from,
+                                 const loom_program_api *to_api,
+                                 loom_program *to, const void *mpi_comm,
+                                 loom_switch_info *info);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "include/loom-c/Compiler.h"
+#include "runtime/driver/ProgramSwitch.h"
 
 #include "codegen/Passes.h"
 #include "codegen/Pipelines.h"
@@ -399,4 +400,27 @@ loom_status *loom_program_library_open(const char *path,
 void loom_program_library_close(loom_program_api *api) {
   if (api)
     driver::closeProgramLibrary(*api);
+}
+
+loom_status *loom_program_switch(const loom_program_api *from_api,
+                                 loom_program *from,
+                                 const loom_program_api *to_api,
+                                 loom_program *to, const void *mpi_comm,
+                                 loom_switch_info *info) {
+  return guarded([&]() -> loom_status * {
+    if (!from_api || !from || !to_api || !to)
+      return invalid("loom_program_switch: a null pointer");
+    MPI_Comm comm = mpi_comm ? *static_cast<const MPI_Comm *>(mpi_comm)
+                             : MPI_COMM_WORLD;
+    driver::SwitchRecord record;
+    std::string why =
+        driver::switchPrograms(*from_api, from, *to_api, to, comm,
+                               driver::getSwitchSettings(), record);
+    if (!why.empty())
+      return makeStatus(LOOM_STATUS_INTERNAL, "loom_program_switch: " + why);
+    if (info)
+      *info = {record.bytesSent, record.bytesReceived, record.messagesSent,
+               record.planBytes, record.arguments, record.seconds};
+    return nullptr;
+  });
 }

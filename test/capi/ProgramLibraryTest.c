@@ -9,6 +9,8 @@
 |* OUT/<library index>/ on rank 0:                                            *|
 |*                                                                            *|
 |*   program-library-test --init DIR --data DIR --steps N --out DIR LIB...    *|
+|*   With two or more libraries, also one run switching between the first   *|
+|*   two every step (loom_program_switch), to OUT/switch/.                   *|
 |*   program-library-test --errors LIB   (the C ABI's error paths)            *|
 |*   program-library-test --ranks-check LIB  (a communicator of the wrong     *|
 |*                                      size, and a sub-communicator)         *|
@@ -272,6 +274,63 @@ static void write_results(Run *run, const char *out, int64_t steps) {
 }
 
 static char *read_file(const char *path, size_t *length);
+
+/* One training run switching between the programs of the first two
+ * libraries (two layouts of one step): step s on library s mod 2, the
+ * parameters and optimizer state moved by loom_program_switch at every
+ * change, the step count carried on; results to OUT/switch. */
+static void switching(Run *runs, const char *init, const char *data,
+                      const char *out, int64_t steps) {
+  loom_program *programs[2] = {NULL, NULL};
+  for (int l = 0; l < 2; ++l)
+    check(&runs[l].api, runs[l].api.create(NULL, &programs[l]), "create");
+  Run chain = runs[0];
+  chain.program = programs[0];
+  set_initial(&chain, init);
+  long long sent = 0, received = 0, switches = 0, planned = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    int l = (int)(s % 2);
+    if (s > 0) {
+      int previous = 1 - l;
+      loom_switch_info info;
+      loom_status *status = loom_program_switch(
+          &runs[previous].api, programs[previous], &runs[l].api, programs[l],
+          NULL, &info);
+      if (status) {
+        fprintf(stderr, "program-library-test: rank %d: %s\n", rank_,
+                loom_compiler_status_get_message(status));
+        loom_compiler_status_destroy(status);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      check(&runs[l].api, runs[l].api.set_steps_done(programs[l], s),
+            "steps done");
+      sent += info.bytes_sent;
+      received += info.bytes_received;
+      planned += info.plan_bytes;
+      ++switches;
+    }
+    Run step = runs[l];
+    step.program = programs[l];
+    set_batch(&step, data, s);
+    check(&runs[l].api, runs[l].api.step(programs[l], &chain.losses[s]),
+          "step");
+  }
+  Run last = runs[(steps - 1) % 2];
+  last.program = programs[(steps - 1) % 2];
+  memcpy(last.losses, chain.losses, sizeof(chain.losses));
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%s/switch", out);
+  write_results(&last, dir, steps);
+  /* The ranks' bytes in all must be the plans'. */
+  long long totals[2] = {sent, received}, sums[2] = {0, 0};
+  MPI_Reduce(totals, sums, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank_ == 0)
+    printf("switched %lld times between two programs: %lld bytes sent and "
+           "%lld received in all, the plans %lld\n",
+           switches, sums[0], sums[1], planned);
+  for (int l = 0; l < 2; ++l)
+    runs[l].api.destroy(programs[l]);
+}
 
 /* The error paths of the ABI, on a program of library `api`. */
 static void errors(Api *api) {
@@ -629,6 +688,8 @@ int main(int argc, char **argv) {
     }
     if (rank_ == 0)
       printf("trained %d programs for %lld steps\n", count, (long long)steps);
+    if (count >= 2)
+      switching(runs, init, data, out, steps);
   }
   for (int l = 0; l < count; ++l)
     loom_program_library_close(&runs[l].api);

@@ -167,9 +167,12 @@ def main():
         params[0].flat[0] += args.corrupt
 
     out = os.path.join(work, "out")
-    names = list(LAYOUTS) + ["config"]
-    for index in range(len(names)):
-        os.makedirs(os.path.join(out, str(index)), exist_ok=True)
+    # (And "switch": one run switching between the dp and tp libraries every
+    # step, loom_program_switch moving the parameters and state.)
+    names = list(LAYOUTS) + ["config", "switch"]
+    dirs = [str(index) for index in range(len(names) - 1)] + ["switch"]
+    for name in dirs:
+        os.makedirs(os.path.join(out, name), exist_ok=True)
     # The third library: compiled by the driver through the C API.
     print(run(mpirun(2) + [args.driver, "--init", init, "--data", data,
                            "--steps", str(args.steps), "--out", out,
@@ -178,12 +181,12 @@ def main():
                            os.path.join(work, "config.so")]
               + libraries, env=env), end="")
     failed = False
-    for index, name in enumerate(names):
-        with open(os.path.join(out, str(index), "losses.txt")) as f:
+    for name, folder in zip(names, dirs):
+        with open(os.path.join(out, folder, "losses.txt")) as f:
             got = np.array([float(line) for line in f if line.strip()])
         loss_error = relative(got, np.array(losses))
         param_error = max(
-            relative(np.load(os.path.join(out, str(index),
+            relative(np.load(os.path.join(out, folder,
                                           f"param_{k}.npy")), params[k])
             for k in range(2))
         ok = (len(got) == args.steps and loss_error <= args.tolerance
