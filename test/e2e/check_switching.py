@@ -25,6 +25,15 @@ then
         --strategy "NAME:ARG=LAYOUT;ARG=LAYOUT..." ... --optimizer NAME \\
         --schedule a,b,a,c [--tolerance 1e-10] [--host-tolerance 1e-9]
 
+--lengths L,L,... (one per step of the schedule) gives each step's sequence
+length: the model is compiled once more per other length (a copy of its
+function, @<name>_s<L>, with the batch's [B, S] shapes and the loss
+normaliser rescaled: for models without learned positions), so there is one
+step per (strategy, length), and the host run reads each step's batch from a
+per-step folder with its strategy (loom-run --data DIR: DIR/step<n>/ holds
+tokens.npy, targets.npy and strategy); the reference is the same module
+without strategy sets on the same folders.
+
 ARG may be several patterns separated by '|', each a shell pattern over the
 forward function's argument names (l*_wq|l*_wk: every layer's wq and wk).
 An argument a strategy does not name is replicated on all N devices under
@@ -97,6 +106,8 @@ def main():
     ap.add_argument("--vocab", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plant-fault", default="", choices=["", "skip-switch"])
+    ap.add_argument("--lengths", default="",
+                    help="the sequence length of each step (see above)")
     args = ap.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
 
@@ -126,13 +137,29 @@ def main():
 
     if args.f64:
         plain = plain.replace("f32", "f64")
+    lengths = [int(x) for x in args.lengths.split(",")] if args.lengths else []
+    if lengths and len(lengths) != len(schedule):
+        sys.exit("error: --lengths gives one length per step of --schedule")
+    batch, own = map(int, re.search(r"%tokens: tensor<(\d+)x(\d+)xi64>",
+                                     plain).groups())
+    body = plain[plain.index("func.func"):plain.rindex("}")]
+    name = re.search(r"func\.func @(\w+)\(", body).group(1)
+    for length in sorted(set(lengths) - {own}):
+        copy = body.replace(f"func.func @{name}(",
+                            f"func.func @{name}_s{length}(")
+        copy = copy.replace(f"tensor<{batch}x{own}x",
+                            f"tensor<{batch}x{length}x")
+        copy = re.sub(r"normalizer = [0-9.]+ : f64",
+                      f"normalizer = {float(batch * length)} : f64", copy)
+        plain = plain[:plain.rindex("}")] + copy + "}\n"
+    functions = plain.count("func.func @")
     text = plain
     for arg, attr in strategy_sets(strategies, args.optimizer,
                                    args.ranks).items():
         pattern = r"(%" + re.escape(arg) + r": tensor<[^>]*> \{)"
         text, n = re.subn(pattern, r"\g<1>hspmd.layout = " +
                           attr.replace("\\", "\\\\") + ", ", text)
-        if n != 1:
+        if n != functions:
             sys.exit(f"error: no argument %{arg} with attributes in the model")
     forward = os.path.join(args.work_dir, "forward.mlir")
     with open(forward, "w") as f:
@@ -204,18 +231,37 @@ def main():
     # 3. The schedule on real ranks against the interpreter.
     steps = str(len(schedule))
     ref_train = fresh(os.path.join(args.work_dir, "train-ref"))
-    ref = run([args.run, "--interpret", reference, "--train", "--entry", step,
-               "--steps", steps, "--seed", str(args.seed), "--vocab",
-               str(args.vocab), "--output-dir", ref_train])
+    common = ["--steps", steps, "--seed", str(args.seed), "--vocab",
+              str(args.vocab)]
+    data, ref_data = [], []
+    if lengths:
+        # Per-step folders: the batch at the step's length, and (for the
+        # switching run) its strategy.
+        host_dir = fresh(os.path.join(args.work_dir, "data"))
+        ref_dir_data = fresh(os.path.join(args.work_dir, "data-ref"))
+        rng = np.random.default_rng(args.seed + 1)
+        for n, (length, strategy) in enumerate(zip(lengths, schedule), 1):
+            tokens = rng.integers(0, args.vocab, size=(batch, length))
+            for root in (host_dir, ref_dir_data):
+                folder = os.path.join(root, f"step{n}")
+                os.makedirs(folder)
+                np.save(os.path.join(folder, "tokens.npy"), tokens)
+                np.save(os.path.join(folder, "targets.npy"),
+                        (7 * tokens + 3) % args.vocab)
+            with open(os.path.join(host_dir, f"step{n}", "strategy"), "w") as f:
+                f.write(strategy + "\n")
+        data, ref_data = ["--data", host_dir], ["--data", ref_dir_data]
+    entry = [] if lengths else ["--entry", step]
+    ref = run([args.run, "--interpret", reference, "--train"] + entry +
+              common + ref_data + ["--output-dir", ref_train])
     if args.plant_fault:
         os.environ["LOOM_TEST_FAULT"] = args.plant_fault
     out_dir = fresh(os.path.join(args.work_dir, "train-host"))
+    chosen = data if lengths else ["--strategies", args.schedule]
     text = run([args.run, "--interpret", lowered, "--train", "--target",
-                "host", "--ranks", str(args.ranks), "--strategies",
-                args.schedule, "--steps", steps, "--seed", str(args.seed),
-                "--vocab", str(args.vocab), "--work-dir",
-                os.path.join(args.work_dir, "host"), "--output-dir", out_dir,
-                "--comm-stats"])
+                "host", "--ranks", str(args.ranks)] + chosen + common +
+               ["--work-dir", os.path.join(args.work_dir, "host"),
+                "--output-dir", out_dir, "--comm-stats"])
     lines = re.findall(r"^step (\d+) loss .* strategy (\w+)(?: switch (\d+) "
                        r"bytes (\S+) s)?$", text, re.M)
     if len(lines) != len(schedule):
@@ -230,7 +276,9 @@ def main():
                      f"says {expected}")
         previous = schedule[n - 2] if n > 1 else None
         if previous is None or previous == strategy:
-            if volume:
+            # (Another length under the same strategy is another step, whose
+            # parameters lie alike: a switch of nothing.)
+            if volume and (int(volume) or not lengths):
                 sys.exit(f"FAIL: step {n} switched ({volume} bytes) where "
                          "the strategy did not change")
             continue
@@ -262,8 +310,10 @@ def main():
                  f"{loss_error:.2e}, parameters {param_error:.2e} (bound "
                  f"{args.host_tolerance:.0e})")
     used = sorted(set(schedule))
+    shapes = (f" at lengths {', '.join(map(str, sorted(set(lengths))))}"
+              if lengths else "")
     print(f"host: {steps} steps on {args.ranks} ranks under "
-          f"{len(used)} strategies ({', '.join(used)}), "
+          f"{len(used)} strategies ({', '.join(used)}){shapes}, "
           f"{len(switches)} switches, {k} parameters: loss error "
           f"{loss_error:.2e}, parameter error {param_error:.2e} (bound "
           f"{args.host_tolerance:.0e})")
