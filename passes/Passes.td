@@ -758,11 +758,21 @@ def SpecializeStrategiesPass : Pass<"hspmd-specialize-strategies", "mlir::Module
     exchange (`hspmd-switch-plans` prints its plan). Functions without
     strategy sets are left alone.
 
+    A set of `n` strategies makes `n` functions, each partitioned and
+    compiled on its own (and `n` times the length buckets where the module
+    has a function per sequence length): `max-strategies` (default 16)
+    bounds `n`.
+
     Diagnostics: those of `hspmd-switch-plans` for sets that disagree, and
     a strategy name that cannot end a symbol (letters, digits and `_`), a
-    function name that is taken, an annotation whose set names other
-    strategies.
+    function name that is taken, an annotation or result whose set names
+    other strategies, a function with sets that something calls or names,
+    more strategies than `max-strategies`.
   }];
+  let options = [
+    Option<"maxStrategies", "max-strategies", "int64_t", /*default=*/"16",
+           "The most strategies a set may have (each is a compiled step)">,
+  ];
 }
 
 def SwitchPlansPass : Pass<"hspmd-switch-plans", "mlir::ModuleOp"> {

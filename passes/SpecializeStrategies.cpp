@@ -136,6 +136,8 @@ void regroupArguments(func::FuncOp func, const DenseSet<unsigned> &inherited) {
 
 struct SpecializeStrategiesPass
     : loom::impl::SpecializeStrategiesPassBase<SpecializeStrategiesPass> {
+  using SpecializeStrategiesPassBase::SpecializeStrategiesPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -147,6 +149,13 @@ struct SpecializeStrategiesPass
       StrategySetAttr strategies = sets->first;
       if (!strategies)
         continue;
+      if (strategies.getNumStrategies() > static_cast<int64_t>(maxStrategies)) {
+        func.emitError("@")
+            << func.getSymName() << " has " << strategies.getNumStrategies()
+            << " strategies; at most " << static_cast<int64_t>(maxStrategies)
+            << " (max-strategies): each is a step compiled on its own";
+        return signalPassFailure();
+      }
       // (It is replaced by its strategies' functions: nothing may refer to
       // it by name.)
       if (std::optional<SymbolTable::UseRange> uses =

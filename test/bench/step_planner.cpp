@@ -8,9 +8,10 @@
 // backward) on one device, is fitted (fitCostModel) to times measured on
 // this machine with one thread of OpenBLAS: a proxy of one layer's forward,
 // a GEMM [s, 512] x [512, 2048] (the MLP's first) plus an attention score
-// GEMM [s, 128] x [128, s], f32; the least time of as many runs as fill
-// 0.3 s (at least 3; --quick: 0.1 s, at least 2) at s = 256, 384, 512,
-// 768, ..., 3072, 4096 (interference on a shared machine only adds). In
+// GEMM [s, 128] x [128, s], f32, at s = 256, 384, 512, 768, ..., 3072,
+// 4096: the least time of each over rounds that run every length once,
+// for 5 s (at least 3 rounds; --quick: 1.5 s, 2), so that interference on
+// a shared machine, which only adds time, spreads over all lengths. In
 // full runs s = 8192 is measured too, outside the fit, to check its
 // extrapolation. By FLOPs the proxy's quadratic term overtakes its linear
 // one at s = 8192 (for a 2048-wide GPT's layer, 4 s^2 w FLOP of attention
@@ -109,38 +110,61 @@ double quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
-/// Seconds of the proxy at length s: the least of as many runs as fill
-/// about `budget` seconds (at least `fewest`, at most 30), after a warm-up
-/// (the least: on a shared machine, interference only adds time).
-double measureProxy(int64_t s, double budget, int fewest) {
-  const int64_t w = kProxyWidth, h = 4 * kProxyWidth, d = kScoreDim;
-  std::mt19937 random(7);
-  std::uniform_real_distribution<float> value(-1, 1);
-  std::vector<float> x(s * w), w1(w * h), y(s * h), q(s * d), k(s * d),
-      scores(s * s);
-  for (std::vector<float> *v : {&x, &w1, &q, &k})
-    for (float &e : *v)
-      e = value(random);
-  auto once = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, h, w, 1.0f,
-                x.data(), w, w1.data(), h, 0.0f, y.data(), h);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s, s, d, 1.0f,
-                q.data(), d, k.data(), d, 0.0f, scores.data(), s);
-  };
-  auto warm = std::chrono::steady_clock::now();
-  once();
-  double first = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - warm)
-                     .count();
-  int runs = std::clamp(static_cast<int>(budget / first), fewest, 30);
-  std::vector<double> times;
-  for (int r = 0; r < runs; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    once();
-    auto end = std::chrono::steady_clock::now();
-    times.push_back(std::chrono::duration<double>(end - start).count());
+/// The proxy at one length: its operands, and one timed run.
+class Proxy {
+public:
+  explicit Proxy(int64_t s)
+      : s_(s), x_(s * kProxyWidth), w1_(kProxyWidth * 4 * kProxyWidth),
+        y_(s * 4 * kProxyWidth), q_(s * kScoreDim), k_(s * kScoreDim),
+        scores_(s * s) {
+    std::mt19937 random(7);
+    std::uniform_real_distribution<float> value(-1, 1);
+    for (std::vector<float> *v : {&x_, &w1_, &q_, &k_})
+      for (float &e : *v)
+        e = value(random);
+    run(); // warm-up
   }
-  return *std::min_element(times.begin(), times.end());
+  /// Seconds of one run.
+  double run() {
+    const int64_t w = kProxyWidth, h = 4 * kProxyWidth, d = kScoreDim;
+    auto start = std::chrono::steady_clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s_, h, w, 1.0f,
+                x_.data(), w, w1_.data(), h, 0.0f, y_.data(), h);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s_, s_, d, 1.0f,
+                q_.data(), d, k_.data(), d, 0.0f, scores_.data(), s_);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  }
+
+private:
+  int64_t s_;
+  std::vector<float> x_, w1_, y_, q_, k_, scores_;
+};
+
+/// The least seconds of the proxy at each of `lengths`, over rounds that
+/// each run every length once, until `budget` seconds have passed (at
+/// least `fewest` rounds, at most 100). Rounds spread each length's runs
+/// over the whole measurement, and the least is kept: on a shared machine
+/// interference only adds time.
+std::vector<double> measureProxy(const Ints &lengths, double budget,
+                                 int fewest) {
+  std::vector<Proxy> proxies;
+  for (int64_t s : lengths)
+    proxies.emplace_back(s);
+  std::vector<double> least(lengths.size(),
+                            std::numeric_limits<double>::infinity());
+  auto start = std::chrono::steady_clock::now();
+  for (int round = 0; round < 100; ++round) {
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (round >= fewest && elapsed > budget)
+      break;
+    for (size_t i = 0; i < proxies.size(); ++i)
+      least[i] = std::min(least[i], proxies[i].run());
+  }
+  return least;
 }
 
 // The 1.31e9 parameters for the switch costs: per block wq, wk, wv, w1
@@ -306,20 +330,17 @@ int main(int argc, char **argv) {
   // fit, as a check of its extrapolation.
   Ints measured = {256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096};
   std::vector<double> seconds;
-  const double budget = quick ? 0.1 : 0.3;
-  const int fewest = quick ? 2 : 3;
   auto flopsOf = [](int64_t s) {
     return 2.0 * s * kProxyWidth * 4 * kProxyWidth + 2.0 * s * s * kScoreDim;
   };
   std::printf("proxy (GEMM [s,%d]x[%d,%d] + scores [s,%d]x[%d,s], f32, one "
               "thread), least time:\n",
               kProxyWidth, kProxyWidth, 4 * kProxyWidth, kScoreDim, kScoreDim);
-  for (int64_t s : measured) {
-    double t = measureProxy(s, budget, fewest);
-    std::printf("  s = %5lld: %9.3f ms (%.1f GFLOP/s)\n", (long long)s, 1e3 * t,
-                flopsOf(s) / t / 1e9);
-    seconds.push_back(t);
-  }
+  seconds = measureProxy(measured, quick ? 1.5 : 5.0, quick ? 2 : 3);
+  for (size_t i = 0; i < measured.size(); ++i)
+    std::printf("  s = %5lld: %9.3f ms (%.1f GFLOP/s)\n",
+                (long long)measured[i], 1e3 * seconds[i],
+                flopsOf(measured[i]) / seconds[i] / 1e9);
   absl::StatusOr<sw::Fit> fit = sw::fitCostModel(measured, seconds);
   if (!fit.ok()) {
     std::fprintf(stderr, "%s\n", std::string(fit.status().message()).c_str());
@@ -335,7 +356,7 @@ int main(int argc, char **argv) {
                 fit->model(measured[i]) / seconds[i]);
   std::printf("\n");
   if (!quick) {
-    double t = measureProxy(8192, budget, fewest);
+    double t = measureProxy({8192}, 1.5, 3)[0];
     std::printf("  s =  8192 (not fitted): %.3f ms (%.1f GFLOP/s), fitted / "
                 "measured %.3f\n",
                 1e3 * t, flopsOf(8192) / t / 1e9, fit->model(8192) / t);

@@ -29,7 +29,7 @@
 // (loom-opt first records the source's argument names; strategy sets
 // become one function per strategy before anything else.)
 // PIPELINE: nn-name-arguments-from-source,
-// PIPELINE-NEXT: hspmd-specialize-strategies,
+// PIPELINE-NEXT: hspmd-specialize-strategies{max-strategies=16},
 // PIPELINE-NEXT: hspmd-select-shares{alignment=1 reserved-gib=0.000000e+00},
 // PIPELINE-NEXT: hspmd-propagate-layouts,
 // PIPELINE-NEXT: hspmd-insert-reshards,

@@ -81,3 +81,4 @@ func.func @result(
         "tp" = <{[0, 1]: [S1:2]}>, "cp" = <{[0, 1]: [D:2]}>], optimizer = "cp">}) {
   return %w : tensor<8x8xf32>
 }
+
