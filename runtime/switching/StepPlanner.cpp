@@ -3,6 +3,7 @@
 #include "runtime/switching/StepPlanner.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -66,50 +67,131 @@ std::vector<int64_t> assign(const std::vector<std::vector<double>> &cost,
   // Local search: the best move or swap that brings the slowest replica
   // and the one it trades with below the slowest's time. Each accepted one
   // lowers the sorted loads lexicographically, so it ends; bounded anyway.
-  for (int iteration = 0; iteration < 100000; ++iteration) {
-    size_t slowest = std::max_element(load.begin(), load.end()) - load.begin();
-    double top = load[slowest];
-    double bestPair = top;
-    int64_t moveI = -1, swapJ = -1;
-    size_t target = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (owner[i] != static_cast<int64_t>(slowest))
-        continue;
-      for (size_t r = 0; r < replicas; ++r) {
-        if (r == slowest)
+  auto movesAndSwaps = [&]() {
+    for (int iteration = 0; iteration < 100000; ++iteration) {
+      size_t slowest = std::max_element(load.begin(), load.end()) - load.begin();
+      double top = load[slowest];
+      double bestPair = top;
+      int64_t moveI = -1, swapJ = -1;
+      size_t target = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (owner[i] != static_cast<int64_t>(slowest))
           continue;
-        double moved = std::max(top - cost[i][slowest], load[r] + cost[i][r]);
-        if (clearlyBelow(moved, bestPair)) {
-          bestPair = moved;
-          moveI = static_cast<int64_t>(i);
-          swapJ = -1;
-          target = r;
-        }
-        for (size_t j = 0; j < n; ++j) {
-          if (owner[j] != static_cast<int64_t>(r))
+        for (size_t r = 0; r < replicas; ++r) {
+          if (r == slowest)
             continue;
-          double swapped =
-              std::max(top - cost[i][slowest] + cost[j][slowest],
-                       load[r] - cost[j][r] + cost[i][r]);
-          if (clearlyBelow(swapped, bestPair)) {
-            bestPair = swapped;
+          double moved = std::max(top - cost[i][slowest], load[r] + cost[i][r]);
+          if (clearlyBelow(moved, bestPair)) {
+            bestPair = moved;
             moveI = static_cast<int64_t>(i);
-            swapJ = static_cast<int64_t>(j);
+            swapJ = -1;
             target = r;
+          }
+          for (size_t j = 0; j < n; ++j) {
+            if (owner[j] != static_cast<int64_t>(r))
+              continue;
+            double swapped =
+                std::max(top - cost[i][slowest] + cost[j][slowest],
+                         load[r] - cost[j][r] + cost[i][r]);
+            if (clearlyBelow(swapped, bestPair)) {
+              bestPair = swapped;
+              moveI = static_cast<int64_t>(i);
+              swapJ = static_cast<int64_t>(j);
+              target = r;
+            }
           }
         }
       }
+      if (moveI < 0)
+        break;
+      load[slowest] -= cost[moveI][slowest];
+      load[target] += cost[moveI][target];
+      owner[moveI] = static_cast<int64_t>(target);
+      if (swapJ >= 0) {
+        load[target] -= cost[swapJ][target];
+        load[slowest] += cost[swapJ][slowest];
+        owner[swapJ] = static_cast<int64_t>(slowest);
+      }
     }
-    if (moveI < 0)
+  };
+  // Then the slowest replica and one or two others repartition the
+  // sequences they hold among them exactly (a depth-first search over the
+  // sequences, most expensive first, pruned at the best split so far; up
+  // to kRepartitionLimit sequences, fewer for three replicas), where that
+  // brings all of them below the slowest's time: moves and swaps stop on
+  // plateaus (one sequence off the slowest only makes another as slow)
+  // that a split of the group crosses. Each accepted split lowers the
+  // sorted loads lexicographically too.
+  constexpr size_t kRepartitionLimit = 16, kTripleLimit = 12;
+  auto splitGroup = [&](const std::vector<size_t> &group, double top) {
+    std::vector<size_t> pool;
+    for (size_t i = 0; i < n; ++i)
+      if (std::find(group.begin(), group.end(),
+                    static_cast<size_t>(owner[i])) != group.end())
+        pool.push_back(i);
+    size_t limit = group.size() == 2 ? kRepartitionLimit : kTripleLimit;
+    if (pool.size() > limit || pool.size() < 2)
+      return false;
+    std::stable_sort(pool.begin(), pool.end(), [&](size_t x, size_t y) {
+      return cost[x][group[0]] > cost[y][group[0]];
+    });
+    double best = top;
+    std::vector<size_t> current(pool.size()), chosen;
+    std::vector<double> loads(group.size(), 0);
+    // (Bounded: the search is exponential only in the pool's size.)
+    std::function<void(size_t)> place = [&](size_t k) {
+      if (k == pool.size()) {
+        double worstLoad = *std::max_element(loads.begin(), loads.end());
+        if (clearlyBelow(worstLoad, best)) {
+          best = worstLoad;
+          chosen = current;
+        }
+        return;
+      }
+      for (size_t g = 0; g < group.size(); ++g) {
+        double next = loads[g] + cost[pool[k]][group[g]];
+        if (!clearlyBelow(next, best))
+          continue;
+        loads[g] = next;
+        current[k] = g;
+        place(k + 1);
+        loads[g] -= cost[pool[k]][group[g]];
+      }
+    };
+    place(0);
+    if (chosen.empty())
+      return false;
+    for (size_t g : group)
+      load[g] = 0;
+    for (size_t k = 0; k < pool.size(); ++k) {
+      size_t to = group[chosen[k]];
+      owner[pool[k]] = static_cast<int64_t>(to);
+      load[to] += cost[pool[k]][to];
+    }
+    return true;
+  };
+  auto repartition = [&]() -> bool {
+    size_t slowest = std::max_element(load.begin(), load.end()) - load.begin();
+    double top = load[slowest];
+    std::vector<size_t> others;
+    for (size_t r = 0; r < replicas; ++r)
+      if (r != slowest)
+        others.push_back(r);
+    std::stable_sort(others.begin(), others.end(),
+                     [&](size_t x, size_t y) { return load[x] < load[y]; });
+    for (size_t r : others)
+      if (splitGroup({slowest, r}, top))
+        return true;
+    for (size_t x = 0; x < others.size(); ++x)
+      for (size_t y = x + 1; y < others.size(); ++y)
+        if (splitGroup({slowest, others[x], others[y]}, top))
+          return true;
+    return false;
+  };
+  for (int round = 0; round < 1000; ++round) {
+    movesAndSwaps();
+    if (!repartition())
       break;
-    load[slowest] -= cost[moveI][slowest];
-    load[target] += cost[moveI][target];
-    owner[moveI] = static_cast<int64_t>(target);
-    if (swapJ >= 0) {
-      load[target] -= cost[swapJ][target];
-      load[slowest] += cost[swapJ][slowest];
-      owner[swapJ] = static_cast<int64_t>(slowest);
-    }
   }
   // Recompute the loads from scratch (no drift from the updates).
   load.assign(replicas, 0);
