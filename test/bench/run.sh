@@ -12,7 +12,10 @@
 # pip when missing), attention_skipping.cpp (the host attention kernel's
 # blocked and scalar range skipping against its dense path) and
 # prefix_dedup.py (the prefix-dedup rewrite against the plain step on 2
-# ranks).
+# ranks), switch_plans.cpp (strategy-switch plans of a 1.3B GPT on 8-64
+# devices), step_planner.cpp (the switching planner against the best static
+# strategy on long-tailed lengths) and switching_host.py (switching measured
+# on 2 host ranks).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${LOOM_BUILD_DIR:-$root/build-release}
@@ -46,3 +49,6 @@ c++ -O2 -std=c++17 -I"$root" -I"$build" "$root/test/bench/step_planner.cpp" \
     "$root"/runtime/switching/*.cpp "$root"/runtime/layout/*.cpp -lopenblas \
     -labsl_statusor -labsl_status -labsl_strings -lpthread -o "$build/step-planner"
 OPENBLAS_NUM_THREADS=1 "$build/step-planner"
+# Switching measured on 2 host ranks: the LLaMA-mini under data and tensor
+# parallelism at two lengths, static against switching on the same batches.
+python3 "$root/test/bench/switching_host.py" --build "$build"

@@ -92,6 +92,61 @@ def compiled_plans(text, step):
     return plans
 
 
+def parse_strategies(specs, model):
+    """[(name, {argument: layout})] of the "NAME:ARG=LAYOUT;..." specs,
+    argument patterns matched against the model's argument names."""
+    arg_names = re.findall(r"%(\w+): tensor<[^>]*> \{", model)
+    strategies = []
+    for spec in specs:
+        name, rest = spec.split(":", 1)
+        layouts = {}
+        for item in filter(None, rest.split(";")):
+            arg, layout = item.split("=", 1)
+            for pattern in arg.strip().split("|"):
+                matched = fnmatch.filter(arg_names, pattern)
+                if not matched:
+                    sys.exit(f"error: strategy {name}: no argument of the "
+                             f"model matches '{pattern}'")
+                for one in matched:
+                    layouts[one] = layout.strip()
+        strategies.append((name, layouts))
+    return strategies
+
+
+def with_lengths(plain, lengths):
+    """The model and, for every length of `lengths` but its own, a copy of
+    its function at that sequence length (@<name>_s<L>: the [B, S] shapes
+    and the loss normaliser rescaled); and the batch size."""
+    batch, own = map(int, re.search(r"%tokens: tensor<(\d+)x(\d+)xi64>",
+                                     plain).groups())
+    body = plain[plain.index("func.func"):plain.rindex("}")]
+    name = re.search(r"func\.func @(\w+)\(", body).group(1)
+    for length in sorted(set(lengths) - {own}):
+        copy = body.replace(f"func.func @{name}(",
+                            f"func.func @{name}_s{length}(")
+        copy = copy.replace(f"tensor<{batch}x{own}x",
+                            f"tensor<{batch}x{length}x")
+        copy = re.sub(r"normalizer = [0-9.]+ : f64",
+                      f"normalizer = {float(batch * length)} : f64", copy)
+        plain = plain[:plain.rindex("}")] + copy + "}\n"
+    return plain, batch
+
+
+def build_module(plain, strategies, optimizer, ranks, lengths):
+    """(the model at every length, the same with the strategy sets on its
+    arguments, the batch size)."""
+    plain, batch = with_lengths(plain, lengths)
+    functions = plain.count("func.func @")
+    text = plain
+    for arg, attr in strategy_sets(strategies, optimizer, ranks).items():
+        pattern = r"(%" + re.escape(arg) + r": tensor<[^>]*> \{)"
+        text, n = re.subn(pattern, r"\g<1>hspmd.layout = " +
+                          attr.replace("\\", "\\\\") + ", ", text)
+        if n != functions:
+            sys.exit(f"error: no argument %{arg} with attributes in the model")
+    return plain, text, batch
+
+
 def main():
     ap = argparse.ArgumentParser()
     for flag in ("--opt", "--run", "--work-dir", "--model", "--optimizer",
@@ -113,21 +168,7 @@ def main():
 
     with open(args.model) as f:
         plain = f.read()
-    arg_names = re.findall(r"%(\w+): tensor<[^>]*> \{", plain)
-    strategies = []
-    for spec in args.strategy:
-        name, rest = spec.split(":", 1)
-        layouts = {}
-        for item in filter(None, rest.split(";")):
-            arg, layout = item.split("=", 1)
-            for pattern in arg.strip().split("|"):
-                matched = fnmatch.filter(arg_names, pattern)
-                if not matched:
-                    sys.exit(f"error: strategy {name}: no argument of the "
-                             f"model matches '{pattern}'")
-                for one in matched:
-                    layouts[one] = layout.strip()
-        strategies.append((name, layouts))
+    strategies = parse_strategies(args.strategy, plain)
     names = [name for name, _ in strategies]
     schedule = args.schedule.split(",")
     if len(strategies) < 2 or args.optimizer not in names or \
@@ -140,27 +181,8 @@ def main():
     lengths = [int(x) for x in args.lengths.split(",")] if args.lengths else []
     if lengths and len(lengths) != len(schedule):
         sys.exit("error: --lengths gives one length per step of --schedule")
-    batch, own = map(int, re.search(r"%tokens: tensor<(\d+)x(\d+)xi64>",
-                                     plain).groups())
-    body = plain[plain.index("func.func"):plain.rindex("}")]
-    name = re.search(r"func\.func @(\w+)\(", body).group(1)
-    for length in sorted(set(lengths) - {own}):
-        copy = body.replace(f"func.func @{name}(",
-                            f"func.func @{name}_s{length}(")
-        copy = copy.replace(f"tensor<{batch}x{own}x",
-                            f"tensor<{batch}x{length}x")
-        copy = re.sub(r"normalizer = [0-9.]+ : f64",
-                      f"normalizer = {float(batch * length)} : f64", copy)
-        plain = plain[:plain.rindex("}")] + copy + "}\n"
-    functions = plain.count("func.func @")
-    text = plain
-    for arg, attr in strategy_sets(strategies, args.optimizer,
-                                   args.ranks).items():
-        pattern = r"(%" + re.escape(arg) + r": tensor<[^>]*> \{)"
-        text, n = re.subn(pattern, r"\g<1>hspmd.layout = " +
-                          attr.replace("\\", "\\\\") + ", ", text)
-        if n != functions:
-            sys.exit(f"error: no argument %{arg} with attributes in the model")
+    plain, text, batch = build_module(plain, strategies, args.optimizer,
+                                      args.ranks, lengths)
     forward = os.path.join(args.work_dir, "forward.mlir")
     with open(forward, "w") as f:
         f.write(text)
