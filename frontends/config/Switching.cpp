@@ -61,13 +61,23 @@ void loom::config::getPlannerProblem(
 void loom::config::checkSwitching(
     const Switching &switching, const Cluster &cluster, MLIRContext *context,
     std::set<int64_t> &used,
-    const std::function<void(const std::string &)> &report) {
+    const std::function<void(const std::string &)> &reportProblem) {
+  // (The batches are planned only where nothing else is wrong.)
+  int problems = 0;
+  auto report = [&](const std::string &message) {
+    ++problems;
+    reportProblem(message);
+  };
   std::set<int> devices;
   for (const Device &device : cluster.devices())
     devices.insert(device.id());
   if (switching.strategies_size() < 2)
     report("switching: " + std::to_string(switching.strategies_size()) +
            " strategies; switching needs two or more");
+  // (hspmd-specialize-strategies' default bound: each is a compiled step.)
+  if (switching.strategies_size() > 16)
+    report("switching: " + std::to_string(switching.strategies_size()) +
+           " strategies; at most 16 (each is a step compiled on its own)");
   std::set<std::string> names;
   for (int s = 0; s < switching.strategies_size(); ++s) {
     const Strategy &strategy = switching.strategies(s);
@@ -127,6 +137,11 @@ void loom::config::checkSwitching(
       if (replica.max_tokens() < 0)
         report(at + ": max_tokens must not be negative, got " +
                std::to_string(replica.max_tokens()));
+      else if (replica.max_tokens() > 0 &&
+               replica.max_tokens() < replica.max_length())
+        report(at + ": max_tokens (" + std::to_string(replica.max_tokens()) +
+               ") must hold a sequence of max_length (" +
+               std::to_string(replica.max_length()) + "), or be 0 (no limit)");
       for (int32_t device : replica.devices())
         if (!devices.count(device))
           report(at + ": device " + std::to_string(device) +
@@ -173,10 +188,7 @@ void loom::config::checkSwitching(
   std::vector<switching::Strategy> strategies;
   switching::PlannerOptions options;
   getPlannerProblem(switching, strategies, options);
-  bool sound = true;
-  for (const Strategy &strategy : switching.strategies())
-    for (const Replica &replica : strategy.replicas())
-      sound &= replica.has_a() && replica.has_b() && replica.has_c();
+  bool sound = problems == 0;
   for (int b = 0; b < switching.batches_size() && sound; ++b) {
     const Batch &batch = switching.batches(b);
     std::vector<int64_t> lengths(batch.lengths().begin(),

@@ -112,8 +112,10 @@ typedef struct loom_switch_info {
   double seconds;
 } loom_switch_info;
 
-/* Moves every parameter and optimizer state of program `to` that program
- * `from` has too (the same name, element type and global shape) from
+/* Moves every argument of program `to` but its data and step counters
+ * from the argument of program `from` of the same name (unnamed: the same
+ * index; the same element type and global shape, else the switch fails, as
+ * it does for a parameter or state of `to` that `from` lacks) from
  * `from`'s layout into `to`'s, in one exchange between the ranks planned
  * by Loom's layout core: what a rank holds under both stays put, at most
  * one message per ordered pair of ranks (docs/switching.md). The two

@@ -100,25 +100,25 @@ SwitchSettings loom::driver::getSwitchSettings() {
   return settings;
 }
 
-std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
-                                         loom_program *from,
-                                         const loom_program_api &toApi,
-                                         loom_program *to, MPI_Comm comm,
-                                         const SwitchSettings &settings,
-                                         SwitchRecord &record) {
-  auto begin = std::chrono::steady_clock::now();
-  record = {};
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::vector<Argument> sources, targets;
+namespace {
+
+/// The switch's tensors and plan from the two programs' arguments (no
+/// communication); the empty string, or why not.
+std::string planPrograms(const loom_program_api &fromApi, loom_program *from,
+                         const loom_program_api &toApi, loom_program *to,
+                         std::vector<Argument> &sources,
+                         std::vector<Argument> &targets,
+                         std::vector<layout::SwitchTensor> &tensors,
+                         std::vector<std::pair<const Argument *,
+                                               const Argument *>> &pairs,
+                         layout::SwitchPlan &plan) {
   if (std::string why = carriedArguments(fromApi, from, sources); !why.empty())
     return why;
   if (std::string why = carriedArguments(toApi, to, targets); !why.empty())
     return why;
-  // Every target argument the source has: by name, else (unnamed on both
-  // sides) by index.
-  std::vector<layout::SwitchTensor> tensors;
-  std::vector<std::pair<const Argument *, const Argument *>> pairs;
+  // Every target argument from the source: by name, else (unnamed on both
+  // sides) by index. A parameter or state of the target the source lacks
+  // is an error (it would keep stale values).
   for (const Argument &target : targets) {
     bool named = target.info.name && *target.info.name;
     auto source = std::find_if(sources.begin(), sources.end(),
@@ -129,8 +129,14 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
                                               : !aNamed &&
                                                     a.index == target.index;
                                });
-    if (source == sources.end())
+    if (source == sources.end()) {
+      if (target.info.role == LOOM_ARG_PARAM ||
+          target.info.role == LOOM_ARG_STATE)
+        return "argument '" + target.name() +
+               "' of the target program has no counterpart in the source "
+               "program (no argument of that name)";
       continue;
+    }
     if (source->info.dtype != target.info.dtype ||
         source->shape != target.shape)
       return "argument '" + target.name() +
@@ -139,9 +145,9 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
     tensor.name = target.name();
     tensor.shape = target.shape;
     tensor.elementBytes = elementBytes(target.info.dtype);
-    const Argument *source_ = &*source;
-    for (auto [arg, layout] :
-         {std::pair{source_, &tensor.from}, std::pair{&target, &tensor.to}}) {
+    const Argument *sourceArg = &*source;
+    for (auto [arg, layout] : {std::pair{sourceArg, &tensor.from},
+                               std::pair{&target, &tensor.to}}) {
       absl::StatusOr<layout::Layout> decoded =
           layout::decodeLayout(arg->info.layout, arg->info.layout_size);
       if (!decoded.ok())
@@ -150,31 +156,109 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
       *layout = *std::move(decoded);
     }
     tensors.push_back(std::move(tensor));
-    pairs.push_back({&*source, &target});
+    pairs.push_back({sourceArg, &target});
   }
-  absl::StatusOr<layout::SwitchPlan> plan = layout::planSwitch(tensors, {}, {});
-  if (!plan.ok())
+  absl::StatusOr<layout::SwitchPlan> planned =
+      layout::planSwitch(tensors, {}, {});
+  if (!planned.ok())
     return "the switch cannot be planned: " +
-           std::string(plan.status().message());
-  // Every rank must have planned the same switch (each from its own
-  // program's layout tables): a digest of the plan, compared.
+           std::string(planned.status().message());
+  plan = *std::move(planned);
+  return "";
+}
+
+/// A digest of everything the ranks must agree on: every tensor (name,
+/// shape, element size) and every message's pieces.
+uint64_t digestOf(const std::vector<layout::SwitchTensor> &tensors,
+                  const layout::SwitchPlan &plan) {
   uint64_t digest = 1469598103934665603ull;
   auto mix = [&](int64_t value) {
     digest = (digest ^ static_cast<uint64_t>(value)) * 1099511628211ull;
   };
   mix(static_cast<int64_t>(tensors.size()));
-  mix(plan->totalBytes);
-  for (const layout::SwitchMessage &message : plan->messages) {
+  for (const layout::SwitchTensor &tensor : tensors) {
+    for (char c : tensor.name)
+      mix(c);
+    for (int64_t size : tensor.shape)
+      mix(size);
+    mix(tensor.elementBytes);
+  }
+  mix(plan.totalBytes);
+  for (const layout::SwitchMessage &message : plan.messages) {
     mix(message.source);
     mix(message.destination);
     mix(message.bytes);
+    for (const layout::SwitchPiece &piece : message.pieces) {
+      mix(piece.tensor);
+      for (int64_t offset : piece.offsets)
+        mix(offset);
+      for (int64_t size : piece.sizes)
+        mix(size);
+    }
   }
+  // (0 stands for a rank that could not plan.)
+  return digest ? digest : 1;
+}
+
+/// Buffers of an exchange abandoned after a failure, kept for the
+/// requests MPI may still complete into or out of them.
+std::vector<std::vector<char>> &abandonedBuffers() {
+  static std::vector<std::vector<char>> buffers;
+  return buffers;
+}
+
+} // namespace
+
+std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
+                                         loom_program *from,
+                                         const loom_program_api &toApi,
+                                         loom_program *to, MPI_Comm callerComm,
+                                         const SwitchSettings &settings,
+                                         SwitchRecord &record) {
+  auto begin = std::chrono::steady_clock::now();
+  record = {};
+  // The exchange's own communicator: no message of the caller's matches
+  // one of the switch's, nor one of an earlier, abandoned switch.
+  MPI_Comm comm;
+  if (MPI_Comm_dup(callerComm, &comm) != MPI_SUCCESS)
+    return "cannot duplicate the communicator";
+  struct FreeComm {
+    MPI_Comm &comm;
+    ~FreeComm() { MPI_Comm_free(&comm); }
+  } freeComm{comm};
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::vector<Argument> sources, targets;
+  std::vector<layout::SwitchTensor> tensors;
+  std::vector<std::pair<const Argument *, const Argument *>> pairs;
+  layout::SwitchPlan planned;
+  std::string why = planPrograms(fromApi, from, toApi, to, sources, targets,
+                                 tensors, pairs, planned);
+  if (why.empty())
+    for (const layout::SwitchMessage &message : planned.messages)
+      if (message.source >= size || message.destination >= size) {
+        why = "the programs' layouts name device " +
+              std::to_string(std::max(message.source, message.destination)) +
+              " but the communicator has " + std::to_string(size) +
+              " ranks (rank r runs device r)";
+        break;
+      }
+  // Every rank must have planned the same switch (each from its own
+  // program's layout tables), or every one fails: the digests compared
+  // (every rank reaches this, whether or not it could plan).
+  uint64_t digest = why.empty() ? digestOf(tensors, planned) : 0;
   uint64_t lowest = 0, highest = 0;
   MPI_Allreduce(&digest, &lowest, 1, MPI_UINT64_T, MPI_MIN, comm);
   MPI_Allreduce(&digest, &highest, 1, MPI_UINT64_T, MPI_MAX, comm);
+  if (!why.empty())
+    return why;
+  if (lowest == 0)
+    return "another rank could not plan the switch";
   if (lowest != highest)
     return "the ranks planned different switches (their programs' argument "
            "layouts disagree)";
+  layout::SwitchPlan *plan = &planned;
   // This rank's shards under the source layouts.
   std::vector<std::vector<char>> ownData(tensors.size());
   std::vector<layout::ShardBytes> own(tensors.size());
@@ -241,8 +325,23 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
       record.bytesSent += static_cast<int64_t>(buffer.size());
       ++record.messagesSent;
     }
+  // After a failure with messages in flight: cancel what can be, and keep
+  // every buffer alive for what MPI may still complete.
+  auto abandon = [&](const std::string &message) {
+    for (size_t r = 0; r < requests.size(); ++r)
+      if (requests[r] != MPI_REQUEST_NULL) {
+        if (requestPeer[r] >= 0)
+          MPI_Cancel(&requests[r]);
+        MPI_Request_free(&requests[r]);
+      }
+    for (std::vector<char> &buffer : received)
+      abandonedBuffers().push_back(std::move(buffer));
+    for (std::vector<char> &buffer : *packed)
+      abandonedBuffers().push_back(std::move(buffer));
+    return message;
+  };
   if (!posting.empty())
-    return posting;
+    return abandon(posting);
   for (const std::vector<char> &buffer : received)
     record.bytesReceived += static_cast<int64_t>(buffer.size());
   // Wait, but not for ever (as the runtime's collectives do: the deadline
@@ -255,7 +354,7 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
     int completed = 0;
     if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
                      &completed, done.data(), statuses.data()) != MPI_SUCCESS)
-      return "the exchange failed in MPI";
+      return abandon("the exchange failed in MPI");
     if (completed == MPI_UNDEFINED)
       break;
     for (int c = 0; c < completed; ++c) {
@@ -265,9 +364,10 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
       int count = -1;
       MPI_Get_count(&statuses[c], MPI_BYTE, &count);
       if (count != requestBytes[r])
-        return "received " + std::to_string(count) + " bytes from rank " +
-               std::to_string(requestPeer[r]) + " where " +
-               std::to_string(requestBytes[r]) + " were expected";
+        return abandon("received " + std::to_string(count) +
+                       " bytes from rank " + std::to_string(requestPeer[r]) +
+                       " where " + std::to_string(requestBytes[r]) +
+                       " were expected");
     }
     if (completed > 0) {
       deadline = std::chrono::steady_clock::now() +
@@ -280,9 +380,10 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
         if (requests[r] != MPI_REQUEST_NULL && requestPeer[r] >= 0)
           missing += (missing.empty() ? "" : ", ") +
                      std::to_string(requestPeer[r]);
-      return "the exchange did not complete within " +
-             secondsText(settings.timeoutMs) + " s: still waiting for rank(s) " +
-             (missing.empty() ? "? (its sends)" : missing);
+      return abandon("the exchange did not complete within " +
+                     secondsText(settings.timeoutMs) +
+                     " s: still waiting for rank(s) " +
+                     (missing.empty() ? "? (its sends)" : missing));
     }
     std::this_thread::yield();
   }

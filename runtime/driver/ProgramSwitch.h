@@ -1,11 +1,13 @@
 //===- ProgramSwitch.h - Moving arguments between two programs --*- C++ -*-===//
 //
 // The switch between two compiled programs on the same MPI ranks (the
-// strategies of a switching run, docs/switching.md): every parameter and
-// optimizer state of the target program that the source program has too
-// (the same name, else the same index where neither is named; the same
-// element type and global shape) moves from the source's layout to the
-// target's in one exchange planned by the layout core (layout::planSwitch,
+// strategies of a switching run, docs/switching.md): every argument of the
+// target program but its data and step counters (its parameters and
+// optimizer state) comes from the source's argument of the same name (else
+// the same index where neither is named; the same element type and global
+// shape; a target parameter or state without one is an error), from the
+// source's layout to the target's, in one exchange planned by the layout
+// core (layout::planSwitch,
 // with every device on one node): what a rank holds under both stays put,
 // at most one message per ordered pair of ranks, every receive posted before
 // any send. Every rank must call it at once, with programs created on

@@ -122,7 +122,12 @@ std::vector<int64_t> assign(const std::vector<std::vector<double>> &cost,
   // plateaus (one sequence off the slowest only makes another as slow)
   // that a split of the group crosses. Each accepted split lowers the
   // sorted loads lexicographically too.
-  constexpr size_t kRepartitionLimit = 16, kTripleLimit = 12;
+  // (Bounded work: the searches of one assignment visit at most kBudget
+  // nodes in all, and three-replica groups take the slowest with two of the
+  // kTripleOthers least loaded others.)
+  constexpr size_t kRepartitionLimit = 16, kTripleLimit = 12, kTripleOthers = 4;
+  constexpr int64_t kBudget = 2000000;
+  int64_t budget = kBudget;
   auto splitGroup = [&](const std::vector<size_t> &group, double top) {
     std::vector<size_t> pool;
     for (size_t i = 0; i < n; ++i)
@@ -138,8 +143,24 @@ std::vector<int64_t> assign(const std::vector<std::vector<double>> &cost,
     double best = top;
     std::vector<size_t> current(pool.size()), chosen;
     std::vector<double> loads(group.size(), 0);
-    // (Bounded: the search is exponential only in the pool's size.)
+    // What the sequences from k on add at the least: a bound on the best
+    // split below any partial one (the group's mean load).
+    std::vector<double> rest(pool.size() + 1, 0);
+    for (size_t k = pool.size(); k-- > 0;) {
+      double least = kInfinity;
+      for (size_t g : group)
+        least = std::min(least, cost[pool[k]][g]);
+      rest[k] = rest[k + 1] + least;
+    }
     std::function<void(size_t)> place = [&](size_t k) {
+      if (budget-- <= 0)
+        return;
+      double placed = 0;
+      for (double l : loads)
+        placed += l;
+      if (!clearlyBelow((placed + rest[k]) / static_cast<double>(group.size()),
+                        best))
+        return;
       if (k == pool.size()) {
         double worstLoad = *std::max_element(loads.begin(), loads.end());
         if (clearlyBelow(worstLoad, best)) {
@@ -182,8 +203,9 @@ std::vector<int64_t> assign(const std::vector<std::vector<double>> &cost,
     for (size_t r : others)
       if (splitGroup({slowest, r}, top))
         return true;
-    for (size_t x = 0; x < others.size(); ++x)
-      for (size_t y = x + 1; y < others.size(); ++y)
+    size_t few = std::min(others.size(), kTripleOthers);
+    for (size_t x = 0; x < few; ++x)
+      for (size_t y = x + 1; y < few; ++y)
         if (splitGroup({slowest, others[x], others[y]}, top))
           return true;
     return false;

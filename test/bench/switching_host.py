@@ -10,10 +10,11 @@ batches of mixed lengths (each step's batch at one length) is trained four
 ways on the same data, side by side:
 
   static dp, static tp   every step under one strategy;
-  fitted                 each step under the strategy of least step time at
-                         its length, from cost models fitted on this machine
-                         (the median measured step time per strategy and
-                         length of the static runs: T(L));
+  measured               each step under the strategy of least step time at
+                         its length as measured on this machine (the median
+                         step time per strategy and length of the static
+                         runs, first steps excluded; a table, not a fitted
+                         model: two lengths);
   alternating            dp and tp in turn (the most switches).
 
 Printed: per strategy and length the median step time; per run its total
@@ -118,10 +119,10 @@ def main():
                 f.write(strategy + "\n")
         return base
 
-    runs = {}
+    runs, schedules = {}, {}
     for name in ("dp", "tp"):
-        runs[name] = train(args, lowered,
-                           folders(name, [name] * args.steps), name)
+        schedules[name] = [name] * args.steps
+        runs[name] = train(args, lowered, folders(name, schedules[name]), name)
     # Cost models from the static runs: the median step time per
     # (strategy, length), the first step excluded (warm-up).
     model_time = {}
@@ -132,8 +133,11 @@ def main():
             model_time[(name, L)] = statistics.median(times) if times else 0
     fitted = [min(("dp", "tp"), key=lambda s: model_time[(s, L)])
               for L in lengths]
-    runs["fitted"] = train(args, lowered, folders("fitted", fitted), "fitted")
+    schedules["measured"] = fitted
+    runs["measured"] = train(args, lowered, folders("measured", fitted),
+                             "measured")
     alternating = ["dp" if n % 2 == 0 else "tp" for n in range(args.steps)]
+    schedules["alternating"] = alternating
     runs["alternating"] = train(args, lowered,
                                 folders("alternating", alternating),
                                 "alternating")
@@ -149,7 +153,10 @@ def main():
     for name, steps in runs.items():
         switch_s = sum(step[1] for step in steps[1:])
         moved = sum(step[2] for step in steps)
-        switches = sum(1 for step in steps if step[3])
+        # (Strategy changes; a change of length under one strategy is a
+        # change of program too, of nothing, and not counted.)
+        plan = schedules[name]
+        switches = sum(1 for n in range(1, len(plan)) if plan[n] != plan[n - 1])
         print(f"  {name:12s} total {totals[name]:.3f} s (steps 2..), switches "
               f"{switches}, {moved} bytes, {switch_s:.3f} s; best static / "
               f"this {best / totals[name]:.3f}")

@@ -119,6 +119,8 @@ def with_lengths(plain, lengths):
     and the loss normaliser rescaled); and the batch size."""
     batch, own = map(int, re.search(r"%tokens: tensor<(\d+)x(\d+)xi64>",
                                      plain).groups())
+    if lengths and plain.count("func.func @") != 1:
+        sys.exit("error: --lengths takes a model of one function")
     body = plain[plain.index("func.func"):plain.rindex("}")]
     name = re.search(r"func\.func @(\w+)\(", body).group(1)
     for length in sorted(set(lengths) - {own}):
@@ -126,8 +128,11 @@ def with_lengths(plain, lengths):
                             f"func.func @{name}_s{length}(")
         copy = copy.replace(f"tensor<{batch}x{own}x",
                             f"tensor<{batch}x{length}x")
-        copy = re.sub(r"normalizer = [0-9.]+ : f64",
-                      f"normalizer = {float(batch * length)} : f64", copy)
+        copy, n = re.subn(r"normalizer = [0-9.eE+-]+ : f64",
+                          f"normalizer = {float(batch * length)} : f64", copy)
+        if n != 1:
+            sys.exit("error: --lengths takes a model with one loss "
+                     "normaliser")
         plain = plain[:plain.rindex("}")] + copy + "}\n"
     return plain, batch
 

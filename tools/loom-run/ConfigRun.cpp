@@ -21,6 +21,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace loom;
@@ -98,13 +99,20 @@ int loom::interp::runFromConfig(const config::Config &config,
     config::getPlannerProblem(config.switching(), strategies, options);
     const config::Switching &plan = config.switching();
     train.strategies.clear();
+    // (One plan per batch of the configuration; steps cycle through them.)
+    std::map<int64_t, absl::StatusOr<switching::StepPlan>> plans;
     for (int64_t step = 1; step <= train.steps; ++step) {
-      const config::Batch &batch =
-          plan.batches(static_cast<int>((step - 1) % plan.batches_size()));
+      int64_t index = (step - 1) % plan.batches_size();
+      const config::Batch &batch = plan.batches(static_cast<int>(index));
       std::vector<int64_t> lengths(batch.lengths().begin(),
                                    batch.lengths().end());
-      absl::StatusOr<switching::StepPlan> chosen =
-          switching::planStep(strategies, lengths, options);
+      auto found = plans.find(index);
+      if (found == plans.end())
+        found = plans
+                    .emplace(index,
+                             switching::planStep(strategies, lengths, options))
+                    .first;
+      const absl::StatusOr<switching::StepPlan> &chosen = found->second;
       if (!chosen.ok())
         return fail("step " + llvm::Twine(step) + ": " +
                     std::string(chosen.status().message()));
