@@ -72,22 +72,6 @@ void writeText(const std::string &path, const std::string &text,
     fail("cannot write '" + path + "'");
 }
 
-int64_t elementBytes(loom_dtype dtype) {
-  switch (dtype) {
-  case LOOM_DTYPE_F32:
-  case LOOM_DTYPE_I32:
-    return 4;
-  case LOOM_DTYPE_F64:
-  case LOOM_DTYPE_I64:
-    return 8;
-  case LOOM_DTYPE_BF16:
-    return 2;
-  case LOOM_DTYPE_I1:
-    return 1;
-  }
-  return 1;
-}
-
 const char *dtypeName(loom_dtype dtype) {
   switch (dtype) {
   case LOOM_DTYPE_F32:
@@ -197,7 +181,7 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                                   &arg.info));
       arg.shape.assign(arg.info.global_shape,
                        arg.info.global_shape + arg.info.rank);
-      arg.bytes = elementBytes(arg.info.dtype);
+      arg.bytes = loom::driver::getElementBytes(arg.info.dtype);
       for (int64_t size : arg.shape)
         arg.bytes *= size;
     }

@@ -17,22 +17,6 @@ using namespace loom::driver;
 
 namespace {
 
-int64_t elementBytes(loom_dtype dtype) {
-  switch (dtype) {
-  case LOOM_DTYPE_F32:
-  case LOOM_DTYPE_I32:
-    return 4;
-  case LOOM_DTYPE_F64:
-  case LOOM_DTYPE_I64:
-    return 8;
-  case LOOM_DTYPE_BF16:
-    return 2;
-  case LOOM_DTYPE_I1:
-    return 1;
-  }
-  return 1;
-}
-
 /// Takes the message of a failed call and frees its status.
 std::string messageOf(const loom_program_api &api, loom_status *status) {
   std::string message = api.status_get_message(status);
@@ -71,7 +55,7 @@ std::string carriedArguments(const loom_program_api &api,
 }
 
 int64_t shardBytes(const loom_arg_info &info) {
-  int64_t bytes = elementBytes(info.dtype);
+  int64_t bytes = getElementBytes(info.dtype);
   for (int64_t d = 0; d < info.rank; ++d)
     bytes *= info.local_shape[d];
   return bytes;
@@ -84,6 +68,22 @@ std::string secondsText(int64_t ms) {
 }
 
 } // namespace
+
+int64_t loom::driver::getElementBytes(loom_dtype dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_F32:
+  case LOOM_DTYPE_I32:
+    return 4;
+  case LOOM_DTYPE_F64:
+  case LOOM_DTYPE_I64:
+    return 8;
+  case LOOM_DTYPE_BF16:
+    return 2;
+  case LOOM_DTYPE_I1:
+    return 1;
+  }
+  return 1;
+}
 
 SwitchSettings loom::driver::getSwitchSettings() {
   SwitchSettings settings;
@@ -144,7 +144,7 @@ std::string planPrograms(const loom_program_api &fromApi, loom_program *from,
     layout::SwitchTensor tensor;
     tensor.name = target.name();
     tensor.shape = target.shape;
-    tensor.elementBytes = elementBytes(target.info.dtype);
+    tensor.elementBytes = getElementBytes(target.info.dtype);
     const Argument *sourceArg = &*source;
     for (auto [arg, layout] : {std::pair{sourceArg, &tensor.from},
                                std::pair{&target, &tensor.to}}) {

@@ -40,6 +40,9 @@ struct SwitchSettings {
   bool skipSetting = false;
 };
 
+/// The bytes of one element of `dtype`.
+int64_t getElementBytes(loom_dtype dtype);
+
 /// LOOM_COLLECTIVE_TIMEOUT_S and LOOM_MPI_MESSAGE_LIMIT where set (as the
 /// runtime reads them).
 SwitchSettings getSwitchSettings();

@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 
 import numpy as np
@@ -40,6 +39,7 @@ import numpy as np
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 sys.path.insert(0, os.path.join(root, "test", "e2e"))
+from check_layout import run  # noqa: E402
 from check_switching import build_module, parse_strategies  # noqa: E402
 
 STRATEGIES = [
@@ -47,14 +47,6 @@ STRATEGIES = [
     "tp:l*_wq|l*_wk|l*_wv|l*_w_gate|l*_w_up=<{[0, 1]: [S1:2]}>;"
     "l*_wo|l*_w_down=<{[0, 1]: [S0:2]}>",
 ]
-
-
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"error: {' '.join(cmd[:3])} ... failed:\n"
-                 f"{(proc.stdout + proc.stderr)[-3000:]}")
-    return proc.stdout
 
 
 def train(args, lowered, data, name):
