@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 /* The version of this API; loom_compiler_api_version returns it. */
-#define LOOM_COMPILER_API_VERSION 3
+#define LOOM_COMPILER_API_VERSION 4
 
 int32_t loom_compiler_api_version(void);
 
@@ -110,6 +110,11 @@ typedef struct loom_switch_info {
   int64_t plan_bytes; /* the plan's volume over all ranks */
   int64_t arguments;  /* the arguments moved */
   double seconds;
+  /* Of bytes_sent, those to ranks on other nodes (since version 4): the
+   * ranks sharing memory form a node, or LOOM_SWITCH_NODES ("0,0,1,1")
+   * names each rank's; the plan takes what a rank lacks from holders on
+   * its own node where it can. */
+  int64_t bytes_sent_off_node;
 } loom_switch_info;
 
 /* Moves every argument of program `to` but its data and step counters
@@ -132,6 +137,23 @@ loom_status *loom_program_switch(const loom_program_api *from_api,
                                  const loom_program_api *to_api,
                                  loom_program *to, const void *mpi_comm,
                                  loom_switch_info *info);
+
+typedef enum loom_switch_flags {
+  /* Move the parameters (nn.param) only; the target's optimizer state and
+   * other arguments stay as they are. For the rollout (inference) switch
+   * of RL post-training: the weights go from the training program into a
+   * forward program of another layout for generation (a plain switch, the
+   * forward program having no state), and come back into the training
+   * program, whose optimizer state never left, with this flag. */
+  LOOM_SWITCH_PARAMETERS_ONLY = 1,
+} loom_switch_flags;
+
+/* loom_program_switch with `flags` (loom_switch_flags; since version 4). */
+loom_status *loom_program_switch_with(const loom_program_api *from_api,
+                                      loom_program *from,
+                                      const loom_program_api *to_api,
+                                      loom_program *to, const void *mpi_comm,
+                                      int32_t flags, loom_switch_info *info);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* The version of this ABI; loom_program_abi_version returns it. */
-#define LOOM_PROGRAM_ABI_VERSION 5
+#define LOOM_PROGRAM_ABI_VERSION 6
 
 typedef enum loom_status_code {
   LOOM_STATUS_OK = 0,
@@ -130,6 +130,21 @@ loom_status *loom_program_get_arg(loom_program *program, int64_t index,
                                   loom_form form, loom_dtype dtype,
                                   int64_t rank, const int64_t *shape,
                                   void *data);
+
+/* The program's results (since ABI version 6): a training step's loss and
+ * what it feeds back, a forward (inference or rollout) program's outputs
+ * (loom-run --emit-library without --train). Described as the arguments
+ * are (name "", role LOOM_ARG_OTHER; layout and shapes as for an
+ * argument); their values are those of the last loom_program_step, read
+ * as loom_program_get_arg reads an argument (the global form collective).
+ * Reading one before any step fails with LOOM_STATUS_FAILED_PRECONDITION. */
+int64_t loom_program_get_num_results(const loom_program *program);
+loom_status *loom_program_get_result_info(const loom_program *program,
+                                          int64_t index, loom_arg_info *info);
+loom_status *loom_program_get_result(loom_program *program, int64_t index,
+                                     loom_form form, loom_dtype dtype,
+                                     int64_t rank, const int64_t *shape,
+                                     void *data);
 
 /* Runs one training step (collective). `loss`, when not NULL, receives the
  * step's loss (the global value, on every rank) as a double. A step, or a
@@ -243,6 +258,12 @@ typedef struct loom_program_api {
   loom_status *(*get_library_call)(const loom_program *program, int64_t index,
                                    loom_library_call *call);
   loom_status *(*write_trace)(const loom_program *program, const char *path);
+  int64_t (*get_num_results)(const loom_program *program);
+  loom_status *(*get_result_info)(const loom_program *program, int64_t index,
+                                  loom_arg_info *info);
+  loom_status *(*get_result)(loom_program *program, int64_t index,
+                             loom_form form, loom_dtype dtype, int64_t rank,
+                             const int64_t *shape, void *data);
 } loom_program_api;
 
 #ifdef __cplusplus

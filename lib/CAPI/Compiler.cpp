@@ -402,25 +402,41 @@ void loom_program_library_close(loom_program_api *api) {
     driver::closeProgramLibrary(*api);
 }
 
+loom_status *loom_program_switch_with(const loom_program_api *from_api,
+                                      loom_program *from,
+                                      const loom_program_api *to_api,
+                                      loom_program *to, const void *mpi_comm,
+                                      int32_t flags, loom_switch_info *info) {
+  return guarded([&]() -> loom_status * {
+    if (!from_api || !from || !to_api || !to)
+      return invalid("loom_program_switch: a null pointer");
+    // (Every rank refuses the same flags, before any collective.)
+    if (flags & ~int32_t{LOOM_SWITCH_PARAMETERS_ONLY})
+      return invalid("loom_program_switch_with: unknown flags " +
+                     std::to_string(flags));
+    MPI_Comm comm = mpi_comm ? *static_cast<const MPI_Comm *>(mpi_comm)
+                             : MPI_COMM_WORLD;
+    driver::SwitchSettings settings = driver::getSwitchSettings();
+    settings.parametersOnly = (flags & LOOM_SWITCH_PARAMETERS_ONLY) != 0;
+    driver::SwitchRecord record;
+    std::string why = driver::switchPrograms(*from_api, from, *to_api, to,
+                                             comm, settings, record);
+    if (!why.empty())
+      return makeStatus(LOOM_STATUS_INTERNAL, "loom_program_switch: " + why);
+    if (info)
+      *info = {record.bytesSent,  record.bytesReceived,
+               record.messagesSent, record.planBytes,
+               record.arguments,  record.seconds,
+               record.bytesSentOffNode};
+    return nullptr;
+  });
+}
+
 loom_status *loom_program_switch(const loom_program_api *from_api,
                                  loom_program *from,
                                  const loom_program_api *to_api,
                                  loom_program *to, const void *mpi_comm,
                                  loom_switch_info *info) {
-  return guarded([&]() -> loom_status * {
-    if (!from_api || !from || !to_api || !to)
-      return invalid("loom_program_switch: a null pointer");
-    MPI_Comm comm = mpi_comm ? *static_cast<const MPI_Comm *>(mpi_comm)
-                             : MPI_COMM_WORLD;
-    driver::SwitchRecord record;
-    std::string why =
-        driver::switchPrograms(*from_api, from, *to_api, to, comm,
-                               driver::getSwitchSettings(), record);
-    if (!why.empty())
-      return makeStatus(LOOM_STATUS_INTERNAL, "loom_program_switch: " + why);
-    if (info)
-      *info = {record.bytesSent, record.bytesReceived, record.messagesSent,
-               record.planBytes, record.arguments, record.seconds};
-    return nullptr;
-  });
+  return loom_program_switch_with(from_api, from, to_api, to, mpi_comm, 0,
+                                  info);
 }

@@ -66,6 +66,9 @@ LoadError loom::driver::openProgramLibrary(const char *path,
   resolve(api.get_library_call, "loom_program_get_library_call");
   resolve(api.write_trace, "loom_program_write_trace");
   resolve(api.set_steps_done, "loom_program_set_steps_done");
+  resolve(api.get_num_results, "loom_program_get_num_results");
+  resolve(api.get_result_info, "loom_program_get_result_info");
+  resolve(api.get_result, "loom_program_get_result");
   if (!missing.empty()) {
     dlclose(library);
     std::memset(&api, 0, sizeof(api));

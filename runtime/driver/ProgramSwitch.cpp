@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -38,14 +39,15 @@ struct Argument {
 /// The arguments of `program` a switch carries: all but the data and the
 /// step counters.
 std::string carriedArguments(const loom_program_api &api,
-                             loom_program *program,
+                             loom_program *program, bool parametersOnly,
                              std::vector<Argument> &args) {
   for (int64_t i = 0; i < api.get_num_args(program); ++i) {
     Argument arg;
     arg.index = i;
     if (loom_status *status = api.get_arg_info(program, i, &arg.info))
       return messageOf(api, status);
-    if (arg.info.role == LOOM_ARG_DATA || arg.info.role == LOOM_ARG_STEP)
+    if (arg.info.role == LOOM_ARG_DATA || arg.info.role == LOOM_ARG_STEP ||
+        (parametersOnly && arg.info.role != LOOM_ARG_PARAM))
       continue;
     arg.shape.assign(arg.info.global_shape,
                      arg.info.global_shape + arg.info.rank);
@@ -87,6 +89,23 @@ int64_t loom::driver::getElementBytes(loom_dtype dtype) {
 
 SwitchSettings loom::driver::getSwitchSettings() {
   SwitchSettings settings;
+  if (const char *nodes = std::getenv("LOOM_SWITCH_NODES")) {
+    const char *at = nodes;
+    while (*at) {
+      char *end = nullptr;
+      long long node = std::strtoll(at, &end, 10);
+      if (end == at || node < 0 || (*end && *end != ',')) {
+        settings.invalid = std::string("LOOM_SWITCH_NODES is not a list of "
+                                       "node numbers, one per rank "
+                                       "(\"0,0,1,1\"): '") +
+                           nodes + "'";
+        settings.nodeOf.clear();
+        break;
+      }
+      settings.nodeOf.push_back(node);
+      at = *end ? end + 1 : end;
+    }
+  }
   if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
     settings.timeoutMs = static_cast<int64_t>(std::atof(seconds) * 1000);
   // (The programs' runtimes check that the limit is the same valid number
@@ -106,15 +125,22 @@ namespace {
 /// communication); the empty string, or why not.
 std::string planPrograms(const loom_program_api &fromApi, loom_program *from,
                          const loom_program_api &toApi, loom_program *to,
+                         const SwitchSettings &settings,
+                         const layout::Topology &topology,
                          std::vector<Argument> &sources,
                          std::vector<Argument> &targets,
                          std::vector<layout::SwitchTensor> &tensors,
                          std::vector<std::pair<const Argument *,
                                                const Argument *>> &pairs,
                          layout::SwitchPlan &plan) {
-  if (std::string why = carriedArguments(fromApi, from, sources); !why.empty())
+  // (The source's state too under parametersOnly: a source parameter is
+  // matched by name, whatever the target calls it.)
+  if (std::string why = carriedArguments(fromApi, from, false, sources);
+      !why.empty())
     return why;
-  if (std::string why = carriedArguments(toApi, to, targets); !why.empty())
+  if (std::string why =
+          carriedArguments(toApi, to, settings.parametersOnly, targets);
+      !why.empty())
     return why;
   // Every target argument from the source: by name, else (unnamed on both
   // sides) by index. A parameter or state of the target the source lacks
@@ -159,7 +185,7 @@ std::string planPrograms(const loom_program_api &fromApi, loom_program *from,
     pairs.push_back({sourceArg, &target});
   }
   absl::StatusOr<layout::SwitchPlan> planned =
-      layout::planSwitch(tensors, {}, {});
+      layout::planSwitch(tensors, topology, {});
   if (!planned.ok())
     return "the switch cannot be planned: " +
            std::string(planned.status().message());
@@ -229,12 +255,44 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  // The ranks' nodes: given, else those sharing memory with each other
+  // (numbered in the order of their lowest rank).
+  layout::Topology topology;
+  std::string why = settings.invalid;
+  std::vector<int64_t> nodes = settings.nodeOf;
+  if (!why.empty()) {
+    nodes.clear();
+  } else if (nodes.empty()) {
+    MPI_Comm shared;
+    int leader = rank;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
+                            &shared) == MPI_SUCCESS) {
+      MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, shared);
+      MPI_Comm_free(&shared);
+    }
+    std::vector<int> leaders(static_cast<size_t>(size));
+    MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
+    std::vector<int> seen;
+    for (int r = 0; r < size; ++r) {
+      auto at = std::find(seen.begin(), seen.end(), leaders[r]);
+      nodes.push_back(at - seen.begin());
+      if (at == seen.end())
+        seen.push_back(leaders[r]);
+    }
+  } else if (static_cast<int64_t>(nodes.size()) != size) {
+    why = "LOOM_SWITCH_NODES names the nodes of " +
+          std::to_string(nodes.size()) + " ranks, but the communicator has " +
+          std::to_string(size);
+  }
+  for (size_t r = 0; r < nodes.size(); ++r)
+    topology.nodeOf[static_cast<int64_t>(r)] = nodes[r];
   std::vector<Argument> sources, targets;
   std::vector<layout::SwitchTensor> tensors;
   std::vector<std::pair<const Argument *, const Argument *>> pairs;
   layout::SwitchPlan planned;
-  std::string why = planPrograms(fromApi, from, toApi, to, sources, targets,
-                                 tensors, pairs, planned);
+  if (why.empty())
+    why = planPrograms(fromApi, from, toApi, to, settings, topology, sources,
+                       targets, tensors, pairs, planned);
   if (why.empty())
     for (const layout::SwitchMessage &message : planned.messages)
       if (message.source >= size || message.destination >= size) {
@@ -323,6 +381,8 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
       post(buffer.data(), static_cast<int64_t>(buffer.size()),
            message.destination, /*send=*/true);
       record.bytesSent += static_cast<int64_t>(buffer.size());
+      if (topology.nodeOf[message.destination] != topology.nodeOf[rank])
+        record.bytesSentOffNode += static_cast<int64_t>(buffer.size());
       ++record.messagesSent;
     }
   // After a failure with messages in flight: cancel what can be, and keep

@@ -7,8 +7,9 @@
 // the same index where neither is named; the same element type and global
 // shape; a target parameter or state without one is an error), from the
 // source's layout to the target's, in one exchange planned by the layout
-// core (layout::planSwitch,
-// with every device on one node): what a rank holds under both stays put,
+// core (layout::planSwitch, with the ranks' nodes as MPI finds them:
+// holders on the receiver's node are preferred): what a rank holds under
+// both stays put,
 // at most one message per ordered pair of ranks, every receive posted before
 // any send. Every rank must call it at once, with programs created on
 // `comm` (rank r running device r). The driver uses it between the
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace loom::driver {
 
@@ -38,18 +40,33 @@ struct SwitchSettings {
   /// A test hook: exchange the bytes but leave the target's arguments as
   /// they were.
   bool skipSetting = false;
+  /// Move the parameters (nn.param) only, leaving the target's optimizer
+  /// state and other arguments as they are: weights coming back from a
+  /// rollout (inference) program, which has no optimizer state, into the
+  /// training program that kept its own.
+  bool parametersOnly = false;
+  /// The node of every rank of the communicator; empty: the ranks that
+  /// share memory (MPI_COMM_TYPE_SHARED) form a node. LOOM_SWITCH_NODES
+  /// ("0,0,1,1") sets it, for a cluster MPI cannot see (and tests).
+  std::vector<int64_t> nodeOf;
+  /// Why the settings cannot be used (a bad LOOM_SWITCH_NODES): the switch
+  /// fails with it, on every rank together.
+  std::string invalid;
 };
 
 /// The bytes of one element of `dtype`.
 int64_t getElementBytes(loom_dtype dtype);
 
-/// LOOM_COLLECTIVE_TIMEOUT_S and LOOM_MPI_MESSAGE_LIMIT where set (as the
-/// runtime reads them).
+/// LOOM_COLLECTIVE_TIMEOUT_S, LOOM_MPI_MESSAGE_LIMIT (as the runtime reads
+/// them) and LOOM_SWITCH_NODES where set (one that is not a list of
+/// non-negative integers sets `invalid`).
 SwitchSettings getSwitchSettings();
 
 /// What one rank did in a switch.
 struct SwitchRecord {
   int64_t bytesSent = 0, bytesReceived = 0, messagesSent = 0;
+  /// Of the bytes sent, those to ranks on other nodes.
+  int64_t bytesSentOffNode = 0;
   /// The plan's volume over all ranks.
   int64_t planBytes = 0;
   /// The arguments moved.

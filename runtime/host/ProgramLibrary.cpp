@@ -182,6 +182,8 @@ struct loom_program {
   int64_t device = 0, numDevices = 0;
   std::vector<Value> args, results;
   int64_t steps = 0;
+  /// Whether a step has run (the results hold its values).
+  bool ran = false;
   /// The gradients' global norm of the last step (nn.grad_norm), once a
   /// step has run.
   std::optional<double> gradNorm;
@@ -436,18 +438,34 @@ loom_status *unusable(const loom_program *program, const char *function) {
   return nullptr;
 }
 
-/// Checks a call's description of argument `index`'s array; "" when it
-/// fits, else what is wrong.
-std::string checkArray(const loom_program *program, int64_t index,
+/// The program's arguments or its results, as one call reads or writes
+/// them, and the word its messages use.
+struct Values {
+  const std::vector<Value> &values;
+  const char *kind; // "argument" or "result"
+};
+
+Values argumentsOf(const loom_program *program) {
+  return {program->args, "argument"};
+}
+
+Values resultsOf(const loom_program *program) {
+  return {program->results, "result"};
+}
+
+/// Checks a call's description of value `index`'s array; "" when it fits,
+/// else what is wrong.
+std::string checkArray(const loom_program *program, Values of, int64_t index,
                        loom_form form, loom_dtype dtype, int64_t rank,
                        const int64_t *shape, const void *data,
                        bool &nothingHeld) {
   nothingHeld = false;
-  if (index < 0 || index >= static_cast<int64_t>(program->args.size()))
-    return "argument #" + std::to_string(index) + ": the program has " +
-           std::to_string(program->args.size()) + " arguments";
-  const Value &value = program->args[index];
-  std::string which = "argument #" + std::to_string(index) +
+  if (index < 0 || index >= static_cast<int64_t>(of.values.size()))
+    return std::string(of.kind) + " #" + std::to_string(index) +
+           ": the program has " + std::to_string(of.values.size()) + " " +
+           of.kind + "s";
+  const Value &value = of.values[index];
+  std::string which = std::string(of.kind) + " #" + std::to_string(index) +
                       (value.name.empty() ? "" : " ('" + value.name + "')");
   if (form != LOOM_FORM_GLOBAL && form != LOOM_FORM_LOCAL)
     return which + ": unknown form " + std::to_string(form);
@@ -490,17 +508,21 @@ int64_t library::getNumArgs(const loom_program *program) {
   return program ? static_cast<int64_t>(program->args.size()) : 0;
 }
 
-loom_status *library::getArgInfo(const loom_program *program, int64_t index,
-                                 loom_arg_info *info) {
+namespace {
+
+/// loom_program_get_arg_info and loom_program_get_result_info.
+loom_status *describe(const loom_program *program, Values of, int64_t index,
+                      loom_arg_info *info, const char *function) {
   if (!program || !info)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                      "loom_program_get_arg_info: a null pointer");
-  if (index < 0 || index >= static_cast<int64_t>(program->args.size()))
+                      std::string(function) + ": a null pointer");
+  if (index < 0 || index >= static_cast<int64_t>(of.values.size()))
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                      "argument #" + std::to_string(index) +
+                      std::string(of.kind) + " #" + std::to_string(index) +
                           ": the program has " +
-                          std::to_string(program->args.size()) + " arguments");
-  const Value &value = program->args[index];
+                          std::to_string(of.values.size()) + " " + of.kind +
+                          "s");
+  const Value &value = of.values[index];
   info->name = value.name.c_str();
   info->role = value.role;
   info->dtype = static_cast<loom_dtype>(value.dtype);
@@ -516,6 +538,24 @@ loom_status *library::getArgInfo(const loom_program *program, int64_t index,
   info->layout = value.layoutTable.empty() ? noSizes : value.layoutTable.data();
   info->layout_size = static_cast<int64_t>(value.layoutTable.size());
   return nullptr;
+}
+
+} // namespace
+
+loom_status *library::getArgInfo(const loom_program *program, int64_t index,
+                                 loom_arg_info *info) {
+  return describe(program, argumentsOf(program), index, info,
+                  "loom_program_get_arg_info");
+}
+
+int64_t library::getNumResults(const loom_program *program) {
+  return program ? static_cast<int64_t>(program->results.size()) : 0;
+}
+
+loom_status *library::getResultInfo(const loom_program *program,
+                                    int64_t index, loom_arg_info *info) {
+  return describe(program, resultsOf(program), index, info,
+                  "loom_program_get_result_info");
 }
 
 int64_t library::findArg(const loom_program *program, const char *name) {
@@ -535,7 +575,8 @@ loom_status *library::setArg(loom_program *program, int64_t index,
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
-        checkArray(program, index, form, dtype, rank, shape, data, nothingHeld);
+        checkArray(program, argumentsOf(program), index, form, dtype, rank,
+                   shape, data, nothingHeld);
     if (!problem.empty())
       return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
     const Value &value = program->args[index];
@@ -553,27 +594,34 @@ loom_status *library::setArg(loom_program *program, int64_t index,
   });
 }
 
-loom_status *library::getArg(loom_program *program, int64_t index,
-                             loom_form form, loom_dtype dtype, int64_t rank,
-                             const int64_t *shape, void *data) {
+namespace {
+
+/// loom_program_get_arg and loom_program_get_result: value `index` of
+/// `of` into `data`.
+loom_status *readArray(loom_program *program, Values of, int64_t index,
+                       loom_form form, loom_dtype dtype, int64_t rank,
+                       const int64_t *shape, void *data,
+                       const char *function) {
   bool global = form == LOOM_FORM_GLOBAL;
-  // A failed program still takes part in a global read's agreement (and
-  // fails it), so that no other rank waits for it.
-  if (!program || !global)
-    if (loom_status *status = unusable(program, "loom_program_get_arg"))
-      return status;
+  bool result = &of.values == &program->results;
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
-        program->failure.empty()
-            ? checkArray(program, index, form, dtype, rank, shape, data,
-                         nothingHeld)
-            : "the program failed before and cannot go on: " +
-                  program->failure;
+        !program->failure.empty()
+            ? "the program failed before and cannot go on: " +
+                  program->failure
+        : result && !program->ran
+            ? std::string("the program has not run yet: its results come "
+                          "from loom_program_step")
+            : checkArray(program, of, index, form, dtype, rank, shape, data,
+                         nothingHeld);
     if (form == LOOM_FORM_LOCAL) {
       if (!problem.empty())
-        return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
-      std::vector<char> own = program->read(program->args[index]);
+        return makeStatus(result && !program->ran
+                              ? LOOM_STATUS_FAILED_PRECONDITION
+                              : LOOM_STATUS_INVALID_ARGUMENT,
+                          problem);
+      std::vector<char> own = program->read(of.values[index]);
       if (!own.empty())
         std::memcpy(data, own.data(), own.size());
       return nullptr;
@@ -582,20 +630,46 @@ loom_status *library::getArg(loom_program *program, int64_t index,
     // is well formed, so that none waits for a rank that has returned.
     Runtime &runtime = Runtime::get();
     bool everyone = runtime.allAgree(problem.empty());
-    bool same = runtime.allEqual(index);
-    if (!program->failure.empty())
+    bool same = runtime.allEqual(index) && runtime.allEqual(result ? 1 : 0);
+    if (!program->failure.empty() || (result && !program->ran))
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION, problem);
     if (!problem.empty())
       return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, problem);
     if (!everyone)
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "another rank's loom_program_get_arg was refused");
+                        std::string("another rank's ") + function +
+                            " was refused");
     if (!same)
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
-                        "the ranks asked for different arguments; every rank "
-                        "reads the same argument in global form together");
-    return fromStatus(program->gather(program->args[index], data));
+                        std::string("the ranks asked for different ") +
+                            of.kind + "s; every rank reads the same " +
+                            of.kind + " in global form together");
+    return fromStatus(program->gather(of.values[index], data));
   }, global ? &program->failure : nullptr);
+}
+
+} // namespace
+
+loom_status *library::getArg(loom_program *program, int64_t index,
+                             loom_form form, loom_dtype dtype, int64_t rank,
+                             const int64_t *shape, void *data) {
+  // A failed program still takes part in a global read's agreement (and
+  // fails it), so that no other rank waits for it.
+  if (!program || form != LOOM_FORM_GLOBAL)
+    if (loom_status *status = unusable(program, "loom_program_get_arg"))
+      return status;
+  return readArray(program, argumentsOf(program), index, form, dtype, rank,
+                   shape, data, "loom_program_get_arg");
+}
+
+loom_status *library::getResult(loom_program *program, int64_t index,
+                                loom_form form, loom_dtype dtype, int64_t rank,
+                                const int64_t *shape, void *data) {
+  if (!program || form != LOOM_FORM_GLOBAL)
+    if (loom_status *status = unusable(program, "loom_program_get_result"))
+      return status;
+  return readArray(program, resultsOf(program), index, form, dtype, rank,
+                   shape, data, "loom_program_get_result");
 }
 
 /// The value of a 0-d float result, gathered (collective), as a double.
@@ -669,6 +743,7 @@ loom_status *library::step(loom_program *program, double *loss) {
       program->write(value, reinterpret_cast<const char *>(&count));
     }
     program->handle.view.step();
+    program->ran = true;
     // The norm is read back on every step (collective, like the loss), for
     // loom_program_get_grad_norm.
     program->gradNorm.reset();

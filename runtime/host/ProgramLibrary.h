@@ -104,6 +104,12 @@ loom_status *setArg(loom_program *program, int64_t index, loom_form form,
 loom_status *getArg(loom_program *program, int64_t index, loom_form form,
                     loom_dtype dtype, int64_t rank, const int64_t *shape,
                     void *data);
+int64_t getNumResults(const loom_program *program);
+loom_status *getResultInfo(const loom_program *program, int64_t index,
+                           loom_arg_info *info);
+loom_status *getResult(loom_program *program, int64_t index, loom_form form,
+                       loom_dtype dtype, int64_t rank, const int64_t *shape,
+                       void *data);
 loom_status *step(loom_program *program, double *loss);
 int32_t hasLoss(const loom_program *program);
 int32_t hasGradNorm(const loom_program *program);
@@ -226,6 +232,20 @@ void destroyStatus(loom_status *status);
   LOOM_PROGRAM_EXPORT loom_status *loom_program_write_trace(                   \
       const loom_program *program, const char *path) {                         \
     return loom::host::library::writeTrace(program, path);                     \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT int64_t loom_program_get_num_results(                    \
+      const loom_program *program) {                                           \
+    return loom::host::library::getNumResults(program);                        \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_get_result_info(               \
+      const loom_program *program, int64_t index, loom_arg_info *info) {       \
+    return loom::host::library::getResultInfo(program, index, info);           \
+  }                                                                            \
+  LOOM_PROGRAM_EXPORT loom_status *loom_program_get_result(                    \
+      loom_program *program, int64_t index, loom_form form, loom_dtype dtype,  \
+      int64_t rank, const int64_t *shape, void *data) {                        \
+    return loom::host::library::getResult(program, index, form, dtype, rank,   \
+                                          shape, data);                        \
   }
 
 #ifndef LOOM_PROGRAM_LIBRARY
@@ -260,6 +280,9 @@ inline int runProgramExecutable(int argc, char **argv) {
   api.get_num_library_calls = &loom_program_get_num_library_calls;
   api.get_library_call = &loom_program_get_library_call;
   api.write_trace = &loom_program_write_trace;
+  api.get_num_results = &loom_program_get_num_results;
+  api.get_result_info = &loom_program_get_result_info;
+  api.get_result = &loom_program_get_result;
   return loom::driver::runDriver(argc, argv, 1, api);
 }
 } // namespace loom::host

@@ -19,6 +19,12 @@
 |*       C API (include/loom-c/Compiler.h), and train it too                  *|
 |*   program-library-test --compile-errors --compile MODEL --config FILE      *|
 |*       (the compiler C API's error paths)                                   *|
+|*   --rollout FWD --rollout-at K: train LIB (one library) for --steps, and  *|
+|*       after step K move its weights into the forward program FWD (another *|
+|*       layout), run it on step K+1's batch, write its logits to            *|
+|*       OUT/rollout/logits.npy, and move them back (parameters only; the    *|
+|*       training program's own weights zeroed first); results to            *|
+|*       OUT/rollout/                                                         *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -332,6 +338,142 @@ static void switching(Run *runs, const char *init, const char *data,
     runs[l].api.destroy(programs[l]);
 }
 
+/* Calls loom_program_switch_with, or fails; adds the figures to `sums`
+ * (sent, received, planned, sent off node). */
+static void switch_or_die(const Api *from_api, loom_program *from,
+                          const Api *to_api, loom_program *to, int32_t flags,
+                          long long sums[4]) {
+  loom_switch_info info;
+  loom_status *status = loom_program_switch_with(from_api, from, to_api, to,
+                                                 NULL, flags, &info);
+  if (status) {
+    fprintf(stderr, "program-library-test: rank %d: %s\n", rank_,
+            loom_compiler_status_get_message(status));
+    loom_compiler_status_destroy(status);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  long long own[3] = {info.bytes_sent, info.bytes_received,
+                      info.bytes_sent_off_node};
+  long long all[3] = {0, 0, 0};
+  MPI_Allreduce(own, all, 3, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  sums[0] = all[0];
+  sums[1] = all[1];
+  sums[2] = info.plan_bytes;
+  sums[3] = all[2];
+}
+
+/* The rollout switch of RL post-training: the training program `train`
+ * steps; after step `at` its weights move into the forward program of
+ * `fwd_api` (another layout), which runs on the next batch and gives its
+ * logits back through the ABI; then the weights come back (parameters
+ * only: the optimizer state never left) into the training program, whose
+ * own weights were zeroed (as if offloaded during generation). */
+static void rollout(Run *train, Api *fwd_api, const char *init,
+                    const char *data, const char *out, int64_t steps,
+                    int64_t at) {
+  Api *api = &train->api;
+  check(api, api->create(NULL, &train->program), "create");
+  set_initial(train, init);
+  loom_program *fwd = NULL;
+  check(fwd_api, fwd_api->create(NULL, &fwd), "create the rollout program");
+  if (fwd_api->get_num_results(fwd) != 1)
+    die("the rollout program does not have one result", NULL);
+  loom_arg_info result;
+  check(fwd_api, fwd_api->get_result_info(fwd, 0, &result), "result info");
+  Array logits;
+  logits.dtype = result.dtype;
+  logits.rank = result.rank;
+  memcpy(logits.shape, result.global_shape, sizeof(int64_t) * result.rank);
+  logits.bytes =
+      elements(result.global_shape, result.rank) * (int64_t)element_size(result.dtype);
+  logits.data = malloc((size_t)logits.bytes);
+  /* Before it ran, it has no results to give. */
+  expect_failure(fwd_api,
+                 fwd_api->get_result(fwd, 0, LOOM_FORM_GLOBAL, logits.dtype,
+                                     logits.rank, logits.shape, logits.data),
+                 "a result before any step");
+  expect_failure(fwd_api, fwd_api->get_result_info(fwd, 1, &result),
+                 "result info past the end");
+  for (int64_t s = 0; s < steps; ++s) {
+    if (s == at) {
+      long long there[4], back[4];
+      switch_or_die(api, train->program, fwd_api, fwd, 0, there);
+      Run gen = {*fwd_api, fwd, {0}};
+      set_batch(&gen, data, s);
+      check(fwd_api, fwd_api->step(fwd, NULL), "the rollout step");
+      check(fwd_api,
+            fwd_api->get_result(fwd, 0, LOOM_FORM_GLOBAL, logits.dtype,
+                                logits.rank, logits.shape, logits.data),
+            "the logits");
+      /* The training program's weights offloaded (zeroed), then back. */
+      for (int64_t i = 0; i < api->get_num_args(train->program); ++i) {
+        loom_arg_info info;
+        check(api, api->get_arg_info(train->program, i, &info), "arg info");
+        if (info.role != LOOM_ARG_PARAM)
+          continue;
+        size_t bytes = (size_t)elements(info.global_shape, info.rank) *
+                       element_size(info.dtype);
+        void *zeros = calloc(1, bytes ? bytes : 1);
+        check(api,
+              api->set_arg(train->program, i, LOOM_FORM_GLOBAL, info.dtype,
+                           info.rank, info.global_shape, zeros),
+              "offload");
+        free(zeros);
+      }
+      /* A bad node list fails on every rank, before anything moves. */
+      setenv("LOOM_SWITCH_NODES", "0,x", 1);
+      loom_status *bad = loom_program_switch_with(
+          fwd_api, fwd, api, train->program, NULL,
+          LOOM_SWITCH_PARAMETERS_ONLY, NULL);
+      if (!bad)
+        die("a bad LOOM_SWITCH_NODES was accepted", NULL);
+      if (rank_ == 0)
+        printf("a bad node list: %s\n", loom_compiler_status_get_message(bad));
+      loom_compiler_status_destroy(bad);
+      /* Unknown flags are refused. */
+      bad = loom_program_switch_with(fwd_api, fwd, api, train->program, NULL,
+                                     8, NULL);
+      if (!bad)
+        die("unknown switch flags were accepted", NULL);
+      if (rank_ == 0)
+        printf("unknown flags: %s\n", loom_compiler_status_get_message(bad));
+      loom_compiler_status_destroy(bad);
+      /* Without the flag the way back fails: the rollout program has no
+       * optimizer state to give. */
+      unsetenv("LOOM_SWITCH_NODES");
+      bad = loom_program_switch(fwd_api, fwd, api, train->program, NULL, NULL);
+      if (!bad)
+        die("a switch into state the source lacks was accepted", NULL);
+      if (rank_ == 0)
+        printf("back with the state: %s\n",
+               loom_compiler_status_get_message(bad));
+      loom_compiler_status_destroy(bad);
+      /* Each rank on a node of its own: every byte crosses nodes. */
+      setenv("LOOM_SWITCH_NODES", "0,1", 1);
+      switch_or_die(fwd_api, fwd, api, train->program,
+                    LOOM_SWITCH_PARAMETERS_ONLY, back);
+      unsetenv("LOOM_SWITCH_NODES");
+      if (rank_ == 0) {
+        printf("rollout after step %lld: weights in %lld bytes (plan %lld, "
+               "%lld off node), back %lld bytes (plan %lld, %lld off node)\n",
+               (long long)at, there[0], there[2], there[3], back[0], back[2],
+               back[3]);
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/rollout/logits.npy", out);
+        write_npy(path, &logits);
+      }
+    }
+    set_batch(train, data, s);
+    check(api, api->step(train->program, &train->losses[s]), "step");
+  }
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%s/rollout", out);
+  write_results(train, dir, steps);
+  free(logits.data);
+  fwd_api->destroy(fwd);
+  api->destroy(train->program);
+}
+
 /* The error paths of the ABI, on a program of library `api`. */
 static void errors(Api *api) {
   loom_program *program = NULL;
@@ -591,6 +733,8 @@ int main(int argc, char **argv) {
   const char *model = NULL, *config = NULL, *build = NULL;
   int64_t steps = 0;
   int mode = 0; /* 0 train, 1 errors, 2 ranks */
+  const char *rollout_library = NULL;
+  long long rollout_at = 1;
   const char *libraries[8];
   int count = 0;
   for (int i = 1; i < argc; ++i) {
@@ -610,6 +754,10 @@ int main(int argc, char **argv) {
       build = argv[++i];
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
       trace_ = argv[++i];
+    else if (!strcmp(argv[i], "--rollout") && i + 1 < argc)
+      rollout_library = argv[++i];
+    else if (!strcmp(argv[i], "--rollout-at") && i + 1 < argc)
+      rollout_at = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--compile-errors"))
       mode = 3;
     else if (!strcmp(argv[i], "--errors"))
@@ -665,6 +813,15 @@ int main(int argc, char **argv) {
       api->destroy(program);
       MPI_Comm_free(&pair);
     }
+  } else if (rollout_library) {
+    if (!init || !data || !out || steps < 1 || steps > 64 || count != 1 ||
+        rollout_at < 0 || rollout_at >= steps)
+      die("usage: --rollout FWD --rollout-at K --init DIR --data DIR --steps "
+          "N --out DIR LIB (0 <= K < N)", NULL);
+    Api fwd_api;
+    load(&fwd_api, rollout_library);
+    rollout(&runs[0], &fwd_api, init, data, out, steps, rollout_at);
+    loom_program_library_close(&fwd_api);
   } else {
     if (!init || !data || !out || steps < 1 || steps > 64)
       die("usage: --init DIR --data DIR --steps N --out DIR LIB...", NULL);

@@ -41,6 +41,11 @@ LAYOUTS = {
            "LAYOUT_W1": "#hspmd.union<{[0, 1]: [S1:2]}>",
            "LAYOUT_W2": "#hspmd.union<{[0, 1]: [S0:2]}>"},
 }
+# The rollout program's layout (--mode rollout): tensor parallel on the
+# other axes than the "tp" training step's, so that both ways move bytes.
+ROLLOUT = {"LAYOUT_X": "#hspmd.union<{[0, 1]: [S1:2]}>",
+           "LAYOUT_W1": "#hspmd.union<{[0, 1]: [S0:2]}>",
+           "LAYOUT_W2": "#hspmd.union<{[0, 1]: [S1:2]}>"}
 TRAINING = "--loom-training-pipeline=optimizer=adamw lr=1e-2"
 
 
@@ -75,8 +80,15 @@ def main():
                         help="a planted fault: perturb one reference "
                              "parameter element by this much")
     parser.add_argument("--mode", choices=["train", "errors", "ranks",
-                                           "compile-errors", "hetero"],
+                                           "compile-errors", "hetero",
+                                           "rollout"],
                         default="train")
+    parser.add_argument("--rollout-model",
+                        help="--mode rollout: the forward program "
+                             "(Inputs/mlp_logits.mlir), compiled in the "
+                             "ROLLOUT layout")
+    parser.add_argument("--rollout-at", type=int, default=2,
+                        help="--mode rollout: the steps before the rollout")
     parser.add_argument("--hetero-model",
                         help="--mode hetero: a model laid out over several "
                              "device groups (examples/mlp_hetero.mlir, 6 "
@@ -163,10 +175,13 @@ def main():
               if line.startswith("{")]
     params = [np.load(os.path.join(reference, f"param_{k}.npy"))
               for k in range(2)]
-    if args.corrupt:
+    if args.corrupt and args.mode != "rollout":  # (there: the logits)
         params[0].flat[0] += args.corrupt
 
     out = os.path.join(work, "out")
+    if args.mode == "rollout":
+        return rollout(args, work, env, libraries[1], init, data, out,
+                       losses, params)
     # (And "switch": one run switching between the dp and tp libraries every
     # step, loom_program_switch moving the parameters and state.)
     names = list(LAYOUTS) + ["config", "switch"]
@@ -196,6 +211,73 @@ def main():
               f"parameter error {param_error:.1e} (bound "
               f"{args.tolerance:.0e}): {'ok' if ok else 'FAIL'}")
     if failed:
+        sys.exit(1)
+
+
+def rollout(args, work, env, train_library, init, data, out, losses, params):
+    """The rollout switch of RL post-training: the tensor-parallel training
+    library trains; after --rollout-at steps its weights move into a forward
+    program of another layout (ROLLOUT), whose logits on the next batch must
+    equal the interpreter's forward on the reference weights of that step,
+    and back; the training then goes on equal to the reference."""
+    with open(args.rollout_model) as f:
+        model = f.read()
+    text = model
+    for key, value in ROLLOUT.items():
+        text = text.replace(key, value)
+    source = os.path.join(work, "rollout.mlir")
+    with open(source, "w") as f:
+        f.write(text)
+    partitioned = os.path.join(work, "rollout-p.mlir")
+    run([args.opt, source, "--loom-partition-pipeline", "-o", partitioned])
+    library = os.path.join(work, "rollout.so")
+    run([args.run, "--interpret", partitioned, "--target", "host",
+         "--global-entry", "mlp_logits", "--emit-library", library])
+
+    # The reference logits: the weights after --rollout-at steps of the
+    # unpartitioned training, the next batch, the forward on one device.
+    at = args.rollout_at
+    reference = os.path.join(work, "reference-at")
+    run([args.run, "--interpret", os.path.join(work, "plain-step.mlir"),
+         "--train", "--entry", "mlp_train_step", "--steps", str(at),
+         "--vocab", "8", "--init-npy", init, "--data", data, "--output-dir",
+         reference])
+    batch = os.path.join(work, "rollout-x.npy")
+    np.save(batch, np.load(os.path.join(data, "x.npy"))[at])
+    plain = os.path.join(work, "rollout-plain.mlir")
+    text = model
+    for key in ROLLOUT:
+        text = text.replace(key, LAYOUTS["dp"]["LAYOUT_W1"])
+    with open(plain, "w") as f:
+        f.write(text)
+    logits_dir = os.path.join(work, "reference-logits")
+    run([args.run, "--interpret", plain, "--entry", "mlp_logits", "--input",
+         batch, "--input", os.path.join(reference, "param_0.npy"), "--input",
+         os.path.join(reference, "param_1.npy"), "--output-dir", logits_dir])
+    expected = np.load(os.path.join(logits_dir, "result_0.npy"))
+
+    os.makedirs(os.path.join(out, "rollout"), exist_ok=True)
+    print(run(mpirun(2) + [args.driver, "--init", init, "--data", data,
+                           "--steps", str(args.steps), "--out", out,
+                           "--rollout", library, "--rollout-at", str(at),
+                           train_library], env=env), end="")
+    folder = os.path.join(out, "rollout")
+    with open(os.path.join(folder, "losses.txt")) as f:
+        got = np.array([float(line) for line in f if line.strip()])
+    if args.corrupt:
+        expected.flat[0] += args.corrupt
+    logit_error = relative(np.load(os.path.join(folder, "logits.npy")),
+                           expected)
+    loss_error = relative(got, np.array(losses))
+    param_error = max(
+        relative(np.load(os.path.join(folder, f"param_{k}.npy")), params[k])
+        for k in range(2))
+    ok = (len(got) == args.steps and max(logit_error, loss_error,
+                                         param_error) <= args.tolerance)
+    print(f"rollout: logits error {logit_error:.1e}; {len(got)} steps, loss "
+          f"error {loss_error:.1e}, parameter error {param_error:.1e} (bound "
+          f"{args.tolerance:.0e}): {'ok' if ok else 'FAIL'}")
+    if not ok:
         sys.exit(1)
 
 

@@ -122,6 +122,75 @@ int loom::interp::reportError(const llvm::Twine &message) {
   return 1;
 }
 
+/// Compiles `entry` of `module` for `target` to C++ at `source` and builds
+/// it at `output`: a program library, or a program executable.
+static int buildProgram(ModuleOp module, const std::string &entry,
+                        const std::string &targetName,
+                        const std::string &source, const std::string &output,
+                        bool library) {
+  std::optional<codegen::Target> target = codegen::parseTarget(targetName);
+  if (!target)
+    return fail("unknown target '" + targetName +
+                "' (host, cuda, ascend or cluster)");
+#ifndef LOOM_CUDA_LIBS
+  if (*target == codegen::Target::Cuda)
+    return fail("this build has no CUDA target (configure with "
+                "LOOM_ENABLE_CUDA where nvcc, cuBLAS and NCCL are installed)");
+#endif
+  codegen::CompileOptions compile;
+  compile.target = *target;
+  compile.entry = entry;
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    if (failed(codegen::emitTargetSources(module, compile, os)))
+      return 1;
+    std::error_code ec;
+    llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return fail("cannot write '" + source + "': " + ec.message());
+    file << text;
+  }
+  capi::BuildKind kind = capi::getBuildKind(text, library);
+#ifndef LOOM_CUDA_LIBS
+  if (kind.cuda)
+    return fail("the cluster has CUDA devices but this build has no CUDA "
+                "target (configure with LOOM_ENABLE_CUDA where nvcc, "
+                "cuBLAS and NCCL are installed)");
+#endif
+  return run(capi::getCompileCommand(source, output, kind),
+             "compiling the generated C++");
+}
+
+int loom::interp::emitForwardLibrary(ModuleOp module,
+                                     const std::string &entry,
+                                     const std::string &target,
+                                     const std::string &output) {
+  func::FuncOp func = module.lookupSymbol<func::FuncOp>(entry);
+  if (entry.empty() || !func)
+    return fail(entry.empty()
+                    ? llvm::Twine("--emit-library without --train builds the "
+                                  "function --global-entry (or --entry) "
+                                  "names; name one")
+                    : "no function @" + entry + " to build");
+  bool partitioned = llvm::any_of(module.getOps<func::FuncOp>(),
+                                  [&](func::FuncOp candidate) {
+                                    FlatSymbolRefAttr of =
+                                        getSpecializes(candidate);
+                                    return of && of.getValue() == entry;
+                                  });
+  if (!partitioned)
+    return fail("@" + entry + " has no per-device programs; partition it "
+                "first (loom-opt --loom-partition-pipeline)");
+  llvm::SmallString<128> source;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("loom-program", "cpp", source))
+    return fail("cannot create a temporary file: " + ec.message());
+  llvm::scope_exit remove([&] { llvm::sys::fs::remove(source); });
+  return buildProgram(module, entry, target, source.str().str(), output,
+                      /*library=*/true);
+}
+
 int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
                                  const TrainOptions &train,
                                  const HostLaunchOptions &host) {
@@ -236,46 +305,13 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
     llvm::StringRef variantName = setup.variants[built[k]].getSymName();
     std::string suffix = k ? std::to_string(k) : "";
     OwningOpRef<ModuleOp> copy = module.clone();
-    std::optional<codegen::Target> target = codegen::parseTarget(host.target);
-    if (!target)
-      return fail("unknown target '" + host.target +
-                  "' (host, cuda, ascend or cluster)");
-#ifndef LOOM_CUDA_LIBS
-    if (*target == codegen::Target::Cuda)
-      return fail(
-          "this build has no CUDA target (configure with "
-          "LOOM_ENABLE_CUDA where nvcc, cuBLAS and NCCL are installed)");
-#endif
-    codegen::CompileOptions compile;
-    compile.target = *target;
-    compile.entry = variantName.str();
-    std::string source = work + "/program" + suffix + ".cpp";
-    std::string text;
-    {
-      llvm::raw_string_ostream os(text);
-      if (failed(codegen::emitTargetSources(*copy, compile, os)))
-        return 1;
-      std::error_code ec;
-      llvm::raw_fd_ostream file(source, ec, llvm::sys::fs::OF_Text);
-      if (ec)
-        return fail("cannot write '" + source + "': " + ec.message());
-      file << text;
-    }
-    capi::BuildKind kind =
-        capi::getBuildKind(text, /*library=*/host.emitExecutable.empty());
-#ifndef LOOM_CUDA_LIBS
-    if (kind.cuda)
-      return fail("the cluster has CUDA devices but this build has no CUDA "
-                  "target (configure with LOOM_ENABLE_CUDA where nvcc, "
-                  "cuBLAS and NCCL are installed)");
-#endif
     std::string output = !host.emitLibrary.empty()      ? host.emitLibrary
                         : !host.emitExecutable.empty() ? host.emitExecutable
                                                        : work + "/program" +
                                                              suffix + ".so";
-    std::vector<std::string> command =
-        capi::getCompileCommand(source, output, kind);
-    if (int code = run(command, "compiling the generated C++"))
+    if (int code = buildProgram(*copy, variantName.str(), host.target,
+                                work + "/program" + suffix + ".cpp", output,
+                                /*library=*/host.emitExecutable.empty()))
       return code;
     if (emitOnly)
       return 0;

@@ -582,6 +582,24 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                   "(--target cuda, ascend or cluster)");
     return runTraining(*module, interpreter, options);
   }
+  if (!emitExecutable.empty())
+    return fail("--emit-executable builds a training step's program "
+                "executable; it needs --train");
+  if (!emitLibrary.empty()) {
+    // A forward (inference, rollout) program as a library: no training.
+    if (!inputs.empty() || randomInputs || print || repeat ||
+        simulate.getNumOccurrences())
+      return fail("--emit-library builds the program and stops; it does not "
+                  "take --input, --random-inputs, --print, --repeat or "
+                  "--simulate");
+    if (target != "host" && target != "cuda" && target != "ascend" &&
+        target != "cluster")
+      return fail("--emit-library needs --target host, cuda, ascend or "
+                  "cluster");
+    return emitForwardLibrary(*module, globalEntry.empty() ? entry
+                                                           : globalEntry,
+                              target, emitLibrary);
+  }
   if (json || !initNpy.empty() || trainSteps.getNumOccurrences() ||
       vocab.getNumOccurrences() || dataTask.getNumOccurrences())
     return fail("--steps, --vocab, --data-task, --json and --init-npy only "
