@@ -243,9 +243,14 @@ LogicalResult loom::config::checkConfig(const Config &config,
     if (group.has_weight_decay() && !(group.weight_decay() >= 0))
       report(where + ": weight_decay must not be negative");
   }
-  if (config.has_switching())
+  if (config.has_switching()) {
     checkSwitching(config.switching(), config.cluster(), context, used,
                    report);
+    if (config.switching().buckets_size() && run.micro_batch_shapes_size())
+      report("run.micro_batch_shapes: the switching section's buckets give "
+             "the step's shapes (one per bucket); leave micro_batch_shapes "
+             "out");
+  }
   if (run.ranks() != 0 && !used.empty() &&
       run.ranks() != static_cast<int>(used.size()))
     report("run: " + std::to_string(run.ranks()) +

@@ -275,3 +275,72 @@ LogicalResult loom::config::applySwitching(func::FuncOp forward,
   }
   return success();
 }
+
+LogicalResult loom::config::getBucketShapes(func::FuncOp forward,
+                                            const Switching &switching,
+                                            std::vector<std::string> &shapes,
+                                            std::string &error) {
+  shapes.clear();
+  if (switching.buckets_size() == 0)
+    return success();
+  int64_t rows = -1, length = -1;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    if (!forward.getArgAttr(i, nn::NNDialect::getDataAttrName()))
+      continue;
+    auto type = dyn_cast<RankedTensorType>(forward.getArgumentTypes()[i]);
+    if (!type || type.getRank() < 2)
+      continue;
+    if (!type.hasStaticShape() || type.getDimSize(0) <= 0 ||
+        type.getDimSize(1) <= 0) {
+      error = "switching.buckets: data argument #" + std::to_string(i) +
+              " of @" + forward.getSymName().str() +
+              " has no static rows and length to bucket";
+      return failure();
+    }
+    if (rows >= 0 &&
+        (type.getDimSize(0) != rows || type.getDimSize(1) != length)) {
+      error = "switching.buckets: the data arguments of @" +
+              forward.getSymName().str() +
+              " differ in rows or length (" + std::to_string(rows) + "x" +
+              std::to_string(length) + " and " +
+              std::to_string(type.getDimSize(0)) + "x" +
+              std::to_string(type.getDimSize(1)) +
+              "); a bucket retypes them all alike";
+      return failure();
+    }
+    rows = type.getDimSize(0);
+    length = type.getDimSize(1);
+  }
+  if (rows < 0) {
+    error = "switching.buckets: @" + forward.getSymName().str() +
+            " has no data argument of rows x length (rank 2 or more) to "
+            "bucket";
+    return failure();
+  }
+  int64_t tokens = rows * length;
+  for (int64_t bucket : switching.buckets()) {
+    if (bucket <= 0 || tokens % bucket != 0) {
+      error = "switching.buckets: a bucket of " + std::to_string(bucket) +
+              " does not divide the step's " + std::to_string(tokens) +
+              " tokens (" + std::to_string(rows) + "x" +
+              std::to_string(length) + " in @" +
+              forward.getSymName().str() +
+              "); every bucket runs the same tokens per step";
+      return failure();
+    }
+    shapes.push_back(std::to_string(tokens / bucket) + "x" +
+                     std::to_string(bucket));
+  }
+  return success();
+}
+
+int64_t loom::config::getBatchBucket(const Switching &switching,
+                                     const std::vector<int64_t> &lengths) {
+  int64_t longest = 0;
+  for (int64_t length : lengths)
+    longest = std::max(longest, length);
+  for (int64_t bucket : switching.buckets())
+    if (bucket >= longest)
+      return bucket;
+  return -1;
+}

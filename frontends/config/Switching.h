@@ -42,6 +42,23 @@ mlir::LogicalResult applySwitching(mlir::func::FuncOp forward,
                                    const Switching &switching,
                                    std::string &error);
 
+/// The step shapes of `switching`'s length buckets for `forward`: a step
+/// of the forward's T tokens (rows x length of its data arguments of rank
+/// 2 or more, which share both) runs at bucket L as T / L rows of L
+/// positions. One micro-batch composition "<T/L>x<L>" per bucket, in the
+/// buckets' order (none without buckets); fails with `error` for a forward
+/// without such data, data of other rows or lengths, or a bucket that does
+/// not divide T.
+mlir::LogicalResult getBucketShapes(mlir::func::FuncOp forward,
+                                    const Switching &switching,
+                                    std::vector<std::string> &shapes,
+                                    std::string &error);
+
+/// The bucket a batch of `lengths` runs at: the smallest at least as long
+/// as its longest sequence; -1 where none is.
+int64_t getBatchBucket(const Switching &switching,
+                       const std::vector<int64_t> &lengths);
+
 } // namespace loom::config
 
 #endif // LOOM_FRONTENDS_CONFIG_SWITCHING_H

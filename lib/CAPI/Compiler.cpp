@@ -253,9 +253,11 @@ loom_status *loom_module_apply_config(loom_module *module, const char *text,
         message += "; " + problem;
       return invalid(message);
     }
-    if (failed(capi::applyRunConfig(*module->module, *config, error)))
+    FailureOr<func::FuncOp> forward =
+        capi::applyRunConfig(*module->module, *config, error);
+    if (failed(forward))
       return invalid(error);
-    module->configPipeline = capi::getConfigPipeline(*config);
+    module->configPipeline = capi::getConfigPipeline(*config, *forward);
     return nullptr;
   });
 }

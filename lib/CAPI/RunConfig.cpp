@@ -43,9 +43,13 @@ FailureOr<func::FuncOp> loom::capi::applyRunConfig(ModuleOp module,
 
   // Strategy sets first (dynamic graph switching); the layouts below then
   // lay out what the strategies leave.
-  if (config.has_switching() &&
-      failed(config::applySwitching(forward, config.switching(), error)))
-    return failure();
+  if (config.has_switching()) {
+    std::vector<std::string> shapes;
+    if (failed(config::getBucketShapes(forward, config.switching(), shapes,
+                                       error)) ||
+        failed(config::applySwitching(forward, config.switching(), error)))
+      return failure();
+  }
 
   // Layouts by argument name: the first pattern that matches wins; a
   // pattern that matches nothing is an error (a typo, most likely). All are
@@ -91,8 +95,16 @@ FailureOr<func::FuncOp> loom::capi::applyRunConfig(ModuleOp module,
   return forward;
 }
 
-std::string loom::capi::getConfigPipeline(const config::Config &config) {
+std::string loom::capi::getConfigPipeline(const config::Config &config,
+                                          func::FuncOp forward) {
   const config::Run &run = config.run();
+  // Switching buckets: one composition of one micro-batch per bucket
+  // (checked by applyRunConfig).
+  std::vector<std::string> bucketShapes;
+  std::string unused;
+  if (forward && config.has_switching())
+    (void)config::getBucketShapes(forward, config.switching(), bucketShapes,
+                                  unused);
   std::ostringstream text;
   text.imbue(std::locale::classic()); // "0.01", whatever the caller's locale
   text.precision(17);
@@ -109,6 +121,11 @@ std::string loom::capi::getConfigPipeline(const config::Config &config) {
     text << " micro-batch-shapes='";
     for (int c = 0; c < run.micro_batch_shapes_size(); ++c)
       text << (c ? ";" : "") << run.micro_batch_shapes(c);
+    text << "'";
+  } else if (!bucketShapes.empty()) {
+    text << " micro-batch-shapes='";
+    for (size_t c = 0; c < bucketShapes.size(); ++c)
+      text << (c ? ";" : "") << bucketShapes[c];
     text << "'";
   }
   if (run.has_clip_norm())

@@ -30,7 +30,10 @@ mlir::FailureOr<mlir::func::FuncOp> applyRunConfig(mlir::ModuleOp module,
 
 /// The training and partitioning pipelines a configuration asks for, as a
 /// pass pipeline (`loom-training-pipeline{...},loom-partition-pipeline`).
-std::string getConfigPipeline(const config::Config &config);
+/// With `forward` (applyRunConfig's) and switching buckets, one
+/// micro-batch composition per bucket (config::getBucketShapes).
+std::string getConfigPipeline(const config::Config &config,
+                              mlir::func::FuncOp forward = {});
 
 } // namespace loom::capi
 
