@@ -250,6 +250,9 @@ LogicalResult loom::config::checkConfig(const Config &config,
       report("run.micro_batch_shapes: the switching section's buckets give "
              "the step's shapes (one per bucket); leave micro_batch_shapes "
              "out");
+    if (config.switching().buckets_size() && run.micro_batches() > 1)
+      report("run.micro_batches: the switching section's buckets give the "
+             "step's shapes (one micro-batch each); leave micro_batches out");
   }
   if (run.ranks() != 0 && !used.empty() &&
       run.ranks() != static_cast<int>(used.size()))

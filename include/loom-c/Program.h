@@ -137,7 +137,10 @@ loom_status *loom_program_get_arg(loom_program *program, int64_t index,
  * are (name "", role LOOM_ARG_OTHER; layout and shapes as for an
  * argument); their values are those of the last loom_program_step, read
  * as loom_program_get_arg reads an argument (the global form collective).
- * Reading one before any step fails with LOOM_STATUS_FAILED_PRECONDITION. */
+ * Reading one before any step fails with LOOM_STATUS_FAILED_PRECONDITION.
+ * A result the step writes over an argument (a training step's updated
+ * parameters and state) shares that argument's memory: setting the
+ * argument, or switching into the program, changes the result too. */
 int64_t loom_program_get_num_results(const loom_program *program);
 loom_status *loom_program_get_result_info(const loom_program *program,
                                           int64_t index, loom_arg_info *info);

@@ -89,21 +89,30 @@ int64_t loom::driver::getElementBytes(loom_dtype dtype) {
 
 SwitchSettings loom::driver::getSwitchSettings() {
   SwitchSettings settings;
+  // LOOM_SWITCH_NODES: decimal node numbers (at most 9 digits each),
+  // separated by single commas; anything else (also an empty value) is
+  // refused.
   if (const char *nodes = std::getenv("LOOM_SWITCH_NODES")) {
-    const char *at = nodes;
-    while (*at) {
-      char *end = nullptr;
-      long long node = std::strtoll(at, &end, 10);
-      if (end == at || node < 0 || (*end && *end != ',')) {
-        settings.invalid = std::string("LOOM_SWITCH_NODES is not a list of "
-                                       "node numbers, one per rank "
-                                       "(\"0,0,1,1\"): '") +
-                           nodes + "'";
-        settings.nodeOf.clear();
-        break;
+    std::string text = nodes;
+    bool valid = !text.empty();
+    int64_t node = 0, digits = 0;
+    for (size_t i = 0; i <= text.size() && valid; ++i) {
+      if (i == text.size() || text[i] == ',') {
+        valid = digits > 0;
+        settings.nodeOf.push_back(node);
+        node = digits = 0;
+      } else if (text[i] >= '0' && text[i] <= '9' && digits < 9) {
+        node = node * 10 + (text[i] - '0');
+        ++digits;
+      } else {
+        valid = false;
       }
-      settings.nodeOf.push_back(node);
-      at = *end ? end + 1 : end;
+    }
+    if (!valid) {
+      settings.invalid = "LOOM_SWITCH_NODES is not a list of node numbers, "
+                         "one per rank (\"0,0,1,1\"): '" +
+                         text + "'";
+      settings.nodeOf.clear();
     }
   }
   if (const char *seconds = std::getenv("LOOM_COLLECTIVE_TIMEOUT_S"))
@@ -133,9 +142,9 @@ std::string planPrograms(const loom_program_api &fromApi, loom_program *from,
                          std::vector<std::pair<const Argument *,
                                                const Argument *>> &pairs,
                          layout::SwitchPlan &plan) {
-  // (The source's state too under parametersOnly: a source parameter is
-  // matched by name, whatever the target calls it.)
-  if (std::string why = carriedArguments(fromApi, from, false, sources);
+  // (Parameters only: from the source's parameters to the target's.)
+  if (std::string why = carriedArguments(fromApi, from,
+                                         settings.parametersOnly, sources);
       !why.empty())
     return why;
   if (std::string why =
@@ -147,14 +156,12 @@ std::string planPrograms(const loom_program_api &fromApi, loom_program *from,
   // is an error (it would keep stale values).
   for (const Argument &target : targets) {
     bool named = target.info.name && *target.info.name;
-    auto source = std::find_if(sources.begin(), sources.end(),
-                               [&](const Argument &a) {
-                                 bool aNamed = a.info.name && *a.info.name;
-                                 return named ? aNamed && a.name() ==
-                                                              target.name()
-                                              : !aNamed &&
-                                                    a.index == target.index;
-                               });
+    auto source = std::find_if(
+        sources.begin(), sources.end(), [&](const Argument &a) {
+          bool aNamed = a.info.name && *a.info.name;
+          return named ? aNamed && a.name() == target.name()
+                       : !aNamed && a.index == target.index;
+        });
     if (source == sources.end()) {
       if (target.info.role == LOOM_ARG_PARAM ||
           target.info.role == LOOM_ARG_STATE)
@@ -255,14 +262,15 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  // The ranks' nodes: given, else those sharing memory with each other
-  // (numbered in the order of their lowest rank).
+  // The ranks' nodes: those sharing memory with each other (numbered in
+  // the order of their lowest rank), unless LOOM_SWITCH_NODES names them.
+  // Every rank runs the same collectives here whatever its environment
+  // says, then the ranks agree on the override (a rank whose setting
+  // differs fails them all, at the digest below).
   layout::Topology topology;
   std::string why = settings.invalid;
-  std::vector<int64_t> nodes = settings.nodeOf;
-  if (!why.empty()) {
-    nodes.clear();
-  } else if (nodes.empty()) {
+  std::vector<int64_t> nodes;
+  {
     MPI_Comm shared;
     int leader = rank;
     if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
@@ -279,10 +287,29 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
       if (at == seen.end())
         seen.push_back(leaders[r]);
     }
-  } else if (static_cast<int64_t>(nodes.size()) != size) {
-    why = "LOOM_SWITCH_NODES names the nodes of " +
-          std::to_string(nodes.size()) + " ranks, but the communicator has " +
-          std::to_string(size);
+  }
+  // (What this rank's setting is: 0 none, 1 a list, 2 invalid; and the
+  // list's digest.)
+  uint64_t setting[2] = {!settings.invalid.empty() ? 2u
+                         : settings.nodeOf.empty() ? 0u
+                                                   : 1u,
+                         1469598103934665603ull};
+  for (int64_t node : settings.nodeOf)
+    setting[1] = (setting[1] ^ static_cast<uint64_t>(node)) * 1099511628211ull;
+  uint64_t settingLow[2], settingHigh[2];
+  MPI_Allreduce(setting, settingLow, 2, MPI_UINT64_T, MPI_MIN, comm);
+  MPI_Allreduce(setting, settingHigh, 2, MPI_UINT64_T, MPI_MAX, comm);
+  if (why.empty() && (settingLow[0] != settingHigh[0] ||
+                      settingLow[1] != settingHigh[1]))
+    why = "LOOM_SWITCH_NODES differs between the ranks (set it alike on "
+          "every rank, or on none)";
+  if (why.empty() && !settings.nodeOf.empty()) {
+    if (static_cast<int64_t>(settings.nodeOf.size()) != size)
+      why = "LOOM_SWITCH_NODES names the nodes of " +
+            std::to_string(settings.nodeOf.size()) +
+            " ranks, but the communicator has " + std::to_string(size);
+    else
+      nodes = settings.nodeOf;
   }
   for (size_t r = 0; r < nodes.size(); ++r)
     topology.nodeOf[static_cast<int64_t>(r)] = nodes[r];
@@ -302,6 +329,30 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
               " ranks (rank r runs device r)";
         break;
       }
+  // This rank's shards under the source layouts, packed into what it
+  // sends, before the ranks agree: a rank that cannot read or pack fails
+  // them all there, rather than leaving them waiting for its messages.
+  std::vector<std::vector<char>> ownData(tensors.size());
+  std::vector<layout::ShardBytes> own(tensors.size());
+  for (size_t t = 0; t < tensors.size() && why.empty(); ++t) {
+    const Argument &arg = *pairs[t].first;
+    if (!arg.info.held)
+      continue;
+    int64_t bytes = shardBytes(arg.info);
+    ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    if (loom_status *status = fromApi.get_arg(
+            from, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+            arg.info.local_shape, ownData[t].data()))
+      why = messageOf(fromApi, status);
+    own[t] = {ownData[t].data(), bytes};
+  }
+  absl::StatusOr<std::vector<std::vector<char>>> packed =
+      std::vector<std::vector<char>>();
+  if (why.empty()) {
+    packed = layout::packSwitch(planned, tensors, rank, own);
+    if (!packed.ok())
+      why = std::string(packed.status().message());
+  }
   // Every rank must have planned the same switch (each from its own
   // program's layout tables), or every one fails: the digests compared
   // (every rank reaches this, whether or not it could plan).
@@ -312,30 +363,11 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
   if (!why.empty())
     return why;
   if (lowest == 0)
-    return "another rank could not plan the switch";
+    return "another rank could not plan the switch or read what it sends";
   if (lowest != highest)
     return "the ranks planned different switches (their programs' argument "
            "layouts disagree)";
   layout::SwitchPlan *plan = &planned;
-  // This rank's shards under the source layouts.
-  std::vector<std::vector<char>> ownData(tensors.size());
-  std::vector<layout::ShardBytes> own(tensors.size());
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const Argument &arg = *pairs[t].first;
-    if (!arg.info.held)
-      continue;
-    int64_t bytes = shardBytes(arg.info);
-    ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-    if (loom_status *status = fromApi.get_arg(
-            from, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
-            arg.info.local_shape, ownData[t].data()))
-      return messageOf(fromApi, status);
-    own[t] = {ownData[t].data(), bytes};
-  }
-  absl::StatusOr<std::vector<std::vector<char>>> packed =
-      layout::packSwitch(*plan, tensors, rank, own);
-  if (!packed.ok())
-    return std::string(packed.status().message());
   // Every receive posted before any send; messages in pieces, in order
   // between each pair (MPI does not overtake on one tag and communicator).
   constexpr int kSwitchTag = 0x5717;

@@ -513,7 +513,7 @@ namespace {
 /// loom_program_get_arg_info and loom_program_get_result_info.
 loom_status *describe(const loom_program *program, Values of, int64_t index,
                       loom_arg_info *info, const char *function) {
-  if (!program || !info)
+  if (!info)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       std::string(function) + ": a null pointer");
   if (index < 0 || index >= static_cast<int64_t>(of.values.size()))
@@ -544,6 +544,9 @@ loom_status *describe(const loom_program *program, Values of, int64_t index,
 
 loom_status *library::getArgInfo(const loom_program *program, int64_t index,
                                  loom_arg_info *info) {
+  if (!program)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_arg_info: a null pointer");
   return describe(program, argumentsOf(program), index, info,
                   "loom_program_get_arg_info");
 }
@@ -554,6 +557,9 @@ int64_t library::getNumResults(const loom_program *program) {
 
 loom_status *library::getResultInfo(const loom_program *program,
                                     int64_t index, loom_arg_info *info) {
+  if (!program)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "loom_program_get_result_info: a null pointer");
   return describe(program, resultsOf(program), index, info,
                   "loom_program_get_result_info");
 }
@@ -596,14 +602,19 @@ loom_status *library::setArg(loom_program *program, int64_t index,
 
 namespace {
 
-/// loom_program_get_arg and loom_program_get_result: value `index` of
-/// `of` into `data`.
-loom_status *readArray(loom_program *program, Values of, int64_t index,
+/// loom_program_get_arg and loom_program_get_result (`result`): value
+/// `index` of the arguments or the results into `data`.
+loom_status *readArray(loom_program *program, bool result, int64_t index,
                        loom_form form, loom_dtype dtype, int64_t rank,
                        const int64_t *shape, void *data,
                        const char *function) {
   bool global = form == LOOM_FORM_GLOBAL;
-  bool result = &of.values == &program->results;
+  // A failed program still takes part in a global read's agreement (and
+  // fails it), so that no other rank waits for it.
+  if (!program || !global)
+    if (loom_status *status = unusable(program, function))
+      return status;
+  Values of = result ? resultsOf(program) : argumentsOf(program);
   return guarded([&]() -> loom_status * {
     bool nothingHeld = false;
     std::string problem =
@@ -630,7 +641,10 @@ loom_status *readArray(loom_program *program, Values of, int64_t index,
     // is well formed, so that none waits for a rank that has returned.
     Runtime &runtime = Runtime::get();
     bool everyone = runtime.allAgree(problem.empty());
-    bool same = runtime.allEqual(index) && runtime.allEqual(result ? 1 : 0);
+    // (Both collectives on every rank, whatever the first gives.)
+    bool sameIndex = runtime.allEqual(index);
+    bool sameKind = runtime.allEqual(result ? 1 : 0);
+    bool same = sameIndex && sameKind;
     if (!program->failure.empty() || (result && !program->ran))
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION, problem);
     if (!problem.empty())
@@ -653,23 +667,15 @@ loom_status *readArray(loom_program *program, Values of, int64_t index,
 loom_status *library::getArg(loom_program *program, int64_t index,
                              loom_form form, loom_dtype dtype, int64_t rank,
                              const int64_t *shape, void *data) {
-  // A failed program still takes part in a global read's agreement (and
-  // fails it), so that no other rank waits for it.
-  if (!program || form != LOOM_FORM_GLOBAL)
-    if (loom_status *status = unusable(program, "loom_program_get_arg"))
-      return status;
-  return readArray(program, argumentsOf(program), index, form, dtype, rank,
-                   shape, data, "loom_program_get_arg");
+  return readArray(program, /*result=*/false, index, form, dtype, rank, shape,
+                   data, "loom_program_get_arg");
 }
 
 loom_status *library::getResult(loom_program *program, int64_t index,
                                 loom_form form, loom_dtype dtype, int64_t rank,
                                 const int64_t *shape, void *data) {
-  if (!program || form != LOOM_FORM_GLOBAL)
-    if (loom_status *status = unusable(program, "loom_program_get_result"))
-      return status;
-  return readArray(program, resultsOf(program), index, form, dtype, rank,
-                   shape, data, "loom_program_get_result");
+  return readArray(program, /*result=*/true, index, form, dtype, rank, shape,
+                   data, "loom_program_get_result");
 }
 
 /// The value of a 0-d float result, gathered (collective), as a double.

@@ -452,7 +452,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   // Integer data is drawn from [0, vocab): it must index whatever it
   // directly feeds (an embedding table's rows, cross-entropy's classes).
   for (unsigned i : data) {
-    if (!options.dataDir.empty() || !isIntegerKind(argKinds[i]) ||
+    if ((!options.dataDir.empty() && !options.generatedData) ||
+        !isIntegerKind(argKinds[i]) ||
         argKinds[i] == ElementKind::I1)
       continue;
     for (OpOperand &use : func.getArgument(i).getUses()) {

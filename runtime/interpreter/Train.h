@@ -48,6 +48,10 @@ struct TrainOptions {
   /// strategy of each step in turn, step n running entry (n - 1) mod size
   /// (with per-step folders: folder n's, where it has no `strategy` file).
   std::vector<std::string> strategies;
+  /// dataDir holds per-step folders loom-run wrote itself from `vocab` (a
+  /// run configuration's bucketed steps): integer data is checked against
+  /// what it indexes, as for synthetic data.
+  bool generatedData = false;
 };
 
 /// What a training run feeds the step: the role of every argument, the

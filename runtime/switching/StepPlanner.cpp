@@ -257,6 +257,70 @@ absl::Status loom::switching::checkCostModel(const CostModel &model,
   return absl::OkStatus();
 }
 
+absl::StatusOr<StepPlan>
+loom::switching::planFixedStep(const std::vector<Strategy> &strategies,
+                               const std::vector<std::vector<int64_t>> &rows,
+                               int64_t length) {
+  if (strategies.empty() || rows.size() != strategies.size())
+    return invalid("rows for " + std::to_string(rows.size()) +
+                   " strategies, but there are " +
+                   std::to_string(strategies.size()));
+  if (length <= 0)
+    return invalid("a step of sequences of " + std::to_string(length) +
+                   " tokens");
+  StepPlan plan;
+  plan.makespan = kInfinity;
+  for (size_t s = 0; s < strategies.size(); ++s) {
+    const Strategy &strategy = strategies[s];
+    if (rows[s].size() != strategy.replicas.size())
+      return invalid("strategy " + quoted(strategy.name) + " has " +
+                     std::to_string(strategy.replicas.size()) +
+                     " replicas, but rows for " +
+                     std::to_string(rows[s].size()));
+    double slowest = 0;
+    for (size_t r = 0; r < rows[s].size(); ++r) {
+      const Replica &replica = strategy.replicas[r];
+      int64_t count = rows[s][r];
+      if (count < 0)
+        return invalid("strategy " + quoted(strategy.name) + ", replica " +
+                       std::to_string(r) + ": " + std::to_string(count) +
+                       " rows");
+      if (count == 0)
+        continue;
+      if (length > replica.maxLength ||
+          (replica.maxTokens > 0 && count * length > replica.maxTokens)) {
+        slowest = kInfinity;
+        break;
+      }
+      slowest = std::max(slowest,
+                         static_cast<double>(count) * replica.cost(length));
+    }
+    double makespan = slowest + strategy.switchSeconds;
+    plan.makespans.push_back(makespan);
+    if (clearlyBelow(makespan, plan.makespan)) {
+      plan.makespan = makespan;
+      plan.strategy = static_cast<int64_t>(s);
+    }
+  }
+  if (!std::isfinite(plan.makespan))
+    return invalid("no strategy runs a step of sequences of " +
+                   std::to_string(length) +
+                   " tokens: under each, a replica with rows holds shorter "
+                   "sequences (or fewer tokens) than that");
+  const Strategy &chosen = strategies[plan.strategy];
+  for (size_t r = 0; r < chosen.replicas.size(); ++r) {
+    ReplicaPlan replica;
+    int64_t count = rows[plan.strategy][r];
+    if (count > 0) {
+      replica.microBatches.push_back({count, length});
+      replica.seconds =
+          static_cast<double>(count) * chosen.replicas[r].cost(length);
+    }
+    plan.replicas.push_back(std::move(replica));
+  }
+  return plan;
+}
+
 int64_t loom::switching::bucketOf(int64_t length,
                                   const PlannerOptions &options) {
   auto it = std::lower_bound(options.buckets.begin(), options.buckets.end(),

@@ -117,6 +117,20 @@ absl::StatusOr<StepPlan> planStep(const std::vector<Strategy> &strategies,
                                   const std::vector<int64_t> &lengths,
                                   const PlannerOptions &options = {});
 
+/// A step whose rows the strategies' compiled data layouts fix (a run
+/// configuration's bucketed steps): under strategy s replica r runs
+/// `rows[s][r]` sequences, each padded to `length`, as one micro-batch.
+/// Replica r's seconds are rows x T_r(length); a replica with rows that
+/// cannot hold `length` (or rows x length tokens in one micro-batch) makes
+/// the strategy infinite. The plan has the strategy of least makespan (its
+/// slowest replica plus its switch seconds), each replica's micro-batch
+/// and seconds (no sequence indices: the layout places the rows).
+/// InvalidArgument for rows that do not match the strategies, or where no
+/// strategy can run the step.
+absl::StatusOr<StepPlan>
+planFixedStep(const std::vector<Strategy> &strategies,
+              const std::vector<std::vector<int64_t>> &rows, int64_t length);
+
 /// The padded length a sequence of `length` runs at.
 int64_t bucketOf(int64_t length, const PlannerOptions &options);
 

@@ -438,6 +438,19 @@ static void rollout(Run *train, Api *fwd_api, const char *init,
       if (rank_ == 0)
         printf("unknown flags: %s\n", loom_compiler_status_get_message(bad));
       loom_compiler_status_destroy(bad);
+      /* A node list on rank 0 alone: every rank fails, none waits. */
+      if (rank_ == 0)
+        setenv("LOOM_SWITCH_NODES", "0,1", 1);
+      else
+        unsetenv("LOOM_SWITCH_NODES");
+      bad = loom_program_switch_with(fwd_api, fwd, api, train->program, NULL,
+                                     LOOM_SWITCH_PARAMETERS_ONLY, NULL);
+      if (!bad)
+        die("node lists that differ between ranks were accepted", NULL);
+      if (rank_ == 0)
+        printf("node lists that differ: %s\n",
+               loom_compiler_status_get_message(bad));
+      loom_compiler_status_destroy(bad);
       /* Without the flag the way back fails: the rollout program has no
        * optimizer state to give. */
       unsetenv("LOOM_SWITCH_NODES");
@@ -523,6 +536,11 @@ static void errors(Api *api) {
                      info.local_shape, values),
         "local set");
   expect_failure(api, api->get_arg_info(program, -1, &info), "arg info of -1");
+  expect_failure(api, api->get_arg_info(NULL, 0, &info), "arg info of no program");
+  expect_failure(api, api->get_result_info(NULL, 0, &info),
+                 "result info of no program");
+  expect_failure(api, api->get_result_info(program, 0, NULL),
+                 "result info into nothing");
   api->destroy(program);
 
   /* Two programs of one library at once; ranks that read different

@@ -52,8 +52,9 @@ def main():
                "--comm-stats"])
     os.environ.pop("LOOM_TEST_FAULT", None)
     print(log, end="")
-    plans = re.findall(r"^plan step (\d+): .* strategy (\w+), .*, bucket "
-                       r"(\d+) \((\d+x\d+)\)$", log, re.M)
+    plans = [(step, strategy, bucket, shape) for step, bucket, shape, strategy
+             in re.findall(r"^plan step (\d+): \d+ sequences, bucket (\d+) "
+                           r"\((\d+x\d+)\), strategy (\w+),", log, re.M)]
     got = losses(log)
     if not plans or len(plans) != len(got):
         sys.exit(f"FAIL: {len(plans)} planned steps, {len(got)} trained")

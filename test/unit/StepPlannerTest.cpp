@@ -389,3 +389,56 @@ TEST(StepPlannerTest, FitsCostModels) {
 }
 
 } // namespace
+
+// Steps whose rows the compiled layouts fix: each replica runs its rows at
+// the step's length; a replica with rows that cannot hold the length rules
+// its strategy out, one without rows does not.
+TEST(StepPlannerTest, FixedRowsCostEveryRowAtTheStepLength) {
+  Replica single{{2e-6, 1e-4, 1e-3}, 12, 0};
+  Replica pair{{1e-6, 6e-5, 1.5e-3}, 16, 0};
+  std::vector<Strategy> strategies = {
+      {"dp", {single, single, single, single}, 0},
+      {"tp", {pair, pair}, 2e-4},
+      {"mix", {pair, single, single}, 2e-4},
+  };
+  // 16 rows of 8: dp 4 rows each, tp 8, mix 8 / 4 / 4.
+  absl::StatusOr<StepPlan> shortRows =
+      planFixedStep(strategies, {{4, 4, 4, 4}, {8, 8}, {8, 4, 4}}, 8);
+  ASSERT_TRUE(shortRows.ok()) << shortRows.status();
+  double dp = 4 * single.cost(8), tp = 8 * pair.cost(8) + 2e-4,
+         mix = std::max(8 * pair.cost(8), 4 * single.cost(8)) + 2e-4;
+  EXPECT_EQ(shortRows->strategy, 0);
+  EXPECT_DOUBLE_EQ(shortRows->makespans[0], dp);
+  EXPECT_DOUBLE_EQ(shortRows->makespans[1], tp);
+  EXPECT_DOUBLE_EQ(shortRows->makespans[2], mix);
+  ASSERT_EQ(shortRows->replicas.size(), 4u);
+  EXPECT_EQ(shortRows->replicas[0].microBatches.size(), 1u);
+  EXPECT_EQ(shortRows->replicas[0].microBatches[0].rows, 4);
+  EXPECT_EQ(shortRows->replicas[0].microBatches[0].length, 8);
+  // 8 rows of 16: no single device holds 16, so dp and the mix (whose
+  // single devices have rows) are out; the mix without rows on them is in.
+  absl::StatusOr<StepPlan> longRows =
+      planFixedStep(strategies, {{2, 2, 2, 2}, {4, 4}, {4, 2, 2}}, 16);
+  ASSERT_TRUE(longRows.ok()) << longRows.status();
+  EXPECT_EQ(longRows->strategy, 1);
+  EXPECT_TRUE(std::isinf(longRows->makespans[0]));
+  EXPECT_TRUE(std::isinf(longRows->makespans[2]));
+  absl::StatusOr<StepPlan> pairOnly =
+      planFixedStep(strategies, {{2, 2, 2, 2}, {4, 4}, {8, 0, 0}}, 16);
+  ASSERT_TRUE(pairOnly.ok());
+  EXPECT_DOUBLE_EQ(pairOnly->makespans[2], 8 * pair.cost(16) + 2e-4);
+  // Nothing holds 32; rows that do not match the replicas; a bad length.
+  absl::StatusOr<StepPlan> none =
+      planFixedStep(strategies, {{1, 1, 1, 1}, {2, 2}, {2, 1, 1}}, 32);
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no strategy runs a step of "
+                                         "sequences of 32 tokens"),
+            std::string::npos);
+  EXPECT_FALSE(planFixedStep(strategies, {{4, 4, 4, 4}, {8, 8}}, 8).ok());
+  EXPECT_FALSE(
+      planFixedStep(strategies, {{4, 4, 4}, {8, 8}, {8, 4, 4}}, 8).ok());
+  EXPECT_FALSE(
+      planFixedStep(strategies, {{4, 4, 4, 4}, {8, 8}, {8, 4, 4}}, 0).ok());
+  EXPECT_FALSE(
+      planFixedStep(strategies, {{4, -4, 4, 4}, {8, 8}, {8, 4, 4}}, 8).ok());
+}

@@ -62,13 +62,13 @@ struct HostLaunchOptions {
 /// Prints `loom-run: error: <message>`; returns 1, the exit code.
 int reportError(const llvm::Twine &message);
 
-/// Runs the training; returns the exit code (0, or 1 after an error).
 /// Builds the partitioned function `entry` (any function, not only a
 /// training step: a forward, inference or rollout program) for `target` as
 /// a program library at `output` (loom-run --emit-library without --train).
 int emitForwardLibrary(mlir::ModuleOp module, const std::string &entry,
                        const std::string &target, const std::string &output);
 
+/// Runs the training; returns the exit code (0, or 1 after an error).
 int runOnHostRanks(mlir::ModuleOp module, Interpreter &interpreter,
                    const TrainOptions &train, const HostLaunchOptions &host);
 

@@ -582,6 +582,10 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                   "(--target cuda, ascend or cluster)");
     return runTraining(*module, interpreter, options);
   }
+  if (json || !initNpy.empty() || trainSteps.getNumOccurrences() ||
+      vocab.getNumOccurrences() || dataTask.getNumOccurrences())
+    return fail("--steps, --vocab, --data-task, --json and --init-npy only "
+                "apply with --train");
   if (!emitExecutable.empty())
     return fail("--emit-executable builds a training step's program "
                 "executable; it needs --train");
@@ -600,10 +604,6 @@ int loom::interp::loomRunMain(int argc, char **argv) {
                                                            : globalEntry,
                               target, emitLibrary);
   }
-  if (json || !initNpy.empty() || trainSteps.getNumOccurrences() ||
-      vocab.getNumOccurrences() || dataTask.getNumOccurrences())
-    return fail("--steps, --vocab, --data-task, --json and --init-npy only "
-                "apply with --train");
   // With --global-entry, the arguments are @global's (global tensors) and
   // the --entry function is its specialisation, run sharded.
   // Without --entry, every specialisation of @global runs, each on its
