@@ -142,6 +142,8 @@ void loom::config::checkSwitching(
         report(at + ": max_tokens (" + std::to_string(replica.max_tokens()) +
                ") must hold a sequence of max_length (" +
                std::to_string(replica.max_length()) + "), or be 0 (no limit)");
+      if (replica.devices_size() == 0)
+        report(at + ": no devices (the devices the replica runs on)");
       for (int32_t device : replica.devices())
         if (!devices.count(device))
           report(at + ": device " + std::to_string(device) +

@@ -410,19 +410,28 @@ loom_status *loom_program_switch_with(const loom_program_api *from_api,
                                       loom_program *to, const void *mpi_comm,
                                       int32_t flags, loom_switch_info *info) {
   return guarded([&]() -> loom_status * {
-    if (!from_api || !from || !to_api || !to)
-      return invalid("loom_program_switch: a null pointer");
-    // (Every rank refuses the same flags, before any collective.)
-    if (flags & ~int32_t{LOOM_SWITCH_PARAMETERS_ONLY})
-      return invalid("loom_program_switch_with: unknown flags " +
-                     std::to_string(flags));
     MPI_Comm comm = mpi_comm ? *static_cast<const MPI_Comm *>(mpi_comm)
                              : MPI_COMM_WORLD;
     driver::SwitchSettings settings = driver::getSwitchSettings();
     settings.parametersOnly = (flags & LOOM_SWITCH_PARAMETERS_ONLY) != 0;
+    // A refused call still takes part in the switch's agreements (failing
+    // them), so that a rank whose arguments differ never leaves the others
+    // waiting; the programs are not touched then.
+    static const loom_program_api none = {};
+    std::string refusal;
+    if (!from_api || !from || !to_api || !to)
+      refusal = "loom_program_switch: a null pointer";
+    else if (flags & ~int32_t{LOOM_SWITCH_PARAMETERS_ONLY})
+      refusal = "loom_program_switch_with: unknown flags " +
+                std::to_string(flags);
+    if (!refusal.empty())
+      settings.invalid = refusal;
     driver::SwitchRecord record;
-    std::string why = driver::switchPrograms(*from_api, from, *to_api, to,
-                                             comm, settings, record);
+    std::string why = driver::switchPrograms(
+        from_api ? *from_api : none, from, to_api ? *to_api : none, to, comm,
+        settings, record);
+    if (!refusal.empty())
+      return invalid(refusal);
     if (!why.empty())
       return makeStatus(LOOM_STATUS_INTERNAL, "loom_program_switch: " + why);
     if (info)

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <thread>
 #include <vector>
@@ -109,6 +110,7 @@ SwitchSettings loom::driver::getSwitchSettings() {
       }
     }
     if (!valid) {
+      settings.nodesInvalid = true;
       settings.invalid = "LOOM_SWITCH_NODES is not a list of node numbers, "
                          "one per rank (\"0,0,1,1\"): '" +
                          text + "'";
@@ -290,7 +292,7 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
   }
   // (What this rank's setting is: 0 none, 1 a list, 2 invalid; and the
   // list's digest.)
-  uint64_t setting[2] = {!settings.invalid.empty() ? 2u
+  uint64_t setting[2] = {settings.nodesInvalid ? 2u
                          : settings.nodeOf.empty() ? 0u
                                                    : 1u,
                          1469598103934665603ull};
@@ -334,24 +336,30 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
   // them all there, rather than leaving them waiting for its messages.
   std::vector<std::vector<char>> ownData(tensors.size());
   std::vector<layout::ShardBytes> own(tensors.size());
-  for (size_t t = 0; t < tensors.size() && why.empty(); ++t) {
-    const Argument &arg = *pairs[t].first;
-    if (!arg.info.held)
-      continue;
-    int64_t bytes = shardBytes(arg.info);
-    ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
-    if (loom_status *status = fromApi.get_arg(
-            from, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
-            arg.info.local_shape, ownData[t].data()))
-      why = messageOf(fromApi, status);
-    own[t] = {ownData[t].data(), bytes};
-  }
   absl::StatusOr<std::vector<std::vector<char>>> packed =
       std::vector<std::vector<char>>();
-  if (why.empty()) {
-    packed = layout::packSwitch(planned, tensors, rank, own);
-    if (!packed.ok())
-      why = std::string(packed.status().message());
+  // (What throws here, out of memory most likely, fails the switch on
+  // every rank at the digest rather than on this one alone.)
+  try {
+    for (size_t t = 0; t < tensors.size() && why.empty(); ++t) {
+      const Argument &arg = *pairs[t].first;
+      if (!arg.info.held)
+        continue;
+      int64_t bytes = shardBytes(arg.info);
+      ownData[t].resize(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+      if (loom_status *status = fromApi.get_arg(
+              from, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+              arg.info.local_shape, ownData[t].data()))
+        why = messageOf(fromApi, status);
+      own[t] = {ownData[t].data(), bytes};
+    }
+    if (why.empty()) {
+      packed = layout::packSwitch(planned, tensors, rank, own);
+      if (!packed.ok())
+        why = std::string(packed.status().message());
+    }
+  } catch (const std::exception &error) {
+    why = std::string("cannot prepare what this rank sends: ") + error.what();
   }
   // Every rank must have planned the same switch (each from its own
   // program's layout tables), or every one fails: the digests compared
@@ -368,130 +376,144 @@ std::string loom::driver::switchPrograms(const loom_program_api &fromApi,
     return "the ranks planned different switches (their programs' argument "
            "layouts disagree)";
   layout::SwitchPlan *plan = &planned;
-  // Every receive posted before any send; messages in pieces, in order
-  // between each pair (MPI does not overtake on one tag and communicator).
-  constexpr int kSwitchTag = 0x5717;
-  std::vector<std::vector<char>> received;
-  std::vector<int64_t> peers;
-  for (const layout::SwitchMessage &message : plan->messages)
-    if (message.destination == rank) {
-      received.emplace_back(static_cast<size_t>(message.bytes));
-      peers.push_back(message.source);
-    }
-  std::vector<MPI_Request> requests;
-  std::vector<int64_t> requestPeer;
-  std::vector<int> requestBytes;
-  std::string posting;
-  auto post = [&](char *data, int64_t bytes, int64_t peer, bool send) {
-    for (int64_t at = 0; at < bytes && posting.empty();
-         at += settings.pieceBytes) {
-      int piece = static_cast<int>(std::min(settings.pieceBytes, bytes - at));
-      MPI_Request request;
-      int code = send ? MPI_Isend(data + at, piece, MPI_BYTE,
-                                  static_cast<int>(peer), kSwitchTag, comm,
-                                  &request)
-                      : MPI_Irecv(data + at, piece, MPI_BYTE,
-                                  static_cast<int>(peer), kSwitchTag, comm,
-                                  &request);
-      if (code != MPI_SUCCESS) {
-        posting = std::string("cannot post a message ") +
-                  (send ? "to" : "from") + " rank " + std::to_string(peer);
-        return;
+  // The exchange, unpacking and setting: what fails in them on one rank
+  // fails every rank at the agreement after it (each rank gets there: the
+  // wait has a deadline), so that no rank goes on while another gave up.
+  auto exchange = [&]() -> std::string {
+    // Every receive posted before any send; messages in pieces, in order
+    // between each pair (MPI does not overtake on one tag and communicator).
+    constexpr int kSwitchTag = 0x5717;
+    std::vector<std::vector<char>> received;
+    std::vector<int64_t> peers;
+    for (const layout::SwitchMessage &message : plan->messages)
+      if (message.destination == rank) {
+        received.emplace_back(static_cast<size_t>(message.bytes));
+        peers.push_back(message.source);
       }
-      requests.push_back(request);
-      requestPeer.push_back(send ? -1 : peer);
-      requestBytes.push_back(piece);
-    }
-  };
-  for (size_t k = 0; k < received.size(); ++k)
-    post(received[k].data(), static_cast<int64_t>(received[k].size()),
-         peers[k], /*send=*/false);
-  size_t next = 0;
-  for (const layout::SwitchMessage &message : plan->messages)
-    if (message.source == rank) {
-      std::vector<char> &buffer = (*packed)[next++];
-      post(buffer.data(), static_cast<int64_t>(buffer.size()),
-           message.destination, /*send=*/true);
-      record.bytesSent += static_cast<int64_t>(buffer.size());
-      if (topology.nodeOf[message.destination] != topology.nodeOf[rank])
-        record.bytesSentOffNode += static_cast<int64_t>(buffer.size());
-      ++record.messagesSent;
-    }
-  // After a failure with messages in flight: cancel what can be, and keep
-  // every buffer alive for what MPI may still complete.
-  auto abandon = [&](const std::string &message) {
-    for (size_t r = 0; r < requests.size(); ++r)
-      if (requests[r] != MPI_REQUEST_NULL) {
-        if (requestPeer[r] >= 0)
-          MPI_Cancel(&requests[r]);
-        MPI_Request_free(&requests[r]);
+    std::vector<MPI_Request> requests;
+    std::vector<int64_t> requestPeer;
+    std::vector<int> requestBytes;
+    std::string posting;
+    auto post = [&](char *data, int64_t bytes, int64_t peer, bool send) {
+      for (int64_t at = 0; at < bytes && posting.empty();
+           at += settings.pieceBytes) {
+        int piece = static_cast<int>(std::min(settings.pieceBytes, bytes - at));
+        MPI_Request request;
+        int code = send ? MPI_Isend(data + at, piece, MPI_BYTE,
+                                    static_cast<int>(peer), kSwitchTag, comm,
+                                    &request)
+                        : MPI_Irecv(data + at, piece, MPI_BYTE,
+                                    static_cast<int>(peer), kSwitchTag, comm,
+                                    &request);
+        if (code != MPI_SUCCESS) {
+          posting = std::string("cannot post a message ") +
+                    (send ? "to" : "from") + " rank " + std::to_string(peer);
+          return;
+        }
+        requests.push_back(request);
+        requestPeer.push_back(send ? -1 : peer);
+        requestBytes.push_back(piece);
       }
-    for (std::vector<char> &buffer : received)
-      abandonedBuffers().push_back(std::move(buffer));
-    for (std::vector<char> &buffer : *packed)
-      abandonedBuffers().push_back(std::move(buffer));
-    return message;
-  };
-  if (!posting.empty())
-    return abandon(posting);
-  for (const std::vector<char> &buffer : received)
-    record.bytesReceived += static_cast<int64_t>(buffer.size());
-  // Wait, but not for ever (as the runtime's collectives do: the deadline
-  // moves with progress).
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(settings.timeoutMs);
-  std::vector<int> done(requests.size());
-  std::vector<MPI_Status> statuses(requests.size());
-  while (!requests.empty()) {
-    int completed = 0;
-    if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
-                     &completed, done.data(), statuses.data()) != MPI_SUCCESS)
-      return abandon("the exchange failed in MPI");
-    if (completed == MPI_UNDEFINED)
-      break;
-    for (int c = 0; c < completed; ++c) {
-      size_t r = static_cast<size_t>(done[c]);
-      if (requestPeer[r] < 0)
-        continue;
-      int count = -1;
-      MPI_Get_count(&statuses[c], MPI_BYTE, &count);
-      if (count != requestBytes[r])
-        return abandon("received " + std::to_string(count) +
-                       " bytes from rank " + std::to_string(requestPeer[r]) +
-                       " where " + std::to_string(requestBytes[r]) +
-                       " were expected");
-    }
-    if (completed > 0) {
-      deadline = std::chrono::steady_clock::now() +
-                 std::chrono::milliseconds(settings.timeoutMs);
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::string missing;
+    };
+    for (size_t k = 0; k < received.size(); ++k)
+      post(received[k].data(), static_cast<int64_t>(received[k].size()),
+           peers[k], /*send=*/false);
+    size_t next = 0;
+    for (const layout::SwitchMessage &message : plan->messages)
+      if (message.source == rank) {
+        std::vector<char> &buffer = (*packed)[next++];
+        post(buffer.data(), static_cast<int64_t>(buffer.size()),
+             message.destination, /*send=*/true);
+        record.bytesSent += static_cast<int64_t>(buffer.size());
+        if (topology.nodeOf[message.destination] != topology.nodeOf[rank])
+          record.bytesSentOffNode += static_cast<int64_t>(buffer.size());
+        ++record.messagesSent;
+      }
+    // After a failure with messages in flight: cancel what can be, and keep
+    // every buffer alive for what MPI may still complete.
+    auto abandon = [&](const std::string &message) {
       for (size_t r = 0; r < requests.size(); ++r)
-        if (requests[r] != MPI_REQUEST_NULL && requestPeer[r] >= 0)
-          missing += (missing.empty() ? "" : ", ") +
-                     std::to_string(requestPeer[r]);
-      return abandon("the exchange did not complete within " +
-                     secondsText(settings.timeoutMs) +
-                     " s: still waiting for rank(s) " +
-                     (missing.empty() ? "? (its sends)" : missing));
+        if (requests[r] != MPI_REQUEST_NULL) {
+          if (requestPeer[r] >= 0)
+            MPI_Cancel(&requests[r]);
+          MPI_Request_free(&requests[r]);
+        }
+      for (std::vector<char> &buffer : received)
+        abandonedBuffers().push_back(std::move(buffer));
+      for (std::vector<char> &buffer : *packed)
+        abandonedBuffers().push_back(std::move(buffer));
+      return message;
+    };
+    if (!posting.empty())
+      return abandon(posting);
+    for (const std::vector<char> &buffer : received)
+      record.bytesReceived += static_cast<int64_t>(buffer.size());
+    // Wait, but not for ever (as the runtime's collectives do: the deadline
+    // moves with progress).
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(settings.timeoutMs);
+    std::vector<int> done(requests.size());
+    std::vector<MPI_Status> statuses(requests.size());
+    while (!requests.empty()) {
+      int completed = 0;
+      if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(),
+                       &completed, done.data(), statuses.data()) != MPI_SUCCESS)
+        return abandon("the exchange failed in MPI");
+      if (completed == MPI_UNDEFINED)
+        break;
+      for (int c = 0; c < completed; ++c) {
+        size_t r = static_cast<size_t>(done[c]);
+        if (requestPeer[r] < 0)
+          continue;
+        int count = -1;
+        MPI_Get_count(&statuses[c], MPI_BYTE, &count);
+        if (count != requestBytes[r])
+          return abandon("received " + std::to_string(count) +
+                         " bytes from rank " + std::to_string(requestPeer[r]) +
+                         " where " + std::to_string(requestBytes[r]) +
+                         " were expected");
+      }
+      if (completed > 0) {
+        deadline = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(settings.timeoutMs);
+        continue;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::string missing;
+        for (size_t r = 0; r < requests.size(); ++r)
+          if (requests[r] != MPI_REQUEST_NULL && requestPeer[r] >= 0)
+            missing += (missing.empty() ? "" : ", ") +
+                       std::to_string(requestPeer[r]);
+        return abandon("the exchange did not complete within " +
+                       secondsText(settings.timeoutMs) +
+                       " s: still waiting for rank(s) " +
+                       (missing.empty() ? "? (its sends)" : missing));
+      }
+      std::this_thread::yield();
     }
-    std::this_thread::yield();
-  }
-  absl::StatusOr<std::vector<std::vector<char>>> shards =
-      layout::unpackSwitch(*plan, tensors, rank, own, received);
-  if (!shards.ok())
-    return std::string(shards.status().message());
-  for (size_t t = 0; t < tensors.size() && !settings.skipSetting; ++t) {
-    const Argument &arg = *pairs[t].second;
-    if (!arg.info.held)
-      continue;
-    if (loom_status *status = toApi.set_arg(
-            to, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
-            arg.info.local_shape, (*shards)[t].data()))
-      return messageOf(toApi, status);
-  }
+    absl::StatusOr<std::vector<std::vector<char>>> shards =
+        layout::unpackSwitch(*plan, tensors, rank, own, received);
+    if (!shards.ok())
+      return std::string(shards.status().message());
+    for (size_t t = 0; t < tensors.size() && !settings.skipSetting; ++t) {
+      const Argument &arg = *pairs[t].second;
+      if (!arg.info.held)
+        continue;
+      if (loom_status *status = toApi.set_arg(
+              to, arg.index, LOOM_FORM_LOCAL, arg.info.dtype, arg.info.rank,
+              arg.info.local_shape, (*shards)[t].data()))
+        return messageOf(toApi, status);
+    }
+    return "";
+  };
+  std::string local = exchange();
+  int ok = local.empty() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!local.empty())
+    return local;
+  if (!all)
+    return "another rank failed the switch after the exchange began (the "
+           "target's arguments are in an unknown state)";
   record.planBytes = plan->totalBytes;
   record.arguments = static_cast<int64_t>(tensors.size());
   record.seconds = std::chrono::duration<double>(

@@ -49,9 +49,12 @@ struct SwitchSettings {
   /// share memory (MPI_COMM_TYPE_SHARED) form a node. LOOM_SWITCH_NODES
   /// ("0,0,1,1") sets it, for a cluster MPI cannot see (and tests).
   std::vector<int64_t> nodeOf;
-  /// Why the settings cannot be used (a bad LOOM_SWITCH_NODES): the switch
-  /// fails with it, on every rank together.
+  /// Why the switch cannot go on (a bad LOOM_SWITCH_NODES, or a call the
+  /// caller refused): it fails with it, on every rank together.
   std::string invalid;
+  /// Whether LOOM_SWITCH_NODES was set but does not parse (what the ranks
+  /// compare of their settings).
+  bool nodesInvalid = false;
 };
 
 /// The bytes of one element of `dtype`.

@@ -451,36 +451,8 @@ int loom::interp::prepareTraining(ModuleOp module, Interpreter &interpreter,
   }
   // Integer data is drawn from [0, vocab): it must index whatever it
   // directly feeds (an embedding table's rows, cross-entropy's classes).
-  for (unsigned i : data) {
-    if ((!options.dataDir.empty() && !options.generatedData) ||
-        !isIntegerKind(argKinds[i]) ||
-        argKinds[i] == ElementKind::I1)
-      continue;
-    for (OpOperand &use : func.getArgument(i).getUses()) {
-      Operation *user = use.getOwner();
-      int64_t limit = ShapedType::kDynamic;
-      llvm::StringRef what;
-      if (auto embedding = dyn_cast<loom::nn::EmbeddingOp>(user);
-          embedding && use.get() == embedding.getIds()) {
-        limit = embedding.getTable().getType().getDimSize(0);
-        what = "rows in the embedding table";
-      } else if (auto loss = dyn_cast<loom::nn::CrossEntropyOp>(user);
-                 loss && use.get() == loss.getLabels()) {
-        auto logits = cast<RankedTensorType>(loss.getLogits().getType());
-        limit = logits.getRank() ? logits.getDimSize(logits.getRank() - 1)
-                                 : ShapedType::kDynamic;
-        what = "classes in the cross-entropy logits";
-      }
-      if (ShapedType::isDynamic(limit) || options.vocab <= limit)
-        continue;
-      user->emitError() << "--vocab " << options.vocab << " draws ids up to "
-                        << options.vocab - 1 << " for nn.data argument #" << i
-                        << " of @" << name
-                        << ", but it feeds this op, which has " << limit << " "
-                        << what << "; pass --vocab " << limit << " or less";
-      return 1;
-    }
-  }
+  if (options.dataDir.empty() && failed(checkVocabulary(func, options.vocab)))
+    return 1;
 
   // The name data argument `i` is read by (its file's), or null after a
   // diagnostic.
@@ -905,4 +877,39 @@ int loom::interp::runTraining(ModuleOp module, Interpreter &interpreter,
     }
   }
   return 0;
+}
+
+LogicalResult loom::interp::checkVocabulary(func::FuncOp func, int64_t vocab) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (!func.getArgAttr(i, nn::NNDialect::getDataAttrName()) || !type ||
+        !type.getElementType().isInteger() ||
+        type.getElementType().isInteger(1))
+      continue;
+    for (OpOperand &use : func.getArgument(i).getUses()) {
+      Operation *user = use.getOwner();
+      int64_t limit = ShapedType::kDynamic;
+      llvm::StringRef what;
+      if (auto embedding = dyn_cast<loom::nn::EmbeddingOp>(user);
+          embedding && use.get() == embedding.getIds()) {
+        limit = embedding.getTable().getType().getDimSize(0);
+        what = "rows in the embedding table";
+      } else if (auto loss = dyn_cast<loom::nn::CrossEntropyOp>(user);
+                 loss && use.get() == loss.getLabels()) {
+        auto logits = cast<RankedTensorType>(loss.getLogits().getType());
+        limit = logits.getRank() ? logits.getDimSize(logits.getRank() - 1)
+                                 : ShapedType::kDynamic;
+        what = "classes in the cross-entropy logits";
+      }
+      if (ShapedType::isDynamic(limit) || vocab <= limit)
+        continue;
+      user->emitError() << "--vocab " << vocab << " draws ids up to "
+                        << vocab - 1 << " for nn.data argument #" << i
+                        << " of @" << func.getSymName()
+                        << ", but it feeds this op, which has " << limit << " "
+                        << what << "; pass --vocab " << limit << " or less";
+      return failure();
+    }
+  }
+  return success();
 }

@@ -48,10 +48,7 @@ struct TrainOptions {
   /// strategy of each step in turn, step n running entry (n - 1) mod size
   /// (with per-step folders: folder n's, where it has no `strategy` file).
   std::vector<std::string> strategies;
-  /// dataDir holds per-step folders loom-run wrote itself from `vocab` (a
-  /// run configuration's bucketed steps): integer data is checked against
-  /// what it indexes, as for synthetic data.
-  bool generatedData = false;
+
 };
 
 /// What a training run feeds the step: the role of every argument, the
@@ -113,6 +110,11 @@ void fillStepArguments(TrainingSetup &setup, int64_t step);
 /// diagnostic).
 int runTraining(mlir::ModuleOp module, Interpreter &interpreter,
                 const TrainOptions &options);
+
+/// Integer data drawn from [0, vocab) must index whatever it directly
+/// feeds in `func` (an embedding table's rows, cross-entropy's classes):
+/// an error at that op otherwise.
+mlir::LogicalResult checkVocabulary(mlir::func::FuncOp func, int64_t vocab);
 
 } // namespace loom::interp
 

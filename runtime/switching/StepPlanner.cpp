@@ -277,6 +277,12 @@ loom::switching::planFixedStep(const std::vector<Strategy> &strategies,
                      std::to_string(strategy.replicas.size()) +
                      " replicas, but rows for " +
                      std::to_string(rows[s].size()));
+    int64_t total = 0;
+    for (int64_t count : rows[s])
+      total += std::max<int64_t>(count, 0);
+    if (total == 0)
+      return invalid("strategy " + quoted(strategy.name) +
+                     ": no replica has rows");
     double slowest = 0;
     for (size_t r = 0; r < rows[s].size(); ++r) {
       const Replica &replica = strategy.replicas[r];

@@ -441,4 +441,20 @@ TEST(StepPlannerTest, FixedRowsCostEveryRowAtTheStepLength) {
       planFixedStep(strategies, {{4, 4, 4, 4}, {8, 8}, {8, 4, 4}}, 0).ok());
   EXPECT_FALSE(
       planFixedStep(strategies, {{4, -4, 4, 4}, {8, 8}, {8, 4, 4}}, 8).ok());
+  // A strategy with no rows at all is refused (it would cost nothing).
+  EXPECT_FALSE(
+      planFixedStep(strategies, {{0, 0, 0, 0}, {8, 8}, {8, 4, 4}}, 8).ok());
+  // A token limit rules out a replica whose rows do not fit it.
+  std::vector<Strategy> limited = strategies;
+  limited[0].replicas[0].maxTokens = 16; // 4 rows x 8 = 32 > 16
+  absl::StatusOr<StepPlan> tokens =
+      planFixedStep(limited, {{4, 4, 4, 4}, {8, 8}, {8, 4, 4}}, 8);
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_TRUE(std::isinf(tokens->makespans[0]));
+  EXPECT_EQ(tokens->strategy, 1); // (tp and the mix tie on the pair)
+  // Ties go to the first strategy.
+  std::vector<Strategy> twins = {{"a", {single}, 0}, {"b", {single}, 0}};
+  absl::StatusOr<StepPlan> tie = planFixedStep(twins, {{4}, {4}}, 8);
+  ASSERT_TRUE(tie.ok());
+  EXPECT_EQ(tie->strategy, 0);
 }

@@ -75,14 +75,17 @@ std::vector<DataArg> getDataArgs(func::FuncOp forward, std::string &error) {
 
 /// The rows of a step of `rows` x `bucket` that each replica of `strategy`
 /// runs: the shard of the data argument `rowsArg` (renamed for the bucket
-/// by the micro-batch split) its first device holds in the compiled step of
-/// that strategy. Fails with `error` where no such step or argument is.
+/// by the micro-batch split) its devices hold in the compiled step of that
+/// strategy. Every device of a replica must hold the same rows, and the
+/// replicas together every row. Fails with `error` otherwise, or where no
+/// such step or argument is.
 FailureOr<std::vector<int64_t>>
 getReplicaRows(ModuleOp module, const config::Strategy &strategy,
                const std::string &rowsArg, int64_t rows, int64_t bucket,
                std::string &error) {
   std::string name = rowsArg + "_" + std::to_string(rows) + "x" +
                      std::to_string(bucket);
+  std::string where = "strategy '" + strategy.name() + "', '" + name + "'";
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     auto strategyName = func->getAttrOfType<StringAttr>(
         hspmd::HSPMDDialect::getStrategyAttrName());
@@ -93,22 +96,63 @@ getReplicaRows(ModuleOp module, const config::Strategy &strategy,
       auto argName = func.getArgAttrOfType<StringAttr>(
           i, nn::NNDialect::getNameAttrName());
       auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+      if (!argName || argName.getValue() != name || !type ||
+          type.getRank() < 1 || type.getDimSize(0) != rows)
+        continue;
       auto layoutAttr = func.getArgAttrOfType<hspmd::UnionAttr>(
           i, hspmd::HSPMDDialect::getLayoutAttrName());
-      if (!argName || argName.getValue() != name || !type ||
-          type.getRank() < 1 || type.getDimSize(0) != rows || !layoutAttr)
-        continue;
+      if (!layoutAttr) {
+        error = where + ": the compiled step's argument has no layout";
+        return failure();
+      }
       layout::Layout core = hspmd::toLayoutCore(layoutAttr);
       std::vector<int64_t> shape(type.getShape().begin(),
                                  type.getShape().end());
       std::vector<int64_t> replicaRows;
-      for (const config::Replica &replica : strategy.replicas()) {
-        absl::StatusOr<layout::Shard> shard =
-            layout::getShard(core, shape, replica.devices(0));
-        replicaRows.push_back(shard.ok() && !shard->sizes.empty()
-                                  ? shard->sizes[0]
-                                  : 0);
+      std::vector<bool> covered(static_cast<size_t>(rows), false);
+      for (int r = 0; r < strategy.replicas_size(); ++r) {
+        const config::Replica &replica = strategy.replicas(r);
+        std::string at = where + ", replica " + std::to_string(r);
+        if (replica.devices_size() == 0) {
+          error = at + ": no devices";
+          return failure();
+        }
+        int64_t offset = -1, size = -1;
+        for (int32_t device : replica.devices()) {
+          absl::StatusOr<layout::Shard> shard =
+              layout::getShard(core, shape, device);
+          int64_t thisOffset = 0, thisSize = 0;
+          if (shard.ok() && !shard->sizes.empty()) {
+            thisOffset = shard->offsets[0];
+            thisSize = shard->sizes[0];
+          } else if (!shard.ok() && !absl::IsNotFound(shard.status())) {
+            error = at + ", device " + std::to_string(device) + ": " +
+                    std::string(shard.status().message());
+            return failure();
+          }
+          if (size >= 0 && (thisOffset != offset || thisSize != size)) {
+            error = at + ": its devices hold different rows of the step (" +
+                    std::to_string(size) + " from " + std::to_string(offset) +
+                    " and " + std::to_string(thisSize) + " from " +
+                    std::to_string(thisOffset) +
+                    "); a replica's devices share its rows";
+            return failure();
+          }
+          offset = thisOffset;
+          size = thisSize;
+        }
+        for (int64_t row = offset; row < offset + size && row < rows; ++row)
+          covered[static_cast<size_t>(row)] = true;
+        replicaRows.push_back(size);
       }
+      for (int64_t row = 0; row < rows; ++row)
+        if (!covered[static_cast<size_t>(row)]) {
+          error = where + ": row " + std::to_string(row) +
+                  " of the step is on no replica the configuration lists "
+                  "(each replica's devices, their costs, must cover the "
+                  "step's devices)";
+          return failure();
+        }
       return replicaRows;
     }
   }
@@ -220,6 +264,11 @@ int loom::interp::runFromConfig(const config::Config &config,
         stepTokens = arg.shape[0] * arg.shape[1];
       }
   }
+  // (Integer data loom-run draws from --vocab for bucketed steps must fit
+  // what it indexes; checked on the forward, where it feeds that directly.)
+  if (buckets && (run.data().empty() || run.data() == "synthetic") &&
+      failed(checkVocabulary(forward, train.vocab)))
+    return 1;
   std::string pipeline = capi::getConfigPipeline(config, forward);
 
   // The step, partitioned.
@@ -255,10 +304,12 @@ int loom::interp::runFromConfig(const config::Config &config,
       stepDir = path.str().str();
       removeStepDir = true;
     }
-    // (loom-run wrote these from --vocab: the vocabulary is checked
-    // against the model as for its own synthetic data.)
-    train.generatedData = true;
   }
+  if (buckets && !synthetic &&
+      !llvm::sys::fs::is_directory(run.data() + "/step1"))
+    return fail("switching.buckets with data: '" + run.data() +
+                "': bucketed steps read per-step folders (step1/, step2/, "
+                "... holding <name>_<rows>x<length>.npy), which it lacks");
   if (run.micro_batch_shapes_size() <= 1 && !config.has_switching())
     train.entry = (forward.getSymName() + "_train_step").str();
   if (run.steps() > 0)
@@ -348,11 +399,6 @@ int loom::interp::runFromConfig(const config::Config &config,
       }
     }
   }
-  if (buckets && !synthetic &&
-      !llvm::sys::fs::is_directory(run.data() + "/step1"))
-    return fail("switching.buckets with data: '" + run.data() +
-                "': bucketed steps read per-step folders (step1/, step2/, "
-                "... holding <name>_<rows>x<length>.npy), which it lacks");
   if (!synthetic)
     train.dataDir = run.data();
   else if (!stepDir.empty())
