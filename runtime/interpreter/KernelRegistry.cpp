@@ -63,6 +63,7 @@ void loom::interp::registerAllKernels(KernelRegistry &registry) {
   registerNormKernels(registry);
   registerRopeDropoutKernels(registry);
   registerGatherKernels(registry);
+  registerMoeKernels(registry);
   registerAttentionKernels(registry);
   registerLossKernels(registry);
   registerOptimizerKernels(registry);

@@ -111,6 +111,7 @@ void registerShapeKernels(KernelRegistry &registry);
 void registerNormKernels(KernelRegistry &registry);
 void registerRopeDropoutKernels(KernelRegistry &registry);
 void registerGatherKernels(KernelRegistry &registry);
+void registerMoeKernels(KernelRegistry &registry);
 void registerAttentionKernels(KernelRegistry &registry);
 void registerLossKernels(KernelRegistry &registry);
 void registerOptimizerKernels(KernelRegistry &registry);

@@ -42,3 +42,14 @@ module {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// The mixture-of-experts ops have no Ascend kernels yet: refused at the op.
+func.func @step(%s: tensor<16x4xf32> {nn.data}) -> (tensor<16x2xi64>, tensor<16x2xi64>, tensor<4xi64>) {
+  // expected-error@+1 {{the ascend target has no kernel for nn.topk (its kernel contract, in the op's ODS, does not list ascend)}}
+  %e = nn.topk %s k = 2 : tensor<16x4xf32>
+  // expected-error@+1 {{the ascend target has no kernel for nn.moe_route (its kernel contract, in the op's ODS, does not list ascend)}}
+  %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<16x2xi64>
+  return %e, %slots, %counts : tensor<16x2xi64>, tensor<16x2xi64>, tensor<4xi64>
+}

@@ -969,6 +969,38 @@ std::vector<CaseSet> makeCaseSets() {
                       scalarI64(4)},
                      {ty(block)}});
   }});
+  // The router's top k: distinct scores, ties (index order) and a NaN
+  // (above any number); k from 1 to the whole row.
+  sets.push_back({"nn.topk", kFloats, [](ElementKind k, Cases &cases) {
+    for (int64_t top : {1, 2, 8}) {
+      Tensor x = randomFloat(k, {16, 8});
+      cases.push_back({"topk " + std::to_string(top),
+                       "nn.topk %a0 k = " + std::to_string(top) + " : " +
+                           ty(x),
+                       {x}, {ty(ElementKind::I64, {16, top})}});
+    }
+    Tensor ties = randomFloat(k, {4, 3, 6});
+    for (int64_t i = 0; i < 24; ++i)
+      ties.setDouble(i, static_cast<double>(i % 3));
+    ties.setDouble(30, std::nan(""));
+    cases.push_back({"topk ties and NaN", "nn.topk %a0 k = 3 : " + ty(ties),
+                     {ties}, {ty(ElementKind::I64, {4, 3, 3})}});
+  }});
+  // Routing with and without a capacity; an expert out of range drops its
+  // entry; an expert nobody picks keeps none.
+  sets.push_back({"nn.moe_route", {ElementKind::I64},
+                  [](ElementKind, Cases &cases) {
+    Tensor experts = randomInt(ElementKind::I64, {16, 2}, 0, 4);
+    experts.setDouble(3, 7);
+    experts.setDouble(8, -1);
+    for (const char *capacity : {"", " capacity = 5"})
+      cases.push_back({std::string("moe_route") + capacity,
+                       std::string("nn.moe_route %a0 num_experts = 6") +
+                           capacity + " : " + ty(experts),
+                       {experts},
+                       {ty(ElementKind::I64, {16, 2}),
+                        ty(ElementKind::I64, {6})}});
+  }});
   return sets;
 }
 

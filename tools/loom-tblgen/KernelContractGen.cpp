@@ -131,8 +131,8 @@ Tensor tensorOf(const NamedTypeConstraint &value, const Record *op) {
       tensor.kind = Kind::Bool;
     else if (kind == "index")
       tensor.kind = Kind::Index;
-    else if (kind == "scalar")
-      tensor.kind = Kind::Scalar;
+    else if (kind == "scalar" || kind == "i64")
+      tensor.kind = Kind::Scalar; // (either way an int64_t pointer)
     else if (kind != "typed")
       PrintFatalError(def->getLoc(), "unknown kernelArg '" + kind + "'");
   }

@@ -170,8 +170,9 @@ def NN_Ascend : NN_KernelTarget<"ascend">;
 
 /// How kernels take a tensor of this type constraint: "typed" (a pointer to
 /// the kernel's element type), "bool" (`bool *`), "index" (an integer index
-/// tensor of i32 or i64: `IndexPtr` on the host) or "scalar" (a 0-d i64
-/// tensor: `const int64_t *`).
+/// tensor of i32 or i64: `IndexPtr` on the host), "scalar" (a 0-d i64
+/// tensor: `const int64_t *`) or "i64" (an i64 tensor of any rank:
+/// `int64_t *`, `const int64_t *` for an operand).
 class NN_KernelArg<string kind> {
   string kernelArg = kind;
 }
@@ -234,6 +235,11 @@ def NN_NumericTensor : RankedTensorOf<[F32, F64, BF16, I32, I64]> {
 /// Anything an nn program stores, predicates included.
 def NN_AnyTensor : RankedTensorOf<[F32, F64, BF16, I32, I64, I1]> {
   let summary = "tensor of f32, f64, bf16, i32, i64 or i1";
+}
+/// An i64 tensor of any rank that kernels take as `int64_t *` (integer
+/// results: routing slots, counts, top-k indices).
+def NN_I64Tensor : RankedTensorOf<[I64]>, NN_KernelArg<"i64"> {
+  let summary = "i64 tensor";
 }
 /// A 0-d i64 tensor (a step counter, a seed offset). Its type is implied, so
 /// the custom assembly does not spell it.

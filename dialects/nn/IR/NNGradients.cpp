@@ -818,3 +818,17 @@ LogicalResult CrossEntropyOp::buildGradients(
         g.neg(g.div(g.mul(dy, getResult()), normalizer)));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopkOp::buildGradients(OpBuilder &, ArrayRef<Value>,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  return noGradients(getOperation(), operandGrads);
+}
+
+LogicalResult MoeRouteOp::buildGradients(OpBuilder &, ArrayRef<Value>,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  return noGradients(getOperation(), operandGrads);
+}

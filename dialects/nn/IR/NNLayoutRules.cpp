@@ -878,3 +878,43 @@ FactorRule CrossEntropyGradOp::getFactorRule() {
   rule.addLinearGroup({0});
   return rule;
 }
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// Every leading dimension parallel (rows pick their top k alone); the last
+/// one replicated, in the input (a row's top k needs the whole row) and in
+/// the result (its own size, k).
+FactorRule TopkOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  SmallVector<int64_t> leading =
+      addFactors(rule, in.drop_back(), kParallel);
+  TensorFactors inFactors = oneEach(leading), outFactors = oneEach(leading);
+  inFactors.push_back({rule.addFactor(in.back(), kReplicated)});
+  outFactors.push_back(
+      {rule.addFactor(shapeOf(getResult()).back(), kReplicated)});
+  rule.addOperand(std::move(inFactors));
+  rule.addResult(std::move(outFactors));
+  return rule;
+}
+
+/// Replicated: a slot counts every entry before it, of all tokens (the
+/// routing of a token split is a different computation, which expert
+/// parallelism lowers to exchanges).
+FactorRule MoeRouteOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> experts = shapeOf(getExperts());
+  TensorFactors in, slots, counts;
+  for (int64_t size : experts)
+    in.push_back({rule.addFactor(size, kReplicated)});
+  for (int64_t size : experts)
+    slots.push_back({rule.addFactor(size, kReplicated)});
+  counts.push_back(
+      {rule.addFactor(shapeOf(getCounts())[0], kReplicated)});
+  rule.addOperand(std::move(in));
+  rule.addResult(std::move(slots));
+  rule.addResult(std::move(counts));
+  return rule;
+}

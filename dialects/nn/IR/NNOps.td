@@ -982,6 +982,78 @@ def NN_CrossEntropyOp
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def NN_TopkOp : NN_InferredOp<"topk", [NN_Differentiable]> {
+  let summary = "Indices of the k largest elements along the last dimension";
+  let description = [{
+    For every row along the last dimension, the indices of its `k` largest
+    elements, largest first; equal elements come in index order, and a NaN
+    counts as larger than any number (so rows with NaNs keep them visible).
+    The values are `nn.gather` of the input at the indices, which is
+    differentiable; the router of a mixture of experts takes the top `k`
+    experts of its scores this way.
+
+    ```mlir
+    %experts = nn.topk %scores k = 2 : tensor<16x4xf32>
+    // %experts : tensor<16x2xi64>
+    %weights = nn.gather %scores, %experts dim = 1
+        : tensor<16x4xf32>, tensor<16x2xi64>
+    ```
+
+    Constraints: a float input of rank at least 1; `k` in `[1, n]` for a
+    last dimension of size `n`.
+
+    Gradient: none (the result is integer).
+  }];
+  let arguments = (ins NN_FloatTensor:$input, I64Attr:$k);
+  let results = (outs NN_I64Tensor:$result);
+  let assemblyFormat = "$input `k` `=` $k attr-dict `:` type($input)";
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
+  let summary = "Buffer slots of routed tokens, grouped by expert";
+  let description = [{
+    `experts[t, j]` is the expert of token `t`'s `j`-th choice (of `k`).
+    The entries, taken in row-major order, are grouped by expert in a
+    buffer of `T * k` rows: expert `e`'s entries take rows
+    `[start(e), start(e) + counts[e])` in the order they come, where
+    `start(e)` is the sum of the counts of the experts before `e`.
+    `slots[t, j]` is the buffer row of entry `(t, j)`, and `counts[e]` how
+    many entries expert `e` keeps.
+
+    With `capacity = C`, an expert keeps its first `C` entries and drops
+    the others (slot -1); without it, none is dropped (dropless: the buffer
+    of `T * k` rows holds every entry). An expert outside
+    `[0, num_experts)` drops its entry too.
+
+    ```mlir
+    %slots, %counts = nn.moe_route %experts num_experts = 4
+        : tensor<16x2xi64>
+    // %slots : tensor<16x2xi64>, %counts : tensor<4xi64>
+    %slots, %counts = nn.moe_route %experts num_experts = 4 capacity = 6
+        : tensor<16x2xi64>
+    ```
+
+    Constraints: `experts` has rank 2; `num_experts` is positive;
+    `capacity`, when given, is positive.
+
+    Gradient: none (the results are integer).
+  }];
+  let arguments = (ins NN_I64Tensor:$experts, I64Attr:$num_experts,
+                       OptionalAttr<I64Attr>:$capacity);
+  let results = (outs NN_I64Tensor:$slots, NN_I64Tensor:$counts);
+  let assemblyFormat = [{
+    $experts `num_experts` `=` $num_experts (`capacity` `=` $capacity^)?
+    attr-dict `:` type($experts)
+  }];
+  let kernelTypes = [I64];
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+//===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 

@@ -787,3 +787,60 @@ LogicalResult shapes::inferCrossEntropy(Value logitsValue, Value labelsValue,
   resultTypes.push_back(RankedTensorType::get({}, logits.getElementType()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopkOp::inferShape(Adaptor adaptor,
+                                 SmallVectorImpl<Type> &resultTypes,
+                                 const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands({adaptor.getInput()}, types, diag)))
+    return failure();
+  RankedTensorType input = types[0];
+  IntegerAttr kAttr = lookupAttr(adaptor.getKAttr(), adaptor.getAttributes(),
+                                 "k");
+  if (!kAttr)
+    return diag("requires a 'k' attribute");
+  if (input.getRank() < 1)
+    return diag("needs an input of rank at least 1 (top k along its last "
+                "dimension), got ",
+                Type(input));
+  int64_t k = kAttr.getInt(), size = input.getShape().back();
+  if (k < 1 || (!ShapedType::isDynamic(size) && k > size))
+    return diag("k = ", k, " must be in [1, ", formatSize(size),
+                "] (the size of the last dimension)");
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = k;
+  resultTypes.push_back(RankedTensorType::get(
+      shape, IntegerType::get(input.getContext(), 64)));
+  return success();
+}
+
+LogicalResult MoeRouteOp::inferShape(Adaptor adaptor,
+                                     SmallVectorImpl<Type> &resultTypes,
+                                     const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands({adaptor.getExperts()}, types, diag)))
+    return failure();
+  RankedTensorType experts = types[0];
+  IntegerAttr numAttr = lookupAttr(adaptor.getNumExpertsAttr(),
+                                   adaptor.getAttributes(), "num_experts");
+  IntegerAttr capacityAttr = lookupAttr(
+      adaptor.getCapacityAttr(), adaptor.getAttributes(), "capacity");
+  if (!numAttr)
+    return diag("requires a 'num_experts' attribute");
+  if (experts.getRank() != 2)
+    return diag("needs experts of rank 2 (tokens x choices), got ",
+                Type(experts));
+  if (numAttr.getInt() < 1)
+    return diag("num_experts = ", numAttr.getInt(), " must be positive");
+  if (capacityAttr && capacityAttr.getInt() < 1)
+    return diag("capacity = ", capacityAttr.getInt(),
+                " must be positive (leave it out for no capacity)");
+  Type i64 = IntegerType::get(experts.getContext(), 64);
+  resultTypes.push_back(RankedTensorType::get(experts.getShape(), i64));
+  resultTypes.push_back(RankedTensorType::get({numAttr.getInt()}, i64));
+  return success();
+}

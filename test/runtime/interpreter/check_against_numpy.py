@@ -1190,13 +1190,66 @@ def family_backward(rng):
     return cases
 
 
+def topk_ref(x, k):
+    """Indices of the k largest along the last axis, largest first, ties in
+    index order, NaN above any number (an independent sort: a stable sort
+    on the negated values, NaNs mapped to -inf first)."""
+    key = np.where(np.isnan(x), -np.inf, -x)
+    return np.argsort(key, axis=-1, kind="stable")[..., :k].astype(np.int64)
+
+
+def route_ref(experts, num_experts, capacity=None):
+    """Slots and counts of nn.moe_route, written independently: per expert,
+    the flat positions of its entries in order, kept up to the capacity,
+    laid out expert after expert."""
+    flat = experts.reshape(-1)
+    slots = np.full(flat.shape, -1, dtype=np.int64)
+    counts = np.zeros(num_experts, dtype=np.int64)
+    row = 0
+    for e in range(num_experts):
+        picked = np.nonzero(flat == e)[0]
+        if capacity is not None:
+            picked = picked[:capacity]
+        slots[picked] = np.arange(row, row + len(picked))
+        counts[e] = len(picked)
+        row += len(picked)
+    return slots.reshape(experts.shape), counts
+
+
+def family_moe(rng):
+    cases = []
+    for et in ("f32", "f64"):
+        x = rng.uniform((16, 8), et)
+        for k in (1, 2, 8):
+            cases.append(Case(f"topk {k}", et, [x],
+                              f"%r0 = nn.topk %a0 k = {k} : {T(x)}",
+                              lambda x, k=k: topk_ref(x, k), out_types=["i64"],
+                              exact=True))
+        ties = np.asarray(np.arange(24).reshape(4, 6) % 3, dtype=NP_DTYPE[et])
+        ties[1, 4] = np.nan
+        cases.append(Case("topk ties and NaN", et, [ties],
+                          f"%r0 = nn.topk %a0 k = 3 : {T(ties)}",
+                          lambda x: topk_ref(x, 3), out_types=["i64"],
+                          exact=True))
+    experts = rng.ints((16, 2), "i64", 0, 5)
+    experts[1, 1] = 9   # out of range: dropped
+    experts[4, 0] = -2
+    for capacity in (None, 3):
+        extra = "" if capacity is None else f" capacity = {capacity}"
+        cases.append(Case(f"moe_route{extra}", "i64", [experts],
+                          f"%r0, %r1 = nn.moe_route %a0 num_experts = 6{extra} : {T(experts)}",
+                          lambda e, c=capacity: route_ref(e.astype(np.int64), 6, c),
+                          out_types=["i64", "i64"], exact=True))
+    return cases
+
+
 FAMILIES = {
     "elementwise": family_elementwise, "cast": family_cast,
     "reduce": family_reduce, "matmul": family_matmul, "shape": family_shape,
     "gather": family_gather, "norms": family_norms,
     "rope_dropout": family_rope_dropout, "attention": family_attention,
     "loss": family_loss, "optimizer": family_optimizer, "glue": family_glue,
-    "bf16": family_bf16, "backward": family_backward,
+    "bf16": family_bf16, "backward": family_backward, "moe": family_moe,
 }
 
 # Every op of the nn dialect the interpreter supports; `--family coverage`
@@ -1206,7 +1259,7 @@ sin cos gelu compare select clamp cast reduce broadcast reshape transpose slice
 concat gather iota softmax log_softmax layer_norm rms_norm rope dropout
 embedding attention cross_entropy sgd_update adamw_update matmul fill gelu_grad
 layer_norm_grad rms_norm_grad cross_entropy_grad attention_grad gather_grad
-slice_grad""".split()
+slice_grad topk moe_route""".split()
 
 
 def main():
