@@ -59,7 +59,7 @@ config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=1"
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["loom-opt", "loom-run", "loom-rank", "loom-batch", "loom-switch", "loom-translate", "loom-tblgen"], tool_dirs)
+llvm_config.add_tool_substitutions(["loom-opt", "loom-run", "loom-rank", "loom-batch", "loom-switch", "loom-place", "loom-translate", "loom-tblgen"], tool_dirs)
 llvm_config.with_environment("PATH", config.loom_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -52,3 +52,10 @@ OPENBLAS_NUM_THREADS=1 "$build/step-planner"
 # Switching measured on 2 host ranks: the LLaMA-mini under data and tensor
 # parallelism at two lengths, static against switching on the same batches.
 python3 "$root/test/bench/switching_host.py" --build "$build"
+# MoE expert placement: planner latency for 256 experts x 64 devices per
+# layer, and max load / lower bound for the planner and EPLB's greedy over
+# skewed traces (distributions), with and without the previous placement.
+c++ -O2 -std=c++17 -I"$root" "$root/test/bench/moe_placement.cpp" \
+    "$root"/runtime/moe/*.cpp -labsl_statusor -labsl_status -labsl_strings \
+    -o "$build/moe-placement"
+"$build/moe-placement"
