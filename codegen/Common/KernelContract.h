@@ -20,8 +20,9 @@ namespace loom::codegen {
 /// A result or operand of a kernel.
 struct KernelTensor {
   /// How the kernel takes it: a pointer to the kernel's element type, to
-  /// bool, an integer index tensor (IndexPtr), a 0-d i64 tensor.
-  enum Kind { Typed, Bool, Index, Scalar };
+  /// bool, an integer index tensor (IndexPtr), a 0-d i64 tensor, an i64
+  /// tensor of any rank (int64_t pointers both).
+  enum Kind { Typed, Bool, Index, Scalar, I64 };
   const char *name;
   Kind kind;
   /// May be absent (`nullptr, {}`).

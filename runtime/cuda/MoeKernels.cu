@@ -126,7 +126,7 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
   checkShape(kernel, "the slots", slotsShape, expertsShape);
   checkShape(kernel, "the counts", countsShape, Shape{num_experts});
   int64_t entries = expertsShape.numElements();
-  int64_t limit = capacity == INT64_MIN ? entries : capacity;
+  int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
   LOOM_CUDA_CHECK(limit >= 1, kernel, "a capacity of %lld",
                   static_cast<long long>(capacity));
   moeRouteKernel<<<1, 1, 0, stream()>>>(slots, counts, experts, entries,

@@ -69,8 +69,13 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
                             << " must have rank 2";
   int64_t numExperts = static_cast<int64_t>(op.getNumExperts());
   int64_t entries = experts.getNumElements();
+  // (An absent capacity: dropless. The experts are read as integers: a
+  // double would round indices above 2^53.)
   int64_t capacity = op.getCapacity() ? static_cast<int64_t>(*op.getCapacity())
-                                      : entries;
+                                      : INT64_MAX;
+  if (experts.getKind() != ElementKind::I64)
+    return call.emitError() << "nn.moe_route: the experts must be i64";
+  const int64_t *expert = experts.data<int64_t>();
   // (Both results made before they are added: adding one may move the
   // other.)
   Tensor slotsTensor(ElementKind::I64, experts.getShape()),
@@ -80,7 +85,7 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
   std::vector<int64_t> kept(static_cast<size_t>(numExperts), 0);
   std::vector<int64_t> rank(static_cast<size_t>(entries), -1);
   for (int64_t i = 0; i < entries; ++i) {
-    int64_t e = static_cast<int64_t>(experts.getDouble(i));
+    int64_t e = expert[i];
     if (e < 0 || e >= numExperts || kept[e] >= capacity)
       continue;
     rank[i] = kept[e]++;
@@ -89,12 +94,9 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
   for (int64_t e = 1; e < numExperts; ++e)
     start[e] = start[e - 1] + kept[e - 1];
   for (int64_t i = 0; i < entries; ++i) {
-    int64_t e = static_cast<int64_t>(experts.getDouble(i));
-    slots->setDouble(i, rank[i] < 0 ? -1.0
-                                    : static_cast<double>(start[e] + rank[i]));
+    slots->data<int64_t>()[i] = rank[i] < 0 ? -1 : start[expert[i]] + rank[i];
   }
-  for (int64_t e = 0; e < numExperts; ++e)
-    counts->setDouble(e, static_cast<double>(kept[e]));
+  std::copy(kept.begin(), kept.end(), counts->data<int64_t>());
   call.addResult(std::move(slotsTensor));
   call.addResult(std::move(countsTensor));
   return success();

@@ -83,7 +83,7 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
   checkShape(kernel, "the counts", countsShape, Shape{num_experts});
   int64_t entries = expertsShape.numElements();
   // (An absent capacity: dropless.)
-  int64_t limit = capacity == INT64_MIN ? entries : capacity;
+  int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
   LOOM_HOST_CHECK(limit >= 1, kernel, "a capacity of %lld",
                   static_cast<long long>(capacity));
   std::fill(counts, counts + num_experts, int64_t{0});

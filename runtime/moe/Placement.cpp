@@ -442,8 +442,9 @@ void localSearch(Flat &flat, double scale, int64_t limit) {
     for (int64_t d = 0; d < D; ++d)
       if (d != top)
         byLoad.push_back(d);
+    // (Ties in index order, so every standard library gives one plan.)
     std::sort(byLoad.begin(), byLoad.end(), [&](int64_t x, int64_t y) {
-      return flat.load[x] < flat.load[y];
+      return flat.load[x] != flat.load[y] ? flat.load[x] < flat.load[y] : x < y;
     });
     for (int64_t d : byLoad) {
       if (!clearlyBelow(flat.load[d], 2 * best - peak, scale))
@@ -490,7 +491,8 @@ bool resplit(Flat &flat, int64_t x, int64_t y, double scale, int64_t nodes) {
   std::vector<int64_t> items = flat.onDevice[x];
   items.insert(items.end(), flat.onDevice[y].begin(), flat.onDevice[y].end());
   std::sort(items.begin(), items.end(), [&](int64_t a, int64_t b) {
-    return flat.repSize[a] > flat.repSize[b];
+    return flat.repSize[a] != flat.repSize[b] ? flat.repSize[a] > flat.repSize[b]
+                                              : a < b;
   });
   size_t m = items.size();
   std::vector<double> suffix(m + 1, 0);
@@ -555,7 +557,11 @@ void improve(Flat &flat, double scale, int64_t searchLimit, int64_t partners,
     std::iota(byLoad.begin(), byLoad.end(), 0);
     int64_t k = std::min<int64_t>(partners + 1, flat.devices);
     std::partial_sort(byLoad.begin(), byLoad.begin() + k, byLoad.end(),
-                      [&](int64_t a, int64_t b) { return flat.load[a] < flat.load[b]; });
+                      [&](int64_t a, int64_t b) {
+                        return flat.load[a] != flat.load[b]
+                                   ? flat.load[a] < flat.load[b]
+                                   : a < b;
+                      });
     bool helped = false;
     for (int64_t i = 0; i < k && !helped; ++i)
       if (byLoad[i] != top)
@@ -966,7 +972,9 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
     std::iota(rooms.begin(), rooms.end(), 0);
     auto ahead = [&](int64_t a, int64_t b) {
       bool fa = freeSlots[a] > 0, fb = freeSlots[b] > 0;
-      return fa != fb ? fa : room[a] > room[b];
+      if (fa != fb)
+        return fa;
+      return room[a] != room[b] ? room[a] > room[b] : a < b;
     };
     int64_t slotsLeft = slotsAll;
     for (int64_t k = 0; k < n; ++k) {
@@ -1697,11 +1705,20 @@ absl::Status loom::moe::checkLayer(const Cluster &cluster,
   if (t.slotsPerDevice < 1)
     return invalid("a device needs at least one expert slot, got " +
                    str(t.slotsPerDevice));
-  if (t.devices > (int64_t{1} << 40) / t.slotsPerDevice)
-    return invalid("the topology has too many slots");
+  // (The planner keeps devices x experts tables: bound them so that bad
+  // input gets a status rather than an allocation failure.)
+  constexpr int64_t kMaxSlots = int64_t{1} << 22;
+  if (t.devices > kMaxSlots / t.slotsPerDevice)
+    return invalid(str(t.devices) + " devices of " + str(t.slotsPerDevice) +
+                   " slots exceed the planner's limit of " + str(kMaxSlots) +
+                   " slots");
   int64_t experts = static_cast<int64_t>(layer.tokens.size());
   if (experts == 0)
     return invalid("the layer has no experts");
+  if (t.devices * experts > (int64_t{1} << 26))
+    return invalid(str(experts) + " experts on " + str(t.devices) +
+                   " devices exceed the planner's limit of 2^26 "
+                   "(device, expert) pairs");
   if (experts > t.slots())
     return invalid(str(experts) + " experts need a replica each, but " +
                    str(t.devices) + " devices of " + str(t.slotsPerDevice) +
@@ -1709,9 +1726,9 @@ absl::Status loom::moe::checkLayer(const Cluster &cluster,
   double total = 0;
   for (int64_t e = 0; e < experts; ++e) {
     double w = layer.tokens[e];
-    if (!std::isfinite(w) || w < 0)
+    if (!std::isfinite(w) || w < 0 || w > 0x1p53)
       return invalid("expert " + str(e) + " has token count " + number(w) +
-                     ", expected a finite count >= 0");
+                     ", expected a count in [0, 2^53]");
     total += w;
   }
   if (layer.expectedTotal) {
@@ -2069,6 +2086,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
     if (!best || clearlyBelow(plan.modelledSeconds, best->modelledSeconds, scale))
       best = std::move(plan);
   }
+  if (!best)
+    return absl::InternalError("the planner found no placement of the layer");
   // From the previous placement, only the trades that pay for their bytes.
   if (!layer.previous.empty()) {
     std::vector<int64_t> map = fromPrevious(cluster, layer);

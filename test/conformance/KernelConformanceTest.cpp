@@ -983,6 +983,12 @@ std::vector<CaseSet> makeCaseSets() {
     for (int64_t i = 0; i < 24; ++i)
       ties.setDouble(i, static_cast<double>(i % 3));
     ties.setDouble(30, std::nan(""));
+    // +inf and -inf beside NaNs: NaN ranks first, then +inf, and -inf
+    // last.
+    ties.setDouble(36, std::numeric_limits<double>::infinity());
+    ties.setDouble(37, std::nan(""));
+    ties.setDouble(38, -std::numeric_limits<double>::infinity());
+    ties.setDouble(39, std::numeric_limits<double>::infinity());
     cases.push_back({"topk ties and NaN", "nn.topk %a0 k = 3 : " + ty(ties),
                      {ties}, {ty(ElementKind::I64, {4, 3, 3})}});
   }});
@@ -1000,6 +1006,15 @@ std::vector<CaseSet> makeCaseSets() {
                        {experts},
                        {ty(ElementKind::I64, {16, 2}),
                         ty(ElementKind::I64, {6})}});
+    // No entries at all, with and without a capacity.
+    Tensor none(ElementKind::I64, {0, 2});
+    for (const char *capacity : {"", " capacity = 1"})
+      cases.push_back({std::string("moe_route empty") + capacity,
+                       std::string("nn.moe_route %a0 num_experts = 3") +
+                           capacity + " : " + ty(none),
+                       {none},
+                       {ty(ElementKind::I64, {0, 2}),
+                        ty(ElementKind::I64, {3})}});
   }});
   return sets;
 }

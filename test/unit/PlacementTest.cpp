@@ -594,7 +594,11 @@ TEST(PlacementTest, BadInput) {
   expectError(planEplb(clusterOf(2, 4, 2), twelve).status(),
               "hold only 8");
   expectError(planPlacement(clusterOf(1, 4, 4), layerOf({1, -2, 3})).status(),
-              "expert 1 has token count -2, expected a finite count >= 0");
+              "expert 1 has token count -2, expected a count in [0, 2^53]");
+  expectError(planPlacement(clusterOf(1, 4, 4), layerOf({1, 1e17})).status(),
+              "expert 1 has token count 1e+17, expected a count in [0, 2^53]");
+  expectError(planPlacement(clusterOf(1, 4, 1 << 23), layerOf({1, 2})).status(),
+              "slots");
   expectError(planPlacement(clusterOf(1, 4, 4), layerOf({1, NAN, 3})).status(),
               "expert 1 has token count nan");
   expectError(planPlacement(clusterOf(1, 4, 4), layerOf({1, INFINITY})).status(),

@@ -32,10 +32,12 @@
 
 #include "runtime/moe/Placement.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -88,8 +90,9 @@ bool toDouble(const std::string &text, double &value) {
 }
 bool toInt(const std::string &text, int64_t &value) {
   char *end = nullptr;
+  errno = 0;
   value = std::strtoll(text.c_str(), &end, 10);
-  return !text.empty() && end && !*end;
+  return !text.empty() && end && !*end && errno != ERANGE;
 }
 
 int parse(const std::string &path, Parsed &out) {
@@ -187,6 +190,14 @@ int parse(const std::string &path, Parsed &out) {
   if (out.layers.empty())
     return fail(path + ": no 'layer' to plan");
   moe::Topology &t = out.cluster.topology;
+  // (Sizes far past any cluster are refused before they are multiplied.)
+  constexpr int64_t kMaxSlots = int64_t{1} << 22;
+  if (t.nodes < 1 || t.nodes > kMaxSlots / out.devicesPerNode ||
+      t.nodes * out.devicesPerNode > kMaxSlots / t.slotsPerDevice)
+    return fail(path + ": " + std::to_string(t.nodes) + " nodes of " +
+                std::to_string(out.devicesPerNode) + " devices of " +
+                std::to_string(t.slotsPerDevice) +
+                " slots: at least one node, and at most 2^22 slots in all");
   t.devices = t.nodes * out.devicesPerNode;
   for (size_t l = 0; l < out.layers.size(); ++l) {
     const std::vector<int64_t> &map = out.previousMaps[l];
@@ -277,5 +288,9 @@ int main(int argc, char **argv) {
     else
       return fail(kUsage);
   }
-  return plan(argv[2], baseline, uneven, hierarchical);
+  try {
+    return plan(argv[2], baseline, uneven, hierarchical);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory while planning '" + std::string(argv[2]) + "'");
+  }
 }

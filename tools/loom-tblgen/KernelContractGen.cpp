@@ -44,7 +44,7 @@ using mlir::tblgen::Operator;
 namespace {
 
 /// How a kernel takes a tensor (NN_KernelArg).
-enum class Kind { Typed, Bool, Index, Scalar };
+enum class Kind { Typed, Bool, Index, Scalar, I64 };
 
 struct Tensor {
   std::string name;
@@ -131,8 +131,10 @@ Tensor tensorOf(const NamedTypeConstraint &value, const Record *op) {
       tensor.kind = Kind::Bool;
     else if (kind == "index")
       tensor.kind = Kind::Index;
-    else if (kind == "scalar" || kind == "i64")
-      tensor.kind = Kind::Scalar; // (either way an int64_t pointer)
+    else if (kind == "scalar")
+      tensor.kind = Kind::Scalar;
+    else if (kind == "i64")
+      tensor.kind = Kind::I64; // (an int64_t pointer, as a scalar's)
     else if (kind != "typed")
       PrintFatalError(def->getLoc(), "unknown kernelArg '" + kind + "'");
   }
@@ -266,6 +268,7 @@ std::string params(const Contract &c, ArrayRef<ElementType> types) {
       list.push_back("Shape " + t.shapeParam());
       return;
     case Kind::Scalar:
+    case Kind::I64:
       elem = "int64_t";
       break;
     }
@@ -296,6 +299,7 @@ std::string summary(const Contract &c) {
     names.push_back(t.name + (t.optional ? "?" : t.variadic ? "..." : "") +
                     (t.kind == Kind::Index    ? " (index)"
                      : t.kind == Kind::Scalar ? " (0-d i64)"
+                     : t.kind == Kind::I64    ? " (i64)"
                      : t.kind == Kind::Bool   ? " (i1)"
                                               : ""));
   for (const Attr &a : c.attrs)
@@ -447,6 +451,8 @@ const char *kindName(Kind kind) {
     return "Index";
   case Kind::Scalar:
     return "Scalar";
+  case Kind::I64:
+    return "I64";
   }
   return "";
 }
@@ -522,6 +528,7 @@ std::string dispatchArg(const Tensor &t, bool result, StringRef elem,
   case Kind::Typed:
   case Kind::Bool:
   case Kind::Scalar:
+  case Kind::I64:
     break;
   }
   return ("static_cast<" + Twine(result ? "" : "const ") + elem + " *>(" +
@@ -537,6 +544,7 @@ std::string elemOf(const Tensor &t, ArrayRef<ElementType> types,
   case Kind::Bool:
     return "bool";
   case Kind::Scalar:
+  case Kind::I64:
   case Kind::Index:
     return "int64_t";
   }

@@ -1192,10 +1192,12 @@ def family_backward(rng):
 
 def topk_ref(x, k):
     """Indices of the k largest along the last axis, largest first, ties in
-    index order, NaN above any number (an independent sort: a stable sort
-    on the negated values, NaNs mapped to -inf first)."""
-    key = np.where(np.isnan(x), -np.inf, -x)
-    return np.argsort(key, axis=-1, kind="stable")[..., :k].astype(np.int64)
+    index order, NaN above any number, +inf included (an independent sort:
+    lexsort on (index, negated value, not-NaN), whose last key is primary)."""
+    nan = np.isnan(x)
+    index = np.broadcast_to(np.arange(x.shape[-1]), x.shape)
+    order = np.lexsort((index, np.where(nan, 0.0, -x), ~nan), axis=-1)
+    return order[..., :k].astype(np.int64)
 
 
 def route_ref(experts, num_experts, capacity=None):
@@ -1227,6 +1229,7 @@ def family_moe(rng):
                               exact=True))
         ties = np.asarray(np.arange(24).reshape(4, 6) % 3, dtype=NP_DTYPE[et])
         ties[1, 4] = np.nan
+        ties[2, :4] = [np.inf, np.nan, -np.inf, np.inf]   # NaN, +inf, ..., -inf
         cases.append(Case("topk ties and NaN", et, [ties],
                           f"%r0 = nn.topk %a0 k = 3 : {T(ties)}",
                           lambda x: topk_ref(x, 3), out_types=["i64"],
