@@ -299,6 +299,24 @@ template <typename T> void zero(const char *kernel, T *data, int64_t count) {
               kernel, "cudaMemsetAsync");
 }
 
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+/// `batch` row-major GEMMs C_i = op(A_i) op(B_i) (m x n, contraction k;
+/// A_i = a + i * strideA etc.) through cuBLAS (MatmulKernels.cu), failures
+/// reported as `kernel`'s. Every size must be positive and fit in int.
+void gemmStridedBatched(const char *kernel, bool transA, bool transB,
+                        int64_t m, int64_t n, int64_t k, const float *a,
+                        int64_t lda, int64_t strideA, const float *b,
+                        int64_t ldb, int64_t strideB, float *c,
+                        int64_t strideC, int64_t batch);
+void gemmStridedBatched(const char *kernel, bool transA, bool transB,
+                        int64_t m, int64_t n, int64_t k, const double *a,
+                        int64_t lda, int64_t strideA, const double *b,
+                        int64_t ldb, int64_t strideB, double *c,
+                        int64_t strideC, int64_t batch);
+
 } // namespace loom::cuda::detail
 
 #endif // LOOM_RUNTIME_CUDA_CUDASUPPORT_CUH

@@ -40,11 +40,10 @@ template <> struct GemmTypes<double> {
 /// `batch` row-major GEMMs C_i = op(A_i) op(B_i) (m x n, contraction k),
 /// A_i = a + i * strideA etc.
 template <typename T>
-void gemmBatched(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 const T *a, int64_t lda, int64_t strideA, const T *b,
-                 int64_t ldb, int64_t strideB, T *c, int64_t strideC,
-                 int64_t batch) {
-  const char *kernel = "matmul";
+void gemmBatched(const char *kernel, bool transA, bool transB, int64_t m,
+                 int64_t n, int64_t k, const T *a, int64_t lda,
+                 int64_t strideA, const T *b, int64_t ldb, int64_t strideB,
+                 T *c, int64_t strideC, int64_t batch) {
   const T one = T(1), zero = T(0);
   cublasStatus_t status = cublasGemmStridedBatchedEx(
       cublas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -134,13 +133,29 @@ void matmulImpl(T *result, const Shape &resultShape, const T *lhs,
       lhsOffset += i * space.strides[0][d];
       rhsOffset += i * space.strides[1][d];
     }
-    gemmBatched(transLhs, transRhs, m, n, k, lhs + lhsOffset, lda, sl,
+    gemmBatched(kernel, transLhs, transRhs, m, n, k, lhs + lhsOffset, lda, sl,
                 rhs + rhsOffset, ldb, sr, result + row * inner * m * n, m * n,
                 inner);
   }
 }
 
 } // namespace
+
+void loom::cuda::detail::gemmStridedBatched(
+    const char *kernel, bool transA, bool transB, int64_t m, int64_t n,
+    int64_t k, const float *a, int64_t lda, int64_t strideA, const float *b,
+    int64_t ldb, int64_t strideB, float *c, int64_t strideC, int64_t batch) {
+  gemmBatched(kernel, transA, transB, m, n, k, a, lda, strideA, b, ldb,
+              strideB, c, strideC, batch);
+}
+
+void loom::cuda::detail::gemmStridedBatched(
+    const char *kernel, bool transA, bool transB, int64_t m, int64_t n,
+    int64_t k, const double *a, int64_t lda, int64_t strideA, const double *b,
+    int64_t ldb, int64_t strideB, double *c, int64_t strideC, int64_t batch) {
+  gemmBatched(kernel, transA, transB, m, n, k, a, lda, strideA, b, ldb,
+              strideB, c, strideC, batch);
+}
 
 void loom::cuda::matmul(float *result, Shape resultShape, const float *lhs,
                         Shape lhsShape, const float *rhs, Shape rhsShape,

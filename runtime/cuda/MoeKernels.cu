@@ -8,11 +8,22 @@
 // before it); one thread runs it, in the host kernel's order. Both give
 // integers, exactly the host kernels'.
 //
+// nn.moe_dispatch adds each (token, pick) into its buffer row with atomics:
+// slots from nn.moe_route are distinct, so each row receives one product and
+// the result is the host's bits; colliding slots sum in an unspecified
+// order. nn.moe_combine and nn.moe_slot_dot give one thread per output
+// element, summing the picks (or the width) in the host's order. The grouped
+// matmul and its weight gradient read the counts back to the host (a
+// synchronization: the group boundaries decide the GEMM shapes) and make one
+// cuBLAS GEMM per expert with rows, as the host kernels do with BLAS.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaSupport.cuh"
 
 #include <climits>
+#include <initializer_list>
+#include <vector>
 
 using namespace loom::cuda;
 using namespace loom::cuda::detail;
@@ -101,6 +112,229 @@ void topkImpl(int64_t *result, const Shape &resultShape, const T *input,
   checkLaunch(kernel);
 }
 
+template <typename T>
+__global__ void moeDispatchKernel(T *out, const T *in, const int64_t *slots,
+                                  const T *weights, int64_t entries, int64_t k,
+                                  int64_t width, int64_t rows) {
+  LOOM_CUDA_FOR(i, entries * width) {
+    int64_t entry = i / width, h = i % width;
+    int64_t row = slots[entry];
+    if (row < 0 || row >= rows)
+      continue;
+    T x = in[(entry / k) * width + h];
+    atomicAdd(out + row * width + h, weights ? weights[entry] * x : x);
+  }
+}
+
+template <typename T>
+__global__ void moeCombineKernel(T *out, const T *in, const int64_t *slots,
+                                 const T *weights, int64_t tokens, int64_t k,
+                                 int64_t width, int64_t rows) {
+  LOOM_CUDA_FOR(i, tokens * width) {
+    int64_t t = i / width, h = i % width;
+    T sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t row = slots[t * k + j];
+      if (row < 0 || row >= rows)
+        continue;
+      T x = in[row * width + h];
+      sum += weights ? weights[t * k + j] * x : x;
+    }
+    out[i] = sum;
+  }
+}
+
+template <typename T>
+__global__ void moeSlotDotKernel(T *out, const T *buffer, const T *tokens,
+                                 const int64_t *slots, int64_t entries,
+                                 int64_t k, int64_t width, int64_t rows) {
+  LOOM_CUDA_FOR(entry, entries) {
+    int64_t row = slots[entry];
+    T sum = 0;
+    if (row >= 0 && row < rows) {
+      const T *b = buffer + row * width, *x = tokens + (entry / k) * width;
+      for (int64_t h = 0; h < width; ++h)
+        sum += b[h] * x[h];
+    }
+    out[entry] = sum;
+  }
+}
+
+void checkMatrix(const char *kernel, const char *what, const Shape &shape) {
+  checkValid(kernel, what, shape);
+  LOOM_CUDA_CHECK(shape.rank == 2, kernel, "%s of shape %s must have rank 2",
+                  what, formatShape(shape, 0));
+}
+
+void checkRouting(const char *kernel, const Shape &slotsShape, int64_t tokens,
+                  const void *weights, const Shape &weightsShape) {
+  checkMatrix(kernel, "the slots", slotsShape);
+  LOOM_CUDA_CHECK(slotsShape[0] == tokens, kernel,
+                  "slots of shape %s for %lld tokens",
+                  formatShape(slotsShape, 0), static_cast<long long>(tokens));
+  if (weights)
+    checkShape(kernel, "the weights", weightsShape, slotsShape);
+}
+
+/// The group starts (`E + 1`) from the device counts, checked as the host
+/// kernels check them.
+std::vector<int64_t> groupStarts(const char *kernel, const int64_t *counts,
+                                 const Shape &countsShape, int64_t experts,
+                                 int64_t rows) {
+  checkShape(kernel, "the counts", countsShape, Shape{experts});
+  std::vector<int64_t> host(static_cast<size_t>(experts));
+  copyToHost(host.data(), counts, host.size() * sizeof(int64_t));
+  std::vector<int64_t> starts(host.size() + 1, 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    LOOM_CUDA_CHECK(host[e] >= 0 && host[e] <= rows - starts[e], kernel,
+                    "counts must be non-negative and sum to at most the "
+                    "%lld buffer rows; expert %lld has %lld after %lld rows",
+                    static_cast<long long>(rows), static_cast<long long>(e),
+                    static_cast<long long>(host[e]),
+                    static_cast<long long>(starts[e]));
+    starts[e + 1] = starts[e] + host[e];
+  }
+  return starts;
+}
+
+void checkGemmSizes(const char *kernel, std::initializer_list<int64_t> sizes) {
+  for (int64_t size : sizes)
+    LOOM_CUDA_CHECK(size <= INT_MAX, kernel,
+                    "dimension %lld is too large for cuBLAS",
+                    static_cast<long long>(size));
+}
+
+template <typename T>
+void moeDispatchImpl(T *result, const Shape &resultShape, const T *input,
+                     const Shape &inputShape, const int64_t *slots,
+                     const Shape &slotsShape, const T *weights,
+                     const Shape &weightsShape, int64_t rows) {
+  const char *kernel = "moe_dispatch";
+  checkMatrix(kernel, "the input", inputShape);
+  checkRouting(kernel, slotsShape, inputShape[0], weights, weightsShape);
+  int64_t width = inputShape[1], entries = slotsShape.numElements();
+  checkShape(kernel, "the result", resultShape, Shape{rows, width});
+  zero(kernel, result, rows * width);
+  if (entries * width == 0)
+    return;
+  moeDispatchKernel<<<gridFor(entries * width), kThreads, 0, stream()>>>(
+      result, input, slots, weights, entries, slotsShape[1], width, rows);
+  checkLaunch(kernel);
+}
+
+template <typename T>
+void moeCombineImpl(T *result, const Shape &resultShape, const T *input,
+                    const Shape &inputShape, const int64_t *slots,
+                    const Shape &slotsShape, const T *weights,
+                    const Shape &weightsShape) {
+  const char *kernel = "moe_combine";
+  checkMatrix(kernel, "the input", inputShape);
+  checkMatrix(kernel, "the slots", slotsShape);
+  checkRouting(kernel, slotsShape, slotsShape[0], weights, weightsShape);
+  int64_t rows = inputShape[0], width = inputShape[1];
+  int64_t tokens = slotsShape[0];
+  checkShape(kernel, "the result", resultShape, Shape{tokens, width});
+  if (tokens * width == 0)
+    return;
+  moeCombineKernel<<<gridFor(tokens * width), kThreads, 0, stream()>>>(
+      result, input, slots, weights, tokens, slotsShape[1], width, rows);
+  checkLaunch(kernel);
+}
+
+template <typename T>
+void moeSlotDotImpl(T *result, const Shape &resultShape, const T *buffer,
+                    const Shape &bufferShape, const T *tokens,
+                    const Shape &tokensShape, const int64_t *slots,
+                    const Shape &slotsShape) {
+  const char *kernel = "moe_slot_dot";
+  checkMatrix(kernel, "the buffer", bufferShape);
+  checkMatrix(kernel, "the tokens", tokensShape);
+  LOOM_CUDA_CHECK(bufferShape[1] == tokensShape[1], kernel,
+                  "the buffer %s and the tokens %s differ in width",
+                  formatShape(bufferShape, 0), formatShape(tokensShape, 1));
+  checkRouting(kernel, slotsShape, tokensShape[0], nullptr, slotsShape);
+  checkShape(kernel, "the result", resultShape, slotsShape);
+  int64_t entries = slotsShape.numElements();
+  if (entries == 0)
+    return;
+  moeSlotDotKernel<<<gridFor(entries), kThreads, 0, stream()>>>(
+      result, buffer, tokens, slots, entries, slotsShape[1], bufferShape[1],
+      bufferShape[0]);
+  checkLaunch(kernel);
+}
+
+template <typename T>
+void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
+                       const Shape &inputShape, const T *weight,
+                       const Shape &weightShape, const int64_t *counts,
+                       const Shape &countsShape, bool transposed) {
+  const char *kernel = "grouped_matmul";
+  checkMatrix(kernel, "the input", inputShape);
+  checkValid(kernel, "the weight", weightShape);
+  LOOM_CUDA_CHECK(weightShape.rank == 3 &&
+                      weightShape[transposed ? 2 : 1] == inputShape[1],
+                  kernel,
+                  "a weight of shape %s does not fit an input of shape %s",
+                  formatShape(weightShape, 0), formatShape(inputShape, 1));
+  int64_t rows = inputShape[0], depth = inputShape[1];
+  int64_t experts = weightShape[0], width = weightShape[transposed ? 1 : 2];
+  checkShape(kernel, "the result", resultShape, Shape{rows, width});
+  checkGemmSizes(kernel, {rows, depth, width});
+  std::vector<int64_t> starts =
+      groupStarts(kernel, counts, countsShape, experts, rows);
+  if (depth == 0) {
+    zero(kernel, result, rows * width);
+    return;
+  }
+  zero(kernel, result + starts[experts] * width,
+       (rows - starts[experts]) * width);
+  if (width == 0)
+    return;
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t start = starts[e], m = starts[e + 1] - start;
+    if (m == 0)
+      continue;
+    gemmStridedBatched(kernel, false, transposed, m, width, depth,
+                       input + start * depth, depth, 0,
+                       weight + e * depth * width, transposed ? depth : width,
+                       0, result + start * width, 0, 1);
+  }
+}
+
+template <typename T>
+void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
+                           const Shape &lhsShape, const T *rhs,
+                           const Shape &rhsShape, const int64_t *counts,
+                           const Shape &countsShape) {
+  const char *kernel = "grouped_matmul_grad";
+  checkMatrix(kernel, "lhs", lhsShape);
+  checkMatrix(kernel, "rhs", rhsShape);
+  LOOM_CUDA_CHECK(lhsShape[0] == rhsShape[0], kernel,
+                  "lhs %s and rhs %s differ in rows", formatShape(lhsShape, 0),
+                  formatShape(rhsShape, 1));
+  checkValid(kernel, "the counts", countsShape);
+  LOOM_CUDA_CHECK(countsShape.rank == 1, kernel,
+                  "counts of shape %s must have rank 1",
+                  formatShape(countsShape, 0));
+  int64_t rows = lhsShape[0], a = lhsShape[1], b = rhsShape[1];
+  int64_t experts = countsShape[0];
+  checkShape(kernel, "the result", resultShape, Shape{experts, a, b});
+  checkGemmSizes(kernel, {rows, a, b});
+  std::vector<int64_t> starts =
+      groupStarts(kernel, counts, countsShape, experts, rows);
+  // An expert without rows has a zero gradient; the others are written.
+  zero(kernel, result, experts * a * b);
+  if (a * b == 0)
+    return;
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t start = starts[e], m = starts[e + 1] - start;
+    if (m == 0)
+      continue;
+    gemmStridedBatched(kernel, true, false, a, b, m, lhs + start * a, a, 0,
+                       rhs + start * b, b, 0, result + e * a * b, 0, 1);
+  }
+}
+
 } // namespace
 
 void loom::cuda::topk(int64_t *result, Shape resultShape, const float *input,
@@ -133,3 +367,44 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                                         num_experts, limit);
   checkLaunch(kernel);
 }
+
+#define LOOM_MOE_FLOAT_KERNELS(T)                                              \
+  void loom::cuda::moe_dispatch(T *result, Shape resultShape, const T *input, \
+                                Shape inputShape, const int64_t *slots,        \
+                                Shape slotsShape, const T *weights,            \
+                                Shape weightsShape, int64_t rows) {            \
+    moeDispatchImpl(result, resultShape, input, inputShape, slots,            \
+                    slotsShape, weights, weightsShape, rows);                  \
+  }                                                                            \
+  void loom::cuda::moe_combine(T *result, Shape resultShape, const T *input,  \
+                               Shape inputShape, const int64_t *slots,         \
+                               Shape slotsShape, const T *weights,             \
+                               Shape weightsShape) {                           \
+    moeCombineImpl(result, resultShape, input, inputShape, slots, slotsShape, \
+                   weights, weightsShape);                                     \
+  }                                                                            \
+  void loom::cuda::moe_slot_dot(T *result, Shape resultShape, const T *buffer,\
+                                Shape bufferShape, const T *tokens,            \
+                                Shape tokensShape, const int64_t *slots,       \
+                                Shape slotsShape) {                            \
+    moeSlotDotImpl(result, resultShape, buffer, bufferShape, tokens,          \
+                   tokensShape, slots, slotsShape);                            \
+  }                                                                            \
+  void loom::cuda::grouped_matmul(T *result, Shape resultShape,               \
+                                  const T *input, Shape inputShape,            \
+                                  const T *weight, Shape weightShape,          \
+                                  const int64_t *counts, Shape countsShape,    \
+                                  bool transposeRhs) {                         \
+    groupedMatmulImpl(result, resultShape, input, inputShape, weight,         \
+                      weightShape, counts, countsShape, transposeRhs);         \
+  }                                                                            \
+  void loom::cuda::grouped_matmul_grad(                                        \
+      T *result, Shape resultShape, const T *lhs, Shape lhsShape,              \
+      const T *rhs, Shape rhsShape, const int64_t *counts,                     \
+      Shape countsShape) {                                                     \
+    groupedMatmulGradImpl(result, resultShape, lhs, lhsShape, rhs, rhsShape,  \
+                          counts, countsShape);                                \
+  }
+
+LOOM_MOE_FLOAT_KERNELS(float)
+LOOM_MOE_FLOAT_KERNELS(double)

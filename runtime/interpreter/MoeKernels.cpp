@@ -1,12 +1,17 @@
-//===- MoeKernels.cpp - nn.topk and nn.moe_route --------------------------===//
+//===- MoeKernels.cpp - The mixture-of-experts ops ------------------------===//
 //
-// The mixture-of-experts ops: the top k of each row (the router's choice
-// of experts) and the routing of every (token, choice) entry to its row of
-// the expert-ordered buffer. Both give integers and are exact; ties and
-// NaNs follow the op docs (NNOps.td), which the target kernels mirror.
+// The top k of each row (the router's choice of experts) and the routing of
+// every (token, choice) entry to its row of the expert-ordered buffer, both
+// integer and exact (ties and NaNs as the op docs in NNOps.td say); then
+// the float ops over that buffer: dispatch (a scatter-add), combine (a
+// weighted gather), the slot dot products (the weights' gradient), and the
+// grouped matmul and its weight gradient, one GEMM per expert on its rows.
+// The host kernels (runtime/kernels/MoeKernels.cpp) make the same GEMM
+// calls and sums in the same order, so the two agree bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/interpreter/Blas.h"
 #include "runtime/interpreter/KernelUtils.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -102,9 +107,253 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
   return success();
 }
 
+/// Checks that `tensor` (operand `name`) is a matrix.
+LogicalResult checkMatrixOperand(const KernelCall &call, const Tensor &tensor,
+                                 llvm::StringRef name) {
+  if (tensor.getRank() == 2)
+    return success();
+  return call.emitError() << name << " of shape "
+                          << formatShape(tensor.getShape())
+                          << " must have rank 2";
+}
+
+/// Checks the slots (i64, `[T, k]` for `tokens` tokens) and the optional
+/// weights (the slots' shape, of element kind `kind`).
+LogicalResult checkRouting(const KernelCall &call, const Tensor &slots,
+                           int64_t tokens, const Tensor *weights,
+                           ElementKind kind) {
+  if (slots.getKind() != ElementKind::I64)
+    return call.emitError() << "slots must be i64, got "
+                            << getElementKindName(slots.getKind());
+  if (failed(checkMatrixOperand(call, slots, "slots")))
+    return failure();
+  if (slots.getShape()[0] != tokens)
+    return call.emitError() << "slots of shape "
+                            << formatShape(slots.getShape()) << " for "
+                            << tokens << " tokens";
+  if (!weights)
+    return success();
+  if (weights->getKind() != kind)
+    return call.emitError() << "weights must have the input's element type";
+  return checkShape(call, "weights", weights->getShape(), slots.getShape(),
+                    "the slots' shape");
+}
+
+/// The first row of each expert's group, from run-time counts (i64, `[E]`)
+/// that must be non-negative and sum to at most `rows`; `E + 1` entries.
+FailureOr<std::vector<int64_t>> groupStarts(const KernelCall &call,
+                                            const Tensor &counts,
+                                            int64_t experts, int64_t rows) {
+  if (counts.getKind() != ElementKind::I64 || counts.getRank() != 1 ||
+      counts.getShape()[0] != experts)
+    return call.emitError() << "counts must be i64 of shape [" << experts
+                            << "], got " << getElementKindName(counts.getKind())
+                            << " " << formatShape(counts.getShape());
+  const int64_t *data = counts.data<int64_t>();
+  std::vector<int64_t> starts(static_cast<size_t>(experts) + 1, 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    if (data[e] < 0 || data[e] > rows - starts[e])
+      return call.emitError()
+             << "counts must be non-negative and sum to at most the " << rows
+             << " buffer rows; expert " << e << " has " << data[e]
+             << " after " << starts[e] << " rows";
+    starts[e + 1] = starts[e] + data[e];
+  }
+  return starts;
+}
+
+LogicalResult moeDispatchKernel(nn::MoeDispatchOp op, KernelCall &call) {
+  const Tensor &input = call.operand(0), &slots = call.operand(1);
+  const Tensor *weights =
+      op.getWeights() ? call.operandFor(op.getWeights()) : nullptr;
+  if (failed(checkMatrixOperand(call, input, "input")) ||
+      failed(checkRouting(call, slots, input.getShape()[0], weights,
+                          input.getKind())))
+    return failure();
+  int64_t rows = static_cast<int64_t>(op.getRows());
+  int64_t tokens = input.getShape()[0], width = input.getShape()[1];
+  int64_t k = slots.getShape()[1];
+  return dispatchFloat(call, input.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(input.getKind(), {rows, width});
+    if (!out)
+      return failure();
+    const T *x = input.data<T>();
+    const T *w = weights ? weights->data<T>() : nullptr;
+    const int64_t *s = slots.data<int64_t>();
+    T *y = out->data<T>();
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t row = s[t * k + j];
+        if (row < 0 || row >= rows)
+          continue;
+        for (int64_t h = 0; h < width; ++h)
+          y[row * width + h] +=
+              w ? w[t * k + j] * x[t * width + h] : x[t * width + h];
+      }
+    return success();
+  });
+}
+
+LogicalResult moeCombineKernel(nn::MoeCombineOp op, KernelCall &call) {
+  const Tensor &input = call.operand(0), &slots = call.operand(1);
+  const Tensor *weights =
+      op.getWeights() ? call.operandFor(op.getWeights()) : nullptr;
+  if (failed(checkMatrixOperand(call, input, "input")) ||
+      failed(checkMatrixOperand(call, slots, "slots")) ||
+      failed(checkRouting(call, slots, slots.getShape()[0], weights,
+                          input.getKind())))
+    return failure();
+  int64_t rows = input.getShape()[0], width = input.getShape()[1];
+  int64_t tokens = slots.getShape()[0], k = slots.getShape()[1];
+  return dispatchFloat(call, input.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(input.getKind(), {tokens, width});
+    if (!out)
+      return failure();
+    const T *x = input.data<T>();
+    const T *w = weights ? weights->data<T>() : nullptr;
+    const int64_t *s = slots.data<int64_t>();
+    T *y = out->data<T>();
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t row = s[t * k + j];
+        if (row < 0 || row >= rows)
+          continue;
+        for (int64_t h = 0; h < width; ++h)
+          y[t * width + h] +=
+              w ? w[t * k + j] * x[row * width + h] : x[row * width + h];
+      }
+    return success();
+  });
+}
+
+LogicalResult moeSlotDotKernel(nn::MoeSlotDotOp, KernelCall &call) {
+  const Tensor &buffer = call.operand(0), &tokens = call.operand(1),
+               &slots = call.operand(2);
+  if (failed(checkMatrixOperand(call, buffer, "buffer")) ||
+      failed(checkMatrixOperand(call, tokens, "tokens")) ||
+      failed(checkRouting(call, slots, tokens.getShape()[0], nullptr,
+                          buffer.getKind())))
+    return failure();
+  if (buffer.getKind() != tokens.getKind() ||
+      buffer.getShape()[1] != tokens.getShape()[1])
+    return call.emitError() << "buffer " << formatShape(buffer.getShape())
+                            << " and tokens "
+                            << formatShape(tokens.getShape())
+                            << " must have one element type and width";
+  int64_t rows = buffer.getShape()[0], width = buffer.getShape()[1];
+  int64_t count = tokens.getShape()[0], k = slots.getShape()[1];
+  return dispatchFloat(call, buffer.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(buffer.getKind(), {count, k});
+    if (!out)
+      return failure();
+    const T *b = buffer.data<T>(), *x = tokens.data<T>();
+    const int64_t *s = slots.data<int64_t>();
+    T *y = out->data<T>();
+    for (int64_t t = 0; t < count; ++t)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t row = s[t * k + j];
+        if (row < 0 || row >= rows)
+          continue;
+        T sum = 0;
+        for (int64_t h = 0; h < width; ++h)
+          sum += b[row * width + h] * x[t * width + h];
+        y[t * k + j] = sum;
+      }
+    return success();
+  });
+}
+
+LogicalResult groupedMatmulKernel(nn::GroupedMatmulOp op, KernelCall &call) {
+  const Tensor &input = call.operand(0), &weight = call.operand(1),
+               &counts = call.operand(2);
+  bool transposed = op.getTransposeRhs();
+  if (failed(checkMatrixOperand(call, input, "input")))
+    return failure();
+  if (weight.getRank() != 3 || weight.getKind() != input.getKind() ||
+      weight.getShape()[transposed ? 2 : 1] != input.getShape()[1])
+    return call.emitError() << "weight of shape "
+                            << formatShape(weight.getShape())
+                            << " does not fit an input of shape "
+                            << formatShape(input.getShape());
+  int64_t rows = input.getShape()[0], depth = input.getShape()[1];
+  int64_t experts = weight.getShape()[0];
+  int64_t width = weight.getShape()[transposed ? 1 : 2];
+  FailureOr<std::vector<int64_t>> starts =
+      groupStarts(call, counts, experts, rows);
+  if (failed(starts))
+    return failure();
+  for (int64_t size : {rows, depth, width})
+    if (!fitsBlasInt(size))
+      return call.emitError() << "dimension " << size
+                              << " is too large for BLAS";
+  return dispatchFloat(call, input.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(input.getKind(), {rows, width});
+    if (!out)
+      return failure();
+    const T *x = input.data<T>(), *w = weight.data<T>();
+    T *y = out->data<T>();
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t start = (*starts)[e], m = (*starts)[e + 1] - start;
+      gemm(false, transposed, m, width, depth, T(1), x + start * depth, depth,
+           w + e * depth * width, transposed ? depth : width, T(0),
+           y + start * width, width);
+    }
+    return success();
+  });
+}
+
+LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp,
+                                      KernelCall &call) {
+  const Tensor &lhs = call.operand(0), &rhs = call.operand(1),
+               &counts = call.operand(2);
+  if (failed(checkMatrixOperand(call, lhs, "lhs")) ||
+      failed(checkMatrixOperand(call, rhs, "rhs")))
+    return failure();
+  if (lhs.getKind() != rhs.getKind() ||
+      lhs.getShape()[0] != rhs.getShape()[0])
+    return call.emitError() << "lhs " << formatShape(lhs.getShape())
+                            << " and rhs " << formatShape(rhs.getShape())
+                            << " must have one element type and row count";
+  if (counts.getRank() != 1)
+    return call.emitError() << "counts must have rank 1";
+  int64_t rows = lhs.getShape()[0], a = lhs.getShape()[1],
+          b = rhs.getShape()[1], experts = counts.getShape()[0];
+  FailureOr<std::vector<int64_t>> starts =
+      groupStarts(call, counts, experts, rows);
+  if (failed(starts))
+    return failure();
+  for (int64_t size : {rows, a, b})
+    if (!fitsBlasInt(size))
+      return call.emitError() << "dimension " << size
+                              << " is too large for BLAS";
+  return dispatchFloat(call, lhs.getKind(), [&](auto tag) -> LogicalResult {
+    using T = decltype(tag);
+    Tensor *out = call.addResult(lhs.getKind(), {experts, a, b});
+    if (!out)
+      return failure();
+    const T *l = lhs.data<T>(), *r = rhs.data<T>();
+    T *y = out->data<T>();
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t start = (*starts)[e], m = (*starts)[e + 1] - start;
+      gemm(true, false, a, b, m, T(1), l + start * a, a, r + start * b, b,
+           T(0), y + e * a * b, b);
+    }
+    return success();
+  });
+}
+
 } // namespace
 
 void loom::interp::registerMoeKernels(KernelRegistry &registry) {
   registry.add(topkKernel);
   registry.add(moeRouteKernel);
+  registry.add(moeDispatchKernel, /*computesBf16InF32=*/true);
+  registry.add(moeCombineKernel, /*computesBf16InF32=*/true);
+  registry.add(moeSlotDotKernel, /*computesBf16InF32=*/true);
+  registry.add(groupedMatmulKernel, /*computesBf16InF32=*/true);
+  registry.add(groupedMatmulGradKernel, /*computesBf16InF32=*/true);
 }

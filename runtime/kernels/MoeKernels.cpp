@@ -4,15 +4,21 @@
 // row of the expert-ordered buffer), exact and mirroring the reference
 // interpreter (runtime/interpreter/MoeKernels.cpp): ties in index order, a
 // NaN above any number, entries of an expert beyond its capacity or of an
-// expert out of range dropped (slot -1).
+// expert out of range dropped (slot -1). The float ops over the buffer
+// (dispatch, combine, slot dot products, the grouped matmul and its weight
+// gradient) sum in the interpreter's order and make its GEMM calls, one
+// per expert on its rows, so the two agree bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/Blas.h"
 #include "runtime/kernels/KernelSupport.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
 #include <vector>
 
@@ -56,7 +62,234 @@ void topkImpl(int64_t *result, const Shape &resultShape, const T *input,
   }
 }
 
+/// Ends the process unless `shape` (operand `what`) is a valid matrix.
+void checkMatrix(const char *kernel, const char *what, const Shape &shape) {
+  checkValid(kernel, what, shape);
+  LOOM_HOST_CHECK(shape.rank == 2, kernel, "%s of shape %s must have rank 2",
+                  what, formatShape(shape, 0));
+}
+
+/// Checks the slots (`[tokens, k]`) and the weights (absent, or the slots'
+/// shape).
+void checkRouting(const char *kernel, const Shape &slotsShape, int64_t tokens,
+                  const void *weights, const Shape &weightsShape) {
+  checkMatrix(kernel, "the slots", slotsShape);
+  LOOM_HOST_CHECK(slotsShape[0] == tokens, kernel,
+                  "slots of shape %s for %lld tokens",
+                  formatShape(slotsShape, 0), static_cast<long long>(tokens));
+  if (weights)
+    checkShape(kernel, "the weights", weightsShape, slotsShape);
+}
+
+/// The first row of each expert's group (`E + 1` entries) from run-time
+/// counts that must be non-negative and sum to at most `rows`.
+std::vector<int64_t> groupStarts(const char *kernel, const int64_t *counts,
+                                 const Shape &countsShape, int64_t experts,
+                                 int64_t rows) {
+  checkShape(kernel, "the counts", countsShape, Shape{experts});
+  std::vector<int64_t> starts(static_cast<size_t>(experts) + 1, 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    LOOM_HOST_CHECK(counts[e] >= 0 && counts[e] <= rows - starts[e], kernel,
+                    "counts must be non-negative and sum to at most the "
+                    "%lld buffer rows; expert %lld has %lld after %lld rows",
+                    static_cast<long long>(rows), static_cast<long long>(e),
+                    static_cast<long long>(counts[e]),
+                    static_cast<long long>(starts[e]));
+    starts[e + 1] = starts[e] + counts[e];
+  }
+  return starts;
+}
+
+void checkBlasSizes(const char *kernel, std::initializer_list<int64_t> sizes) {
+  for (int64_t size : sizes)
+    LOOM_HOST_CHECK(size <= INT_MAX, kernel,
+                    "dimension %lld is too large for BLAS",
+                    static_cast<long long>(size));
+}
+
+template <typename T>
+void moeDispatchImpl(T *result, const Shape &resultShape, const T *input,
+                     const Shape &inputShape, const int64_t *slots,
+                     const Shape &slotsShape, const T *weights,
+                     const Shape &weightsShape, int64_t rows) {
+  const char *kernel = "moe_dispatch";
+  checkMatrix(kernel, "the input", inputShape);
+  checkRouting(kernel, slotsShape, inputShape[0], weights, weightsShape);
+  int64_t tokens = inputShape[0], width = inputShape[1], k = slotsShape[1];
+  checkShape(kernel, "the result", resultShape, Shape{rows, width});
+  std::fill(result, result + rows * width, T(0));
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t row = slots[t * k + j];
+      if (row < 0 || row >= rows)
+        continue;
+      const T *x = input + t * width;
+      T *y = result + row * width;
+      if (weights)
+        for (int64_t h = 0; h < width; ++h)
+          y[h] += weights[t * k + j] * x[h];
+      else
+        for (int64_t h = 0; h < width; ++h)
+          y[h] += x[h];
+    }
+}
+
+template <typename T>
+void moeCombineImpl(T *result, const Shape &resultShape, const T *input,
+                    const Shape &inputShape, const int64_t *slots,
+                    const Shape &slotsShape, const T *weights,
+                    const Shape &weightsShape) {
+  const char *kernel = "moe_combine";
+  checkMatrix(kernel, "the input", inputShape);
+  checkMatrix(kernel, "the slots", slotsShape);
+  checkRouting(kernel, slotsShape, slotsShape[0], weights, weightsShape);
+  int64_t rows = inputShape[0], width = inputShape[1];
+  int64_t tokens = slotsShape[0], k = slotsShape[1];
+  checkShape(kernel, "the result", resultShape, Shape{tokens, width});
+  std::fill(result, result + tokens * width, T(0));
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t row = slots[t * k + j];
+      if (row < 0 || row >= rows)
+        continue;
+      const T *x = input + row * width;
+      T *y = result + t * width;
+      if (weights)
+        for (int64_t h = 0; h < width; ++h)
+          y[h] += weights[t * k + j] * x[h];
+      else
+        for (int64_t h = 0; h < width; ++h)
+          y[h] += x[h];
+    }
+}
+
+template <typename T>
+void moeSlotDotImpl(T *result, const Shape &resultShape, const T *buffer,
+                    const Shape &bufferShape, const T *tokens,
+                    const Shape &tokensShape, const int64_t *slots,
+                    const Shape &slotsShape) {
+  const char *kernel = "moe_slot_dot";
+  checkMatrix(kernel, "the buffer", bufferShape);
+  checkMatrix(kernel, "the tokens", tokensShape);
+  LOOM_HOST_CHECK(bufferShape[1] == tokensShape[1], kernel,
+                  "the buffer %s and the tokens %s differ in width",
+                  formatShape(bufferShape, 0), formatShape(tokensShape, 1));
+  checkRouting(kernel, slotsShape, tokensShape[0], nullptr, slotsShape);
+  int64_t rows = bufferShape[0], width = bufferShape[1];
+  int64_t count = tokensShape[0], k = slotsShape[1];
+  checkShape(kernel, "the result", resultShape, slotsShape);
+  for (int64_t t = 0; t < count; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t row = slots[t * k + j];
+      T sum = 0;
+      if (row >= 0 && row < rows)
+        for (int64_t h = 0; h < width; ++h)
+          sum += buffer[row * width + h] * tokens[t * width + h];
+      result[t * k + j] = sum;
+    }
+}
+
+template <typename T>
+void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
+                       const Shape &inputShape, const T *weight,
+                       const Shape &weightShape, const int64_t *counts,
+                       const Shape &countsShape, bool transposed) {
+  const char *kernel = "grouped_matmul";
+  checkMatrix(kernel, "the input", inputShape);
+  checkValid(kernel, "the weight", weightShape);
+  LOOM_HOST_CHECK(weightShape.rank == 3 &&
+                      weightShape[transposed ? 2 : 1] == inputShape[1],
+                  kernel, "a weight of shape %s does not fit an input of "
+                  "shape %s", formatShape(weightShape, 0),
+                  formatShape(inputShape, 1));
+  int64_t rows = inputShape[0], depth = inputShape[1];
+  int64_t experts = weightShape[0], width = weightShape[transposed ? 1 : 2];
+  checkShape(kernel, "the result", resultShape, Shape{rows, width});
+  checkBlasSizes(kernel, {rows, depth, width});
+  std::vector<int64_t> starts =
+      groupStarts(kernel, counts, countsShape, experts, rows);
+  // (The tail past the last group is zero; the groups are all written.)
+  std::fill(result + starts[experts] * width, result + rows * width, T(0));
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t start = starts[e], m = starts[e + 1] - start;
+    gemm(false, transposed, m, width, depth, T(1), input + start * depth,
+         depth, weight + e * depth * width, transposed ? depth : width, T(0),
+         result + start * width, width);
+  }
+}
+
+template <typename T>
+void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
+                           const Shape &lhsShape, const T *rhs,
+                           const Shape &rhsShape, const int64_t *counts,
+                           const Shape &countsShape) {
+  const char *kernel = "grouped_matmul_grad";
+  checkMatrix(kernel, "lhs", lhsShape);
+  checkMatrix(kernel, "rhs", rhsShape);
+  LOOM_HOST_CHECK(lhsShape[0] == rhsShape[0], kernel,
+                  "lhs %s and rhs %s differ in rows", formatShape(lhsShape, 0),
+                  formatShape(rhsShape, 1));
+  checkValid(kernel, "the counts", countsShape);
+  LOOM_HOST_CHECK(countsShape.rank == 1, kernel,
+                  "counts of shape %s must have rank 1",
+                  formatShape(countsShape, 0));
+  int64_t rows = lhsShape[0], a = lhsShape[1], b = rhsShape[1];
+  int64_t experts = countsShape[0];
+  checkShape(kernel, "the result", resultShape, Shape{experts, a, b});
+  checkBlasSizes(kernel, {rows, a, b});
+  std::vector<int64_t> starts =
+      groupStarts(kernel, counts, countsShape, experts, rows);
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t start = starts[e], m = starts[e + 1] - start;
+    // (With no rows, gemm only scales C by beta = 0.)
+    std::fill(result + e * a * b, result + (e + 1) * a * b, T(0));
+    gemm(true, false, a, b, m, T(1), lhs + start * a, a, rhs + start * b, b,
+         T(0), result + e * a * b, b);
+  }
+}
+
 } // namespace
+
+#define LOOM_MOE_FLOAT_KERNELS(T)                                              \
+  void loom::host::moe_dispatch(T *result, Shape resultShape, const T *input, \
+                                Shape inputShape, const int64_t *slots,        \
+                                Shape slotsShape, const T *weights,            \
+                                Shape weightsShape, int64_t rows) {            \
+    moeDispatchImpl(result, resultShape, input, inputShape, slots,            \
+                    slotsShape, weights, weightsShape, rows);                  \
+  }                                                                            \
+  void loom::host::moe_combine(T *result, Shape resultShape, const T *input,  \
+                               Shape inputShape, const int64_t *slots,         \
+                               Shape slotsShape, const T *weights,             \
+                               Shape weightsShape) {                           \
+    moeCombineImpl(result, resultShape, input, inputShape, slots, slotsShape, \
+                   weights, weightsShape);                                     \
+  }                                                                            \
+  void loom::host::moe_slot_dot(T *result, Shape resultShape, const T *buffer,\
+                                Shape bufferShape, const T *tokens,            \
+                                Shape tokensShape, const int64_t *slots,       \
+                                Shape slotsShape) {                            \
+    moeSlotDotImpl(result, resultShape, buffer, bufferShape, tokens,          \
+                   tokensShape, slots, slotsShape);                            \
+  }                                                                            \
+  void loom::host::grouped_matmul(T *result, Shape resultShape,               \
+                                  const T *input, Shape inputShape,            \
+                                  const T *weight, Shape weightShape,          \
+                                  const int64_t *counts, Shape countsShape,    \
+                                  bool transposeRhs) {                         \
+    groupedMatmulImpl(result, resultShape, input, inputShape, weight,         \
+                      weightShape, counts, countsShape, transposeRhs);         \
+  }                                                                            \
+  void loom::host::grouped_matmul_grad(                                        \
+      T *result, Shape resultShape, const T *lhs, Shape lhsShape,              \
+      const T *rhs, Shape rhsShape, const int64_t *counts,                     \
+      Shape countsShape) {                                                     \
+    groupedMatmulGradImpl(result, resultShape, lhs, lhsShape, rhs, rhsShape,  \
+                          counts, countsShape);                                \
+  }
+
+LOOM_MOE_FLOAT_KERNELS(float)
+LOOM_MOE_FLOAT_KERNELS(double)
 
 void loom::host::topk(int64_t *result, Shape resultShape, const float *input,
                       Shape inputShape, int64_t k) {

@@ -832,3 +832,90 @@ LogicalResult MoeRouteOp::buildGradients(OpBuilder &, ArrayRef<Value>,
                                          SmallVectorImpl<Value> &operandGrads) {
   return noGradients(getOperation(), operandGrads);
 }
+
+/// The static row count of `buffer` (dimension 0), or an error on `op`: the
+/// dispatch that is the gradient of a combine or slot dot needs it.
+static FailureOr<int64_t> staticRows(Operation *op, Value buffer) {
+  int64_t rows = cast<RankedTensorType>(buffer.getType()).getDimSize(0);
+  if (ShapedType::isDynamic(rows))
+    return op->emitOpError("needs a buffer with a static number of rows to "
+                           "build its gradient (a dispatch of that many rows)");
+  return rows;
+}
+
+LogicalResult MoeDispatchOp::buildGradients(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(MoeCombineOp::create(builder, getLoc(), dy,
+                                              getSlots(), getWeights()));
+  operandGrads.push_back(Value()); // slots
+  if (getWeights())
+    operandGrads.push_back(
+        MoeSlotDotOp::create(builder, getLoc(), dy, getInput(), getSlots()));
+  return success();
+}
+
+LogicalResult MoeCombineOp::buildGradients(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  FailureOr<int64_t> rows = staticRows(getOperation(), getInput());
+  if (failed(rows))
+    return failure();
+  operandGrads.push_back(MoeDispatchOp::create(
+      builder, getLoc(), dy, getSlots(), getWeights(),
+      builder.getI64IntegerAttr(*rows)));
+  operandGrads.push_back(Value()); // slots
+  if (getWeights())
+    operandGrads.push_back(
+        MoeSlotDotOp::create(builder, getLoc(), getInput(), dy, getSlots()));
+  return success();
+}
+
+LogicalResult MoeSlotDotOp::buildGradients(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  FailureOr<int64_t> rows = staticRows(getOperation(), getBuffer());
+  if (failed(rows))
+    return failure();
+  operandGrads.push_back(
+      MoeDispatchOp::create(builder, getLoc(), getTokens(), getSlots(), dy,
+                            builder.getI64IntegerAttr(*rows)));
+  operandGrads.push_back(
+      MoeCombineOp::create(builder, getLoc(), getBuffer(), getSlots(), dy));
+  operandGrads.push_back(Value()); // slots
+  return success();
+}
+
+LogicalResult GroupedMatmulOp::buildGradients(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  bool transposed = getTransposeRhs();
+  // y_e = x_e W_e (or x_e W_e^T): dx_e = dy_e W_e^T (or dy_e W_e), and
+  // dW_e = x_e^T dy_e (or dy_e^T x_e).
+  operandGrads.push_back(GroupedMatmulOp::create(
+      builder, getLoc(), dy, getWeight(), getCounts(), !transposed));
+  operandGrads.push_back(
+      transposed ? GroupedMatmulGradOp::create(builder, getLoc(), dy,
+                                               getInput(), getCounts())
+                 : GroupedMatmulGradOp::create(builder, getLoc(), getInput(),
+                                               dy, getCounts()));
+  operandGrads.push_back(Value()); // counts
+  return success();
+}
+
+LogicalResult GroupedMatmulGradOp::buildGradients(
+    OpBuilder &builder, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  // out_e = lhs_e^T rhs_e: dlhs_e = rhs_e dy_e^T, drhs_e = lhs_e dy_e.
+  operandGrads.push_back(GroupedMatmulOp::create(
+      builder, getLoc(), getRhs(), dy, getCounts(), /*transpose_rhs=*/true));
+  operandGrads.push_back(GroupedMatmulOp::create(
+      builder, getLoc(), getLhs(), dy, getCounts(), /*transpose_rhs=*/false));
+  operandGrads.push_back(Value()); // counts
+  return success();
+}

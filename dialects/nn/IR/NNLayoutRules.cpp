@@ -918,3 +918,115 @@ FactorRule MoeRouteOp::getFactorRule() {
   rule.addResult(std::move(counts));
   return rule;
 }
+
+/// Tokens split: each shard scatters its own tokens into the whole buffer,
+/// a partial sum of it (the slots are global rows). The width is parallel;
+/// the choices and the buffer rows replicated (a row belongs to whichever
+/// token the routing put there). Linear in the input and in the weights.
+FactorRule MoeDispatchOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), slots = shapeOf(getSlots()),
+                    out = shapeOf(getResult());
+  int64_t t = rule.addFactor(knownSize(in[0], slots[0]), kReduction,
+                             PartialKind::Sum);
+  int64_t h = rule.addFactor(knownSize(in[1], out[1]), kParallel);
+  int64_t k = rule.addFactor(slots[1], kReplicated);
+  int64_t n = rule.addFactor(out[0], kReplicated);
+  rule.addOperand({{t}, {h}});
+  rule.addOperand({{t}, {k}});
+  if (getWeights())
+    rule.addOperand({{t}, {k}});
+  rule.addResult({{n}, {h}});
+  rule.addLinearGroup({0});
+  if (getWeights())
+    rule.addLinearGroup({2});
+  return rule;
+}
+
+/// Tokens and width parallel (a token gathers its rows from the whole
+/// buffer); the buffer rows and the choices replicated. Linear in the
+/// buffer and in the weights.
+FactorRule MoeCombineOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), slots = shapeOf(getSlots()),
+                    out = shapeOf(getResult());
+  int64_t n = rule.addFactor(in[0], kReplicated);
+  int64_t h = rule.addFactor(knownSize(in[1], out[1]), kParallel);
+  int64_t t = rule.addFactor(knownSize(slots[0], out[0]), kParallel);
+  int64_t k = rule.addFactor(slots[1], kReplicated);
+  rule.addOperand({{n}, {h}});
+  rule.addOperand({{t}, {k}});
+  if (getWeights())
+    rule.addOperand({{t}, {k}});
+  rule.addResult({{t}, {h}});
+  rule.addLinearGroup({0});
+  if (getWeights())
+    rule.addLinearGroup({2});
+  return rule;
+}
+
+/// Tokens and choices parallel, the width a reduction (partial dot
+/// products add up), the buffer rows replicated. Linear in either float
+/// operand.
+FactorRule MoeSlotDotOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> buffer = shapeOf(getBuffer()), tokens = shapeOf(getTokens()),
+                    slots = shapeOf(getSlots());
+  int64_t n = rule.addFactor(buffer[0], kReplicated);
+  int64_t h = rule.addFactor(knownSize(buffer[1], tokens[1]), kReduction,
+                             PartialKind::Sum);
+  int64_t t = rule.addFactor(knownSize(tokens[0], slots[0]), kParallel);
+  int64_t k = rule.addFactor(slots[1], kParallel);
+  rule.addOperand({{n}, {h}});
+  rule.addOperand({{t}, {h}});
+  rule.addOperand({{t}, {k}});
+  rule.addResult({{t}, {k}});
+  rule.addLinearGroup({0});
+  rule.addLinearGroup({1});
+  return rule;
+}
+
+/// The buffer rows and the experts replicated (which rows an expert owns
+/// depends on all the counts before it; expert parallelism is a rewrite
+/// with exchanges, not a split of this op); the contraction a reduction,
+/// the output width parallel. Linear in the input and in the weight.
+FactorRule GroupedMatmulOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), weight = shapeOf(getWeight()),
+                    out = shapeOf(getResult());
+  bool transposed = getTransposeRhs();
+  int64_t n = rule.addFactor(knownSize(in[0], out[0]), kReplicated);
+  int64_t k = rule.addFactor(knownSize(in[1], weight[transposed ? 2 : 1]),
+                             kReduction, PartialKind::Sum);
+  int64_t f = rule.addFactor(knownSize(weight[transposed ? 1 : 2], out[1]),
+                             kParallel);
+  int64_t e = rule.addFactor(
+      knownSize(weight[0], shapeOf(getCounts())[0]), kReplicated);
+  rule.addOperand({{n}, {k}});
+  rule.addOperand(transposed ? TensorFactors{{e}, {f}, {k}}
+                             : TensorFactors{{e}, {k}, {f}});
+  rule.addOperand({{e}});
+  rule.addResult({{n}, {f}});
+  rule.addLinearGroup({0});
+  rule.addLinearGroup({1});
+  return rule;
+}
+
+/// Both matrix widths parallel; the buffer rows and the experts replicated
+/// (as for the grouped matmul). Linear in either buffer.
+FactorRule GroupedMatmulGradOp::getFactorRule() {
+  FactorRule rule;
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs()),
+                    out = shapeOf(getResult());
+  int64_t n = rule.addFactor(knownSize(lhs[0], rhs[0]), kReplicated);
+  int64_t a = rule.addFactor(knownSize(lhs[1], out[1]), kParallel);
+  int64_t b = rule.addFactor(knownSize(rhs[1], out[2]), kParallel);
+  int64_t e = rule.addFactor(out[0], kReplicated);
+  rule.addOperand({{n}, {a}});
+  rule.addOperand({{n}, {b}});
+  rule.addOperand({{e}});
+  rule.addResult({{e}, {a}, {b}});
+  rule.addLinearGroup({0});
+  rule.addLinearGroup({1});
+  return rule;
+}

@@ -1053,6 +1053,191 @@ def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
+def NN_MoeDispatchOp : NN_InferredOp<"moe_dispatch", [NN_Differentiable]> {
+  let summary = "Tokens scattered into the expert-ordered buffer";
+  let description = [{
+    The dispatch of a mixture of experts: every entry `(t, j)` of `slots`
+    (a token's `j`-th choice, placed by `nn.moe_route`) adds token `t`'s
+    row of `input`, times `weights[t, j]` when `weights` is given, to row
+    `slots[t, j]` of a zero buffer of `rows` rows:
+
+    ```
+    result[n, h] = sum over (t, j) with slots[t, j] = n of
+                   weights[t, j] * input[t, h]      (weights[t, j] = 1 if absent)
+    ```
+
+    An entry whose slot is outside `[0, rows)` (a dropped entry, slot -1)
+    adds nothing, and rows no entry names stay zero. With the slots of
+    `nn.moe_route` each row is named once, so the unweighted dispatch is a
+    copy; `rows = T * k` holds every entry (dropless).
+
+    ```mlir
+    %buffer = nn.moe_dispatch %x, %slots rows = 32
+        : tensor<16x8xf32>, tensor<16x2xi64>
+    // %buffer : tensor<32x8xf32>
+    ```
+
+    Constraints: `input` is `[T, H]`; `slots` (and `weights`, of the
+    input's element type) are `[T, k]`; `rows` is non-negative.
+
+    Gradient: `dinput = nn.moe_combine(dy, slots, weights)`;
+    `dweights = nn.moe_slot_dot(dy, input, slots)`; none for the slots.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_I64Tensor:$slots,
+                       Optional<NN_FloatTensor>:$weights, I64Attr:$rows);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $slots (`weights` $weights^)? `rows` `=` $rows attr-dict `:`
+    type(operands)
+  }];
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+def NN_MoeCombineOp : NN_InferredOp<"moe_combine", [NN_Differentiable]> {
+  let summary = "Expert outputs gathered back to their tokens, weighted";
+  let description = [{
+    The combine of a mixture of experts: token `t`'s row is the sum of the
+    buffer rows its entries were placed in, each times its combine weight:
+
+    ```
+    result[t, h] = sum over j with 0 <= slots[t, j] < N of
+                   weights[t, j] * input[slots[t, j], h]   (weights = 1 if absent)
+    ```
+
+    A dropped entry (a slot outside `[0, N)`) contributes nothing, so a
+    token all of whose entries were dropped gets a zero row (the residual
+    around the layer carries it).
+
+    ```mlir
+    %y = nn.moe_combine %out, %slots weights %w
+        : tensor<32x8xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+    // %y : tensor<16x8xf32>
+    ```
+
+    Constraints: `input` is `[N, H]`; `slots` (and `weights`, of the
+    input's element type) are `[T, k]`.
+
+    Gradient: `dinput = nn.moe_dispatch(dy, slots, weights) rows = N`;
+    `dweights = nn.moe_slot_dot(input, dy, slots)`; none for the slots.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_I64Tensor:$slots,
+                       Optional<NN_FloatTensor>:$weights);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $slots (`weights` $weights^)? attr-dict `:` type(operands)
+  }];
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+def NN_MoeSlotDotOp : NN_InferredOp<"moe_slot_dot", [NN_Differentiable]> {
+  let summary = "Each entry's buffer row dotted with its token's row";
+  let description = [{
+    For every entry `(t, j)`, the dot product of buffer row `slots[t, j]`
+    with row `t` of `tokens`; zero for a dropped entry (a slot outside
+    `[0, N)`):
+
+    ```
+    result[t, j] = sum over h of buffer[slots[t, j], h] * tokens[t, h]
+    ```
+
+    It is the gradient of the combine weights (`nn.moe_combine`) and of the
+    dispatch weights (`nn.moe_dispatch`).
+
+    ```mlir
+    %dw = nn.moe_slot_dot %out, %dy, %slots
+        : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x2xi64>
+    // %dw : tensor<16x2xf32>
+    ```
+
+    Constraints: `buffer` is `[N, H]`, `tokens` `[T, H]` of the same
+    element type, `slots` `[T, k]`.
+
+    Gradient: `dbuffer = nn.moe_dispatch(tokens, slots, dy) rows = N`;
+    `dtokens = nn.moe_combine(buffer, slots, dy)`; none for the slots.
+  }];
+  let arguments = (ins NN_FloatTensor:$buffer, NN_FloatTensor:$tokens,
+                       NN_I64Tensor:$slots);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $buffer `,` $tokens `,` $slots attr-dict `:` type(operands)
+  }];
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+def NN_GroupedMatmulOp : NN_InferredOp<"grouped_matmul", [NN_Differentiable]> {
+  let summary = "Each expert's rows of the buffer times its own weight";
+  let description = [{
+    The experts' matrix product over the expert-ordered buffer, with the
+    group sizes known only at run time: expert `e` owns rows
+    `[start(e), start(e) + counts[e])` of `input`, `start(e)` the sum of
+    the counts before `e`, and those rows are multiplied by `weight[e]`
+    (`[K, F]`, or `[F, K]` read transposed with `transpose_rhs`). Rows past
+    the sum of the counts (the unused tail of a buffer sized by the static
+    bound) are zero in the result; an expert with no rows does nothing.
+
+    ```
+    result[n, f] = sum over c of input[n, c] * weight[e(n), c, f]
+                   (weight[e(n), f, c] with transpose_rhs)
+    ```
+
+    ```mlir
+    %h = nn.grouped_matmul %buffer, %w1, %counts
+        : tensor<32x8xf32>, tensor<4x8x16xf32>, tensor<4xi64>
+    // %h : tensor<32x16xf32>
+    ```
+
+    Constraints: `input` is `[N, K]`, `weight` `[E, K, F]` (`[E, F, K]`
+    with `transpose_rhs`) of the same element type, `counts` `[E]`. At run
+    time the counts are non-negative and sum to at most `N`.
+
+    Gradient: `dinput = nn.grouped_matmul(dy, weight, counts)` with
+    `transpose_rhs` flipped; `dweight = nn.grouped_matmul_grad(input, dy,
+    counts)` (`(dy, input)` with `transpose_rhs`); none for the counts.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       NN_I64Tensor:$counts, UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $counts (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type(operands)
+  }];
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+def NN_GroupedMatmulGradOp
+    : NN_InferredOp<"grouped_matmul_grad", [NN_Differentiable]> {
+  let summary = "Per expert, the product of its rows of two buffers";
+  let description = [{
+    For every expert `e`, `lhs_e^T * rhs_e`, where `lhs_e` and `rhs_e` are
+    the rows `[start(e), start(e) + counts[e])` of `lhs` and `rhs` (as in
+    `nn.grouped_matmul`): the weight gradient of a grouped matmul. An expert
+    with no rows gets zeros; rows past the sum of the counts are ignored.
+
+    ```
+    result[e, a, b] = sum over n owned by e of lhs[n, a] * rhs[n, b]
+    ```
+
+    ```mlir
+    %dw = nn.grouped_matmul_grad %buffer, %dh, %counts
+        : tensor<32x8xf32>, tensor<32x16xf32>, tensor<4xi64>
+    // %dw : tensor<4x8x16xf32>
+    ```
+
+    Constraints: `lhs` is `[N, A]` and `rhs` `[N, B]` of one element type,
+    `counts` `[E]`; at run time as for `nn.grouped_matmul`.
+
+    Gradient: `dlhs = nn.grouped_matmul(rhs, dy, counts) transpose_rhs`;
+    `drhs = nn.grouped_matmul(lhs, dy, counts)`; none for the counts.
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_I64Tensor:$counts);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $counts attr-dict `:` type(operands)
+  }];
+  let kernelTargets = [NN_Host, NN_Cuda];
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//

@@ -844,3 +844,169 @@ LogicalResult MoeRouteOp::inferShape(Adaptor adaptor,
   resultTypes.push_back(RankedTensorType::get({numAttr.getInt()}, i64));
   return success();
 }
+
+/// Checks that `type` (operand `name`) is a matrix; `what` names its
+/// dimensions in the diagnostic.
+static LogicalResult checkMatrix(RankedTensorType type, StringRef name,
+                                 StringRef what, const ShapeDiag &diag) {
+  if (type.getRank() == 2)
+    return success();
+  return diag(name, " must have rank 2 (", what, "), got ", Type(type));
+}
+
+/// Checks the routing operands of the dispatch and combine: `slots` is
+/// `[T, k]` with T = `tokens` (when given), and `weights`, when present,
+/// has the slots' shape and `elementType`.
+static LogicalResult checkRouting(RankedTensorType slots, int64_t tokens,
+                                  Value weightsValue, Type elementType,
+                                  const ShapeDiag &diag) {
+  if (failed(checkMatrix(slots, "slots", "tokens x choices", diag)))
+    return failure();
+  if (!compatibleSizes(slots.getDimSize(0), tokens))
+    return diag("slots have ", formatSize(slots.getDimSize(0)),
+                " tokens but the tokens' operand has ", formatSize(tokens));
+  if (!weightsValue)
+    return success();
+  RankedTensorType weights =
+      getRankedTensor(weightsValue.getType(), "weights", diag);
+  if (!weights)
+    return failure();
+  if (weights.getElementType() != elementType)
+    return diag("weights element type ", weights.getElementType(),
+                " does not match the input's ", elementType);
+  return checkShapeMatches(weights.getShape(), "weights", slots.getShape(),
+                           "the slots' shape", diag);
+}
+
+/// Checks the counts of a grouped matmul: a vector of `experts` entries.
+static LogicalResult checkCounts(RankedTensorType counts, int64_t experts,
+                                 const ShapeDiag &diag) {
+  if (counts.getRank() != 1)
+    return diag("counts must have rank 1 (one per expert), got ",
+                Type(counts));
+  if (!compatibleSizes(counts.getDimSize(0), experts))
+    return diag("counts have ", formatSize(counts.getDimSize(0)),
+                " entries but there are ", formatSize(experts), " experts");
+  return success();
+}
+
+LogicalResult MoeDispatchOp::inferShape(Adaptor adaptor,
+                                        SmallVectorImpl<Type> &resultTypes,
+                                        const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands({adaptor.getInput(), adaptor.getSlots()}, types,
+                               diag)))
+    return failure();
+  RankedTensorType input = types[0], slots = types[1];
+  IntegerAttr rowsAttr =
+      lookupAttr(adaptor.getRowsAttr(), adaptor.getAttributes(), "rows");
+  if (!rowsAttr)
+    return diag("requires a 'rows' attribute");
+  if (failed(checkMatrix(input, "input", "tokens x width", diag)) ||
+      failed(checkRouting(slots, input.getDimSize(0), adaptor.getWeights(),
+                          input.getElementType(), diag)))
+    return failure();
+  if (rowsAttr.getInt() < 0)
+    return diag("rows = ", rowsAttr.getInt(), " must be non-negative");
+  resultTypes.push_back(RankedTensorType::get(
+      {rowsAttr.getInt(), input.getDimSize(1)}, input.getElementType()));
+  return success();
+}
+
+LogicalResult MoeCombineOp::inferShape(Adaptor adaptor,
+                                       SmallVectorImpl<Type> &resultTypes,
+                                       const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands({adaptor.getInput(), adaptor.getSlots()}, types,
+                               diag)))
+    return failure();
+  RankedTensorType input = types[0], slots = types[1];
+  if (failed(checkMatrix(input, "input", "buffer rows x width", diag)) ||
+      failed(checkRouting(slots, ShapedType::kDynamic, adaptor.getWeights(),
+                          input.getElementType(), diag)))
+    return failure();
+  resultTypes.push_back(RankedTensorType::get(
+      {slots.getDimSize(0), input.getDimSize(1)}, input.getElementType()));
+  return success();
+}
+
+LogicalResult MoeSlotDotOp::inferShape(Adaptor adaptor,
+                                       SmallVectorImpl<Type> &resultTypes,
+                                       const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands(
+          {adaptor.getBuffer(), adaptor.getTokens(), adaptor.getSlots()}, types,
+          diag)))
+    return failure();
+  RankedTensorType buffer = types[0], tokens = types[1], slots = types[2];
+  if (failed(checkMatrix(buffer, "buffer", "buffer rows x width", diag)) ||
+      failed(checkMatrix(tokens, "tokens", "tokens x width", diag)) ||
+      failed(checkSameElementType(buffer, "buffer", tokens, "tokens", diag)))
+    return failure();
+  if (!compatibleSizes(buffer.getDimSize(1), tokens.getDimSize(1)))
+    return diag("tokens have width ", formatSize(tokens.getDimSize(1)),
+                " but the buffer has width ",
+                formatSize(buffer.getDimSize(1)));
+  if (failed(checkRouting(slots, tokens.getDimSize(0), Value(),
+                          buffer.getElementType(), diag)))
+    return failure();
+  resultTypes.push_back(
+      RankedTensorType::get(slots.getShape(), buffer.getElementType()));
+  return success();
+}
+
+LogicalResult GroupedMatmulOp::inferShape(Adaptor adaptor,
+                                          SmallVectorImpl<Type> &resultTypes,
+                                          const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands(
+          {adaptor.getInput(), adaptor.getWeight(), adaptor.getCounts()}, types,
+          diag)))
+    return failure();
+  RankedTensorType input = types[0], weight = types[1], counts = types[2];
+  bool transposed = static_cast<bool>(lookupAttr(
+      adaptor.getTransposeRhsAttr(), adaptor.getAttributes(), "transpose_rhs"));
+  if (failed(checkMatrix(input, "input", "buffer rows x K", diag)) ||
+      failed(checkSameElementType(input, "input", weight, "weight", diag)))
+    return failure();
+  if (weight.getRank() != 3)
+    return diag("weight must have rank 3 (", transposed ? "experts x F x K"
+                                                       : "experts x K x F",
+                "), got ", Type(weight));
+  int64_t k = weight.getDimSize(transposed ? 2 : 1);
+  int64_t f = weight.getDimSize(transposed ? 1 : 2);
+  if (!compatibleSizes(input.getDimSize(1), k))
+    return diag("weight dimension ", transposed ? 2 : 1, " of size ",
+                formatSize(k), " does not match the input's width ",
+                formatSize(input.getDimSize(1)),
+                " (the contracting dimensions)");
+  if (failed(checkCounts(counts, weight.getDimSize(0), diag)))
+    return failure();
+  resultTypes.push_back(RankedTensorType::get({input.getDimSize(0), f},
+                                              input.getElementType()));
+  return success();
+}
+
+LogicalResult GroupedMatmulGradOp::inferShape(
+    Adaptor adaptor, SmallVectorImpl<Type> &resultTypes,
+    const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands(
+          {adaptor.getLhs(), adaptor.getRhs(), adaptor.getCounts()}, types,
+          diag)))
+    return failure();
+  RankedTensorType lhs = types[0], rhs = types[1], counts = types[2];
+  if (failed(checkMatrix(lhs, "lhs", "buffer rows x A", diag)) ||
+      failed(checkMatrix(rhs, "rhs", "buffer rows x B", diag)) ||
+      failed(checkSameElementType(lhs, "lhs", rhs, "rhs", diag)))
+    return failure();
+  if (!compatibleSizes(lhs.getDimSize(0), rhs.getDimSize(0)))
+    return diag("lhs has ", formatSize(lhs.getDimSize(0)), " rows but rhs has ",
+                formatSize(rhs.getDimSize(0)));
+  if (failed(checkCounts(counts, ShapedType::kDynamic, diag)))
+    return failure();
+  resultTypes.push_back(RankedTensorType::get(
+      {counts.getDimSize(0), lhs.getDimSize(1), rhs.getDimSize(1)},
+      lhs.getElementType()));
+  return success();
+}
