@@ -1016,6 +1016,90 @@ std::vector<CaseSet> makeCaseSets() {
                        {ty(ElementKind::I64, {0, 2}),
                         ty(ElementKind::I64, {3})}});
   }});
+  // The buffer ops: slots from a permutation of the 32 buffer rows with a
+  // dropped entry (-1) and one past the rows (ignored); the grouped matmul
+  // with an expert without rows and an unused tail, or groups filling the
+  // buffer.
+  auto moeSlots = []() {
+    Tensor slots(ElementKind::I64, {16, 2});
+    for (int64_t i = 0; i < 32; ++i)
+      slots.setDouble(i, static_cast<double>((i * 7 + 3) % 32));
+    slots.setDouble(5, -1);
+    slots.setDouble(12, 40);
+    return slots;
+  };
+  auto moeCounts = [](std::initializer_list<int64_t> values) {
+    Tensor counts(ElementKind::I64, {static_cast<int64_t>(values.size())});
+    int64_t i = 0;
+    for (int64_t value : values)
+      counts.setDouble(i++, static_cast<double>(value));
+    return counts;
+  };
+  sets.push_back({"nn.moe_dispatch", kFloats, [=](ElementKind k, Cases &cases) {
+    Tensor x = randomFloat(k, {16, 8}), w = randomFloat(k, {16, 2}, 0, 1);
+    Tensor slots = moeSlots();
+    for (int64_t rows : {32, 20})
+      for (bool weighted : {false, true})
+        cases.push_back(
+            {"moe_dispatch rows " + std::to_string(rows),
+             std::string("nn.moe_dispatch %a0, %a1") +
+                 (weighted ? " weights %a2" : "") + " rows = " +
+                 std::to_string(rows) + " : " + ty(x) + ", " + ty(slots) +
+                 (weighted ? ", " + ty(w) : ""),
+             weighted ? std::vector<Tensor>{x, slots, w}
+                      : std::vector<Tensor>{x, slots},
+             {ty(k, {rows, 8})}});
+    // Two entries in one row sum there.
+    Tensor shared = moeSlots();
+    shared.setDouble(7, shared.getDouble(6));
+    cases.push_back({"moe_dispatch shared row",
+                     "nn.moe_dispatch %a0, %a1 weights %a2 rows = 32 : " +
+                         ty(x) + ", " + ty(shared) + ", " + ty(w),
+                     {x, shared, w}, {ty(k, {32, 8})}});
+  }});
+  sets.push_back({"nn.moe_combine", kFloats, [=](ElementKind k, Cases &cases) {
+    Tensor buffer = randomFloat(k, {32, 8}), w = randomFloat(k, {16, 2}, 0, 1);
+    Tensor slots = moeSlots();
+    for (bool weighted : {false, true})
+      cases.push_back({"moe_combine",
+                       std::string("nn.moe_combine %a0, %a1") +
+                           (weighted ? " weights %a2" : "") + " : " +
+                           ty(buffer) + ", " + ty(slots) +
+                           (weighted ? ", " + ty(w) : ""),
+                       weighted ? std::vector<Tensor>{buffer, slots, w}
+                                : std::vector<Tensor>{buffer, slots},
+                       {ty(k, {16, 8})}});
+  }});
+  sets.push_back({"nn.moe_slot_dot", kFloats, [=](ElementKind k, Cases &cases) {
+    Tensor buffer = randomFloat(k, {32, 8}), tokens = randomFloat(k, {16, 8});
+    Tensor slots = moeSlots();
+    cases.push_back({"moe_slot_dot",
+                     "nn.moe_slot_dot %a0, %a1, %a2 : " + ty(buffer) + ", " +
+                         ty(tokens) + ", " + ty(slots),
+                     {buffer, tokens, slots}, {ty(k, {16, 2})}});
+  }});
+  sets.push_back({"nn.grouped_matmul", kFloats, [=](ElementKind k,
+                                                    Cases &cases) {
+    Tensor x = randomFloat(k, {32, 8});
+    for (bool transposed : {false, true})
+      for (Tensor counts : {moeCounts({10, 0, 12, 7}), moeCounts({8, 8, 8, 8})}) {
+        Tensor w = randomFloat(k, transposed ? Dims{4, 6, 8} : Dims{4, 8, 6});
+        cases.push_back({"grouped_matmul",
+                         std::string("nn.grouped_matmul %a0, %a1, %a2") +
+                             (transposed ? " transpose_rhs" : "") + " : " +
+                             ty(x) + ", " + ty(w) + ", " + ty(counts),
+                         {x, w, counts}, {ty(k, {32, 6})}});
+      }
+  }});
+  sets.push_back({"nn.grouped_matmul_grad", kFloats, [=](ElementKind k,
+                                                         Cases &cases) {
+    Tensor lhs = randomFloat(k, {32, 8}), rhs = randomFloat(k, {32, 6});
+    for (Tensor counts : {moeCounts({10, 0, 12, 7}), moeCounts({8, 8, 8, 8})})
+      cases.push_back({"grouped_matmul_grad",
+                       "nn.grouped_matmul_grad %a0, %a1, %a2 : " + ty(lhs) +
+                           ", " + ty(rhs) + ", " + ty(counts),
+                       {lhs, rhs, counts}, {ty(k, {4, 8, 6})}});
+  }});
   return sets;
 }
 
