@@ -58,3 +58,120 @@ func.func @route_capacity(%e: tensor<16x2xi64>) {
   %0, %1 = nn.moe_route %e num_experts = 4 capacity = 0 : tensor<16x2xi64>
   return
 }
+
+// -----
+
+// dispatch: the input is tokens x width.
+func.func @dispatch_rank(%x: tensor<16xf32>, %s: tensor<16x2xi64>) {
+  // expected-error @+1 {{input must have rank 2 (tokens x width)}}
+  %0 = nn.moe_dispatch %x, %s rows = 32 : tensor<16xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+// dispatch: a slot per token.
+func.func @dispatch_tokens(%x: tensor<16x8xf32>, %s: tensor<12x2xi64>) {
+  // expected-error @+1 {{slots have 12 tokens but the tokens' operand has 16}}
+  %0 = nn.moe_dispatch %x, %s rows = 32 : tensor<16x8xf32>, tensor<12x2xi64>
+  return
+}
+
+// -----
+
+// dispatch: the weights have the slots' shape.
+func.func @dispatch_weights(%x: tensor<16x8xf32>, %s: tensor<16x2xi64>, %w: tensor<16x3xf32>) {
+  // expected-error @+1 {{weights has shape [16, 3] but the slots' shape is [16, 2]}}
+  %0 = nn.moe_dispatch %x, %s weights %w rows = 32 : tensor<16x8xf32>, tensor<16x2xi64>, tensor<16x3xf32>
+  return
+}
+
+// -----
+
+// dispatch: the weights have the input's element type.
+func.func @dispatch_weight_type(%x: tensor<16x8xf32>, %s: tensor<16x2xi64>, %w: tensor<16x2xf64>) {
+  // expected-error @+1 {{weights element type 'f64' does not match the input's 'f32'}}
+  %0 = nn.moe_dispatch %x, %s weights %w rows = 32 : tensor<16x8xf32>, tensor<16x2xi64>, tensor<16x2xf64>
+  return
+}
+
+// -----
+
+// dispatch: a negative buffer.
+func.func @dispatch_rows(%x: tensor<16x8xf32>, %s: tensor<16x2xi64>) {
+  // expected-error @+1 {{rows = -1 must be non-negative}}
+  %0 = nn.moe_dispatch %x, %s rows = -1 : tensor<16x8xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+// dispatch: slots are integers.
+func.func @dispatch_slot_type(%x: tensor<16x8xf32>, %s: tensor<16x2xi32>) {
+  // expected-error @+1 {{operand #1 must be}}
+  %0 = nn.moe_dispatch %x, %s rows = 32 : tensor<16x8xf32>, tensor<16x2xi32>
+  return
+}
+
+// -----
+
+// combine: slots are tokens x choices.
+func.func @combine_slots(%b: tensor<32x8xf32>, %s: tensor<32xi64>) {
+  // expected-error @+1 {{slots must have rank 2 (tokens x choices)}}
+  %0 = nn.moe_combine %b, %s : tensor<32x8xf32>, tensor<32xi64>
+  return
+}
+
+// -----
+
+// slot_dot: the buffer and the tokens have one width.
+func.func @slot_dot_width(%b: tensor<32x8xf32>, %t: tensor<16x4xf32>, %s: tensor<16x2xi64>) {
+  // expected-error @+1 {{tokens have width 4 but the buffer has width 8}}
+  %0 = nn.moe_slot_dot %b, %t, %s : tensor<32x8xf32>, tensor<16x4xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul: the weight is experts x K x F.
+func.func @gmm_rank(%x: tensor<32x8xf32>, %w: tensor<8x12xf32>, %c: tensor<4xi64>) {
+  // expected-error @+1 {{weight must have rank 3 (experts x K x F)}}
+  %0 = nn.grouped_matmul %x, %w, %c : tensor<32x8xf32>, tensor<8x12xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul: contracting dimensions (transposed: the weight's last).
+func.func @gmm_contract(%x: tensor<32x8xf32>, %w: tensor<4x8x12xf32>, %c: tensor<4xi64>) {
+  // expected-error @+1 {{weight dimension 2 of size 12 does not match the input's width 8}}
+  %0 = nn.grouped_matmul %x, %w, %c transpose_rhs : tensor<32x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul: a count per expert.
+func.func @gmm_counts(%x: tensor<32x8xf32>, %w: tensor<4x8x12xf32>, %c: tensor<3xi64>) {
+  // expected-error @+1 {{counts have 3 entries but there are 4 experts}}
+  %0 = nn.grouped_matmul %x, %w, %c : tensor<32x8xf32>, tensor<4x8x12xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul_grad: one buffer of rows.
+func.func @gmm_grad_rows(%a: tensor<32x8xf32>, %b: tensor<30x12xf32>, %c: tensor<4xi64>) {
+  // expected-error @+1 {{lhs has 32 rows but rhs has 30}}
+  %0 = nn.grouped_matmul_grad %a, %b, %c : tensor<32x8xf32>, tensor<30x12xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul_grad: counts are a vector.
+func.func @gmm_grad_counts(%a: tensor<32x8xf32>, %b: tensor<32x12xf32>, %c: tensor<4x1xi64>) {
+  // expected-error @+1 {{counts must have rank 1 (one per expert)}}
+  %0 = nn.grouped_matmul_grad %a, %b, %c : tensor<32x8xf32>, tensor<32x12xf32>, tensor<4x1xi64>
+  return
+}

@@ -3,8 +3,9 @@
 // RUN: %check-round-trip %s %t
 
 // The mixture-of-experts ops: the router's top k and the routing of each
-// (token, choice) entry to its row of the expert-ordered buffer; result
-// types inferred.
+// (token, choice) entry to its row of the expert-ordered buffer, the
+// dispatch into that buffer, the experts' grouped matmuls over it and the
+// weighted combine back to the tokens; result types inferred.
 
 // CHECK-LABEL: func.func @router
 func.func @router(%scores: tensor<16x4xf32>, %batched: tensor<2x8x6xf64>)
@@ -20,4 +21,48 @@ func.func @router(%scores: tensor<16x4xf32>, %batched: tensor<2x8x6xf64>)
   %all = nn.topk %batched k = 6 : tensor<2x8x6xf64>
   return %experts, %capped, %kept, %all
       : tensor<16x2xi64>, tensor<16x2xi64>, tensor<4xi64>, tensor<2x8x6xi64>
+}
+
+// CHECK-LABEL: func.func @layer
+func.func @layer(%x: tensor<16x8xf32>, %slots: tensor<16x2xi64>,
+                 %w: tensor<16x2xf32>, %counts: tensor<4xi64>,
+                 %w1: tensor<4x8x12xf32>, %w2: tensor<4x8x12xf32>)
+    -> (tensor<16x8xf32>, tensor<16x2xf32>, tensor<4x8x12xf32>,
+        tensor<20x8xf32>) {
+  // CHECK: nn.moe_dispatch %{{.*}}, %{{.*}} rows = 32 : tensor<16x8xf32>, tensor<16x2xi64>
+  %buffer = nn.moe_dispatch %x, %slots rows = 32
+      : tensor<16x8xf32>, tensor<16x2xi64>
+  // CHECK: nn.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  %h = nn.grouped_matmul %buffer, %w1, %counts
+      : tensor<32x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  // CHECK: nn.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} transpose_rhs : tensor<32x12xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  %out = nn.grouped_matmul %h, %w2, %counts transpose_rhs
+      : tensor<32x12xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  // CHECK: nn.moe_combine %{{.*}}, %{{.*}} weights %{{.*}} : tensor<32x8xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+  %y = nn.moe_combine %out, %slots weights %w
+      : tensor<32x8xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+  // CHECK: nn.moe_slot_dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x2xi64>
+  %dw = nn.moe_slot_dot %out, %x, %slots
+      : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x2xi64>
+  // CHECK: nn.grouped_matmul_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x8xf32>, tensor<32x12xf32>, tensor<4xi64>
+  %dw1 = nn.grouped_matmul_grad %buffer, %h, %counts
+      : tensor<32x8xf32>, tensor<32x12xf32>, tensor<4xi64>
+  // A weighted dispatch into a capacity-bounded buffer (rows < T * k).
+  // CHECK: nn.moe_dispatch %{{.*}}, %{{.*}} weights %{{.*}} rows = 20 : tensor<16x8xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+  %capped = nn.moe_dispatch %x, %slots weights %w rows = 20
+      : tensor<16x8xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+  return %y, %dw, %dw1, %capped
+      : tensor<16x8xf32>, tensor<16x2xf32>, tensor<4x8x12xf32>, tensor<20x8xf32>
+}
+
+// Dynamic token counts: the buffer's rows come from the attribute.
+// CHECK-LABEL: func.func @dynamic
+func.func @dynamic(%x: tensor<?x8xf64>, %slots: tensor<?x2xi64>)
+    -> tensor<?x8xf64> {
+  // CHECK: nn.moe_dispatch %{{.*}}, %{{.*}} rows = 64 : tensor<?x8xf64>, tensor<?x2xi64>
+  %buffer = nn.moe_dispatch %x, %slots rows = 64
+      : tensor<?x8xf64>, tensor<?x2xi64>
+  // CHECK: nn.moe_combine %{{.*}}, %{{.*}} : tensor<64x8xf64>, tensor<?x2xi64>
+  %y = nn.moe_combine %buffer, %slots : tensor<64x8xf64>, tensor<?x2xi64>
+  return %y : tensor<?x8xf64>
 }
