@@ -1,6 +1,9 @@
 // RUN: loom-opt %s --loom-lower-to-calls=entry=step | FileCheck %s
 // RUN: loom-translate --loom-to-host-cpp --loom-entry step %s | FileCheck %s --check-prefix=CPP
 // RUN: loom-translate --loom-to-cuda-cpp --loom-entry step %s | FileCheck %s --check-prefix=CUDA
+// RUN: loom-opt %s --loom-lower-to-calls=entry=layer | FileCheck %s --check-prefix=LAYER
+// RUN: loom-translate --loom-to-host-cpp --loom-entry layer %s | FileCheck %s --check-prefix=LCPP
+// RUN: loom-translate --loom-to-cuda-cpp --loom-entry layer %s | FileCheck %s --check-prefix=LCUDA
 
 // The router's ops as kernel calls: nn.topk takes the scores and k, and
 // nn.moe_route the i64 experts of rank 2, an absent or given capacity and
@@ -25,3 +28,36 @@ func.func @step(%s: tensor<16x4xf32> {nn.data})
 
 // CUDA: loom::cuda::topk(result_0, {16, 2}, s, {16, 4}, 2);
 // CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, loom::kAbsent, 4);
+
+// The buffer ops: an absent weights operand is a null pointer with an
+// empty shape, the counts an int64_t buffer, an absent transpose_rhs
+// loom::kAbsent (false for a bool parameter).
+
+func.func @layer(%x: tensor<16x8xf32> {nn.data}, %slots: tensor<16x2xi64> {nn.data},
+                 %w: tensor<16x2xf32> {nn.data}, %counts: tensor<4xi64> {nn.data},
+                 %w1: tensor<4x8x12xf32> {nn.data})
+    -> (tensor<16x8xf32>, tensor<16x2xf32>, tensor<4x8x12xf32>) {
+  %buffer = nn.moe_dispatch %x, %slots rows = 32 : tensor<16x8xf32>, tensor<16x2xi64>
+  %h = nn.grouped_matmul %buffer, %w1, %counts : tensor<32x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  %o = nn.grouped_matmul %h, %w1, %counts transpose_rhs : tensor<32x12xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  %y = nn.moe_combine %o, %slots weights %w : tensor<32x8xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+  %d = nn.moe_slot_dot %o, %x, %slots : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16x2xi64>
+  %g = nn.grouped_matmul_grad %buffer, %h, %counts : tensor<32x8xf32>, tensor<32x12xf32>, tensor<4xi64>
+  return %y, %d, %g : tensor<16x8xf32>, tensor<16x2xf32>, tensor<4x8x12xf32>
+}
+
+// LAYER: call_opaque "loom.kernel.moe_dispatch"(%{{.*}}) {args = [0 : index, #emitc.opaque<"{32, 8}">, 1 : index, #emitc.opaque<"{16, 8}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 32]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>) -> ()
+// LAYER: call_opaque "loom.kernel.grouped_matmul"(%{{.*}}) {args = [{{.*}}, 3 : index, #emitc.opaque<"{4}">, #emitc.opaque<"loom::kAbsent">]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>) -> ()
+// LAYER: call_opaque "loom.kernel.grouped_matmul"(%{{.*}}) {args = [{{.*}}, 3 : index, #emitc.opaque<"{4}">, #emitc.opaque<"true">]}
+// LAYER: call_opaque "loom.kernel.moe_combine"(%{{.*}}) {args = [0 : index, #emitc.opaque<"{16, 8}">, 1 : index, #emitc.opaque<"{32, 8}">, 2 : index, #emitc.opaque<"{16, 2}">, 3 : index, #emitc.opaque<"{16, 2}">]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>, !emitc.ptr<f32>) -> ()
+
+// LCPP: loom::host::moe_dispatch(moe_dispatch_0, {32, 8}, x, {16, 8}, slots, {16, 2}, nullptr, {}, 32);
+// LCPP: loom::host::grouped_matmul(grouped_matmul_0, {32, 12}, moe_dispatch_0, {32, 8}, w1, {4, 8, 12}, counts, {4}, loom::kAbsent);
+// LCPP: loom::host::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, true);
+// LCPP: loom::host::moe_combine(result_0, {16, 8}, grouped_matmul_1, {32, 8}, slots, {16, 2}, w, {16, 2});
+// LCPP: loom::host::moe_slot_dot(result_1, {16, 2}, grouped_matmul_1, {32, 8}, x, {16, 8}, slots, {16, 2});
+// LCPP: loom::host::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4});
+
+// LCUDA: loom::cuda::moe_dispatch(moe_dispatch_0, {32, 8}, x, {16, 8}, slots, {16, 2}, nullptr, {}, 32);
+// LCUDA: loom::cuda::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, true);
+// LCUDA: loom::cuda::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4});
