@@ -3,8 +3,10 @@
 // probabilities), the dropless routing into the expert-ordered buffer, each
 // expert's two-layer MLP as grouped matmuls over its rows of the buffer
 // (the second with its weight read transposed), the combine weighted by the
-// router's probabilities (so the router trains through it), a residual and
-// a classifier loss.
+// router's probabilities (so the router trains through it), a residual, a
+// classifier loss and the load-balancing auxiliary loss as a composition:
+// 0.01 * E * sum_e f_e P_e, f_e the fraction of entries routed to expert e
+// (the counts cast, over T * k) and P_e the router's mean probability of e.
 module {
   func.func @moe(%x: tensor<8x16xf64> {nn.data},
                  %labels: tensor<8xi64> {nn.data},
@@ -32,6 +34,15 @@ module {
     %z = nn.matmul %r, %head : tensor<8x16xf64>, tensor<16x6xf64>
     %loss = nn.cross_entropy %z, %labels {normalizer = 8.0 : f64}
               : tensor<8x6xf64>, tensor<8xi64>
-    return %loss : tensor<f64>
+    %routed = nn.cast %counts : tensor<4xi64> to tensor<4xf64>
+    %entries = nn.fill 1.6e+01 : tensor<f64>
+    %f = nn.div %routed, %entries : tensor<4xf64>, tensor<f64>
+    %p = nn.reduce mean %probs dims = [0] : tensor<8x4xf64>
+    %fp = nn.mul %f, %p : tensor<4xf64>, tensor<4xf64>
+    %balance = nn.reduce sum %fp dims = [0] : tensor<4xf64>
+    %scale = nn.fill 4.0e-02 : tensor<f64>
+    %aux = nn.mul %balance, %scale : tensor<f64>, tensor<f64>
+    %total = nn.add %loss, %aux : tensor<f64>, tensor<f64>
+    return %total : tensor<f64>
   }
 }
