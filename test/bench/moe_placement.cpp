@@ -20,6 +20,20 @@
 // layers the planner is strictly below, equal to and above the baseline,
 // and the latencies.
 //
+// Then the simulated MoE layer time over a run of micro-steps: per
+// micro-step plans (the planner from its own previous plan, moves charged)
+// against a static placement planned once on the run's mean load (the
+// planner's and EPLB's), each micro-step's time the modelled one (largest
+// device load x seconds a token, plus moved bytes over the bandwidth).
+// Micro-steps: a layer's popularity (Zipf-like, as above) times lognormal
+// noise per micro-step (sigma 0.5: micro-batches are small and the load
+// swings), the routed entries drawn multinomially; 100 micro-steps (--quick:
+// 20) at 65536, 524288 and 4194304 routed entries a micro-step, with moves
+// charged and with moves hidden (free: an upper bound on overlapping them
+// with the previous micro-step's compute). Printed: the sum of
+// the static placements' times over the sum of the per-micro-step plans'
+// (above 1: replanning is faster), and the replicas moved a micro-step.
+//
 // Build (from the repository root, with absl installed):
 //   g++ -std=c++17 -O2 -I. runtime/moe/Placement.cpp test/bench/moe_placement.cpp \
 //       -labsl_status -labsl_statusor ... -o moe_placement
@@ -74,6 +88,87 @@ std::string spread(std::vector<double> values) {
   std::snprintf(text, sizeof(text), "min %.4f median %.4f p90 %.4f max %.4f",
                 values.front(), at(0.5), at(0.9), values.back());
   return text;
+}
+
+/// Tokens per expert of `entries` routed entries drawn from `popularity`
+/// (a multinomial, one binomial per expert).
+std::vector<double> draw(std::mt19937 &random,
+                         const std::vector<double> &popularity,
+                         int64_t entries) {
+  std::vector<double> tokens(popularity.size(), 0);
+  double rest = std::accumulate(popularity.begin(), popularity.end(), 0.0);
+  int64_t left = entries;
+  for (size_t e = 0; e < popularity.size() && left > 0; ++e) {
+    double p = rest > 0 ? std::min(1.0, popularity[e] / rest) : 1.0;
+    std::binomial_distribution<int64_t> b(left, p);
+    int64_t n = e + 1 == popularity.size() ? left : b(random);
+    tokens[e] = static_cast<double>(n);
+    left -= n;
+    rest -= popularity[e];
+  }
+  return tokens;
+}
+
+/// Static against per-micro-step placement over one simulated run.
+int layerTime(const Cluster &cluster, int steps, int64_t entries,
+              bool hierarchical) {
+  std::mt19937 random(303 + entries);
+  PlacementOptions options;
+  options.hierarchical = hierarchical;
+  std::vector<double> base = trace(random, true, 256, 1e6);
+  std::lognormal_distribution<double> noise(0, 0.5);
+  std::vector<std::vector<double>> loads;
+  std::vector<double> mean(256, 0);
+  for (int m = 0; m < steps; ++m) {
+    std::vector<double> popularity = base;
+    for (double &p : popularity)
+      p *= noise(random);
+    loads.push_back(draw(random, popularity, entries));
+    for (int e = 0; e < 256; ++e)
+      mean[e] += loads.back()[e] / steps;
+  }
+  LayerInput average;
+  average.tokens = mean;
+  absl::StatusOr<Placement> ours = planPlacement(cluster, average, options);
+  absl::StatusOr<Placement> eplb = planEplb(cluster, average, options);
+  if (!ours.ok() || !eplb.ok()) {
+    std::fprintf(stderr, "error: planning the static placement failed\n");
+    return 1;
+  }
+  double staticOurs = 0, staticEplb = 0, dynamic = 0, balanced = 0;
+  int64_t moved = 0;
+  std::vector<Holding> previous =
+      holdingsOf(ours->physicalToLogical, cluster.topology.slotsPerDevice);
+  for (const std::vector<double> &tokens : loads) {
+    LayerInput layer;
+    layer.tokens = tokens;
+    absl::StatusOr<Placement> a =
+        evaluateMap(cluster, layer, ours->physicalToLogical);
+    absl::StatusOr<Placement> b =
+        evaluateMap(cluster, layer, eplb->physicalToLogical);
+    layer.previous = previous;
+    absl::StatusOr<Placement> plan = planPlacement(cluster, layer, options);
+    if (!a.ok() || !b.ok() || !plan.ok()) {
+      std::fprintf(stderr, "error: planning a micro-step failed\n");
+      return 1;
+    }
+    staticOurs += a->modelledSeconds;
+    staticEplb += b->modelledSeconds;
+    dynamic += plan->modelledSeconds;
+    balanced += plan->maxLoad * cluster.cost.secondsPerToken;
+    moved += plan->replicasMoved;
+    previous =
+        holdingsOf(plan->physicalToLogical, cluster.topology.slotsPerDevice);
+  }
+  std::printf("  %lld entries a micro-step, %s: static (planner on the mean) "
+              "/ per micro-step %.3f, static (EPLB on the mean) / per "
+              "micro-step %.3f; moves %.1f%% of the per-micro-step time, "
+              "%.1f replicas moved a micro-step\n",
+              static_cast<long long>(entries),
+              hierarchical ? "hierarchical" : "global", staticOurs / dynamic,
+              staticEplb / dynamic, 100 * (dynamic - balanced) / dynamic,
+              static_cast<double>(moved) / steps);
+  return 0;
 }
 
 } // namespace
@@ -148,5 +243,19 @@ int main(int argc, char **argv) {
       std::printf("  planner latency per layer: median %.1f us, max %.1f us\n",
                   micros[micros.size() / 2], micros.back());
     }
+  int steps = quick ? 20 : 100;
+  std::printf("simulated layer time over %d micro-steps:\n", steps);
+  for (bool hidden : {false, true}) {
+    // Moves charged at the links' bandwidth, or hidden behind the previous
+    // micro-step's compute (an upper bound on what overlap can give).
+    Cluster moving = cluster;
+    if (hidden)
+      moving.cost.expertBytes = 0;
+    std::printf(" %s:\n", hidden ? "moves hidden (free)" : "moves charged");
+    for (int64_t entries : {int64_t{65536}, int64_t{524288}, int64_t{4194304}})
+      for (bool hierarchical : {true, false})
+        if (layerTime(moving, steps, entries, hierarchical))
+          return 1;
+  }
   return 0;
 }

@@ -54,7 +54,8 @@ OPENBLAS_NUM_THREADS=1 "$build/step-planner"
 python3 "$root/test/bench/switching_host.py" --build "$build"
 # MoE expert placement: planner latency for 256 experts x 64 devices per
 # layer, and max load / lower bound for the planner and EPLB's greedy over
-# skewed traces (distributions), with and without the previous placement.
+# skewed traces (distributions), with and without the previous placement;
+# the simulated layer time of per-micro-step plans against static ones.
 c++ -O2 -std=c++17 -I"$root" "$root/test/bench/moe_placement.cpp" \
     "$root"/runtime/moe/*.cpp -labsl_statusor -labsl_status -labsl_strings \
     -o "$build/moe-placement"
