@@ -1431,8 +1431,9 @@ bool fillDevices(const std::vector<double> &w, int64_t devices, int64_t slots,
 
 /// From the previous placement (even splits), the trades that pay for their
 /// bytes: a replica moved off the busiest device to one with a free slot,
-/// swapped with a replica of another expert, or a new replica of one of the
-/// busiest device's experts added on a device with a free slot; each time
+/// swapped with a replica of another expert, a new replica of one of the
+/// busiest device's experts added on a device with a free slot, or one of
+/// its replicas left unused (the expert's others share its tokens); each time
 /// the trade that lowers most the modelled seconds of the devices it
 /// touches (the larger load's seconds plus the weights fetched, staying put
 /// costing nothing, a fetch within the node less than across), while one
@@ -1520,7 +1521,7 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
     int64_t top = std::max_element(load.begin(), load.end()) - load.begin();
     double peak = load[top];
     double bestScore = peak * spt; // the pair's seconds before a trade
-    int kind = -1;                 // 0 move, 1 swap, 2 replicate
+    int kind = -1; // 0 move, 1 swap, 2 replicate, 3 drop
     int64_t bestE = -1, bestF = -1, bestD = -1;
     mine.clear();
     for (int64_t e = 0; e < E; ++e)
@@ -1529,6 +1530,21 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
     for (int64_t e : mine) {
       double a = share(e);
       double leave = cnt[top * E + e] == 1 ? -fetch(e, top) : 0.0;
+      if (r[e] > 1) {
+        // Drop: the busiest device's replica goes unused, the expert's
+        // other replicas share its tokens (no bytes move).
+        double grow = w[e] / static_cast<double>(r[e] - 1) - a;
+        double worst = peak - a + (cnt[top * E + e] - 1) * grow;
+        for (int64_t d = 0; d < D; ++d)
+          if (d != top && cnt[d * E + e])
+            worst = std::max(worst, load[d] + cnt[d * E + e] * grow);
+        double score = worst * spt + leave;
+        if (clearlyBelow(score, bestScore, scale)) {
+          bestScore = score;
+          kind = 3;
+          bestE = e;
+        }
+      }
       for (int64_t d = 0; d < D; ++d) {
         if (d == top || !(load[d] < peak))
           continue;
@@ -1592,6 +1608,18 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
     } else if (kind == 1) {
       shift(bestE, top, bestD);
       shift(bestF, bestD, top);
+    } else if (kind == 3) {
+      double before = share(bestE);
+      if (cnt[top * E + bestE] == 1)
+        moveSeconds -= fetch(bestE, top);
+      --cnt[top * E + bestE];
+      --used[top];
+      load[top] -= before;
+      --r[bestE];
+      double after = share(bestE);
+      for (int64_t d = 0; d < D; ++d)
+        if (cnt[d * E + bestE])
+          load[d] += cnt[d * E + bestE] * (after - before);
     } else {
       double before = share(bestE);
       ++r[bestE];
@@ -1662,6 +1690,32 @@ std::vector<Holding> loom::moe::holdingsOf(const std::vector<int64_t> &map,
     if (map[p] >= 0)
       holdings.push_back({map[p], static_cast<int64_t>(p) / slotsPerDevice});
   return holdings;
+}
+
+std::vector<Holding>
+loom::moe::residentAfter(const std::vector<Holding> &previous,
+                         const std::vector<int64_t> &map,
+                         int64_t slotsPerDevice) {
+  std::vector<Holding> placed = holdingsOf(map, slotsPerDevice);
+  if (slotsPerDevice < 1)
+    return placed;
+  int64_t devices = static_cast<int64_t>(map.size()) / slotsPerDevice;
+  std::vector<std::vector<int64_t>> held(static_cast<size_t>(devices));
+  for (const Holding &h : placed)
+    held[h.device].push_back(h.expert);
+  for (const Holding &h : previous) {
+    if (h.device < 0 || h.device >= devices)
+      continue;
+    std::vector<int64_t> &on = held[h.device];
+    if (static_cast<int64_t>(on.size()) < slotsPerDevice &&
+        std::find(on.begin(), on.end(), h.expert) == on.end())
+      on.push_back(h.expert);
+  }
+  std::vector<Holding> resident;
+  for (int64_t d = 0; d < devices; ++d)
+    for (int64_t expert : held[d])
+      resident.push_back({expert, d});
+  return resident;
 }
 
 std::vector<double> loom::moe::tokensOf(const std::vector<int64_t> &counts) {

@@ -112,6 +112,16 @@ struct Holding {
 std::vector<Holding> holdingsOf(const std::vector<int64_t> &physicalToLogical,
                                 int64_t slotsPerDevice);
 
+/// What each device holds once `map` (a plan's physical-to-logical map)
+/// runs after `previous`: the plan's replicas, and then, in the slots the
+/// plan leaves empty, the device's previous residents the plan does not
+/// place there (in their order). A replica the plan stops using stays
+/// resident: dropping it frees nothing, and keeping it saves a move when a
+/// later micro-step wants it back. The next plan's previous placement.
+std::vector<Holding> residentAfter(const std::vector<Holding> &previous,
+                                   const std::vector<int64_t> &map,
+                                   int64_t slotsPerDevice);
+
 struct Cluster {
   Topology topology;
   /// Expert groups (EPLB's hierarchy keeps a group on one node); the

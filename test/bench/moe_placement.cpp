@@ -157,8 +157,8 @@ int layerTime(const Cluster &cluster, int steps, int64_t entries,
     dynamic += plan->modelledSeconds;
     balanced += plan->maxLoad * cluster.cost.secondsPerToken;
     moved += plan->replicasMoved;
-    previous =
-        holdingsOf(plan->physicalToLogical, cluster.topology.slotsPerDevice);
+    previous = residentAfter(previous, plan->physicalToLogical,
+                             cluster.topology.slotsPerDevice);
   }
   std::printf("  %lld entries a micro-step, %s: static (planner on the mean) "
               "/ per micro-step %.3f, static (EPLB on the mean) / per "

@@ -543,6 +543,56 @@ bool meanWitness(const std::vector<double> &w, int64_t devices, int64_t slots,
 // reach the mean; the others are reported. 300 instances (seed 41): 8-32
 // experts, 4 or 8 devices, slots for every expert plus at least one spare
 // per device.
+// A replica a plan stops using stays resident in its slot (the next plan's
+// previous placement), unless the plan fills the slot; a plan bringing it
+// back moves nothing.
+TEST(PlacementTest, ResidentAfterKeepsUnusedReplicas) {
+  std::vector<Holding> previous = {{0, 0}, {1, 0}, {2, 1}, {3, 1}};
+  // Device 0 keeps expert 0 and leaves a slot empty; device 1 takes
+  // expert 4 and keeps expert 3 in its empty slot.
+  std::vector<Holding> resident = residentAfter(previous, {0, -1, 3, 4}, 2);
+  ASSERT_EQ(resident.size(), 4u);
+  EXPECT_EQ(resident[0].expert, 0);
+  EXPECT_EQ(resident[1].expert, 1);
+  EXPECT_EQ(resident[1].device, 0);
+  EXPECT_EQ(resident[2].expert, 3);
+  EXPECT_EQ(resident[3].expert, 4);
+  EXPECT_EQ(resident[3].device, 1);
+  // Slots all filled: nothing previous stays; out-of-range devices are
+  // ignored.
+  EXPECT_EQ(residentAfter({{5, 0}, {6, 9}}, {1, 2}, 1).size(), 2u);
+
+  Cluster cluster;
+  cluster.topology = {1, 2, 2};
+  cluster.cost.expertBytes = 1e6;
+  LayerInput layer;
+  layer.tokens = {10, 10, 10, 10};
+  layer.previous = residentAfter(previous, {0, -1, 3, 2}, 2);
+  absl::StatusOr<Placement> back =
+      evaluateMap(cluster, layer, {0, 1, 3, 2});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->replicasMoved, 0);
+}
+
+// From a previous placement with a replica too many, the best plan leaves
+// it unused rather than moving weights: expert 0 on both devices, expert 1
+// beside it on device 0 (loads 15 and 5 when both replicas of expert 0
+// work); without the replica on device 0, 10 and 10, nothing moved.
+TEST(PlacementTest, LeavesAReplicaUnusedRatherThanMove) {
+  Cluster cluster;
+  cluster.topology = {1, 2, 2};
+  cluster.cost.expertBytes = 1e9;
+  cluster.cost.intraNodeBandwidth = 1e9;
+  LayerInput layer;
+  layer.tokens = {10, 10};
+  layer.previous = {{0, 0}, {1, 0}, {0, 1}};
+  absl::StatusOr<Placement> plan = planPlacement(cluster, layer);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->replicasMoved, 0);
+  EXPECT_DOUBLE_EQ(plan->maxLoad, 10);
+  EXPECT_TRUE(validatePlacement(cluster, layer, *plan, true, true).ok());
+}
+
 TEST(PlacementTest, UnevenSplitsReachTheMean) {
   std::mt19937 random(41);
   int instances = 300, reached = 0, witnessed = 0, reachedWitnessed = 0,
