@@ -2,8 +2,9 @@
 """Cross-checks a reference model's forward and backward, as computed by
 Loom (`loom-opt --nn-autodiff`, then `loom-run --interpret --entry
 <f>_grad`), against its hand-written numpy model on the same weights and
-batch. The models: gpt_mini (gpt_mini_reference.py, examples/gpt_mini.mlir)
-and llama_mini (llama_mini_reference.py, examples/llama_mini.mlir).
+batch. The models: gpt_mini (gpt_mini_reference.py, examples/gpt_mini.mlir),
+llama_mini (llama_mini_reference.py, examples/llama_mini.mlir) and
+moe_gpt_mini (moe_gpt_mini_reference.py, examples/moe_gpt_mini.mlir).
 
 The reference always runs in f64 on the weights Loom was given (for f32,
 the f32-rounded ones), so the error measured is Loom's own. Metric:
@@ -11,7 +12,7 @@ norm-wise relative error ||loom - ref||_2 / ||ref||_2, for the loss and for
 each parameter's gradient separately; every one must be finite on both
 sides and below --bound (1e-10 for f64, 1e-5 for f32 by default).
 
-    crosscheck.py --reference gpt_mini|llama_mini --opt loom-opt
+    crosscheck.py --reference gpt_mini|llama_mini|moe_gpt_mini --opt loom-opt
         --run loom-run --work-dir DIR [--dtype f64|f32]
         [--model FILE.mlir | --batch B --seq S ...] [--seed N]
         [--corrupt EPS] [--poison loom|reference]
@@ -37,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-REFERENCES = ("gpt_mini", "llama_mini")
+REFERENCES = ("gpt_mini", "llama_mini", "moe_gpt_mini")
 
 
 def run(command):
@@ -155,6 +156,18 @@ def main():
     print(f"{et} {cfg.describe()}: loss {loss:.6f}, {len(errors)} "
           f"quantities, worst norm-wise relative error {worst[1]:.2e} "
           f"({worst[0]}), bound {bound:.0e}")
+    if hasattr(ref, "routing_margin"):
+        # A model that routes: both sides must choose the same experts,
+        # which rounding cannot change when the gap between the last chosen
+        # and the first unchosen probability is far above the element
+        # type's rounding (1000 ulps of 1).
+        margin = ref.routing_margin(cfg, params64, tokens, targets)
+        floor = 1000 * float(np.finfo(np_type).eps)
+        print(f"routing margin {margin:.2e} (floor {floor:.0e})")
+        if not margin > floor:
+            print(f"FAIL routing: margin {margin:.2e} is below {floor:.0e}: "
+                  f"a tie could route differently (choose another seed)")
+            sys.exit(1)
     for name, err in failed:
         if err is None:
             print(f"FAIL {name}: not finite (or a zero reference)")

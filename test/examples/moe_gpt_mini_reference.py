@@ -1,0 +1,333 @@
+"""An independent numpy implementation of the MoE GPT-mini: forward, and
+backward written out by hand (no autodiff, no Loom code), used to
+cross-check the interpreter and `--nn-autodiff` on the mixture-of-experts
+ops (test/examples/moe-gpt-mini-numpy.test, through crosscheck.py).
+
+The model is that of examples/moe_gpt_mini.mlir: the GPT-mini of
+gpt_mini_reference.py with each block's MLP replaced by a mixture of
+`experts` expert MLPs (no biases), `topk` of them per token:
+
+    probs   = softmax(h @ router)                  [T, E], T = batch * seq
+    chosen  = the topk largest probabilities of each token (ties: lower index)
+    y[t]    = sum over j of probs[t, chosen[t, j]] * expert_{chosen[t, j]}(h[t])
+    expert_e(v) = gelu(v @ w1[e]) @ w2[e]
+
+The combine weights are the router's probabilities as they are (not
+renormalised over the chosen experts), so the router trains through them.
+Every block adds the load-balancing loss
+
+    aux = alpha * E * sum_e f_e * P_e
+
+with f_e the fraction of the T * topk entries routed to expert e (a count,
+no gradient) and P_e the mean over tokens of probs[:, e]; the loss is the
+next-token cross-entropy plus the blocks' aux terms.
+
+The routing is dropless: each expert takes all its entries, grouped in
+expert order in a buffer of T * topk rows. The reference computes each
+expert on its own tokens directly (it never builds the buffer), so it
+shares no indexing with Loom's dispatch, grouped matmul or combine.
+"""
+
+import math
+
+import numpy as np
+
+import gpt_mini_reference as dense
+from gpt_mini_reference import (attention, attention_back, gelu, gelu_back,
+                                layer_norm, layer_norm_back, linear,
+                                linear_back, synthetic_batch)
+
+NAME = "moe_gpt_mini"
+ALPHA = 0.01
+BLOCK_PARAMS = ("ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b",
+                "router", "w1", "w2")
+SIZES = (("batch", 8), ("seq", 16), ("vocab", 64), ("width", 32),
+         ("heads", 4), ("layers", 2), ("ffn", 128), ("experts", 4),
+         ("topk", 2))
+
+__all__ = ["synthetic_batch"]
+
+
+class Config(dense.Config):
+    def __init__(self, batch=8, seq=16, vocab=64, width=32, heads=4,
+                 layers=2, ffn=128, experts=4, topk=2):
+        super().__init__(batch, seq, vocab, width, heads, layers, ffn)
+        assert 1 <= topk <= experts
+        self.experts, self.topk = experts, topk
+
+    def describe(self):
+        return (super().describe() +
+                f" experts {self.experts} top-{self.topk}")
+
+    def param_shapes(self):
+        w, f, e = self.width, self.ffn, self.experts
+        shapes = [("wte", (self.vocab, w)), ("wpe", (self.seq, w))]
+        per_block = {"ln1_g": (w,), "ln1_b": (w,), "wq": (w, w), "wk": (w, w),
+                     "wv": (w, w), "wo": (w, w), "ln2_g": (w,), "ln2_b": (w,),
+                     "router": (w, e), "w1": (e, w, f), "w2": (e, f, w)}
+        for layer in range(self.layers):
+            shapes += [(f"l{layer}_{n}", per_block[n]) for n in BLOCK_PARAMS]
+        shapes += [("lnf_g", (w,)), ("lnf_b", (w,)), ("whead", (w, self.vocab))]
+        return shapes
+
+
+def init_params(cfg, rng):
+    """As the dense model's: matrices ~ N(0, 1/fan_in) (an expert's fan-in
+    is its input width), norm gains 1 + N(0, 0.1), biases N(0, 0.1)."""
+    params = {}
+    for name, shape in cfg.param_shapes():
+        if name.endswith("_g"):
+            params[name] = 1.0 + 0.1 * rng.standard_normal(shape)
+        elif len(shape) == 1:
+            params[name] = 0.1 * rng.standard_normal(shape)
+        elif name in ("wte", "wpe"):
+            params[name] = rng.standard_normal(shape)
+        else:
+            params[name] = rng.standard_normal(shape) / math.sqrt(shape[-2])
+    return params
+
+
+# ------------------------------------------------------------------- MoE
+
+
+def softmax(x):
+    p = np.exp(x - x.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+def top_experts(probs, k):
+    """The k largest of each row, largest first, equal ones in index order."""
+    return np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+
+
+def moe(cfg, h, router, w1, w2):
+    """The mixture on tokens h [T, W]: its output, the aux loss term and
+    what the backward needs."""
+    probs = softmax(h @ router)
+    chosen = top_experts(probs, cfg.topk)
+    gates = np.take_along_axis(probs, chosen, 1)
+    y = np.zeros_like(h)
+    per_expert = []
+    for e in range(cfg.experts):
+        tok, j = np.nonzero(chosen == e)   # each token picks e at most once
+        m1 = h[tok] @ w1[e]
+        g = gelu(m1)
+        out = g @ w2[e]
+        y[tok] += gates[tok, j][:, None] * out
+        per_expert.append((tok, j, m1, g, out))
+    counts = np.bincount(chosen.reshape(-1), minlength=cfg.experts)
+    f = counts / float(chosen.size)
+    aux = ALPHA * cfg.experts * float((f * probs.mean(0)).sum())
+    return y, aux, (h, probs, chosen, gates, f, per_expert)
+
+
+def moe_back(cfg, dy, daux, router, w1, w2, cache):
+    """(dh, drouter, dw1, dw2) of the mixture, given d loss / d y and
+    d loss / d aux."""
+    h, probs, chosen, gates, f, per_expert = cache
+    dh = np.zeros_like(h)
+    dgates = np.zeros_like(gates)
+    dw1, dw2 = np.zeros_like(w1), np.zeros_like(w2)
+    for e, (tok, j, m1, g, out) in enumerate(per_expert):
+        dout = gates[tok, j][:, None] * dy[tok]
+        dgates[tok, j] = (out * dy[tok]).sum(-1)
+        dg, dw2[e] = dout @ w2[e].T, g.T @ dout
+        dm1 = gelu_back(dg, m1)
+        dh[tok] += dm1 @ w1[e].T
+        dw1[e] = h[tok].T @ dm1
+    dprobs = np.zeros_like(probs)
+    np.put_along_axis(dprobs, chosen, dgates, 1)
+    # aux = alpha * E * sum_e f_e * mean_t probs[t, e]
+    dprobs += daux * ALPHA * cfg.experts * f[None, :] / probs.shape[0]
+    dlogits = probs * (dprobs - (dprobs * probs).sum(-1, keepdims=True))
+    dhr, drouter = linear_back(dlogits, h, router)
+    return dh + dhr, drouter, dw1, dw2
+
+
+def routing_margin(cfg, params, tokens, targets):
+    """The smallest gap, over every token of every block, between the
+    k-th and the (k+1)-th largest router probability: routing is stable
+    under rounding errors well below it."""
+    _, (caches, *_rest) = forward(cfg, params, tokens, targets)
+    margin = math.inf
+    for c in caches:
+        probs = np.sort(c["moe"][1], axis=-1)[:, ::-1]
+        if cfg.topk < cfg.experts:
+            margin = min(margin, float(
+                (probs[:, cfg.topk - 1] - probs[:, cfg.topk]).min()))
+    return margin
+
+
+# ------------------------------------------------------------------ model
+
+
+def forward(cfg, params, tokens, targets):
+    P = params
+    b, s, w, h = cfg.batch, cfg.seq, cfg.width, cfg.heads
+    x = P["wte"][tokens] + P["wpe"][np.arange(s)][None, :, :]
+    caches = []
+    aux_total = 0.0
+    for layer in range(cfg.layers):
+        L = lambda n: P[f"l{layer}_{n}"]  # noqa: E731
+        c = {}
+        hn, c["ln1"] = layer_norm(x, L("ln1_g"), L("ln1_b"))
+        c["h"] = hn
+        q, k, v = (linear(hn, L(n)).reshape(b, s, h, w // h)
+                   for n in ("wq", "wk", "wv"))
+        att, c["att"] = attention(q, k, v)
+        c["a"] = att.reshape(b, s, w)
+        x1 = x + linear(c["a"], L("wo"))
+        h2, c["ln2"] = layer_norm(x1, L("ln2_g"), L("ln2_b"))
+        y, aux, c["moe"] = moe(cfg, h2.reshape(-1, w), L("router"), L("w1"),
+                               L("w2"))
+        aux_total += aux
+        x = x1 + y.reshape(b, s, w)
+        caches.append(c)
+    hf, lnf = layer_norm(x, P["lnf_g"], P["lnf_b"])
+    logits = linear(hf, P["whead"])
+    m = logits.max(-1, keepdims=True)
+    lse = (m + np.log(np.exp(logits - m).sum(-1, keepdims=True)))[..., 0]
+    picked = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+    loss = (lse - picked).sum() / cfg.tokens + aux_total
+    return loss, (caches, hf, lnf, logits, lse)
+
+
+def backward(cfg, params, tokens, targets, saved):
+    P = params
+    caches, hf, lnf, logits, lse = saved
+    b, s, w, h = cfg.batch, cfg.seq, cfg.width, cfg.heads
+    grads = {}
+    dlogits = np.exp(logits - lse[..., None])
+    np.put_along_axis(dlogits, targets[..., None],
+                      np.take_along_axis(dlogits, targets[..., None], -1) - 1.0,
+                      -1)
+    dlogits /= cfg.tokens
+    dhf, grads["whead"] = linear_back(dlogits, hf, P["whead"])
+    dx, grads["lnf_g"], grads["lnf_b"] = layer_norm_back(dhf, lnf)
+    for layer in reversed(range(cfg.layers)):
+        L = lambda n: P[f"l{layer}_{n}"]  # noqa: E731
+        G = lambda n: f"l{layer}_{n}"  # noqa: E731
+        c = caches[layer]
+        # x2 = x1 + moe(ln2(x1)); the aux term enters the loss with weight 1
+        dh2, grads[G("router")], grads[G("w1")], grads[G("w2")] = moe_back(
+            cfg, dx.reshape(-1, w), 1.0, L("router"), L("w1"), L("w2"),
+            c["moe"])
+        dln2, grads[G("ln2_g")], grads[G("ln2_b")] = layer_norm_back(
+            dh2.reshape(b, s, w), c["ln2"])
+        dx1 = dx + dln2
+        da, grads[G("wo")] = linear_back(dx1, c["a"], L("wo"))
+        dq, dk, dv = attention_back(da.reshape(b, s, h, w // h), c["att"])
+        dh = np.zeros_like(c["h"])
+        for name, dt in (("wq", dq), ("wk", dk), ("wv", dv)):
+            dpart, grads[G(name)] = linear_back(dt.reshape(b, s, w), c["h"],
+                                                L(name))
+            dh += dpart
+        dln1, grads[G("ln1_g")], grads[G("ln1_b")] = layer_norm_back(dh,
+                                                                     c["ln1"])
+        dx = dx1 + dln1
+    grads["wpe"] = dx.sum(0)
+    dwte = np.zeros_like(P["wte"])
+    np.add.at(dwte, tokens.reshape(-1), dx.reshape(-1, w))
+    grads["wte"] = dwte
+    return grads
+
+
+def forward_backward(cfg, params, tokens, targets):
+    loss, saved = forward(cfg, params, tokens, targets)
+    return loss, backward(cfg, params, tokens, targets, saved)
+
+
+# --------------------------------------------------------------- the IR
+
+
+def module_text(cfg, et="f32", name=NAME):
+    """The MoE GPT-mini forward function as `nn` IR, as in
+    examples/moe_gpt_mini.mlir (this text for the default Config and f32)."""
+    B, S, V, W, H, F = (cfg.batch, cfg.seq, cfg.vocab, cfg.width, cfg.heads,
+                        cfg.ffn)
+    E, K, T = cfg.experts, cfg.topk, cfg.tokens
+    N, D = T * K, W // H
+
+    def t(*dims):
+        return "tensor<" + "".join(f"{d}x" for d in dims) + et + ">"
+
+    def i(*dims):
+        return "tensor<" + "".join(f"{d}x" for d in dims) + "i64>"
+
+    ids = i(B, S)
+    act, heads, flat = t(B, S, W), t(B, S, H, D), t(T, W)
+    args = [f"%tokens: {ids} {{nn.data}}", f"%targets: {ids} {{nn.data}}"]
+    args += [f"%{n}: {t(*shape)} {{nn.param}}"
+             for n, shape in cfg.param_shapes()]
+    body = [
+        f"%tok = nn.embedding %wte, %tokens : {t(V, W)}, {ids}",
+        f"%pos_ids = nn.iota dim = 1 : {ids}",
+        f"%pos = nn.embedding %wpe, %pos_ids : {t(S, W)}, {ids}",
+        f"%x0 = nn.add %tok, %pos : {act}, {act}",
+        # Constants of the aux loss: the entries routed, alpha * E.
+        f"%entries = nn.fill {float(N):e} : {t()}",
+        f"%aux_scale = nn.fill {ALPHA * E:e} : {t()}",
+    ]
+    x, aux = "%x0", None
+    for layer in range(cfg.layers):
+        p, v = f"%l{layer}_", f"%b{layer}_"
+        body += [
+            f"{v}h = nn.layer_norm {x} scale {p}ln1_g bias {p}ln1_b : "
+            f"{act}, {t(W)}, {t(W)}"]
+        for n in "qkv":
+            body += [f"{v}{n} = nn.matmul {v}h, {p}w{n} : {act}, {t(W, W)}",
+                     f"{v}{n}h = nn.reshape {v}{n} : {act} to {heads}"]
+        body += [
+            f"{v}att = nn.attention {v}qh, {v}kh, {v}vh mask = causal : "
+            f"{heads}, {heads}, {heads}",
+            f"{v}a = nn.reshape {v}att : {heads} to {act}",
+            f"{v}o = nn.matmul {v}a, {p}wo : {act}, {t(W, W)}",
+            f"{v}x1 = nn.add {x}, {v}o : {act}, {act}",
+            f"{v}h2 = nn.layer_norm {v}x1 scale {p}ln2_g bias {p}ln2_b : "
+            f"{act}, {t(W)}, {t(W)}",
+            # The mixture over the block's tokens.
+            f"{v}tk = nn.reshape {v}h2 : {act} to {flat}",
+            f"{v}logits = nn.matmul {v}tk, {p}router : {flat}, {t(W, E)}",
+            f"{v}probs = nn.softmax {v}logits dim = 1 : {t(T, E)}",
+            f"{v}experts = nn.topk {v}probs k = {K} : {t(T, E)}",
+            f"{v}gates = nn.gather {v}probs, {v}experts dim = 1 : "
+            f"{t(T, E)}, {i(T, K)}",
+            f"{v}slots, {v}counts = nn.moe_route {v}experts num_experts = {E}"
+            f" : {i(T, K)}",
+            f"{v}buf = nn.moe_dispatch {v}tk, {v}slots rows = {N} : "
+            f"{flat}, {i(T, K)}",
+            f"{v}m = nn.grouped_matmul {v}buf, {p}w1, {v}counts : "
+            f"{t(N, W)}, {t(E, W, F)}, {i(E)}",
+            f"{v}g = nn.gelu {v}m : {t(N, F)}",
+            f"{v}eo = nn.grouped_matmul {v}g, {p}w2, {v}counts : "
+            f"{t(N, F)}, {t(E, F, W)}, {i(E)}",
+            f"{v}y = nn.moe_combine {v}eo, {v}slots weights {v}gates : "
+            f"{t(N, W)}, {i(T, K)}, {t(T, K)}",
+            f"{v}ya = nn.reshape {v}y : {flat} to {act}",
+            f"{v}x2 = nn.add {v}x1, {v}ya : {act}, {act}",
+            # alpha * E * sum_e f_e P_e
+            f"{v}routed = nn.cast {v}counts : {i(E)} to {t(E)}",
+            f"{v}f = nn.div {v}routed, %entries : {t(E)}, {t()}",
+            f"{v}p = nn.reduce mean {v}probs dims = [0] : {t(T, E)}",
+            f"{v}fp = nn.mul {v}f, {v}p : {t(E)}, {t(E)}",
+            f"{v}bal = nn.reduce sum {v}fp dims = [0] : {t(E)}",
+            f"{v}aux = nn.mul {v}bal, %aux_scale : {t()}, {t()}",
+        ]
+        if aux is None:
+            aux = f"{v}aux"
+        else:
+            body += [f"{v}auxs = nn.add {aux}, {v}aux : {t()}, {t()}"]
+            aux = f"{v}auxs"
+        x = f"{v}x2"
+    body += [
+        f"%hf = nn.layer_norm {x} scale %lnf_g bias %lnf_b : "
+        f"{act}, {t(W)}, {t(W)}",
+        f"%logits = nn.matmul %hf, %whead : {act}, {t(W, V)}",
+        f"%ce = nn.cross_entropy %logits, %targets "
+        f"{{normalizer = {float(B * S)} : f64}} : {t(B, S, V)}, {ids}",
+        f"%loss = nn.add %ce, {aux} : {t()}, {t()}",
+    ]
+    lines = [f"func.func @{name}({', '.join(args)}) -> {t()} {{"]
+    lines += ["  " + line for line in body]
+    lines += [f"  return %loss : {t()}", "}"]
+    return "module {\n" + "\n".join("  " + line for line in lines) + "\n}\n"
