@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaSupport.cuh"
+#include "runtime/moe/Blocks.h"
 
 #include <climits>
 #include <initializer_list>
@@ -64,7 +65,8 @@ __global__ void topkKernel(int64_t *out, const T *in, int64_t rows, int64_t n,
 
 __global__ void moeRouteKernel(int64_t *slots, int64_t *counts,
                                const int64_t *experts, int64_t entries,
-                               int64_t numExperts, int64_t limit) {
+                               int64_t numExperts, int64_t limit,
+                               int64_t perBlock, int64_t blockRows) {
   if (blockIdx.x != 0 || threadIdx.x != 0)
     return;
   for (int64_t e = 0; e < numExperts; ++e)
@@ -77,19 +79,27 @@ __global__ void moeRouteKernel(int64_t *slots, int64_t *counts,
     }
     slots[i] = counts[e]++;
   }
-  // The experts' starts, in place of the counts for a moment: each slot
-  // then moves by its expert's start, and the counts come back.
-  int64_t total = 0;
+  // The experts' starts (each block's from its first row), in place of
+  // the counts for a moment: each slot then moves by its expert's start,
+  // and the counts come back.
+  int64_t next = 0;
   for (int64_t e = 0; e < numExperts; ++e) {
+    if (e % perBlock == 0)
+      next = (e / perBlock) * blockRows;
     int64_t count = counts[e];
-    counts[e] = total;
-    total += count;
+    counts[e] = next;
+    next += count;
   }
   for (int64_t i = 0; i < entries; ++i)
     if (slots[i] >= 0)
       slots[i] += counts[experts[i]];
+  // (A block's last expert ends where the slots of its entries end: its
+  // count is the difference to the block's end, recounted here.)
   for (int64_t e = 0; e < numExperts; ++e)
-    counts[e] = (e + 1 < numExperts ? counts[e + 1] : total) - counts[e];
+    counts[e] = 0;
+  for (int64_t i = 0; i < entries; ++i)
+    if (slots[i] >= 0)
+      ++counts[experts[i]];
 }
 
 template <typename T>
@@ -176,25 +186,46 @@ void checkRouting(const char *kernel, const Shape &slotsShape, int64_t tokens,
     checkShape(kernel, "the weights", weightsShape, slotsShape);
 }
 
-/// The group starts (`E + 1`) from the device counts, checked as the host
-/// kernels check them.
-std::vector<int64_t> groupStarts(const char *kernel, const int64_t *counts,
-                                 const Shape &countsShape, int64_t experts,
-                                 int64_t rows) {
+/// The rows of each expert's group from the device counts, checked as the
+/// host kernels check them: `blocks` blocks of `rows / blocks` rows, each
+/// holding the groups of `E / blocks` consecutive experts from its first
+/// row on. `starts[e]` is expert `e`'s first row, `ends[e]` the row after
+/// its last.
+struct GroupRows {
+  std::vector<int64_t> starts, ends;
+};
+GroupRows groupRows(const char *kernel, const int64_t *counts,
+                    const Shape &countsShape, int64_t experts, int64_t rows,
+                    int64_t blocks) {
   checkShape(kernel, "the counts", countsShape, Shape{experts});
+  LOOM_CUDA_CHECK(blocks >= 1 && experts % blocks == 0 && rows % blocks == 0,
+                  kernel,
+                  "blocks = %lld must divide the %lld experts and the %lld "
+                  "buffer rows",
+                  static_cast<long long>(blocks),
+                  static_cast<long long>(experts), static_cast<long long>(rows));
   std::vector<int64_t> host(static_cast<size_t>(experts));
   copyToHost(host.data(), counts, host.size() * sizeof(int64_t));
-  std::vector<int64_t> starts(host.size() + 1, 0);
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  GroupRows groups;
+  groups.starts.resize(host.size());
+  groups.ends.resize(host.size());
   for (int64_t e = 0; e < experts; ++e) {
-    LOOM_CUDA_CHECK(host[e] >= 0 && host[e] <= rows - starts[e], kernel,
-                    "counts must be non-negative and sum to at most the "
-                    "%lld buffer rows; expert %lld has %lld after %lld rows",
-                    static_cast<long long>(rows), static_cast<long long>(e),
+    int64_t blockStart = (e / perBlock) * blockRows;
+    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
+    LOOM_CUDA_CHECK(host[e] >= 0 && host[e] <= blockStart + blockRows - start,
+                    kernel,
+                    "counts must be non-negative and sum to at most the %lld "
+                    "rows of each of the %lld blocks; expert %lld has %lld "
+                    "after %lld rows of its block",
+                    static_cast<long long>(blockRows),
+                    static_cast<long long>(blocks), static_cast<long long>(e),
                     static_cast<long long>(host[e]),
-                    static_cast<long long>(starts[e]));
-    starts[e + 1] = starts[e] + host[e];
+                    static_cast<long long>(start - blockStart));
+    groups.starts[e] = start;
+    groups.ends[e] = start + host[e];
   }
-  return starts;
+  return groups;
 }
 
 void checkGemmSizes(const char *kernel, std::initializer_list<int64_t> sizes) {
@@ -267,7 +298,8 @@ template <typename T>
 void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
                        const Shape &inputShape, const T *weight,
                        const Shape &weightShape, const int64_t *counts,
-                       const Shape &countsShape, bool transposed) {
+                       const Shape &countsShape, int64_t blocks,
+                       bool transposed) {
   const char *kernel = "grouped_matmul";
   checkMatrix(kernel, "the input", inputShape);
   checkValid(kernel, "the weight", weightShape);
@@ -280,18 +312,22 @@ void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
   int64_t experts = weightShape[0], width = weightShape[transposed ? 1 : 2];
   checkShape(kernel, "the result", resultShape, Shape{rows, width});
   checkGemmSizes(kernel, {rows, depth, width});
-  std::vector<int64_t> starts =
-      groupStarts(kernel, counts, countsShape, experts, rows);
+  GroupRows groups =
+      groupRows(kernel, counts, countsShape, experts, rows, blocks);
   if (depth == 0) {
     zero(kernel, result, rows * width);
     return;
   }
-  zero(kernel, result + starts[experts] * width,
-       (rows - starts[experts]) * width);
+  // Each block's tail past its last group.
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t end = groups.ends[(b + 1) * perBlock - 1];
+    zero(kernel, result + end * width, ((b + 1) * blockRows - end) * width);
+  }
   if (width == 0)
     return;
   for (int64_t e = 0; e < experts; ++e) {
-    int64_t start = starts[e], m = starts[e + 1] - start;
+    int64_t start = groups.starts[e], m = groups.ends[e] - start;
     if (m == 0)
       continue;
     gemmStridedBatched(kernel, false, transposed, m, width, depth,
@@ -305,7 +341,7 @@ template <typename T>
 void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
                            const Shape &lhsShape, const T *rhs,
                            const Shape &rhsShape, const int64_t *counts,
-                           const Shape &countsShape) {
+                           const Shape &countsShape, int64_t blocks) {
   const char *kernel = "grouped_matmul_grad";
   checkMatrix(kernel, "lhs", lhsShape);
   checkMatrix(kernel, "rhs", rhsShape);
@@ -320,14 +356,14 @@ void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
   int64_t experts = countsShape[0];
   checkShape(kernel, "the result", resultShape, Shape{experts, a, b});
   checkGemmSizes(kernel, {rows, a, b});
-  std::vector<int64_t> starts =
-      groupStarts(kernel, counts, countsShape, experts, rows);
+  GroupRows groups =
+      groupRows(kernel, counts, countsShape, experts, rows, blocks);
   // An expert without rows has a zero gradient; the others are written.
   zero(kernel, result, experts * a * b);
   if (a * b == 0)
     return;
   for (int64_t e = 0; e < experts; ++e) {
-    int64_t start = starts[e], m = starts[e + 1] - start;
+    int64_t start = groups.starts[e], m = groups.ends[e] - start;
     if (m == 0)
       continue;
     gemmStridedBatched(kernel, true, false, a, b, m, lhs + start * a, a, 0,
@@ -349,8 +385,8 @@ void loom::cuda::topk(int64_t *result, Shape resultShape, const double *input,
 
 void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
-                           Shape expertsShape, int64_t capacity,
-                           int64_t num_experts) {
+                           Shape expertsShape, int64_t blocks,
+                           int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
   checkValid(kernel, "the experts", expertsShape);
   LOOM_CUDA_CHECK(expertsShape.rank == 2 && num_experts >= 1, kernel,
@@ -363,8 +399,15 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
   int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
   LOOM_CUDA_CHECK(limit >= 1, kernel, "a capacity of %lld",
                   static_cast<long long>(capacity));
+  LOOM_CUDA_CHECK(blocks >= 1 && num_experts % blocks == 0, kernel,
+                  "blocks = %lld does not divide the %lld experts",
+                  static_cast<long long>(blocks),
+                  static_cast<long long>(num_experts));
+  int64_t blockRows = loom::moe::blockRows(
+      entries, num_experts, blocks, capacity == INT64_MIN ? 0 : capacity);
   moeRouteKernel<<<1, 1, 0, stream()>>>(slots, counts, experts, entries,
-                                        num_experts, limit);
+                                        num_experts, limit,
+                                        num_experts / blocks, blockRows);
   checkLaunch(kernel);
 }
 
@@ -394,16 +437,16 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                                   const T *input, Shape inputShape,            \
                                   const T *weight, Shape weightShape,          \
                                   const int64_t *counts, Shape countsShape,    \
-                                  bool transposeRhs) {                         \
+                                  int64_t blocks, bool transposeRhs) {         \
     groupedMatmulImpl(result, resultShape, input, inputShape, weight,         \
-                      weightShape, counts, countsShape, transposeRhs);         \
+                      weightShape, counts, countsShape, blocks, transposeRhs); \
   }                                                                            \
   void loom::cuda::grouped_matmul_grad(                                        \
       T *result, Shape resultShape, const T *lhs, Shape lhsShape,              \
-      const T *rhs, Shape rhsShape, const int64_t *counts,                     \
-      Shape countsShape) {                                                     \
+      const T *rhs, Shape rhsShape, const int64_t *counts, Shape countsShape,  \
+      int64_t blocks) {                                                        \
     groupedMatmulGradImpl(result, resultShape, lhs, lhsShape, rhs, rhsShape,  \
-                          counts, countsShape);                                \
+                          counts, countsShape, blocks);                        \
   }
 
 LOOM_MOE_FLOAT_KERNELS(float)

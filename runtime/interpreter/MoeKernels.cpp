@@ -15,6 +15,7 @@
 #include "runtime/interpreter/KernelUtils.h"
 
 #include "dialects/nn/IR/NNOps.h"
+#include "runtime/moe/Blocks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -95,9 +96,20 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
       continue;
     rank[i] = kept[e]++;
   }
+  // Each block's experts from the block's first row (one block: row 0).
+  int64_t blocks = static_cast<int64_t>(op.getBlocks());
+  if (blocks < 1 || numExperts % blocks != 0)
+    return call.emitError() << "nn.moe_route: blocks = " << blocks
+                            << " does not divide the " << numExperts
+                            << " experts";
+  int64_t perBlock = numExperts / blocks;
+  int64_t blockRows = loom::moe::blockRows(
+      entries, numExperts, blocks,
+      op.getCapacity() ? static_cast<int64_t>(*op.getCapacity()) : 0);
   std::vector<int64_t> start(static_cast<size_t>(numExperts), 0);
-  for (int64_t e = 1; e < numExperts; ++e)
-    start[e] = start[e - 1] + kept[e - 1];
+  for (int64_t e = 0; e < numExperts; ++e)
+    start[e] = e % perBlock == 0 ? (e / perBlock) * blockRows
+                                 : start[e - 1] + kept[e - 1];
   for (int64_t i = 0; i < entries; ++i) {
     slots->data<int64_t>()[i] = rank[i] < 0 ? -1 : start[expert[i]] + rank[i];
   }
@@ -139,27 +151,44 @@ LogicalResult checkRouting(const KernelCall &call, const Tensor &slots,
                     "the slots' shape");
 }
 
-/// The first row of each expert's group, from run-time counts (i64, `[E]`)
-/// that must be non-negative and sum to at most `rows`; `E + 1` entries.
-FailureOr<std::vector<int64_t>> groupStarts(const KernelCall &call,
-                                            const Tensor &counts,
-                                            int64_t experts, int64_t rows) {
+/// The first row of each expert's group and the row after it, from
+/// run-time counts (i64, `[E]`): `blocks` blocks of `rows / blocks` rows,
+/// each holding the groups of `E / blocks` consecutive experts from its
+/// first row on. The counts must be non-negative and each block's sum at
+/// most its rows. Entry `e` of the result is expert `e`'s first row,
+/// `ends[e]` the row after its last.
+struct GroupRows {
+  std::vector<int64_t> starts, ends;
+};
+FailureOr<GroupRows> groupRows(const KernelCall &call, const Tensor &counts,
+                               int64_t experts, int64_t rows, int64_t blocks) {
   if (counts.getKind() != ElementKind::I64 || counts.getRank() != 1 ||
       counts.getShape()[0] != experts)
     return call.emitError() << "counts must be i64 of shape [" << experts
                             << "], got " << getElementKindName(counts.getKind())
                             << " " << formatShape(counts.getShape());
+  if (blocks < 1 || experts % blocks != 0 || rows % blocks != 0)
+    return call.emitError() << "blocks = " << blocks << " must divide the "
+                            << experts << " experts and the " << rows
+                            << " buffer rows";
   const int64_t *data = counts.data<int64_t>();
-  std::vector<int64_t> starts(static_cast<size_t>(experts) + 1, 0);
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  GroupRows groups;
+  groups.starts.resize(static_cast<size_t>(experts));
+  groups.ends.resize(static_cast<size_t>(experts));
   for (int64_t e = 0; e < experts; ++e) {
-    if (data[e] < 0 || data[e] > rows - starts[e])
+    int64_t blockStart = (e / perBlock) * blockRows;
+    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
+    if (data[e] < 0 || data[e] > blockStart + blockRows - start)
       return call.emitError()
-             << "counts must be non-negative and sum to at most the " << rows
-             << " buffer rows; expert " << e << " has " << data[e]
-             << " after " << starts[e] << " rows";
-    starts[e + 1] = starts[e] + data[e];
+             << "counts must be non-negative and sum to at most the "
+             << blockRows << " rows of each of the " << blocks
+             << " blocks; expert " << e << " has " << data[e] << " after "
+             << start - blockStart << " rows of its block";
+    groups.starts[e] = start;
+    groups.ends[e] = start + data[e];
   }
-  return starts;
+  return groups;
 }
 
 LogicalResult moeDispatchKernel(nn::MoeDispatchOp op, KernelCall &call) {
@@ -281,9 +310,9 @@ LogicalResult groupedMatmulKernel(nn::GroupedMatmulOp op, KernelCall &call) {
   int64_t rows = input.getShape()[0], depth = input.getShape()[1];
   int64_t experts = weight.getShape()[0];
   int64_t width = weight.getShape()[transposed ? 1 : 2];
-  FailureOr<std::vector<int64_t>> starts =
-      groupStarts(call, counts, experts, rows);
-  if (failed(starts))
+  FailureOr<GroupRows> groups = groupRows(
+      call, counts, experts, rows, static_cast<int64_t>(op.getBlocks()));
+  if (failed(groups))
     return failure();
   for (int64_t size : {rows, depth, width})
     if (!fitsBlasInt(size))
@@ -297,7 +326,7 @@ LogicalResult groupedMatmulKernel(nn::GroupedMatmulOp op, KernelCall &call) {
     const T *x = input.data<T>(), *w = weight.data<T>();
     T *y = out->data<T>();
     for (int64_t e = 0; e < experts; ++e) {
-      int64_t start = (*starts)[e], m = (*starts)[e + 1] - start;
+      int64_t start = groups->starts[e], m = groups->ends[e] - start;
       gemm(false, transposed, m, width, depth, T(1), x + start * depth, depth,
            w + e * depth * width, transposed ? depth : width, T(0),
            y + start * width, width);
@@ -306,7 +335,7 @@ LogicalResult groupedMatmulKernel(nn::GroupedMatmulOp op, KernelCall &call) {
   });
 }
 
-LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp,
+LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp op,
                                       KernelCall &call) {
   const Tensor &lhs = call.operand(0), &rhs = call.operand(1),
                &counts = call.operand(2);
@@ -322,9 +351,9 @@ LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp,
     return call.emitError() << "counts must have rank 1";
   int64_t rows = lhs.getShape()[0], a = lhs.getShape()[1],
           b = rhs.getShape()[1], experts = counts.getShape()[0];
-  FailureOr<std::vector<int64_t>> starts =
-      groupStarts(call, counts, experts, rows);
-  if (failed(starts))
+  FailureOr<GroupRows> groups = groupRows(
+      call, counts, experts, rows, static_cast<int64_t>(op.getBlocks()));
+  if (failed(groups))
     return failure();
   for (int64_t size : {rows, a, b})
     if (!fitsBlasInt(size))
@@ -338,7 +367,7 @@ LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp,
     const T *l = lhs.data<T>(), *r = rhs.data<T>();
     T *y = out->data<T>();
     for (int64_t e = 0; e < experts; ++e) {
-      int64_t start = (*starts)[e], m = (*starts)[e + 1] - start;
+      int64_t start = groups->starts[e], m = groups->ends[e] - start;
       gemm(true, false, a, b, m, T(1), l + start * a, a, r + start * b, b,
            T(0), y + e * a * b, b);
     }

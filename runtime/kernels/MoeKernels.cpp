@@ -13,6 +13,7 @@
 
 #include "runtime/kernels/Blas.h"
 #include "runtime/kernels/KernelSupport.h"
+#include "runtime/moe/Blocks.h"
 
 #include <algorithm>
 #include <climits>
@@ -83,21 +84,46 @@ void checkRouting(const char *kernel, const Shape &slotsShape, int64_t tokens,
 
 /// The first row of each expert's group (`E + 1` entries) from run-time
 /// counts that must be non-negative and sum to at most `rows`.
-std::vector<int64_t> groupStarts(const char *kernel, const int64_t *counts,
-                                 const Shape &countsShape, int64_t experts,
-                                 int64_t rows) {
+/// The rows of each expert's group from run-time counts: `blocks` blocks
+/// of `rows / blocks` rows, each holding the groups of `E / blocks`
+/// consecutive experts from its first row on (one block: the plain
+/// buffer). `starts[e]` is expert `e`'s first row and `ends[e]` the row
+/// after its last; the counts must be non-negative and each block's sum at
+/// most its rows.
+struct GroupRows {
+  std::vector<int64_t> starts, ends;
+};
+GroupRows groupRows(const char *kernel, const int64_t *counts,
+                    const Shape &countsShape, int64_t experts, int64_t rows,
+                    int64_t blocks) {
   checkShape(kernel, "the counts", countsShape, Shape{experts});
-  std::vector<int64_t> starts(static_cast<size_t>(experts) + 1, 0);
+  LOOM_HOST_CHECK(blocks >= 1 && experts % blocks == 0 && rows % blocks == 0,
+                  kernel,
+                  "blocks = %lld must divide the %lld experts and the %lld "
+                  "buffer rows",
+                  static_cast<long long>(blocks),
+                  static_cast<long long>(experts), static_cast<long long>(rows));
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  GroupRows groups;
+  groups.starts.resize(static_cast<size_t>(experts));
+  groups.ends.resize(static_cast<size_t>(experts));
   for (int64_t e = 0; e < experts; ++e) {
-    LOOM_HOST_CHECK(counts[e] >= 0 && counts[e] <= rows - starts[e], kernel,
-                    "counts must be non-negative and sum to at most the "
-                    "%lld buffer rows; expert %lld has %lld after %lld rows",
-                    static_cast<long long>(rows), static_cast<long long>(e),
+    int64_t blockStart = (e / perBlock) * blockRows;
+    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
+    LOOM_HOST_CHECK(counts[e] >= 0 &&
+                        counts[e] <= blockStart + blockRows - start,
+                    kernel,
+                    "counts must be non-negative and sum to at most the %lld "
+                    "rows of each of the %lld blocks; expert %lld has %lld "
+                    "after %lld rows of its block",
+                    static_cast<long long>(blockRows),
+                    static_cast<long long>(blocks), static_cast<long long>(e),
                     static_cast<long long>(counts[e]),
-                    static_cast<long long>(starts[e]));
-    starts[e + 1] = starts[e] + counts[e];
+                    static_cast<long long>(start - blockStart));
+    groups.starts[e] = start;
+    groups.ends[e] = start + counts[e];
   }
-  return starts;
+  return groups;
 }
 
 void checkBlasSizes(const char *kernel, std::initializer_list<int64_t> sizes) {
@@ -193,7 +219,8 @@ template <typename T>
 void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
                        const Shape &inputShape, const T *weight,
                        const Shape &weightShape, const int64_t *counts,
-                       const Shape &countsShape, bool transposed) {
+                       const Shape &countsShape, int64_t blocks,
+                       bool transposed) {
   const char *kernel = "grouped_matmul";
   checkMatrix(kernel, "the input", inputShape);
   checkValid(kernel, "the weight", weightShape);
@@ -206,12 +233,16 @@ void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
   int64_t experts = weightShape[0], width = weightShape[transposed ? 1 : 2];
   checkShape(kernel, "the result", resultShape, Shape{rows, width});
   checkBlasSizes(kernel, {rows, depth, width});
-  std::vector<int64_t> starts =
-      groupStarts(kernel, counts, countsShape, experts, rows);
-  // (The tail past the last group is zero; the groups are all written.)
-  std::fill(result + starts[experts] * width, result + rows * width, T(0));
+  GroupRows groups =
+      groupRows(kernel, counts, countsShape, experts, rows, blocks);
+  // (Each block's tail past its last group is zero; the groups are all
+  // written.)
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  for (int64_t b = 0; b < blocks; ++b)
+    std::fill(result + groups.ends[(b + 1) * perBlock - 1] * width,
+              result + (b + 1) * blockRows * width, T(0));
   for (int64_t e = 0; e < experts; ++e) {
-    int64_t start = starts[e], m = starts[e + 1] - start;
+    int64_t start = groups.starts[e], m = groups.ends[e] - start;
     gemm(false, transposed, m, width, depth, T(1), input + start * depth,
          depth, weight + e * depth * width, transposed ? depth : width, T(0),
          result + start * width, width);
@@ -222,7 +253,7 @@ template <typename T>
 void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
                            const Shape &lhsShape, const T *rhs,
                            const Shape &rhsShape, const int64_t *counts,
-                           const Shape &countsShape) {
+                           const Shape &countsShape, int64_t blocks) {
   const char *kernel = "grouped_matmul_grad";
   checkMatrix(kernel, "lhs", lhsShape);
   checkMatrix(kernel, "rhs", rhsShape);
@@ -237,10 +268,10 @@ void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
   int64_t experts = countsShape[0];
   checkShape(kernel, "the result", resultShape, Shape{experts, a, b});
   checkBlasSizes(kernel, {rows, a, b});
-  std::vector<int64_t> starts =
-      groupStarts(kernel, counts, countsShape, experts, rows);
+  GroupRows groups =
+      groupRows(kernel, counts, countsShape, experts, rows, blocks);
   for (int64_t e = 0; e < experts; ++e) {
-    int64_t start = starts[e], m = starts[e + 1] - start;
+    int64_t start = groups.starts[e], m = groups.ends[e] - start;
     // (With no rows, gemm only scales C by beta = 0.)
     std::fill(result + e * a * b, result + (e + 1) * a * b, T(0));
     gemm(true, false, a, b, m, T(1), lhs + start * a, a, rhs + start * b, b,
@@ -276,16 +307,16 @@ void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
                                   const T *input, Shape inputShape,            \
                                   const T *weight, Shape weightShape,          \
                                   const int64_t *counts, Shape countsShape,    \
-                                  bool transposeRhs) {                         \
+                                  int64_t blocks, bool transposeRhs) {         \
     groupedMatmulImpl(result, resultShape, input, inputShape, weight,         \
-                      weightShape, counts, countsShape, transposeRhs);         \
+                      weightShape, counts, countsShape, blocks, transposeRhs); \
   }                                                                            \
   void loom::host::grouped_matmul_grad(                                        \
       T *result, Shape resultShape, const T *lhs, Shape lhsShape,              \
-      const T *rhs, Shape rhsShape, const int64_t *counts,                     \
-      Shape countsShape) {                                                     \
+      const T *rhs, Shape rhsShape, const int64_t *counts, Shape countsShape,  \
+      int64_t blocks) {                                                        \
     groupedMatmulGradImpl(result, resultShape, lhs, lhsShape, rhs, rhsShape,  \
-                          counts, countsShape);                                \
+                          counts, countsShape, blocks);                        \
   }
 
 LOOM_MOE_FLOAT_KERNELS(float)
@@ -303,8 +334,8 @@ void loom::host::topk(int64_t *result, Shape resultShape, const double *input,
 
 void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
-                           Shape expertsShape, int64_t capacity,
-                           int64_t num_experts) {
+                           Shape expertsShape, int64_t blocks,
+                           int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
   checkValid(kernel, "the experts", expertsShape);
   LOOM_HOST_CHECK(expertsShape.rank == 2 && num_experts >= 1, kernel,
@@ -329,9 +360,18 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
     }
     slots[i] = counts[e]++;
   }
+  LOOM_HOST_CHECK(blocks >= 1 && num_experts % blocks == 0, kernel,
+                  "blocks = %lld does not divide the %lld experts",
+                  static_cast<long long>(blocks),
+                  static_cast<long long>(num_experts));
+  // Each block's experts from the block's first row (one block: row 0).
+  int64_t perBlock = num_experts / blocks;
+  int64_t blockRows = loom::moe::blockRows(
+      entries, num_experts, blocks, capacity == INT64_MIN ? 0 : capacity);
   std::vector<int64_t> start(static_cast<size_t>(num_experts), 0);
-  for (int64_t e = 1; e < num_experts; ++e)
-    start[e] = start[e - 1] + counts[e - 1];
+  for (int64_t e = 0; e < num_experts; ++e)
+    start[e] = e % perBlock == 0 ? (e / perBlock) * blockRows
+                                 : start[e - 1] + counts[e - 1];
   for (int64_t i = 0; i < entries; ++i)
     if (slots[i] >= 0)
       slots[i] += start[experts[i]];

@@ -4,6 +4,8 @@
 // RUN: loom-opt %s --loom-lower-to-calls=entry=layer | FileCheck %s --check-prefix=LAYER
 // RUN: loom-translate --loom-to-host-cpp --loom-entry layer %s | FileCheck %s --check-prefix=LCPP
 // RUN: loom-translate --loom-to-cuda-cpp --loom-entry layer %s | FileCheck %s --check-prefix=LCUDA
+// RUN: loom-translate --loom-to-host-cpp --loom-entry blocked %s | FileCheck %s --check-prefix=BCPP
+// RUN: loom-translate --loom-to-cuda-cpp --loom-entry blocked %s | FileCheck %s --check-prefix=BCUDA
 
 // The router's ops as kernel calls: nn.topk takes the scores and k, and
 // nn.moe_route the i64 experts of rank 2, an absent or given capacity and
@@ -19,15 +21,15 @@ func.func @step(%s: tensor<16x4xf32> {nn.data})
 }
 
 // CHECK: call_opaque "loom.kernel.topk"(%0, %1) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{16, 4}">, 2]} : (!emitc.ptr<i64>, !emitc.ptr<f32>) -> ()
-// CHECK: call_opaque "loom.kernel.moe_route"(%2, %3, %4) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"loom::kAbsent">, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
-// CHECK: call_opaque "loom.kernel.moe_route"(%5, %6, %7) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, 3, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
+// CHECK: call_opaque "loom.kernel.moe_route"(%2, %3, %4) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, 1, #emitc.opaque<"loom::kAbsent">, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
+// CHECK: call_opaque "loom.kernel.moe_route"(%5, %6, %7) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, 1, 3, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
 
 // CPP: loom::host::topk(result_0, {16, 2}, s, {16, 4}, 2);
-// CPP: loom::host::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, loom::kAbsent, 4);
-// CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, 3, 4);
+// CPP: loom::host::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, 1, loom::kAbsent, 4);
+// CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, 1, 3, 4);
 
 // CUDA: loom::cuda::topk(result_0, {16, 2}, s, {16, 4}, 2);
-// CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, loom::kAbsent, 4);
+// CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, 1, loom::kAbsent, 4);
 
 // The buffer ops: an absent weights operand is a null pointer with an
 // empty shape, the counts an int64_t buffer, an absent transpose_rhs
@@ -47,17 +49,36 @@ func.func @layer(%x: tensor<16x8xf32> {nn.data}, %slots: tensor<16x2xi64> {nn.da
 }
 
 // LAYER: call_opaque "loom.kernel.moe_dispatch"(%{{.*}}) {args = [0 : index, #emitc.opaque<"{32, 8}">, 1 : index, #emitc.opaque<"{16, 8}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 32]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>) -> ()
-// LAYER: call_opaque "loom.kernel.grouped_matmul"(%{{.*}}) {args = [{{.*}}, 3 : index, #emitc.opaque<"{4}">, #emitc.opaque<"loom::kAbsent">]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>) -> ()
-// LAYER: call_opaque "loom.kernel.grouped_matmul"(%{{.*}}) {args = [{{.*}}, 3 : index, #emitc.opaque<"{4}">, #emitc.opaque<"true">]}
+// LAYER: call_opaque "loom.kernel.grouped_matmul"(%{{.*}}) {args = [{{.*}}, 3 : index, #emitc.opaque<"{4}">, 1, #emitc.opaque<"loom::kAbsent">]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>) -> ()
+// LAYER: call_opaque "loom.kernel.grouped_matmul"(%{{.*}}) {args = [{{.*}}, 3 : index, #emitc.opaque<"{4}">, 1, #emitc.opaque<"true">]}
 // LAYER: call_opaque "loom.kernel.moe_combine"(%{{.*}}) {args = [0 : index, #emitc.opaque<"{16, 8}">, 1 : index, #emitc.opaque<"{32, 8}">, 2 : index, #emitc.opaque<"{16, 2}">, 3 : index, #emitc.opaque<"{16, 2}">]} : (!emitc.ptr<f32>, !emitc.ptr<f32>, !emitc.ptr<i64>, !emitc.ptr<f32>) -> ()
 
 // LCPP: loom::host::moe_dispatch(moe_dispatch_0, {32, 8}, x, {16, 8}, slots, {16, 2}, nullptr, {}, 32);
-// LCPP: loom::host::grouped_matmul(grouped_matmul_0, {32, 12}, moe_dispatch_0, {32, 8}, w1, {4, 8, 12}, counts, {4}, loom::kAbsent);
-// LCPP: loom::host::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, true);
+// LCPP: loom::host::grouped_matmul(grouped_matmul_0, {32, 12}, moe_dispatch_0, {32, 8}, w1, {4, 8, 12}, counts, {4}, 1, loom::kAbsent);
+// LCPP: loom::host::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, 1, true);
 // LCPP: loom::host::moe_combine(result_0, {16, 8}, grouped_matmul_1, {32, 8}, slots, {16, 2}, w, {16, 2});
 // LCPP: loom::host::moe_slot_dot(result_1, {16, 2}, grouped_matmul_1, {32, 8}, x, {16, 8}, slots, {16, 2});
-// LCPP: loom::host::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4});
+// LCPP: loom::host::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4}, 1);
 
 // LCUDA: loom::cuda::moe_dispatch(moe_dispatch_0, {32, 8}, x, {16, 8}, slots, {16, 2}, nullptr, {}, 32);
-// LCUDA: loom::cuda::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, true);
-// LCUDA: loom::cuda::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4});
+// LCUDA: loom::cuda::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, 1, true);
+// LCUDA: loom::cuda::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4}, 1);
+
+// Expert blocks (expert parallelism): the route, the grouped matmul and its
+// weight gradient pass their blocks to the kernel.
+
+func.func @blocked(%e: tensor<16x2xi64> {nn.data}, %x: tensor<16x8xf32> {nn.data},
+                   %w1: tensor<4x8x12xf32> {nn.data})
+    -> (tensor<64x12xf32>, tensor<4x8x12xf32>) {
+  %slots, %counts = nn.moe_route %e num_experts = 4 blocks = 2 : tensor<16x2xi64>
+  %buffer = nn.moe_dispatch %x, %slots rows = 64 : tensor<16x8xf32>, tensor<16x2xi64>
+  %h = nn.grouped_matmul %buffer, %w1, %counts blocks = 2 : tensor<64x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  %g = nn.grouped_matmul_grad %buffer, %h, %counts blocks = 2 : tensor<64x8xf32>, tensor<64x12xf32>, tensor<4xi64>
+  return %h, %g : tensor<64x12xf32>, tensor<4x8x12xf32>
+}
+
+// BCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, 2, loom::kAbsent, 4);
+// BCPP: loom::host::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
+// BCPP: loom::host::grouped_matmul_grad(result_1, {4, 8, 12}, {{.*}}, {64, 8}, result_0, {64, 12}, {{.*}}, {4}, 2);
+// BCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, 2, loom::kAbsent, 4);
+// BCUDA: loom::cuda::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);

@@ -999,13 +999,15 @@ std::vector<CaseSet> makeCaseSets() {
     Tensor experts = randomInt(ElementKind::I64, {16, 2}, 0, 4);
     experts.setDouble(3, 7);
     experts.setDouble(8, -1);
+    // (In blocks of experts too: each block's from its first row.)
     for (const char *capacity : {"", " capacity = 5"})
-      cases.push_back({std::string("moe_route") + capacity,
-                       std::string("nn.moe_route %a0 num_experts = 6") +
-                           capacity + " : " + ty(experts),
-                       {experts},
-                       {ty(ElementKind::I64, {16, 2}),
-                        ty(ElementKind::I64, {6})}});
+      for (const char *blocks : {"", " blocks = 2", " blocks = 3"})
+        cases.push_back({std::string("moe_route") + capacity + blocks,
+                         std::string("nn.moe_route %a0 num_experts = 6") +
+                             capacity + blocks + " : " + ty(experts),
+                         {experts},
+                         {ty(ElementKind::I64, {16, 2}),
+                          ty(ElementKind::I64, {6})}});
     // No entries at all, with and without a capacity.
     Tensor none(ElementKind::I64, {0, 2});
     for (const char *capacity : {"", " capacity = 1"})
@@ -1090,6 +1092,18 @@ std::vector<CaseSet> makeCaseSets() {
                              ty(x) + ", " + ty(w) + ", " + ty(counts),
                          {x, w, counts}, {ty(k, {32, 6})}});
       }
+    // Two blocks of 16 rows: an expert without rows and unused tails in
+    // both, or both blocks full.
+    for (bool transposed : {false, true})
+      for (Tensor counts : {moeCounts({10, 0, 12, 3}), moeCounts({8, 8, 9, 7})}) {
+        Tensor w = randomFloat(k, transposed ? Dims{4, 6, 8} : Dims{4, 8, 6});
+        cases.push_back({"grouped_matmul blocks",
+                         std::string("nn.grouped_matmul %a0, %a1, %a2") +
+                             (transposed ? " transpose_rhs" : "") +
+                             " blocks = 2 : " + ty(x) + ", " + ty(w) + ", " +
+                             ty(counts),
+                         {x, w, counts}, {ty(k, {32, 6})}});
+      }
   }});
   sets.push_back({"nn.grouped_matmul_grad", kFloats, [=](ElementKind k,
                                                          Cases &cases) {
@@ -1098,6 +1112,11 @@ std::vector<CaseSet> makeCaseSets() {
       cases.push_back({"grouped_matmul_grad",
                        "nn.grouped_matmul_grad %a0, %a1, %a2 : " + ty(lhs) +
                            ", " + ty(rhs) + ", " + ty(counts),
+                       {lhs, rhs, counts}, {ty(k, {4, 8, 6})}});
+    for (Tensor counts : {moeCounts({10, 0, 12, 3}), moeCounts({8, 8, 9, 7})})
+      cases.push_back({"grouped_matmul_grad blocks",
+                       "nn.grouped_matmul_grad %a0, %a1, %a2 blocks = 2 : " +
+                           ty(lhs) + ", " + ty(rhs) + ", " + ty(counts),
                        {lhs, rhs, counts}, {ty(k, {4, 8, 6})}});
   }});
   return sets;

@@ -25,7 +25,8 @@ last parameter by (1 + EPS), to show that the check fails on an error of
 that size; --poison puts a NaN into that gradient on one side, to show
 that a non-finite value fails the check. --same-as FILE checks that the
 generated program for the default sizes is the one in FILE (both printed by
-loom-opt) and exits.
+loom-opt) and exits. --write-model FILE writes the generated program for
+the given sizes and element type to FILE and exits.
 """
 
 import argparse
@@ -74,6 +75,7 @@ def main():
     ap.add_argument("--dtype", choices=("f64", "f32"), default="f64")
     ap.add_argument("--model")
     ap.add_argument("--same-as")
+    ap.add_argument("--write-model")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bound", type=float)
     ap.add_argument("--corrupt", type=float, default=0.0)
@@ -84,6 +86,11 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
     cfg = ref.Config(**{name: getattr(args, name) for name, _ in ref.SIZES})
+
+    if args.write_model:
+        with open(args.write_model, "w") as f:
+            f.write(ref.module_text(cfg, args.dtype))
+        return
 
     if args.same_as:
         generated = os.path.join(args.work_dir, "generated.mlir")

@@ -43,21 +43,26 @@ BLOCK_PARAMS = ("ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b",
                 "router", "w1", "w2")
 SIZES = (("batch", 8), ("seq", 16), ("vocab", 64), ("width", 32),
          ("heads", 4), ("layers", 2), ("ffn", 128), ("experts", 4),
-         ("topk", 2))
+         ("topk", 2), ("expert_blocks", 1))
 
 __all__ = ["synthetic_batch"]
 
 
 class Config(dense.Config):
     def __init__(self, batch=8, seq=16, vocab=64, width=32, heads=4,
-                 layers=2, ffn=128, experts=4, topk=2):
+                 layers=2, ffn=128, experts=4, topk=2, expert_blocks=1):
         super().__init__(batch, seq, vocab, width, heads, layers, ffn)
-        assert 1 <= topk <= experts
+        assert 1 <= topk <= experts and experts % expert_blocks == 0
         self.experts, self.topk = experts, topk
+        # The program's expert blocks (nn.moe_route ... blocks = B, for
+        # expert parallelism over B devices); the model is the same.
+        self.expert_blocks = expert_blocks
 
     def describe(self):
-        return (super().describe() +
-                f" experts {self.experts} top-{self.topk}")
+        text = super().describe() + f" experts {self.experts} top-{self.topk}"
+        if self.expert_blocks > 1:
+            text += f" in {self.expert_blocks} blocks"
+        return text
 
     def param_shapes(self):
         w, f, e = self.width, self.ffn, self.experts
@@ -245,8 +250,12 @@ def module_text(cfg, et="f32", name=NAME):
     examples/moe_gpt_mini.mlir (this text for the default Config and f32)."""
     B, S, V, W, H, F = (cfg.batch, cfg.seq, cfg.vocab, cfg.width, cfg.heads,
                         cfg.ffn)
-    E, K, T = cfg.experts, cfg.topk, cfg.tokens
-    N, D = T * K, W // H
+    E, K, T, EB = cfg.experts, cfg.topk, cfg.tokens, cfg.expert_blocks
+    # With expert blocks, EB blocks of T * k rows each (the most entries one
+    # block's experts can receive), and the blocks named on the route and
+    # the grouped matmuls.
+    N, D = EB * T * K, W // H
+    blocks = f" blocks = {EB}" if EB > 1 else ""
 
     def t(*dims):
         return "tensor<" + "".join(f"{d}x" for d in dims) + et + ">"
@@ -265,7 +274,7 @@ def module_text(cfg, et="f32", name=NAME):
         f"%pos = nn.embedding %wpe, %pos_ids : {t(S, W)}, {ids}",
         f"%x0 = nn.add %tok, %pos : {act}, {act}",
         # Constants of the aux loss: the entries routed, alpha * E.
-        f"%entries = nn.fill {float(N):e} : {t()}",
+        f"%entries = nn.fill {float(T * K):e} : {t()}",
         f"%aux_scale = nn.fill {ALPHA * E:e} : {t()}",
     ]
     x, aux = "%x0", None
@@ -293,13 +302,13 @@ def module_text(cfg, et="f32", name=NAME):
             f"{v}gates = nn.gather {v}probs, {v}experts dim = 1 : "
             f"{t(T, E)}, {i(T, K)}",
             f"{v}slots, {v}counts = nn.moe_route {v}experts num_experts = {E}"
-            f" : {i(T, K)}",
+            f"{blocks} : {i(T, K)}",
             f"{v}buf = nn.moe_dispatch {v}tk, {v}slots rows = {N} : "
             f"{flat}, {i(T, K)}",
-            f"{v}m = nn.grouped_matmul {v}buf, {p}w1, {v}counts : "
+            f"{v}m = nn.grouped_matmul {v}buf, {p}w1, {v}counts{blocks} : "
             f"{t(N, W)}, {t(E, W, F)}, {i(E)}",
             f"{v}g = nn.gelu {v}m : {t(N, F)}",
-            f"{v}eo = nn.grouped_matmul {v}g, {p}w2, {v}counts : "
+            f"{v}eo = nn.grouped_matmul {v}g, {p}w2, {v}counts{blocks} : "
             f"{t(N, F)}, {t(E, F, W)}, {i(E)}",
             f"{v}y = nn.moe_combine {v}eo, {v}slots weights {v}gates : "
             f"{t(N, W)}, {i(T, K)}, {t(T, K)}",

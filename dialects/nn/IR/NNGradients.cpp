@@ -896,13 +896,15 @@ LogicalResult GroupedMatmulOp::buildGradients(
   bool transposed = getTransposeRhs();
   // y_e = x_e W_e (or x_e W_e^T): dx_e = dy_e W_e^T (or dy_e W_e), and
   // dW_e = x_e^T dy_e (or dy_e^T x_e).
+  // (The blocks, if any, group the gradients' rows as the input's.)
+  uint64_t blocks = getBlocks();
   operandGrads.push_back(GroupedMatmulOp::create(
-      builder, getLoc(), dy, getWeight(), getCounts(), !transposed));
+      builder, getLoc(), dy, getWeight(), getCounts(), !transposed, blocks));
   operandGrads.push_back(
       transposed ? GroupedMatmulGradOp::create(builder, getLoc(), dy,
-                                               getInput(), getCounts())
+                                               getInput(), getCounts(), blocks)
                  : GroupedMatmulGradOp::create(builder, getLoc(), getInput(),
-                                               dy, getCounts()));
+                                               dy, getCounts(), blocks));
   operandGrads.push_back(Value()); // counts
   return success();
 }
@@ -912,10 +914,14 @@ LogicalResult GroupedMatmulGradOp::buildGradients(
     SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
   // out_e = lhs_e^T rhs_e: dlhs_e = rhs_e dy_e^T, drhs_e = lhs_e dy_e.
-  operandGrads.push_back(GroupedMatmulOp::create(
-      builder, getLoc(), getRhs(), dy, getCounts(), /*transpose_rhs=*/true));
-  operandGrads.push_back(GroupedMatmulOp::create(
-      builder, getLoc(), getLhs(), dy, getCounts(), /*transpose_rhs=*/false));
+  operandGrads.push_back(GroupedMatmulOp::create(builder, getLoc(), getRhs(),
+                                                 dy, getCounts(),
+                                                 /*transpose_rhs=*/true,
+                                                 getBlocks()));
+  operandGrads.push_back(GroupedMatmulOp::create(builder, getLoc(), getLhs(),
+                                                 dy, getCounts(),
+                                                 /*transpose_rhs=*/false,
+                                                 getBlocks()));
   operandGrads.push_back(Value()); // counts
   return success();
 }

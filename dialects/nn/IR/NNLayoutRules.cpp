@@ -986,46 +986,77 @@ FactorRule MoeSlotDotOp::getFactorRule() {
   return rule;
 }
 
-/// The buffer rows and the experts replicated (which rows an expert owns
-/// depends on all the counts before it; expert parallelism is a rewrite
-/// with exchanges, not a split of this op); the contraction a reduction,
-/// the output width parallel. Linear in the input and in the weight.
+/// The blocks of a grouped matmul (or its weight gradient) as a factor:
+/// without blocks, the buffer rows and the experts are one replicated factor
+/// each (which rows an expert owns depends on all the counts before it).
+/// With B blocks, each splits into a parallel factor of B blocks, shared by
+/// the rows and the experts (block b's rows belong to block b's experts
+/// whatever the counts), and a replicated one inside the block: split along
+/// the blocks, each device multiplies its own rows by its own experts
+/// (expert parallelism; nn.moe_route ... blocks = B). Returns the block
+/// factor, or -1 where there is none (one block, or sizes it does not
+/// divide).
+static int64_t addBlockFactor(FactorRule &rule, int64_t rows, int64_t experts,
+                              int64_t blocks) {
+  if (blocks <= 1 || isDynamic(rows) || isDynamic(experts) ||
+      rows % blocks != 0 || experts % blocks != 0)
+    return -1;
+  return rule.addFactor(blocks, kParallel);
+}
+
+/// The factors of a dimension of `size` that the block factor `block` (or
+/// none, -1) splits: the block factor, then a replicated one for the rest.
+static DimFactors addBlockedFactors(FactorRule &rule, int64_t block,
+                                    int64_t size) {
+  if (block < 0)
+    return {rule.addFactor(size, kReplicated)};
+  return {block,
+          rule.addFactor(size / rule.getFactor(block).size, kReplicated)};
+}
+
+/// The buffer rows and the experts replicated, but for their blocks
+/// (addBlockFactor); the contraction a reduction, the output width
+/// parallel. Linear in the input and in the weight.
 FactorRule GroupedMatmulOp::getFactorRule() {
   FactorRule rule;
   ArrayRef<int64_t> in = shapeOf(getInput()), weight = shapeOf(getWeight()),
                     out = shapeOf(getResult());
   bool transposed = getTransposeRhs();
-  int64_t n = rule.addFactor(knownSize(in[0], out[0]), kReplicated);
+  int64_t rows = knownSize(in[0], out[0]);
+  int64_t experts = knownSize(weight[0], shapeOf(getCounts())[0]);
+  int64_t block = addBlockFactor(rule, rows, experts, getBlocks());
+  DimFactors n = addBlockedFactors(rule, block, rows);
   int64_t k = rule.addFactor(knownSize(in[1], weight[transposed ? 2 : 1]),
                              kReduction, PartialKind::Sum);
   int64_t f = rule.addFactor(knownSize(weight[transposed ? 1 : 2], out[1]),
                              kParallel);
-  int64_t e = rule.addFactor(
-      knownSize(weight[0], shapeOf(getCounts())[0]), kReplicated);
-  rule.addOperand({{n}, {k}});
-  rule.addOperand(transposed ? TensorFactors{{e}, {f}, {k}}
-                             : TensorFactors{{e}, {k}, {f}});
-  rule.addOperand({{e}});
-  rule.addResult({{n}, {f}});
+  DimFactors e = addBlockedFactors(rule, block, experts);
+  rule.addOperand({n, {k}});
+  rule.addOperand(transposed ? TensorFactors{e, {f}, {k}}
+                             : TensorFactors{e, {k}, {f}});
+  rule.addOperand({e});
+  rule.addResult({n, {f}});
   rule.addLinearGroup({0});
   rule.addLinearGroup({1});
   return rule;
 }
 
-/// Both matrix widths parallel; the buffer rows and the experts replicated
-/// (as for the grouped matmul). Linear in either buffer.
+/// Both matrix widths parallel; the buffer rows and the experts as for the
+/// grouped matmul. Linear in either buffer.
 FactorRule GroupedMatmulGradOp::getFactorRule() {
   FactorRule rule;
   ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs()),
                     out = shapeOf(getResult());
-  int64_t n = rule.addFactor(knownSize(lhs[0], rhs[0]), kReplicated);
+  int64_t rows = knownSize(lhs[0], rhs[0]);
+  int64_t block = addBlockFactor(rule, rows, out[0], getBlocks());
+  DimFactors n = addBlockedFactors(rule, block, rows);
   int64_t a = rule.addFactor(knownSize(lhs[1], out[1]), kParallel);
   int64_t b = rule.addFactor(knownSize(rhs[1], out[2]), kParallel);
-  int64_t e = rule.addFactor(out[0], kReplicated);
-  rule.addOperand({{n}, {a}});
-  rule.addOperand({{n}, {b}});
-  rule.addOperand({{e}});
-  rule.addResult({{e}, {a}, {b}});
+  DimFactors e = addBlockedFactors(rule, block, out[0]);
+  rule.addOperand({n, {a}});
+  rule.addOperand({n, {b}});
+  rule.addOperand({e});
+  rule.addResult({e, {a}, {b}});
   rule.addLinearGroup({0});
   rule.addLinearGroup({1});
   return rule;

@@ -181,3 +181,39 @@ LogicalResult SliceOp::localize(OpBuilder &builder, LocalView &view) {
     setSizes(sizes);
   return success();
 }
+
+/// A grouped matmul (or its weight gradient) with blocks, split along them:
+/// the local op has the local blocks, each with its own experts and rows
+/// (the block factor is the only one of the experts' dimension that may be
+/// split; nn.moe_route ... blocks = B).
+static LogicalResult localizeBlocks(Operation *local, Operation *global,
+                                    int64_t localExperts, int64_t globalExperts,
+                                    uint64_t blocks) {
+  if (localExperts == globalExperts)
+    return success();
+  int64_t perBlock = globalExperts / static_cast<int64_t>(blocks);
+  if (perBlock < 1 || localExperts % perBlock != 0)
+    return global->emitOpError()
+           << "holds " << localExperts << " of " << globalExperts
+           << " experts locally, not whole blocks of " << perBlock;
+  local->setAttr("blocks", Builder(local->getContext())
+                               .getI64IntegerAttr(localExperts / perBlock));
+  return success();
+}
+
+LogicalResult GroupedMatmulOp::localize(OpBuilder &, LocalView &view) {
+  auto global = cast<GroupedMatmulOp>(view.getGlobalOp());
+  return localizeBlocks(
+      *this, global,
+      cast<RankedTensorType>(getWeight().getType()).getDimSize(0),
+      cast<RankedTensorType>(global.getWeight().getType()).getDimSize(0),
+      global.getBlocks());
+}
+
+LogicalResult GroupedMatmulGradOp::localize(OpBuilder &, LocalView &view) {
+  auto global = cast<GroupedMatmulGradOp>(view.getGlobalOp());
+  return localizeBlocks(
+      *this, global, cast<RankedTensorType>(getType()).getDimSize(0),
+      cast<RankedTensorType>(global.getType()).getDimSize(0),
+      global.getBlocks());
+}

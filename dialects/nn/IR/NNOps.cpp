@@ -9,6 +9,7 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/nn/IR/NNShapeUtils.h"
+#include "runtime/moe/Blocks.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -303,6 +304,16 @@ LogicalResult AdamWUpdateOp::verify() {
       succeeded(checkNonNegative(getWeightDecayAttr().getValueAsDouble(),
                                  "weight_decay", diag)) &&
       succeeded(verifySchedule(*this)));
+}
+
+int64_t MoeRouteOp::getBlockRows() {
+  auto type = cast<RankedTensorType>(getExperts().getType());
+  if (!type.hasStaticShape())
+    return ShapedType::kDynamic;
+  std::optional<uint64_t> capacity = getCapacity();
+  return moe::blockRows(type.getNumElements(),
+                        static_cast<int64_t>(getNumExperts()), getBlocks(),
+                        capacity ? static_cast<int64_t>(*capacity) : 0);
 }
 
 #define GET_OP_CLASSES

@@ -1029,25 +1029,42 @@ def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
     of `T * k` rows holds every entry). An expert outside
     `[0, num_experts)` drops its entry too.
 
+    With `blocks = B` (expert parallelism), the experts form `B` blocks of
+    `E / B` consecutive experts and the buffer `B` blocks of `S` rows, `S =
+    T * k` (the most entries one block can get), or `min(T * k, C * E / B)`
+    with a capacity: block `b` holds the entries of its experts from row
+    `b * S` on, grouped by expert as above, and the rest of it is unused.
+    Each block is then one device's work, of a static size. `blocks = 1`
+    (the default) is the plain buffer.
+
     ```mlir
     %slots, %counts = nn.moe_route %experts num_experts = 4
         : tensor<16x2xi64>
     // %slots : tensor<16x2xi64>, %counts : tensor<4xi64>
     %slots, %counts = nn.moe_route %experts num_experts = 4 capacity = 6
         : tensor<16x2xi64>
+    // Two blocks of 32 rows: experts 0 and 1 from row 0, 2 and 3 from 32.
+    %slots, %counts = nn.moe_route %experts num_experts = 4 blocks = 2
+        : tensor<16x2xi64>
     ```
 
     Constraints: `experts` has rank 2; `num_experts` is positive;
-    `capacity`, when given, is positive.
+    `capacity`, when given, is positive; `blocks` is positive and divides
+    `num_experts`.
 
     Gradient: none (the results are integer).
   }];
   let arguments = (ins NN_I64Tensor:$experts, I64Attr:$num_experts,
-                       OptionalAttr<I64Attr>:$capacity);
+                       OptionalAttr<I64Attr>:$capacity,
+                       DefaultValuedAttr<I64Attr, "1">:$blocks);
   let results = (outs NN_I64Tensor:$slots, NN_I64Tensor:$counts);
   let assemblyFormat = [{
     $experts `num_experts` `=` $num_experts (`capacity` `=` $capacity^)?
-    attr-dict `:` type($experts)
+    (`blocks` `=` $blocks^)? attr-dict `:` type($experts)
+  }];
+  let extraClassDeclaration = [{
+    /// The rows of one block of the buffer (`S` in the description).
+    int64_t getBlockRows();
   }];
   let kernelTypes = [I64];
   let kernelTargets = [NN_Host, NN_Cuda];
@@ -1164,7 +1181,8 @@ def NN_MoeSlotDotOp : NN_InferredOp<"moe_slot_dot", [NN_Differentiable]> {
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
-def NN_GroupedMatmulOp : NN_InferredOp<"grouped_matmul", [NN_Differentiable]> {
+def NN_GroupedMatmulOp
+    : NN_InferredOp<"grouped_matmul", [NN_Differentiable, NN_LocalView]> {
   let summary = "Each expert's rows of the buffer times its own weight";
   let description = [{
     The experts' matrix product over the expert-ordered buffer, with the
@@ -1186,26 +1204,34 @@ def NN_GroupedMatmulOp : NN_InferredOp<"grouped_matmul", [NN_Differentiable]> {
     // %h : tensor<32x16xf32>
     ```
 
+    With `blocks = B` the buffer is `B` blocks of `N / B` rows, each with
+    the groups of `E / B` consecutive experts (`nn.moe_route ... blocks =
+    B`): expert `e` of block `b` starts at row `b * N / B` plus the counts
+    of the block's experts before it. Split along the blocks, each device
+    multiplies its own block by its own experts.
+
     Constraints: `input` is `[N, K]`, `weight` `[E, K, F]` (`[E, F, K]`
-    with `transpose_rhs`) of the same element type, `counts` `[E]`. At run
-    time the counts are non-negative and sum to at most `N`.
+    with `transpose_rhs`) of the same element type, `counts` `[E]`;
+    `blocks` divides `E` and `N`. At run time the counts are non-negative
+    and each block's sum to at most its rows.
 
     Gradient: `dinput = nn.grouped_matmul(dy, weight, counts)` with
     `transpose_rhs` flipped; `dweight = nn.grouped_matmul_grad(input, dy,
     counts)` (`(dy, input)` with `transpose_rhs`); none for the counts.
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
-                       NN_I64Tensor:$counts, UnitAttr:$transpose_rhs);
+                       NN_I64Tensor:$counts, UnitAttr:$transpose_rhs,
+                       DefaultValuedAttr<I64Attr, "1">:$blocks);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight `,` $counts (`transpose_rhs` $transpose_rhs^)?
-    attr-dict `:` type(operands)
+    (`blocks` `=` $blocks^)? attr-dict `:` type(operands)
   }];
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_GroupedMatmulGradOp
-    : NN_InferredOp<"grouped_matmul_grad", [NN_Differentiable]> {
+    : NN_InferredOp<"grouped_matmul_grad", [NN_Differentiable, NN_LocalView]> {
   let summary = "Per expert, the product of its rows of two buffers";
   let description = [{
     For every expert `e`, `lhs_e^T * rhs_e`, where `lhs_e` and `rhs_e` are
@@ -1223,17 +1249,23 @@ def NN_GroupedMatmulGradOp
     // %dw : tensor<4x8x16xf32>
     ```
 
+    With `blocks`, the rows are grouped in blocks as for
+    `nn.grouped_matmul`.
+
     Constraints: `lhs` is `[N, A]` and `rhs` `[N, B]` of one element type,
-    `counts` `[E]`; at run time as for `nn.grouped_matmul`.
+    `counts` `[E]`; `blocks` divides `E` and `N`; at run time as for
+    `nn.grouped_matmul`.
 
     Gradient: `dlhs = nn.grouped_matmul(rhs, dy, counts) transpose_rhs`;
     `drhs = nn.grouped_matmul(lhs, dy, counts)`; none for the counts.
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
-                       NN_I64Tensor:$counts);
+                       NN_I64Tensor:$counts,
+                       DefaultValuedAttr<I64Attr, "1">:$blocks);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs `,` $counts attr-dict `:` type(operands)
+    $lhs `,` $rhs `,` $counts (`blocks` `=` $blocks^)? attr-dict `:`
+    type(operands)
   }];
   let kernelTargets = [NN_Host, NN_Cuda];
 }

@@ -818,6 +818,28 @@ LogicalResult TopkOp::inferShape(Adaptor adaptor,
   return success();
 }
 
+/// The `blocks` of an MoE op (1 when absent): positive, dividing the
+/// experts and, where given, the buffer rows (both when static).
+static FailureOr<int64_t> checkBlocks(IntegerAttr attr, int64_t experts,
+                                      int64_t rows, const ShapeDiag &diag) {
+  int64_t blocks = attr ? attr.getInt() : 1;
+  if (blocks < 1) {
+    (void)diag("blocks = ", blocks, " must be positive");
+    return failure();
+  }
+  if (!ShapedType::isDynamic(experts) && experts % blocks != 0) {
+    (void)diag("blocks = ", blocks, " does not divide the ", experts,
+               " experts");
+    return failure();
+  }
+  if (!ShapedType::isDynamic(rows) && rows % blocks != 0) {
+    (void)diag("blocks = ", blocks, " does not divide the ", rows,
+               " buffer rows");
+    return failure();
+  }
+  return blocks;
+}
+
 LogicalResult MoeRouteOp::inferShape(Adaptor adaptor,
                                      SmallVectorImpl<Type> &resultTypes,
                                      const ShapeDiag &diag) {
@@ -839,6 +861,10 @@ LogicalResult MoeRouteOp::inferShape(Adaptor adaptor,
   if (capacityAttr && capacityAttr.getInt() < 1)
     return diag("capacity = ", capacityAttr.getInt(),
                 " must be positive (leave it out for no capacity)");
+  if (failed(checkBlocks(lookupAttr(adaptor.getBlocksAttr(),
+                                    adaptor.getAttributes(), "blocks"),
+                         numAttr.getInt(), ShapedType::kDynamic, diag)))
+    return failure();
   Type i64 = IntegerType::get(experts.getContext(), 64);
   resultTypes.push_back(RankedTensorType::get(experts.getShape(), i64));
   resultTypes.push_back(RankedTensorType::get({numAttr.getInt()}, i64));
@@ -889,6 +915,7 @@ static LogicalResult checkCounts(RankedTensorType counts, int64_t experts,
                 " entries but there are ", formatSize(experts), " experts");
   return success();
 }
+
 
 LogicalResult MoeDispatchOp::inferShape(Adaptor adaptor,
                                         SmallVectorImpl<Type> &resultTypes,
@@ -980,7 +1007,10 @@ LogicalResult GroupedMatmulOp::inferShape(Adaptor adaptor,
                 formatSize(k), " does not match the input's width ",
                 formatSize(input.getDimSize(1)),
                 " (the contracting dimensions)");
-  if (failed(checkCounts(counts, weight.getDimSize(0), diag)))
+  if (failed(checkCounts(counts, weight.getDimSize(0), diag)) ||
+      failed(checkBlocks(lookupAttr(adaptor.getBlocksAttr(),
+                                    adaptor.getAttributes(), "blocks"),
+                         weight.getDimSize(0), input.getDimSize(0), diag)))
     return failure();
   resultTypes.push_back(RankedTensorType::get({input.getDimSize(0), f},
                                               input.getElementType()));
@@ -1003,7 +1033,10 @@ LogicalResult GroupedMatmulGradOp::inferShape(
   if (!compatibleSizes(lhs.getDimSize(0), rhs.getDimSize(0)))
     return diag("lhs has ", formatSize(lhs.getDimSize(0)), " rows but rhs has ",
                 formatSize(rhs.getDimSize(0)));
-  if (failed(checkCounts(counts, ShapedType::kDynamic, diag)))
+  if (failed(checkCounts(counts, ShapedType::kDynamic, diag)) ||
+      failed(checkBlocks(lookupAttr(adaptor.getBlocksAttr(),
+                                    adaptor.getAttributes(), "blocks"),
+                         counts.getDimSize(0), lhs.getDimSize(0), diag)))
     return failure();
   resultTypes.push_back(RankedTensorType::get(
       {counts.getDimSize(0), lhs.getDimSize(1), rhs.getDimSize(1)},

@@ -175,3 +175,38 @@ func.func @gmm_grad_counts(%a: tensor<32x8xf32>, %b: tensor<32x12xf32>, %c: tens
   %0 = nn.grouped_matmul_grad %a, %b, %c : tensor<32x8xf32>, tensor<32x12xf32>, tensor<4x1xi64>
   return
 }
+
+// -----
+
+// moe_route: the blocks divide the experts.
+func.func @route_blocks(%e: tensor<16x2xi64>) {
+  // expected-error @+1 {{blocks = 3 does not divide the 4 experts}}
+  %0, %1 = nn.moe_route %e num_experts = 4 blocks = 3 : tensor<16x2xi64>
+  return
+}
+
+// -----
+
+func.func @route_blocks_zero(%e: tensor<16x2xi64>) {
+  // expected-error @+1 {{blocks = 0 must be positive}}
+  %0, %1 = nn.moe_route %e num_experts = 4 blocks = 0 : tensor<16x2xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul: the blocks divide the buffer rows.
+func.func @gmm_blocks_rows(%x: tensor<30x8xf32>, %w: tensor<4x8x12xf32>, %c: tensor<4xi64>) {
+  // expected-error @+1 {{blocks = 4 does not divide the 30 buffer rows}}
+  %0 = nn.grouped_matmul %x, %w, %c blocks = 4 : tensor<30x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul_grad: the blocks divide the experts.
+func.func @gmm_grad_blocks(%a: tensor<32x8xf32>, %b: tensor<32x12xf32>, %c: tensor<6xi64>) {
+  // expected-error @+1 {{blocks = 4 does not divide the 6 experts}}
+  %0 = nn.grouped_matmul_grad %a, %b, %c blocks = 4 : tensor<32x8xf32>, tensor<32x12xf32>, tensor<6xi64>
+  return
+}

@@ -66,3 +66,30 @@ func.func @dynamic(%x: tensor<?x8xf64>, %slots: tensor<?x2xi64>)
   %y = nn.moe_combine %buffer, %slots : tensor<64x8xf64>, tensor<?x2xi64>
   return %y : tensor<?x8xf64>
 }
+
+// Expert blocks (expert parallelism): the route places block b's experts
+// from row b * T * k, the grouped matmul and its weight gradient read the
+// blocks; blocks = 1 is the default and is not printed.
+// CHECK-LABEL: func.func @blocks
+func.func @blocks(%experts: tensor<16x2xi64>, %x: tensor<16x8xf32>,
+                  %w1: tensor<4x8x12xf32>)
+    -> (tensor<64x12xf32>, tensor<4x8x12xf32>, tensor<16x2xi64>) {
+  // CHECK: nn.moe_route %{{.*}} num_experts = 4 blocks = 2 : tensor<16x2xi64>
+  %slots, %counts = nn.moe_route %experts num_experts = 4 blocks = 2
+      : tensor<16x2xi64>
+  // CHECK: nn.moe_route %{{.*}} num_experts = 4 capacity = 3 blocks = 4 : tensor<16x2xi64>
+  %capped, %kept = nn.moe_route %experts num_experts = 4 capacity = 3
+      blocks = 4 : tensor<16x2xi64>
+  // CHECK: nn.moe_route %{{.*}} num_experts = 4 : tensor<16x2xi64>
+  %one, %ones = nn.moe_route %experts num_experts = 4 blocks = 1
+      : tensor<16x2xi64>
+  %buffer = nn.moe_dispatch %x, %slots rows = 64
+      : tensor<16x8xf32>, tensor<16x2xi64>
+  // CHECK: nn.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} blocks = 2 : tensor<64x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  %h = nn.grouped_matmul %buffer, %w1, %counts blocks = 2
+      : tensor<64x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  // CHECK: nn.grouped_matmul_grad %{{.*}}, %{{.*}}, %{{.*}} blocks = 2 : tensor<64x8xf32>, tensor<64x12xf32>, tensor<4xi64>
+  %dw1 = nn.grouped_matmul_grad %buffer, %h, %counts blocks = 2
+      : tensor<64x8xf32>, tensor<64x12xf32>, tensor<4xi64>
+  return %h, %dw1, %capped : tensor<64x12xf32>, tensor<4x8x12xf32>, tensor<16x2xi64>
+}

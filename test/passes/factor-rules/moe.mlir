@@ -47,3 +47,17 @@ func.func @layer(%x: tensor<16x8xf32>, %slots: tensor<16x2xi64>, %w: tensor<16x2
   %g = nn.grouped_matmul_grad %buffer, %h, %counts : tensor<32x8xf32>, tensor<32x12xf32>, tensor<4xi64>
   return
 }
+
+// -----
+
+// Expert blocks: the buffer rows and the experts share a parallel factor,
+// the blocks (i = 2), and keep a replicated one inside the block, so a
+// split along the blocks gives each device its own rows and experts.
+func.func @blocks(%buffer: tensor<64x8xf32>, %w1: tensor<4x8x12xf32>,
+                  %counts: tensor<4xi64>) {
+  // expected-remark @below {{factor rule: ([i*j, k], [i*m, k, l], [i*m]) -> ([i*j, l]) {i = 2, j = 32 replicated, k = 8 reduction(sum), l = 12, m = 2 replicated} linear [0] linear [1]}}
+  %h = nn.grouped_matmul %buffer, %w1, %counts blocks = 2 : tensor<64x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  // expected-remark @below {{factor rule: ([i*j, k], [i*j, l], [i*m]) -> ([i*m, k, l]) {i = 2, j = 32 replicated, k = 8, l = 12, m = 2 replicated} linear [0] linear [1]}}
+  %g = nn.grouped_matmul_grad %buffer, %h, %counts blocks = 2 : tensor<64x8xf32>, tensor<64x12xf32>, tensor<4xi64>
+  return
+}

@@ -1200,15 +1200,22 @@ def topk_ref(x, k):
     return order[..., :k].astype(np.int64)
 
 
-def route_ref(experts, num_experts, capacity=None):
+def route_ref(experts, num_experts, capacity=None, blocks=1):
     """Slots and counts of nn.moe_route, written independently: per expert,
     the flat positions of its entries in order, kept up to the capacity,
-    laid out expert after expert."""
+    laid out expert after expert; with blocks, each block of num_experts /
+    blocks experts from row b * S, S the entries (T * k) or, with a
+    capacity, at most capacity rows per expert of the block."""
     flat = experts.reshape(-1)
     slots = np.full(flat.shape, -1, dtype=np.int64)
     counts = np.zeros(num_experts, dtype=np.int64)
+    per_block = num_experts // blocks
+    stride = flat.size if capacity is None else min(flat.size,
+                                                    capacity * per_block)
     row = 0
     for e in range(num_experts):
+        if e % per_block == 0:
+            row = (e // per_block) * stride
         picked = np.nonzero(flat == e)[0]
         if capacity is not None:
             picked = picked[:capacity]
@@ -1216,6 +1223,22 @@ def route_ref(experts, num_experts, capacity=None):
         counts[e] = len(picked)
         row += len(picked)
     return slots.reshape(experts.shape), counts
+
+
+def grouped_matmul_ref(x, w, counts, blocks=1, transposed=False):
+    """nn.grouped_matmul: per expert, its rows (by the counts, each block's
+    from the block's first row) times its weight; other rows zero."""
+    n, experts = x.shape[0], w.shape[0]
+    per_block, block_rows = experts // blocks, n // blocks
+    y = np.zeros((n, w.shape[1] if transposed else w.shape[2]))
+    for b in range(blocks):
+        row = b * block_rows
+        for e in range(b * per_block, (b + 1) * per_block):
+            m = int(counts[e])
+            we = w[e].T if transposed else w[e]
+            y[row:row + m] = x[row:row + m] @ we
+            row += m
+    return y
 
 
 def family_moe(rng):
@@ -1238,11 +1261,32 @@ def family_moe(rng):
     experts[1, 1] = 9   # out of range: dropped
     experts[4, 0] = -2
     for capacity in (None, 3):
-        extra = "" if capacity is None else f" capacity = {capacity}"
-        cases.append(Case(f"moe_route{extra}", "i64", [experts],
-                          f"%r0, %r1 = nn.moe_route %a0 num_experts = 6{extra} : {T(experts)}",
-                          lambda e, c=capacity: route_ref(e.astype(np.int64), 6, c),
-                          out_types=["i64", "i64"], exact=True))
+        for blocks in (1, 2, 3):
+            extra = "" if capacity is None else f" capacity = {capacity}"
+            extra += "" if blocks == 1 else f" blocks = {blocks}"
+            cases.append(Case(
+                f"moe_route{extra}", "i64", [experts],
+                f"%r0, %r1 = nn.moe_route %a0 num_experts = 6{extra} : "
+                f"{T(experts)}",
+                lambda e, c=capacity, b=blocks: route_ref(e.astype(np.int64),
+                                                          6, c, b),
+                out_types=["i64", "i64"], exact=True))
+    # The grouped matmul over a buffer of 24 rows: one block (an expert
+    # without rows, an unused tail) and two blocks of 12 (each with a tail).
+    for et in ("f32", "f64"):
+        x = rng.uniform((24, 5), et)
+        for transposed in (False, True):
+            w = rng.uniform((4, 3, 5) if transposed else (4, 5, 3), et)
+            for blocks, counts in ((1, [7, 0, 9, 5]), (2, [7, 4, 0, 10])):
+                c = np.asarray(counts, dtype=np.int64)
+                extra = (" transpose_rhs" if transposed else "") + \
+                    ("" if blocks == 1 else f" blocks = {blocks}")
+                cases.append(Case(
+                    f"grouped_matmul{extra}", et, [x, w, c],
+                    f"%r0 = nn.grouped_matmul %a0, %a1, %a2{extra} : "
+                    f"{T(x)}, {T(w)}, {T(c)}",
+                    lambda x, w, c, b=blocks, t=transposed:
+                        grouped_matmul_ref(x, w, c, b, t)))
     return cases
 
 
@@ -1262,7 +1306,7 @@ sin cos gelu compare select clamp cast reduce broadcast reshape transpose slice
 concat gather iota softmax log_softmax layer_norm rms_norm rope dropout
 embedding attention cross_entropy sgd_update adamw_update matmul fill gelu_grad
 layer_norm_grad rms_norm_grad cross_entropy_grad attention_grad gather_grad
-slice_grad topk moe_route""".split()
+slice_grad topk moe_route grouped_matmul""".split()
 
 
 def main():
