@@ -186,17 +186,11 @@ void checkRouting(const char *kernel, const Shape &slotsShape, int64_t tokens,
     checkShape(kernel, "the weights", weightsShape, slotsShape);
 }
 
-/// The rows of each expert's group from the device counts, checked as the
-/// host kernels check them: `blocks` blocks of `rows / blocks` rows, each
-/// holding the groups of `E / blocks` consecutive experts from its first
-/// row on. `starts[e]` is expert `e`'s first row, `ends[e]` the row after
-/// its last.
-struct GroupRows {
-  std::vector<int64_t> starts, ends;
-};
-GroupRows groupRows(const char *kernel, const int64_t *counts,
-                    const Shape &countsShape, int64_t experts, int64_t rows,
-                    int64_t blocks) {
+/// The rows of each expert's group from the device counts (moe::groupRows),
+/// checked as the host kernels check them.
+loom::moe::GroupRows groupRows(const char *kernel, const int64_t *counts,
+                               const Shape &countsShape, int64_t experts,
+                               int64_t rows, int64_t blocks) {
   checkShape(kernel, "the counts", countsShape, Shape{experts});
   LOOM_CUDA_CHECK(blocks >= 1 && experts % blocks == 0 && rows % blocks == 0,
                   kernel,
@@ -206,25 +200,18 @@ GroupRows groupRows(const char *kernel, const int64_t *counts,
                   static_cast<long long>(experts), static_cast<long long>(rows));
   std::vector<int64_t> host(static_cast<size_t>(experts));
   copyToHost(host.data(), counts, host.size() * sizeof(int64_t));
-  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
-  GroupRows groups;
-  groups.starts.resize(host.size());
-  groups.ends.resize(host.size());
-  for (int64_t e = 0; e < experts; ++e) {
-    int64_t blockStart = (e / perBlock) * blockRows;
-    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
-    LOOM_CUDA_CHECK(host[e] >= 0 && host[e] <= blockStart + blockRows - start,
-                    kernel,
-                    "counts must be non-negative and sum to at most the %lld "
-                    "rows of each of the %lld blocks; expert %lld has %lld "
-                    "after %lld rows of its block",
-                    static_cast<long long>(blockRows),
-                    static_cast<long long>(blocks), static_cast<long long>(e),
-                    static_cast<long long>(host[e]),
-                    static_cast<long long>(start - blockStart));
-    groups.starts[e] = start;
-    groups.ends[e] = start + host[e];
-  }
+  loom::moe::GroupRows groups =
+      loom::moe::groupRows(host.data(), experts, rows, blocks);
+  LOOM_CUDA_CHECK(groups.bad < 0, kernel,
+                  "counts must be non-negative and sum to at most the %lld "
+                  "rows of each of the %lld blocks; expert %lld has %lld "
+                  "after %lld rows of its block",
+                  static_cast<long long>(rows / blocks),
+                  static_cast<long long>(blocks),
+                  static_cast<long long>(groups.bad),
+                  static_cast<long long>(groups.bad < 0 ? 0
+                                                        : host[groups.bad]),
+                  static_cast<long long>(groups.badOffset));
   return groups;
 }
 
@@ -312,16 +299,16 @@ void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
   int64_t experts = weightShape[0], width = weightShape[transposed ? 1 : 2];
   checkShape(kernel, "the result", resultShape, Shape{rows, width});
   checkGemmSizes(kernel, {rows, depth, width});
-  GroupRows groups =
+  loom::moe::GroupRows groups =
       groupRows(kernel, counts, countsShape, experts, rows, blocks);
   if (depth == 0) {
     zero(kernel, result, rows * width);
     return;
   }
   // Each block's tail past its last group.
-  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  int64_t blockRows = rows / blocks;
   for (int64_t b = 0; b < blocks; ++b) {
-    int64_t end = groups.ends[(b + 1) * perBlock - 1];
+    int64_t end = groups.blockEnds[b];
     zero(kernel, result + end * width, ((b + 1) * blockRows - end) * width);
   }
   if (width == 0)
@@ -356,7 +343,7 @@ void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
   int64_t experts = countsShape[0];
   checkShape(kernel, "the result", resultShape, Shape{experts, a, b});
   checkGemmSizes(kernel, {rows, a, b});
-  GroupRows groups =
+  loom::moe::GroupRows groups =
       groupRows(kernel, counts, countsShape, experts, rows, blocks);
   // An expert without rows has a zero gradient; the others are written.
   zero(kernel, result, experts * a * b);

@@ -151,17 +151,14 @@ LogicalResult checkRouting(const KernelCall &call, const Tensor &slots,
                     "the slots' shape");
 }
 
-/// The first row of each expert's group and the row after it, from
-/// run-time counts (i64, `[E]`): `blocks` blocks of `rows / blocks` rows,
-/// each holding the groups of `E / blocks` consecutive experts from its
-/// first row on. The counts must be non-negative and each block's sum at
-/// most its rows. Entry `e` of the result is expert `e`'s first row,
-/// `ends[e]` the row after its last.
-struct GroupRows {
-  std::vector<int64_t> starts, ends;
-};
-FailureOr<GroupRows> groupRows(const KernelCall &call, const Tensor &counts,
-                               int64_t experts, int64_t rows, int64_t blocks) {
+/// The rows of each expert's group from run-time counts (i64, `[E]`;
+/// moe::groupRows: `blocks` blocks of `rows / blocks` rows, each with the
+/// groups of `E / blocks` consecutive experts), checked: the counts
+/// non-negative and each block's sum at most its rows.
+FailureOr<loom::moe::GroupRows> groupRows(const KernelCall &call,
+                                          const Tensor &counts,
+                                          int64_t experts, int64_t rows,
+                                          int64_t blocks) {
   if (counts.getKind() != ElementKind::I64 || counts.getRank() != 1 ||
       counts.getShape()[0] != experts)
     return call.emitError() << "counts must be i64 of shape [" << experts
@@ -172,22 +169,14 @@ FailureOr<GroupRows> groupRows(const KernelCall &call, const Tensor &counts,
                             << experts << " experts and the " << rows
                             << " buffer rows";
   const int64_t *data = counts.data<int64_t>();
-  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
-  GroupRows groups;
-  groups.starts.resize(static_cast<size_t>(experts));
-  groups.ends.resize(static_cast<size_t>(experts));
-  for (int64_t e = 0; e < experts; ++e) {
-    int64_t blockStart = (e / perBlock) * blockRows;
-    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
-    if (data[e] < 0 || data[e] > blockStart + blockRows - start)
-      return call.emitError()
-             << "counts must be non-negative and sum to at most the "
-             << blockRows << " rows of each of the " << blocks
-             << " blocks; expert " << e << " has " << data[e] << " after "
-             << start - blockStart << " rows of its block";
-    groups.starts[e] = start;
-    groups.ends[e] = start + data[e];
-  }
+  loom::moe::GroupRows groups =
+      loom::moe::groupRows(data, experts, rows, blocks);
+  if (groups.bad >= 0)
+    return call.emitError()
+           << "counts must be non-negative and sum to at most the "
+           << rows / blocks << " rows of each of the " << blocks
+           << " blocks; expert " << groups.bad << " has " << data[groups.bad]
+           << " after " << groups.badOffset << " rows of its block";
   return groups;
 }
 
@@ -310,7 +299,7 @@ LogicalResult groupedMatmulKernel(nn::GroupedMatmulOp op, KernelCall &call) {
   int64_t rows = input.getShape()[0], depth = input.getShape()[1];
   int64_t experts = weight.getShape()[0];
   int64_t width = weight.getShape()[transposed ? 1 : 2];
-  FailureOr<GroupRows> groups = groupRows(
+  FailureOr<loom::moe::GroupRows> groups = groupRows(
       call, counts, experts, rows, static_cast<int64_t>(op.getBlocks()));
   if (failed(groups))
     return failure();
@@ -351,7 +340,7 @@ LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp op,
     return call.emitError() << "counts must have rank 1";
   int64_t rows = lhs.getShape()[0], a = lhs.getShape()[1],
           b = rhs.getShape()[1], experts = counts.getShape()[0];
-  FailureOr<GroupRows> groups = groupRows(
+  FailureOr<loom::moe::GroupRows> groups = groupRows(
       call, counts, experts, rows, static_cast<int64_t>(op.getBlocks()));
   if (failed(groups))
     return failure();

@@ -25,6 +25,7 @@
 
 using namespace loom::host;
 using namespace loom::host::detail;
+namespace moe = loom::moe;
 
 namespace {
 
@@ -82,20 +83,13 @@ void checkRouting(const char *kernel, const Shape &slotsShape, int64_t tokens,
     checkShape(kernel, "the weights", weightsShape, slotsShape);
 }
 
-/// The first row of each expert's group (`E + 1` entries) from run-time
-/// counts that must be non-negative and sum to at most `rows`.
-/// The rows of each expert's group from run-time counts: `blocks` blocks
-/// of `rows / blocks` rows, each holding the groups of `E / blocks`
-/// consecutive experts from its first row on (one block: the plain
-/// buffer). `starts[e]` is expert `e`'s first row and `ends[e]` the row
-/// after its last; the counts must be non-negative and each block's sum at
-/// most its rows.
-struct GroupRows {
-  std::vector<int64_t> starts, ends;
-};
-GroupRows groupRows(const char *kernel, const int64_t *counts,
-                    const Shape &countsShape, int64_t experts, int64_t rows,
-                    int64_t blocks) {
+/// The rows of each expert's group from run-time counts (moe::groupRows:
+/// `blocks` blocks of `rows / blocks` rows, each with the groups of `E /
+/// blocks` consecutive experts; one block is the plain buffer), checked:
+/// the counts non-negative and each block's sum at most its rows.
+moe::GroupRows groupRows(const char *kernel, const int64_t *counts,
+                         const Shape &countsShape, int64_t experts,
+                         int64_t rows, int64_t blocks) {
   checkShape(kernel, "the counts", countsShape, Shape{experts});
   LOOM_HOST_CHECK(blocks >= 1 && experts % blocks == 0 && rows % blocks == 0,
                   kernel,
@@ -103,26 +97,17 @@ GroupRows groupRows(const char *kernel, const int64_t *counts,
                   "buffer rows",
                   static_cast<long long>(blocks),
                   static_cast<long long>(experts), static_cast<long long>(rows));
-  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
-  GroupRows groups;
-  groups.starts.resize(static_cast<size_t>(experts));
-  groups.ends.resize(static_cast<size_t>(experts));
-  for (int64_t e = 0; e < experts; ++e) {
-    int64_t blockStart = (e / perBlock) * blockRows;
-    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
-    LOOM_HOST_CHECK(counts[e] >= 0 &&
-                        counts[e] <= blockStart + blockRows - start,
-                    kernel,
-                    "counts must be non-negative and sum to at most the %lld "
-                    "rows of each of the %lld blocks; expert %lld has %lld "
-                    "after %lld rows of its block",
-                    static_cast<long long>(blockRows),
-                    static_cast<long long>(blocks), static_cast<long long>(e),
-                    static_cast<long long>(counts[e]),
-                    static_cast<long long>(start - blockStart));
-    groups.starts[e] = start;
-    groups.ends[e] = start + counts[e];
-  }
+  moe::GroupRows groups = moe::groupRows(counts, experts, rows, blocks);
+  LOOM_HOST_CHECK(groups.bad < 0, kernel,
+                  "counts must be non-negative and sum to at most the %lld "
+                  "rows of each of the %lld blocks; expert %lld has %lld "
+                  "after %lld rows of its block",
+                  static_cast<long long>(rows / blocks),
+                  static_cast<long long>(blocks),
+                  static_cast<long long>(groups.bad),
+                  static_cast<long long>(groups.bad < 0 ? 0
+                                                        : counts[groups.bad]),
+                  static_cast<long long>(groups.badOffset));
   return groups;
 }
 
@@ -233,13 +218,13 @@ void groupedMatmulImpl(T *result, const Shape &resultShape, const T *input,
   int64_t experts = weightShape[0], width = weightShape[transposed ? 1 : 2];
   checkShape(kernel, "the result", resultShape, Shape{rows, width});
   checkBlasSizes(kernel, {rows, depth, width});
-  GroupRows groups =
+  moe::GroupRows groups =
       groupRows(kernel, counts, countsShape, experts, rows, blocks);
   // (Each block's tail past its last group is zero; the groups are all
   // written.)
-  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  int64_t blockRows = rows / blocks;
   for (int64_t b = 0; b < blocks; ++b)
-    std::fill(result + groups.ends[(b + 1) * perBlock - 1] * width,
+    std::fill(result + groups.blockEnds[b] * width,
               result + (b + 1) * blockRows * width, T(0));
   for (int64_t e = 0; e < experts; ++e) {
     int64_t start = groups.starts[e], m = groups.ends[e] - start;
@@ -268,7 +253,7 @@ void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
   int64_t experts = countsShape[0];
   checkShape(kernel, "the result", resultShape, Shape{experts, a, b});
   checkBlasSizes(kernel, {rows, a, b});
-  GroupRows groups =
+  moe::GroupRows groups =
       groupRows(kernel, counts, countsShape, experts, rows, blocks);
   for (int64_t e = 0; e < experts; ++e) {
     int64_t start = groups.starts[e], m = groups.ends[e] - start;
@@ -366,7 +351,7 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                   static_cast<long long>(num_experts));
   // Each block's experts from the block's first row (one block: row 0).
   int64_t perBlock = num_experts / blocks;
-  int64_t blockRows = loom::moe::blockRows(
+  int64_t blockRows = moe::blockRows(
       entries, num_experts, blocks, capacity == INT64_MIN ? 0 : capacity);
   std::vector<int64_t> start(static_cast<size_t>(num_experts), 0);
   for (int64_t e = 0; e < num_experts; ++e)

@@ -5,8 +5,8 @@
 // consecutive experts, so that each block is one device's work of a static
 // size. S is the most entries one block can receive: every entry (T * k)
 // without a capacity, else at most C per expert of the block. One formula
-// for the op, the interpreter and every target's kernels; header-only and
-// free of MLIR.
+// (and one reading of the counts into groups of rows) for the op, the
+// interpreter and every target's kernels; header-only and free of MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace loom::moe {
 
@@ -30,6 +31,46 @@ inline int64_t blockRows(int64_t entries, int64_t experts, int64_t blocks,
   if (perBlock > 0 && capacity > entries / perBlock)
     return entries;
   return std::min(entries, capacity * perBlock);
+}
+
+/// The rows of each expert's group of an expert-ordered buffer of `rows`
+/// rows in `blocks` blocks (one block: the plain buffer), from the counts:
+/// expert e's group is rows [starts[e], ends[e]), each block's groups from
+/// the block's first row on. `bad` is the first expert whose count is
+/// negative or does not fit in its block (-1 when every one fits); the
+/// rows past it are not computed. The caller checks that `blocks` divides
+/// the experts and the rows.
+struct GroupRows {
+  std::vector<int64_t> starts, ends;
+  /// The row after each block's last group (the block's first row when it
+  /// has no rows, or no experts).
+  std::vector<int64_t> blockEnds;
+  int64_t bad = -1;
+  /// Where the bad expert's group would start, counted in its block.
+  int64_t badOffset = 0;
+};
+inline GroupRows groupRows(const int64_t *counts, int64_t experts,
+                           int64_t rows, int64_t blocks) {
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
+  GroupRows groups;
+  groups.starts.resize(static_cast<size_t>(experts));
+  groups.ends.resize(static_cast<size_t>(experts));
+  groups.blockEnds.resize(static_cast<size_t>(blocks));
+  for (int64_t b = 0; b < blocks; ++b)
+    groups.blockEnds[b] = b * blockRows;
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t blockStart = (e / perBlock) * blockRows;
+    int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
+    if (counts[e] < 0 || counts[e] > blockStart + blockRows - start) {
+      groups.bad = e;
+      groups.badOffset = start - blockStart;
+      return groups;
+    }
+    groups.starts[e] = start;
+    groups.ends[e] = start + counts[e];
+    groups.blockEnds[e / perBlock] = groups.ends[e];
+  }
+  return groups;
 }
 
 } // namespace loom::moe

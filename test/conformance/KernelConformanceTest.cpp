@@ -1092,6 +1092,15 @@ std::vector<CaseSet> makeCaseSets() {
                              ty(x) + ", " + ty(w) + ", " + ty(counts),
                          {x, w, counts}, {ty(k, {32, 6})}});
       }
+    // No experts at all: every row is the unused tail (zero).
+    {
+      Tensor none = moeCounts({});
+      Tensor w = randomFloat(k, Dims{0, 8, 6});
+      cases.push_back({"grouped_matmul no experts",
+                       "nn.grouped_matmul %a0, %a1, %a2 : " + ty(x) + ", " +
+                           ty(w) + ", " + ty(none),
+                       {x, w, none}, {ty(k, {32, 6})}});
+    }
     // Two blocks of 16 rows: an expert without rows and unused tails in
     // both, or both blocks full.
     for (bool transposed : {false, true})

@@ -168,9 +168,10 @@ def main():
         # which rounding cannot change when the gap between the last chosen
         # and the first unchosen probability is far above the element
         # type's rounding (1000 ulps of 1).
-        margin = ref.routing_margin(cfg, params64, tokens, targets)
+        margin, idle = ref.routing_margin(cfg, params64, tokens, targets)
         floor = 1000 * float(np.finfo(np_type).eps)
-        print(f"routing margin {margin:.2e} (floor {floor:.0e})")
+        print(f"routing margin {margin:.2e} (floor {floor:.0e}); "
+              f"{idle} experts without tokens")
         if not margin > floor:
             print(f"FAIL routing: margin {margin:.2e} is below {floor:.0e}: "
                   f"a tie could route differently (choose another seed)")

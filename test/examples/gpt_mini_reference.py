@@ -156,12 +156,36 @@ def attention_back(dout, cache):
 # ------------------------------------------------------------------ model
 
 
-def forward(cfg, params, tokens, targets):
-    """The loss and what the backward pass needs."""
+def dense_mlp(cfg, L, h2):
+    """The block's GELU MLP on the normed activations h2 [batch, seq, width]:
+    its output, its auxiliary loss (none) and what its backward needs. `L`
+    gives the block's parameters by name."""
+    m1 = linear(h2, L("w1")) + L("b1")
+    g = gelu(m1)
+    return linear(g, L("w2")) + L("b2"), 0.0, (h2, m1, g)
+
+
+def dense_mlp_back(cfg, L, dy, cache):
+    """d loss / d h2 and the MLP's parameter gradients (by name), given
+    d loss / d output."""
+    h2, m1, g = cache
+    grads = {"b2": dy.reshape(-1, cfg.width).sum(0)}
+    dg, grads["w2"] = linear_back(dy, g, L("w2"))
+    dm1 = gelu_back(dg, m1)
+    grads["b1"] = dm1.reshape(-1, cfg.ffn).sum(0)
+    dh2, grads["w1"] = linear_back(dm1, h2, L("w1"))
+    return dh2, grads
+
+
+def forward(cfg, params, tokens, targets, mlp=dense_mlp):
+    """The loss and what the backward pass needs. `mlp` is the blocks' MLP
+    (dense_mlp, or a mixture of experts: moe_gpt_mini_reference.py); its
+    auxiliary losses add to the loss."""
     P = params
     b, s, w, h = cfg.batch, cfg.seq, cfg.width, cfg.heads
     x = P["wte"][tokens] + P["wpe"][np.arange(s)][None, :, :]
     caches = []
+    aux_total = 0.0
     for layer in range(cfg.layers):
         L = lambda n: P[f"l{layer}_{n}"]  # noqa: E731
         c = {"x": x}
@@ -173,22 +197,22 @@ def forward(cfg, params, tokens, targets):
         c["a"] = att.reshape(b, s, w)
         x1 = x + linear(c["a"], L("wo"))
         h2, c["ln2"] = layer_norm(x1, L("ln2_g"), L("ln2_b"))
-        c["h2"] = h2
-        c["m1"] = linear(h2, L("w1")) + L("b1")
-        c["g"] = gelu(c["m1"])
-        x = x1 + linear(c["g"], L("w2")) + L("b2")
+        y, aux, c["mlp"] = mlp(cfg, L, h2)
+        aux_total += aux
+        x = x1 + y
         caches.append(c)
     hf, lnf = layer_norm(x, P["lnf_g"], P["lnf_b"])
     logits = linear(hf, P["whead"])
     m = logits.max(-1, keepdims=True)
     lse = (m + np.log(np.exp(logits - m).sum(-1, keepdims=True)))[..., 0]
     picked = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-    loss = (lse - picked).sum() / cfg.tokens
+    loss = (lse - picked).sum() / cfg.tokens + aux_total
     return loss, (caches, hf, lnf, logits, lse)
 
 
-def backward(cfg, params, tokens, targets, saved):
-    """d loss / d param for every parameter, in a dict keyed like params."""
+def backward(cfg, params, tokens, targets, saved, mlp_back=dense_mlp_back):
+    """d loss / d param for every parameter, in a dict keyed like params;
+    `mlp_back` is the backward of forward's `mlp`."""
     P = params
     caches, hf, lnf, logits, lse = saved
     b, s, w, h = cfg.batch, cfg.seq, cfg.width, cfg.heads
@@ -204,12 +228,10 @@ def backward(cfg, params, tokens, targets, saved):
         L = lambda n: P[f"l{layer}_{n}"]  # noqa: E731
         G = lambda n: f"l{layer}_{n}"  # noqa: E731
         c = caches[layer]
-        # x2 = x1 + g @ w2 + b2
-        grads[G("b2")] = dx.reshape(-1, w).sum(0)
-        dg, grads[G("w2")] = linear_back(dx, c["g"], L("w2"))
-        dm1 = gelu_back(dg, c["m1"])
-        grads[G("b1")] = dm1.reshape(-1, cfg.ffn).sum(0)
-        dh2, grads[G("w1")] = linear_back(dm1, c["h2"], L("w1"))
+        # x2 = x1 + mlp(ln2(x1))
+        dh2, mlp_grads = mlp_back(cfg, L, dx, c["mlp"])
+        for name, grad in mlp_grads.items():
+            grads[G(name)] = grad
         dln2, grads[G("ln2_g")], grads[G("ln2_b")] = layer_norm_back(dh2,
                                                                      c["ln2"])
         dx1 = dx + dln2

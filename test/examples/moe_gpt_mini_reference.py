@@ -33,9 +33,7 @@ import math
 import numpy as np
 
 import gpt_mini_reference as dense
-from gpt_mini_reference import (attention, attention_back, gelu, gelu_back,
-                                layer_norm, layer_norm_back, linear,
-                                linear_back, synthetic_batch)
+from gpt_mini_reference import gelu, gelu_back, linear_back, synthetic_batch
 
 NAME = "moe_gpt_mini"
 ALPHA = 0.01
@@ -149,92 +147,51 @@ def moe_back(cfg, dy, daux, router, w1, w2, cache):
     return dh + dhr, drouter, dw1, dw2
 
 
+def moe_mlp(cfg, L, h2):
+    """The block's mixture on h2 [batch, seq, width] (dense.forward's mlp)."""
+    y, aux, cache = moe(cfg, h2.reshape(-1, cfg.width), L("router"), L("w1"),
+                        L("w2"))
+    return y.reshape(h2.shape), aux, cache
+
+
+def moe_mlp_back(cfg, L, dy, cache):
+    """The mixture's backward (dense.backward's mlp_back); each block's aux
+    term enters the loss with weight 1."""
+    grads = {}
+    dh2, grads["router"], grads["w1"], grads["w2"] = moe_back(
+        cfg, dy.reshape(-1, cfg.width), 1.0, L("router"), L("w1"), L("w2"),
+        cache)
+    return dh2.reshape(dy.shape), grads
+
+
 def routing_margin(cfg, params, tokens, targets):
     """The smallest gap, over every token of every block, between the
-    k-th and the (k+1)-th largest router probability: routing is stable
-    under rounding errors well below it."""
+    k-th and the (k+1)-th largest router probability (routing is stable
+    under rounding errors well below it), and how many (block, expert)
+    pairs receive no token."""
     _, (caches, *_rest) = forward(cfg, params, tokens, targets)
-    margin = math.inf
+    margin, idle = math.inf, 0
     for c in caches:
-        probs = np.sort(c["moe"][1], axis=-1)[:, ::-1]
+        probs, chosen = c["mlp"][1], c["mlp"][2]
+        idle += int((np.bincount(chosen.reshape(-1),
+                                 minlength=cfg.experts) == 0).sum())
+        ranked = np.sort(probs, axis=-1)[:, ::-1]
         if cfg.topk < cfg.experts:
             margin = min(margin, float(
-                (probs[:, cfg.topk - 1] - probs[:, cfg.topk]).min()))
-    return margin
+                (ranked[:, cfg.topk - 1] - ranked[:, cfg.topk]).min()))
+    return margin, idle
 
 
 # ------------------------------------------------------------------ model
 
 
 def forward(cfg, params, tokens, targets):
-    P = params
-    b, s, w, h = cfg.batch, cfg.seq, cfg.width, cfg.heads
-    x = P["wte"][tokens] + P["wpe"][np.arange(s)][None, :, :]
-    caches = []
-    aux_total = 0.0
-    for layer in range(cfg.layers):
-        L = lambda n: P[f"l{layer}_{n}"]  # noqa: E731
-        c = {}
-        hn, c["ln1"] = layer_norm(x, L("ln1_g"), L("ln1_b"))
-        c["h"] = hn
-        q, k, v = (linear(hn, L(n)).reshape(b, s, h, w // h)
-                   for n in ("wq", "wk", "wv"))
-        att, c["att"] = attention(q, k, v)
-        c["a"] = att.reshape(b, s, w)
-        x1 = x + linear(c["a"], L("wo"))
-        h2, c["ln2"] = layer_norm(x1, L("ln2_g"), L("ln2_b"))
-        y, aux, c["moe"] = moe(cfg, h2.reshape(-1, w), L("router"), L("w1"),
-                               L("w2"))
-        aux_total += aux
-        x = x1 + y.reshape(b, s, w)
-        caches.append(c)
-    hf, lnf = layer_norm(x, P["lnf_g"], P["lnf_b"])
-    logits = linear(hf, P["whead"])
-    m = logits.max(-1, keepdims=True)
-    lse = (m + np.log(np.exp(logits - m).sum(-1, keepdims=True)))[..., 0]
-    picked = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-    loss = (lse - picked).sum() / cfg.tokens + aux_total
-    return loss, (caches, hf, lnf, logits, lse)
+    return dense.forward(cfg, params, tokens, targets, mlp=moe_mlp)
 
 
 def backward(cfg, params, tokens, targets, saved):
-    P = params
-    caches, hf, lnf, logits, lse = saved
-    b, s, w, h = cfg.batch, cfg.seq, cfg.width, cfg.heads
-    grads = {}
-    dlogits = np.exp(logits - lse[..., None])
-    np.put_along_axis(dlogits, targets[..., None],
-                      np.take_along_axis(dlogits, targets[..., None], -1) - 1.0,
-                      -1)
-    dlogits /= cfg.tokens
-    dhf, grads["whead"] = linear_back(dlogits, hf, P["whead"])
-    dx, grads["lnf_g"], grads["lnf_b"] = layer_norm_back(dhf, lnf)
-    for layer in reversed(range(cfg.layers)):
-        L = lambda n: P[f"l{layer}_{n}"]  # noqa: E731
-        G = lambda n: f"l{layer}_{n}"  # noqa: E731
-        c = caches[layer]
-        # x2 = x1 + moe(ln2(x1)); the aux term enters the loss with weight 1
-        dh2, grads[G("router")], grads[G("w1")], grads[G("w2")] = moe_back(
-            cfg, dx.reshape(-1, w), 1.0, L("router"), L("w1"), L("w2"),
-            c["moe"])
-        dln2, grads[G("ln2_g")], grads[G("ln2_b")] = layer_norm_back(
-            dh2.reshape(b, s, w), c["ln2"])
-        dx1 = dx + dln2
-        da, grads[G("wo")] = linear_back(dx1, c["a"], L("wo"))
-        dq, dk, dv = attention_back(da.reshape(b, s, h, w // h), c["att"])
-        dh = np.zeros_like(c["h"])
-        for name, dt in (("wq", dq), ("wk", dk), ("wv", dv)):
-            dpart, grads[G(name)] = linear_back(dt.reshape(b, s, w), c["h"],
-                                                L(name))
-            dh += dpart
-        dln1, grads[G("ln1_g")], grads[G("ln1_b")] = layer_norm_back(dh,
-                                                                     c["ln1"])
-        dx = dx1 + dln1
-    grads["wpe"] = dx.sum(0)
-    dwte = np.zeros_like(P["wte"])
-    np.add.at(dwte, tokens.reshape(-1), dx.reshape(-1, w))
-    grads["wte"] = dwte
-    return grads
+    return dense.backward(cfg, params, tokens, targets, saved,
+                          mlp_back=moe_mlp_back)
 
 
 def forward_backward(cfg, params, tokens, targets):

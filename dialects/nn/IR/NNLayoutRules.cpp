@@ -994,13 +994,17 @@ FactorRule MoeSlotDotOp::getFactorRule() {
 /// whatever the counts), and a replicated one inside the block: split along
 /// the blocks, each device multiplies its own rows by its own experts
 /// (expert parallelism; nn.moe_route ... blocks = B). Returns the block
-/// factor, or -1 where there is none (one block, or sizes it does not
-/// divide).
-static int64_t addBlockFactor(FactorRule &rule, int64_t rows, int64_t experts,
-                              int64_t blocks) {
-  if (blocks <= 1 || isDynamic(rows) || isDynamic(experts) ||
-      rows % blocks != 0 || experts % blocks != 0)
+/// factor, or -1 where there is none: one block, or a size of the rows or
+/// of the experts that is dynamic (in any tensor that has the dimension: a
+/// local op must know its blocks from static sizes) or that the blocks do
+/// not divide.
+static int64_t addBlockFactor(FactorRule &rule, ArrayRef<int64_t> rowSizes,
+                              ArrayRef<int64_t> expertSizes, int64_t blocks) {
+  if (blocks <= 1)
     return -1;
+  for (int64_t size : llvm::concat<const int64_t>(rowSizes, expertSizes))
+    if (isDynamic(size) || size % blocks != 0)
+      return -1;
   return rule.addFactor(blocks, kParallel);
 }
 
@@ -1024,7 +1028,9 @@ FactorRule GroupedMatmulOp::getFactorRule() {
   bool transposed = getTransposeRhs();
   int64_t rows = knownSize(in[0], out[0]);
   int64_t experts = knownSize(weight[0], shapeOf(getCounts())[0]);
-  int64_t block = addBlockFactor(rule, rows, experts, getBlocks());
+  int64_t block = addBlockFactor(rule, {in[0], out[0]},
+                                 {weight[0], shapeOf(getCounts())[0]},
+                                 getBlocks());
   DimFactors n = addBlockedFactors(rule, block, rows);
   int64_t k = rule.addFactor(knownSize(in[1], weight[transposed ? 2 : 1]),
                              kReduction, PartialKind::Sum);
@@ -1048,7 +1054,9 @@ FactorRule GroupedMatmulGradOp::getFactorRule() {
   ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs()),
                     out = shapeOf(getResult());
   int64_t rows = knownSize(lhs[0], rhs[0]);
-  int64_t block = addBlockFactor(rule, rows, out[0], getBlocks());
+  int64_t block =
+      addBlockFactor(rule, {lhs[0], rhs[0]},
+                     {out[0], shapeOf(getCounts())[0]}, getBlocks());
   DimFactors n = addBlockedFactors(rule, block, rows);
   int64_t a = rule.addFactor(knownSize(lhs[1], out[1]), kParallel);
   int64_t b = rule.addFactor(knownSize(rhs[1], out[2]), kParallel);

@@ -189,6 +189,15 @@ LogicalResult SliceOp::localize(OpBuilder &builder, LocalView &view) {
 static LogicalResult localizeBlocks(Operation *local, Operation *global,
                                     int64_t localExperts, int64_t globalExperts,
                                     uint64_t blocks) {
+  if (blocks <= 1)
+    return success();
+  // (The factor rule splits the blocks only where the sizes are static; a
+  // dynamic one here would leave the local op with the global blocks.)
+  if (ShapedType::isDynamic(localExperts) ||
+      ShapedType::isDynamic(globalExperts))
+    return global->emitOpError()
+           << "with blocks = " << blocks
+           << " needs a static number of experts to localize";
   if (localExperts == globalExperts)
     return success();
   int64_t perBlock = globalExperts / static_cast<int64_t>(blocks);

@@ -306,6 +306,63 @@ LogicalResult AdamWUpdateOp::verify() {
       succeeded(verifySchedule(*this)));
 }
 
+/// Where `routed` (slots or counts) comes straight from an nn.moe_route
+/// with expert blocks, checks that the buffer `op` reads or writes has the
+/// route's B * S rows and, for the grouped matmuls (`blocks` given), the
+/// route's blocks: any other size would drop or misplace rows without a
+/// word. (Through other ops, or in a local program, nothing is known.)
+static LogicalResult checkRouteBuffer(Operation *op, Value routed,
+                                      int64_t rows,
+                                      std::optional<uint64_t> blocks) {
+  auto route = routed.getDefiningOp<MoeRouteOp>();
+  if (!route)
+    return success();
+  if (blocks && *blocks != route.getBlocks())
+    return op->emitOpError()
+           << "has blocks = " << *blocks << " but its counts come from an "
+           << "nn.moe_route with blocks = " << route.getBlocks();
+  int64_t blockRows = route.getBlockRows();
+  if (route.getBlocks() <= 1 || ShapedType::isDynamic(rows) ||
+      ShapedType::isDynamic(blockRows))
+    return success();
+  int64_t want = static_cast<int64_t>(route.getBlocks()) * blockRows;
+  if (rows != want)
+    return op->emitOpError()
+           << "has a buffer of " << rows << " rows but its nn.moe_route's "
+           << route.getBlocks() << " blocks of " << blockRows << " rows need "
+           << want;
+  return success();
+}
+
+LogicalResult MoeDispatchOp::verify() {
+  return checkRouteBuffer(*this, getSlots(),
+                          static_cast<int64_t>(getRows()), std::nullopt);
+}
+
+LogicalResult MoeCombineOp::verify() {
+  return checkRouteBuffer(*this, getSlots(),
+                          cast<ShapedType>(getInput().getType()).getDimSize(0),
+                          std::nullopt);
+}
+
+LogicalResult MoeSlotDotOp::verify() {
+  return checkRouteBuffer(*this, getSlots(),
+                          cast<ShapedType>(getBuffer().getType()).getDimSize(0),
+                          std::nullopt);
+}
+
+LogicalResult GroupedMatmulOp::verify() {
+  return checkRouteBuffer(*this, getCounts(),
+                          cast<ShapedType>(getInput().getType()).getDimSize(0),
+                          getBlocks());
+}
+
+LogicalResult GroupedMatmulGradOp::verify() {
+  return checkRouteBuffer(*this, getCounts(),
+                          cast<ShapedType>(getLhs().getType()).getDimSize(0),
+                          getBlocks());
+}
+
 int64_t MoeRouteOp::getBlockRows() {
   auto type = cast<RankedTensorType>(getExperts().getType());
   if (!type.hasStaticShape())

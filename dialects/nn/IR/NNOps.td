@@ -1086,7 +1086,9 @@ def NN_MoeDispatchOp : NN_InferredOp<"moe_dispatch", [NN_Differentiable]> {
     An entry whose slot is outside `[0, rows)` (a dropped entry, slot -1)
     adds nothing, and rows no entry names stay zero. With the slots of
     `nn.moe_route` each row is named once, so the unweighted dispatch is a
-    copy; `rows = T * k` holds every entry (dropless).
+    copy; `rows = T * k` holds every entry (dropless), and with the route's
+    expert blocks `rows` is `B * S` (checked where the slots come straight
+    from the route).
 
     ```mlir
     %buffer = nn.moe_dispatch %x, %slots rows = 32
@@ -1107,6 +1109,7 @@ def NN_MoeDispatchOp : NN_InferredOp<"moe_dispatch", [NN_Differentiable]> {
     $input `,` $slots (`weights` $weights^)? `rows` `=` $rows attr-dict `:`
     type(operands)
   }];
+  let hasVerifier = 1;
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
@@ -1143,6 +1146,7 @@ def NN_MoeCombineOp : NN_InferredOp<"moe_combine", [NN_Differentiable]> {
   let assemblyFormat = [{
     $input `,` $slots (`weights` $weights^)? attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
@@ -1178,6 +1182,7 @@ def NN_MoeSlotDotOp : NN_InferredOp<"moe_slot_dot", [NN_Differentiable]> {
   let assemblyFormat = [{
     $buffer `,` $tokens `,` $slots attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
@@ -1191,7 +1196,8 @@ def NN_GroupedMatmulOp
     the counts before `e`, and those rows are multiplied by `weight[e]`
     (`[K, F]`, or `[F, K]` read transposed with `transpose_rhs`). Rows past
     the sum of the counts (the unused tail of a buffer sized by the static
-    bound) are zero in the result; an expert with no rows does nothing.
+    bound; with blocks, each block's tail) are zero in the result; an
+    expert with no rows does nothing.
 
     ```
     result[n, f] = sum over c of input[n, c] * weight[e(n), c, f]
@@ -1217,7 +1223,8 @@ def NN_GroupedMatmulOp
 
     Gradient: `dinput = nn.grouped_matmul(dy, weight, counts)` with
     `transpose_rhs` flipped; `dweight = nn.grouped_matmul_grad(input, dy,
-    counts)` (`(dy, input)` with `transpose_rhs`); none for the counts.
+    counts)` (`(dy, input)` with `transpose_rhs`), both with the same
+    blocks; none for the counts.
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
                        NN_I64Tensor:$counts, UnitAttr:$transpose_rhs,
@@ -1227,6 +1234,7 @@ def NN_GroupedMatmulOp
     $input `,` $weight `,` $counts (`transpose_rhs` $transpose_rhs^)?
     (`blocks` `=` $blocks^)? attr-dict `:` type(operands)
   }];
+  let hasVerifier = 1;
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 
@@ -1257,7 +1265,8 @@ def NN_GroupedMatmulGradOp
     `nn.grouped_matmul`.
 
     Gradient: `dlhs = nn.grouped_matmul(rhs, dy, counts) transpose_rhs`;
-    `drhs = nn.grouped_matmul(lhs, dy, counts)`; none for the counts.
+    `drhs = nn.grouped_matmul(lhs, dy, counts)`, both with the same blocks;
+    none for the counts.
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
                        NN_I64Tensor:$counts,
@@ -1267,6 +1276,7 @@ def NN_GroupedMatmulGradOp
     $lhs `,` $rhs `,` $counts (`blocks` `=` $blocks^)? attr-dict `:`
     type(operands)
   }];
+  let hasVerifier = 1;
   let kernelTargets = [NN_Host, NN_Cuda];
 }
 

@@ -1010,7 +1010,8 @@ LogicalResult GroupedMatmulOp::inferShape(Adaptor adaptor,
   if (failed(checkCounts(counts, weight.getDimSize(0), diag)) ||
       failed(checkBlocks(lookupAttr(adaptor.getBlocksAttr(),
                                     adaptor.getAttributes(), "blocks"),
-                         weight.getDimSize(0), input.getDimSize(0), diag)))
+                         knownSize(weight.getDimSize(0), counts.getDimSize(0)),
+                         input.getDimSize(0), diag)))
     return failure();
   resultTypes.push_back(RankedTensorType::get({input.getDimSize(0), f},
                                               input.getElementType()));
@@ -1036,7 +1037,9 @@ LogicalResult GroupedMatmulGradOp::inferShape(
   if (failed(checkCounts(counts, ShapedType::kDynamic, diag)) ||
       failed(checkBlocks(lookupAttr(adaptor.getBlocksAttr(),
                                     adaptor.getAttributes(), "blocks"),
-                         counts.getDimSize(0), lhs.getDimSize(0), diag)))
+                         counts.getDimSize(0),
+                         knownSize(lhs.getDimSize(0), rhs.getDimSize(0)),
+                         diag)))
     return failure();
   resultTypes.push_back(RankedTensorType::get(
       {counts.getDimSize(0), lhs.getDimSize(1), rhs.getDimSize(1)},

@@ -32,6 +32,11 @@ std::string formatList(llvm::ArrayRef<int64_t> values);
 std::string formatDouble(double value);
 
 /// Whether two dimension sizes may be equal: they are, or one is dynamic.
+/// The static one of two sizes of one dimension (dynamic if neither is).
+inline int64_t knownSize(int64_t a, int64_t b) {
+  return mlir::ShapedType::isDynamic(a) ? b : a;
+}
+
 inline bool compatibleSizes(int64_t a, int64_t b) {
   return a == b || mlir::ShapedType::isDynamic(a) ||
          mlir::ShapedType::isDynamic(b);

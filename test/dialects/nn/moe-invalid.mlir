@@ -210,3 +210,44 @@ func.func @gmm_grad_blocks(%a: tensor<32x8xf32>, %b: tensor<32x12xf32>, %c: tens
   %0 = nn.grouped_matmul_grad %a, %b, %c blocks = 4 : tensor<32x8xf32>, tensor<32x12xf32>, tensor<6xi64>
   return
 }
+
+// -----
+
+// The buffer of a route with expert blocks has its B * S rows: 2 blocks of
+// 16 x 2 = 32 rows need 64; fewer would drop block 1's entries.
+func.func @dispatch_route_rows(%x: tensor<16x8xf32>, %e: tensor<16x2xi64>) {
+  %s, %c = nn.moe_route %e num_experts = 4 blocks = 2 : tensor<16x2xi64>
+  // expected-error @+1 {{has a buffer of 32 rows but its nn.moe_route's 2 blocks of 32 rows need 64}}
+  %0 = nn.moe_dispatch %x, %s rows = 32 : tensor<16x8xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+// The grouped matmul reads the route's blocks.
+func.func @gmm_route_blocks(%x: tensor<64x8xf32>, %w: tensor<4x8x12xf32>, %e: tensor<16x2xi64>) {
+  %s, %c = nn.moe_route %e num_experts = 4 blocks = 2 : tensor<16x2xi64>
+  // expected-error @+1 {{has blocks = 1 but its counts come from an nn.moe_route with blocks = 2}}
+  %0 = nn.grouped_matmul %x, %w, %c : tensor<64x8xf32>, tensor<4x8x12xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// With a capacity, a block is at most C rows per expert: 2 blocks of 2 x 3.
+func.func @combine_route_rows(%b: tensor<64x8xf32>, %e: tensor<16x2xi64>) {
+  %s, %c = nn.moe_route %e num_experts = 4 capacity = 3 blocks = 2 : tensor<16x2xi64>
+  // expected-error @+1 {{has a buffer of 64 rows but its nn.moe_route's 2 blocks of 6 rows need 12}}
+  %0 = nn.moe_combine %b, %s : tensor<64x8xf32>, tensor<16x2xi64>
+  return
+}
+
+// -----
+
+// grouped_matmul: the blocks divide the experts, counted by the counts
+// where the weight's are dynamic.
+func.func @gmm_blocks_counts(%x: tensor<32x8xf32>, %w: tensor<?x8x12xf32>, %c: tensor<6xi64>) {
+  // expected-error @+1 {{blocks = 4 does not divide the 6 experts}}
+  %0 = nn.grouped_matmul %x, %w, %c blocks = 4 : tensor<32x8xf32>, tensor<?x8x12xf32>, tensor<6xi64>
+  return
+}

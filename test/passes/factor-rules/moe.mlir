@@ -61,3 +61,15 @@ func.func @blocks(%buffer: tensor<64x8xf32>, %w1: tensor<4x8x12xf32>,
   %g = nn.grouped_matmul_grad %buffer, %h, %counts blocks = 2 : tensor<64x8xf32>, tensor<64x12xf32>, tensor<4xi64>
   return
 }
+
+// -----
+
+// A dynamic number of experts (in the weight, though the counts are
+// static): no block factor, the rows and experts stay whole (a local op
+// could not know its blocks).
+func.func @blocks_dynamic(%buffer: tensor<64x8xf32>, %w1: tensor<?x8x12xf32>,
+                          %counts: tensor<4xi64>) {
+  // expected-remark @below {{factor rule: ([i, j], [l, j, k], [l]) -> ([i, k]) {i = 64 replicated, j = 8 reduction(sum), k = 12, l = 4 replicated} linear [0] linear [1]}}
+  %h = nn.grouped_matmul %buffer, %w1, %counts blocks = 2 : tensor<64x8xf32>, tensor<?x8x12xf32>, tensor<4xi64>
+  return
+}
