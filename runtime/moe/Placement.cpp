@@ -9,7 +9,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <queue>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -67,16 +67,25 @@ void balancedPacking(const std::vector<float> &weight, int64_t packs,
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return weight[a] > weight[b];
   });
-  std::vector<float> packWeight(packs, 0.0f);
   std::vector<int64_t> packItems(packs, 0);
+  // The packs with room in a min-heap of (weight, pack): the lightest
+  // first, the first of equal ones, as the reference's scan takes it.
+  using Entry = std::pair<float, int64_t>;
+  std::vector<Entry> heap;
+  for (int64_t p = 0; p < packs; ++p)
+    heap.push_back({0.0f, p});
+  std::greater<Entry> later;
+  std::make_heap(heap.begin(), heap.end(), later);
   for (int64_t item : order) {
-    int64_t best = -1;
-    for (int64_t p = 0; p < packs; ++p)
-      if (packItems[p] < perPack && (best < 0 || packWeight[p] < packWeight[best]))
-        best = p;
+    std::pop_heap(heap.begin(), heap.end(), later);
+    auto [packWeight, best] = heap.back();
+    heap.pop_back();
     pack[item] = best;
     rank[item] = packItems[best]++;
-    packWeight[best] += weight[item];
+    if (packItems[best] < perPack) {
+      heap.push_back({packWeight + weight[item], best});
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
   }
 }
 
@@ -90,18 +99,19 @@ void replicate(const std::vector<float> &weight, int64_t physical,
   phyToLog.resize(physical);
   std::iota(phyToLog.begin(), phyToLog.begin() + n, 0);
   count.assign(n, 1);
+  // A max-heap of (share, -expert): the largest share, the first of equal
+  // ones, as the reference's argmax takes it.
+  std::vector<std::pair<float, int64_t>> heap;
+  for (int64_t e = 0; e < n; ++e)
+    heap.push_back({weight[e], -e});
+  std::make_heap(heap.begin(), heap.end());
   for (int64_t i = n; i < physical; ++i) {
-    int64_t best = 0;
-    float bestShare = weight[0] / static_cast<float>(count[0]);
-    for (int64_t e = 1; e < n; ++e) {
-      float share = weight[e] / static_cast<float>(count[e]);
-      if (share > bestShare) {
-        bestShare = share;
-        best = e;
-      }
-    }
+    std::pop_heap(heap.begin(), heap.end());
+    int64_t best = -heap.back().second;
     phyToLog[i] = best;
     ++count[best];
+    heap.back() = {weight[best] / static_cast<float>(count[best]), -best};
+    std::push_heap(heap.begin(), heap.end());
   }
 }
 
@@ -234,10 +244,13 @@ void waterFill(const std::vector<double> &tokens, const std::vector<int64_t> &ma
   }
 }
 
-/// The placement `map` makes of a checked layer.
+/// The placement `map` makes of a checked layer (`bound`: its lower bound
+/// where the caller has it already, as the planner does for its several
+/// candidates).
 Placement evaluate(const Cluster &cluster, const LayerInput &layer,
                    const std::vector<int64_t> &map, bool uneven,
-                   const std::vector<double> *given = nullptr) {
+                   const std::vector<double> *given = nullptr,
+                   std::optional<double> bound = std::nullopt) {
   const Topology &t = cluster.topology;
   int64_t experts = static_cast<int64_t>(layer.tokens.size());
   int64_t slots = t.slotsPerDevice, perNode = t.devicesPerNode();
@@ -261,7 +274,7 @@ Placement evaluate(const Cluster &cluster, const LayerInput &layer,
     result.deviceLoad[p / slots] += result.slotTokens[p];
   result.maxLoad =
       *std::max_element(result.deviceLoad.begin(), result.deviceLoad.end());
-  result.lowerBound = lowerBound(layer.tokens, t);
+  result.lowerBound = bound ? *bound : lowerBound(layer.tokens, t);
   result.unevenLowerBound =
       std::accumulate(layer.tokens.begin(), layer.tokens.end(), 0.0) /
       static_cast<double>(t.devices);
@@ -307,21 +320,24 @@ std::vector<int64_t> greedyIncrements(const std::vector<double> &w,
                                       int64_t budget, int64_t devices) {
   int64_t n = static_cast<int64_t>(w.size());
   std::vector<int64_t> count(n, 1), increments;
-  auto lower = [&](int64_t a, int64_t b) {
-    double sa = w[a] / static_cast<double>(count[a]);
-    double sb = w[b] / static_cast<double>(count[b]);
-    return sa != sb ? sa < sb : a > b;
-  };
-  std::priority_queue<int64_t, std::vector<int64_t>, decltype(lower)> heap(lower);
+  increments.reserve(std::max<int64_t>(budget - n, 0));
+  // The heap holds (share, -expert), its share computed once: the largest
+  // share first, the lowest expert among equal ones.
+  std::vector<std::pair<double, int64_t>> heap;
+  heap.reserve(n);
   for (int64_t e = 0; e < n; ++e)
     if (devices > 1 && w[e] > 0)
-      heap.push(e);
+      heap.push_back({w[e], -e});
+  std::make_heap(heap.begin(), heap.end());
   for (int64_t k = n; k < budget && !heap.empty(); ++k) {
-    int64_t e = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end());
+    int64_t e = -heap.back().second;
+    heap.pop_back();
     increments.push_back(e);
-    if (++count[e] < devices)
-      heap.push(e);
+    if (++count[e] < devices) {
+      heap.push_back({w[e] / static_cast<double>(count[e]), -e});
+      std::push_heap(heap.begin(), heap.end());
+    }
   }
   return increments;
 }
@@ -336,6 +352,16 @@ struct Flat {
   std::vector<int64_t> repDevice;
   std::vector<std::vector<int64_t>> onDevice;
   std::vector<double> load;
+  /// The sizes of each device's replicas, ascending (kept by put and take
+  /// for the local search's swap test).
+  std::vector<std::vector<double>> sizesOn;
+  /// Scratch kept from candidate to candidate so that building and
+  /// improving one allocates nothing: the local search's devices by load
+  /// and the busiest device's distinct experts, LPT's heap, makeReplicas'
+  /// shares and order.
+  std::vector<int64_t> byLoad, distinct, order;
+  std::vector<std::pair<double, int64_t>> heap;
+  std::vector<double> share;
 
   double maxLoad() const { return *std::max_element(load.begin(), load.end()); }
   bool full(int64_t d) const {
@@ -346,26 +372,39 @@ struct Flat {
 /// The replicas of a count vector, largest share first.
 void makeReplicas(const std::vector<double> &w, const std::vector<int64_t> &count,
                   Flat &flat) {
-  std::vector<int64_t> order(w.size());
+  // Shares computed once, not in every comparison.
+  std::vector<double> &share = flat.share;
+  share.resize(w.size());
+  for (size_t e = 0; e < w.size(); ++e)
+    share[e] = w[e] / static_cast<double>(count[e]);
+  std::vector<int64_t> &order = flat.order;
+  order.resize(w.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return w[a] / static_cast<double>(count[a]) >
-           w[b] / static_cast<double>(count[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return share[a] > share[b]; });
   flat.repExpert.clear();
   flat.repSize.clear();
   for (int64_t e : order)
     for (int64_t k = 0; k < count[e]; ++k) {
       flat.repExpert.push_back(e);
-      flat.repSize.push_back(w[e] / static_cast<double>(count[e]));
+      flat.repSize.push_back(share[e]);
     }
 }
 
 void resetDevices(Flat &flat) {
   flat.repDevice.assign(flat.repExpert.size(), -1);
-  flat.onDevice.assign(flat.devices, {});
-  for (auto &list : flat.onDevice)
+  // (Cleared, not reassigned: the lists keep their room from the last
+  // candidate.)
+  flat.onDevice.resize(flat.devices);
+  for (auto &list : flat.onDevice) {
+    list.clear();
     list.reserve(flat.slots);
+  }
+  flat.sizesOn.resize(flat.devices);
+  for (auto &sizes : flat.sizesOn) {
+    sizes.clear();
+    sizes.reserve(flat.slots);
+  }
   flat.load.assign(flat.devices, 0);
 }
 
@@ -373,6 +412,10 @@ void put(Flat &flat, int64_t r, int64_t d) {
   flat.repDevice[r] = d;
   flat.onDevice[d].push_back(r);
   flat.load[d] += flat.repSize[r];
+  // Into the device's ascending sizes.
+  auto &sizes = flat.sizesOn[d];
+  sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), flat.repSize[r]),
+               flat.repSize[r]);
 }
 
 void take(Flat &flat, int64_t r) {
@@ -382,6 +425,8 @@ void take(Flat &flat, int64_t r) {
   list.pop_back();
   flat.load[d] -= flat.repSize[r];
   flat.repDevice[r] = -1;
+  auto &sizes = flat.sizesOn[d];
+  sizes.erase(std::lower_bound(sizes.begin(), sizes.end(), flat.repSize[r]));
 }
 
 /// Largest replica first (makeReplicas' order) onto the least loaded device
@@ -391,16 +436,22 @@ bool lpt(Flat &flat) {
   resetDevices(flat);
   if (static_cast<int64_t>(flat.repExpert.size()) > flat.devices * flat.slots)
     return false;
-  using Entry = std::pair<double, int64_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  // A min-heap of (load, device) in a kept buffer.
+  auto &heap = flat.heap;
+  heap.clear();
   for (int64_t d = 0; d < flat.devices; ++d)
-    heap.push({0.0, d});
+    heap.push_back({0.0, d});
+  std::greater<std::pair<double, int64_t>> later;
+  std::make_heap(heap.begin(), heap.end(), later);
   for (int64_t r = 0; r < static_cast<int64_t>(flat.repExpert.size()); ++r) {
-    int64_t d = heap.top().second;
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    int64_t d = heap.back().second;
+    heap.pop_back();
     put(flat, r, d);
-    if (!flat.full(d))
-      heap.push({flat.load[d], d});
+    if (!flat.full(d)) {
+      heap.push_back({flat.load[d], d});
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
   }
   return true;
 }
@@ -412,8 +463,18 @@ bool lpt(Flat &flat) {
 /// lexicographically; at most `limit` trades.
 void localSearch(Flat &flat, double scale, int64_t limit) {
   int64_t D = flat.devices;
-  std::vector<int64_t> byLoad;
-  byLoad.reserve(D);
+  // All devices by load (ties in index order, so every standard library
+  // gives one plan). A trade changes two devices' loads only, so the order
+  // is sorted once and those two are put back in place after each trade,
+  // rather than sorting the devices again for every trade.
+  auto lighter = [&](int64_t x, int64_t y) {
+    return flat.load[x] != flat.load[y] ? flat.load[x] < flat.load[y] : x < y;
+  };
+  std::vector<int64_t> &byLoad = flat.byLoad;
+  byLoad.resize(D);
+  std::iota(byLoad.begin(), byLoad.end(), 0);
+  std::sort(byLoad.begin(), byLoad.end(), lighter);
+  std::vector<int64_t> &distinct = flat.distinct;
   for (int64_t iteration = 0; iteration < limit; ++iteration) {
     int64_t top = 0, light = -1;
     for (int64_t d = 1; d < D; ++d)
@@ -435,30 +496,43 @@ void localSearch(Flat &flat, double scale, int64_t limit) {
           target = light;
         }
       }
+    // Replicas of one expert are alike: the first on the busiest device
+    // stands for them all (found once, not once a partner).
+    distinct.clear();
+    for (int64_t r : mine) {
+      bool seen = false;
+      for (int64_t s : distinct)
+        seen = seen || flat.repExpert[s] == flat.repExpert[r];
+      if (!seen)
+        distinct.push_back(r);
+    }
     // Swaps, the least loaded partners first: a swap of a for b with d
     // beats `best` only where peak - best < a - b < best - load[d], so the
     // scan stops at the first device with load[d] >= 2 best - peak.
-    byLoad.clear();
-    for (int64_t d = 0; d < D; ++d)
-      if (d != top)
-        byLoad.push_back(d);
-    // (Ties in index order, so every standard library gives one plan.)
-    std::sort(byLoad.begin(), byLoad.end(), [&](int64_t x, int64_t y) {
-      return flat.load[x] != flat.load[y] ? flat.load[x] < flat.load[y] : x < y;
-    });
     for (int64_t d : byLoad) {
+      if (d == top)
+        continue;
       if (!clearlyBelow(flat.load[d], 2 * best - peak, scale))
         break;
-      for (size_t i = 0; i < mine.size(); ++i) {
-        int64_t r = mine[i];
+      const auto &theirs = flat.onDevice[d];
+      if (theirs.empty())
+        continue;
+      // Few pairs win, so each replica a of the busiest device is first
+      // tested against d's sizes, ascending: the busiest's side after a
+      // swap, peak - a + b, grows with b and d's side, load[d] + a - b,
+      // shrinks, so some b can win only where the largest b that keeps the
+      // busiest's side below best keeps d's side below it too. (The same
+      // sums as below, so rounding agrees: the test skips no winner, and
+      // the pairs are still tried in their order, ties kept.)
+      const std::vector<double> &sizes = flat.sizesOn[d];
+      for (int64_t r : distinct) {
         double a = flat.repSize[r];
-        // Replicas of one expert are alike: the first stands for them all.
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; ++j)
-          seen = flat.repExpert[mine[j]] == flat.repExpert[r];
-        if (seen)
+        size_t fit = 0;
+        while (fit < sizes.size() && clearlyBelow(peak - a + sizes[fit], best, scale))
+          ++fit;
+        if (fit == 0 || !clearlyBelow(flat.load[d] + a - sizes[fit - 1], best, scale))
           continue;
-        for (int64_t q : flat.onDevice[d]) {
+        for (int64_t q : theirs) {
           double b = flat.repSize[q];
           if (!(b < a) || flat.repExpert[q] == flat.repExpert[r])
             continue;
@@ -480,6 +554,12 @@ void localSearch(Flat &flat, double scale, int64_t limit) {
       put(flat, swapR, top);
     }
     put(flat, moveR, target);
+    // The two devices whose loads changed, back into the order.
+    byLoad.erase(std::remove_if(byLoad.begin(), byLoad.end(),
+                                [&](int64_t d) { return d == top || d == target; }),
+                 byLoad.end());
+    for (int64_t d : {top, target})
+      byLoad.insert(std::lower_bound(byLoad.begin(), byLoad.end(), d, lighter), d);
   }
 }
 
@@ -502,39 +582,41 @@ bool resplit(Flat &flat, int64_t x, int64_t y, double scale, int64_t nodes) {
   double best = current;
   std::vector<char> side(m, 0), bestSide;
   int64_t slots = flat.slots;
-  std::function<void(size_t, double, double, int64_t, int64_t)> visit =
-      [&](size_t i, double a, double b, int64_t na, int64_t nb) {
-        if (--nodes < 0)
-          return;
-        double floor = std::max({a, b, (a + b + suffix[i]) / 2});
-        if (!clearlyBelow(floor, best, scale))
-          return;
-        if (i == m) {
-          best = std::max(a, b);
-          bestSide = side;
-          return;
-        }
-        double s = flat.repSize[items[i]];
-        // Alike replicas in a row: a later one goes to side 1 only where
-        // the one before it did (the order among them does not matter).
-        bool alike = i > 0 && flat.repExpert[items[i]] == flat.repExpert[items[i - 1]];
-        // The lighter side first.
-        for (int pass = 0; pass < 2; ++pass) {
-          int to = (a <= b) ? pass : 1 - pass;
-          if (i == 0 && to == 1)
-            continue; // symmetry: the first replica on side 0
-          if (alike && to == 1 && side[i - 1] == 0)
-            continue;
-          if (to == 0 && na < slots) {
-            side[i] = 0;
-            visit(i + 1, a + s, b, na + 1, nb);
-          } else if (to == 1 && nb < slots) {
-            side[i] = 1;
-            visit(i + 1, a, b + s, na, nb + 1);
-          }
-        }
-      };
-  visit(0, 0, 0, 0, 0);
+  // (A lambda that takes itself, not a std::function: the search calls it
+  // once a node, and the indirect call and its copies showed in profiles.)
+  auto visit = [&](auto &self, size_t i, double a, double b, int64_t na,
+                   int64_t nb) -> void {
+    if (--nodes < 0)
+      return;
+    double floor = std::max({a, b, (a + b + suffix[i]) / 2});
+    if (!clearlyBelow(floor, best, scale))
+      return;
+    if (i == m) {
+      best = std::max(a, b);
+      bestSide = side;
+      return;
+    }
+    double s = flat.repSize[items[i]];
+    // Alike replicas in a row: a later one goes to side 1 only where
+    // the one before it did (the order among them does not matter).
+    bool alike = i > 0 && flat.repExpert[items[i]] == flat.repExpert[items[i - 1]];
+    // The lighter side first.
+    for (int pass = 0; pass < 2; ++pass) {
+      int to = (a <= b) ? pass : 1 - pass;
+      if (i == 0 && to == 1)
+        continue; // symmetry: the first replica on side 0
+      if (alike && to == 1 && side[i - 1] == 0)
+        continue;
+      if (to == 0 && na < slots) {
+        side[i] = 0;
+        self(self, i + 1, a + s, b, na + 1, nb);
+      } else if (to == 1 && nb < slots) {
+        side[i] = 1;
+        self(self, i + 1, a, b + s, na, nb + 1);
+      }
+    }
+  };
+  visit(visit, 0, 0, 0, 0, 0);
   if (bestSide.empty() || !clearlyBelow(best, current, scale))
     return false;
   for (int64_t r : items)
@@ -821,11 +903,13 @@ void polishBins(const std::vector<double> &w,
 /// are and their counts placed afresh), split-fit against bisected
 /// targets, and on small instances the count vectors one or two changes
 /// away from the best; each through LPT (seeds as given) and `improve`.
-/// The device contents as lists of local experts.
+/// It stops at the first best at the bound or at `enough` (a maximum the
+/// caller has no use in going below). The device contents as lists of
+/// local experts.
 std::vector<std::vector<int64_t>>
 planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
                    const std::vector<std::vector<std::vector<int64_t>>> &seeds,
-                   int64_t wholeSize) {
+                   int64_t wholeSize, double enough) {
   int64_t n = static_cast<int64_t>(w.size());
   double total = std::accumulate(w.begin(), w.end(), 0.0);
   double scale = std::max(total, 1.0);
@@ -856,21 +940,34 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
   std::vector<std::vector<int64_t>> best;
   std::vector<int64_t> bestCount;
   // A candidate replaces the best where it is lower, or as low with fewer
-  // replicas (fewer weights to move). True once the best is at the bound.
+  // replicas (fewer weights to move). True once the best is at the bound
+  // (or at `enough`, where a candidate is not polished either).
   // On the smallest layers (experts x devices of the whole layer, not just
   // this unit, <= 32) each candidate is also re-planned a few devices at a
   // time (polishBins), from a budget of search nodes shared by all.
   int64_t polishNodes = wholeSize <= 32 && devices > 1 ? 200000 : 0;
-  std::vector<std::vector<int64_t>> candidate;
+  std::vector<std::vector<int64_t>> candidate(devices);
+  for (auto &bin : candidate)
+    bin.reserve(slots);
   std::vector<int64_t> binCount;
   auto consider = [&]() {
     improve(flat, scale, searchLimit, partners, rounds, nodes);
     double load = flat.maxLoad();
-    candidate.assign(devices, {});
-    for (int64_t d = 0; d < devices; ++d)
+    bool polish = polishNodes > 0 && clearlyBelow(bound, load, scale) &&
+                  !(load <= enough);
+    // Unpolished, a candidate that cannot replace the best (its replicas
+    // are all placed) is not copied out.
+    int64_t placed = static_cast<int64_t>(flat.repExpert.size());
+    if (!polish && !clearlyBelow(load, bestLoad, scale) &&
+        !(!clearlyBelow(bestLoad, load, scale) && placed < bestReplicas))
+      return !clearlyBelow(bound, bestLoad, scale) || bestLoad <= enough;
+    candidate.resize(devices);
+    for (int64_t d = 0; d < devices; ++d) {
+      candidate[d].clear();
       for (int64_t r : flat.onDevice[d])
         candidate[d].push_back(flat.repExpert[r]);
-    if (polishNodes > 0 && clearlyBelow(bound, load, scale)) {
+    }
+    if (polish) {
       int64_t budget = std::min<int64_t>(polishNodes, 10000), left = budget;
       polishBins(w, candidate, slots, scale, 2 * devices, left, 3);
       polishNodes -= budget - std::max<int64_t>(left, 0);
@@ -890,7 +987,7 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
         for (int64_t e : bin)
           ++bestCount[e];
     }
-    return !clearlyBelow(bound, bestLoad, scale);
+    return !clearlyBelow(bound, bestLoad, scale) || bestLoad <= enough;
   };
   // A count vector cannot beat the best so far where its largest share
   // (over the devices it can reach) or the mean is already at it.
@@ -901,8 +998,15 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
                                          std::min(counts[e], devices)));
     return !clearlyBelow(floor, bestLoad, scale);
   };
+  // A count vector tried before gives the same candidate again (LPT and
+  // the improvement are deterministic), which cannot replace the best; the
+  // seed's counts and the greedy's often agree. (Skipped only where no
+  // polishing shares its budget among the candidates.)
+  std::set<std::vector<int64_t>> tried;
   auto tryCounts = [&](const std::vector<int64_t> &counts) {
     if (hopeless(counts))
+      return false;
+    if (polishNodes == 0 && !tried.insert(counts).second)
       return false;
     makeReplicas(w, counts, flat);
     return lpt(flat) && consider();
@@ -962,6 +1066,8 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
   std::vector<double> room(devices);
   std::vector<int64_t> freeSlots(devices);
   std::vector<std::vector<int64_t>> bins(devices);
+  for (auto &bin : bins)
+    bin.reserve(slots);
   auto splitFit = [&](double target) {
     std::fill(room.begin(), room.end(), target);
     std::fill(freeSlots.begin(), freeSlots.end(), slots);
@@ -993,9 +1099,14 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
             bins[rooms[i]].push_back(e);
           }
           slotsLeft -= r;
-          // The first r changed; merge them back into the order.
-          std::sort(rooms.begin(), rooms.begin() + r, ahead);
-          std::inplace_merge(rooms.begin(), rooms.begin() + r, rooms.end(), ahead);
+          // The first r changed (most often one); each, from the last,
+          // moves back to its place among those after it (the order is a
+          // total one, so this is the order a full sort gives).
+          for (int64_t i = r; i-- > 0;) {
+            auto from = rooms.begin() + i;
+            auto to = std::upper_bound(from + 1, rooms.end(), *from, ahead);
+            std::rotate(from, from + 1, to);
+          }
           placed = true;
           break;
         }
@@ -1087,15 +1198,16 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
   return best;
 }
 
-/// planFlatCandidates' best, then on small layers (`wholeSize`: experts x
-/// devices of the whole layer <= 64) re-planned exactly a few devices at a
-/// time (polishBins: the busiest with one or two others).
+/// planFlatCandidates' best (stopping at `enough`), then on small layers
+/// (`wholeSize`: experts x devices of the whole layer <= 64) re-planned
+/// exactly a few devices at a time (polishBins: the busiest with one or two
+/// others).
 std::vector<std::vector<int64_t>>
 planFlat(const std::vector<double> &w, int64_t devices, int64_t slots,
          const std::vector<std::vector<std::vector<int64_t>>> &seeds,
-         int64_t wholeSize) {
+         int64_t wholeSize, double enough) {
   std::vector<std::vector<int64_t>> bins =
-      planFlatCandidates(w, devices, slots, seeds, wholeSize);
+      planFlatCandidates(w, devices, slots, seeds, wholeSize, enough);
   if (wholeSize <= 64 && devices > 1) {
     double scale = std::max(1.0, std::accumulate(w.begin(), w.end(), 0.0));
     int64_t nodes = wholeSize <= 32 ? 200000 : 50000;
@@ -1448,10 +1560,25 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
   int64_t slots = t.slotsPerDevice, perNode = t.devicesPerNode();
   std::vector<char> held(D * E, 0), nodeHeld(t.nodes * E, 0);
   std::vector<int64_t> cnt(D * E, 0), r(E, 0), used(D, 0);
+  // Each device's experts (those with cnt > 0), ascending: the trades scan
+  // these rather than every expert of every device.
+  std::vector<std::vector<int64_t>> heldOn(D);
+  auto gain = [&](int64_t d, int64_t e) {
+    if (cnt[d * E + e]++ == 0) {
+      auto &list = heldOn[d];
+      list.insert(std::lower_bound(list.begin(), list.end(), e), e);
+    }
+  };
+  auto lose = [&](int64_t d, int64_t e) {
+    if (--cnt[d * E + e] == 0) {
+      auto &list = heldOn[d];
+      list.erase(std::lower_bound(list.begin(), list.end(), e));
+    }
+  };
   for (const Holding &h : layer.previous) {
     held[h.device * E + h.expert] = 1;
     nodeHeld[(h.device / perNode) * E + h.expert] = 1;
-    ++cnt[h.device * E + h.expert];
+    gain(h.device, h.expert);
     ++r[h.expert];
     ++used[h.device];
   }
@@ -1476,7 +1603,7 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
         best = d;
     if (best < 0)
       return {};
-    ++cnt[best * E + e];
+    gain(best, e);
     ++r[e];
     ++used[best];
     load[best] += w[e];
@@ -1514,8 +1641,15 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
   };
   double scale = std::max(objective(), 1e-300);
   double bestSeconds = objective();
-  std::vector<int64_t> bestMap = mapOf();
-  std::vector<int64_t> mine;
+  // The trades made, so that the best state seen is rebuilt once at the
+  // end (by undoing the trades after it) rather than a map built at every
+  // improvement.
+  struct Trade {
+    int kind;
+    int64_t e, f, d, top;
+  };
+  std::vector<Trade> trades;
+  size_t bestTrades = 0;
   int64_t limit = 4 * (D + E);
   for (int64_t iteration = 0; iteration < limit; ++iteration) {
     int64_t top = std::max_element(load.begin(), load.end()) - load.begin();
@@ -1523,10 +1657,7 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
     double bestScore = peak * spt; // the pair's seconds before a trade
     int kind = -1; // 0 move, 1 swap, 2 replicate, 3 drop
     int64_t bestE = -1, bestF = -1, bestD = -1;
-    mine.clear();
-    for (int64_t e = 0; e < E; ++e)
-      if (cnt[top * E + e])
-        mine.push_back(e);
+    const std::vector<int64_t> &mine = heldOn[top];
     for (int64_t e : mine) {
       double a = share(e);
       double leave = cnt[top * E + e] == 1 ? -fetch(e, top) : 0.0;
@@ -1569,8 +1700,8 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
             bestD = d;
           }
         }
-        for (int64_t f = 0; f < E; ++f) {
-          if (f == e || !cnt[d * E + f])
+        for (int64_t f : heldOn[d]) {
+          if (f == e)
             continue;
           double b = share(f);
           if (!(b < a))
@@ -1591,13 +1722,14 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
     }
     if (kind < 0)
       break;
+    trades.push_back({kind, bestE, bestF, bestD, top});
     auto shift = [&](int64_t e, int64_t from, int64_t to) {
       if (cnt[from * E + e] == 1)
         moveSeconds -= fetch(e, from);
       if (cnt[to * E + e] == 0)
         moveSeconds += fetch(e, to);
-      --cnt[from * E + e];
-      ++cnt[to * E + e];
+      lose(from, e);
+      gain(to, e);
       load[from] -= share(e);
       load[to] += share(e);
       --used[from];
@@ -1612,7 +1744,7 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
       double before = share(bestE);
       if (cnt[top * E + bestE] == 1)
         moveSeconds -= fetch(bestE, top);
-      --cnt[top * E + bestE];
+      lose(top, bestE);
       --used[top];
       load[top] -= before;
       --r[bestE];
@@ -1629,17 +1761,34 @@ std::vector<int64_t> fromPrevious(const Cluster &cluster, const LayerInput &laye
           load[d] += cnt[d * E + bestE] * (after - before);
       if (cnt[bestD * E + bestE] == 0)
         moveSeconds += fetch(bestE, bestD);
-      ++cnt[bestD * E + bestE];
+      gain(bestD, bestE);
       ++used[bestD];
       load[bestD] += after;
     }
     double now = objective();
     if (clearlyBelow(now, bestSeconds, scale)) {
       bestSeconds = now;
-      bestMap = mapOf();
+      bestTrades = trades.size();
     }
   }
-  return bestMap;
+  // Back to the best state: the later trades undone, last first (only the
+  // counts matter to the map).
+  for (size_t i = trades.size(); i-- > bestTrades;) {
+    const Trade &x = trades[i];
+    if (x.kind == 0 || x.kind == 1) {
+      ++cnt[x.top * E + x.e];
+      --cnt[x.d * E + x.e];
+    }
+    if (x.kind == 1) {
+      ++cnt[x.d * E + x.f];
+      --cnt[x.top * E + x.f];
+    }
+    if (x.kind == 3)
+      ++cnt[x.top * E + x.e];
+    if (x.kind == 2)
+      --cnt[x.d * E + x.e];
+  }
+  return mapOf();
 }
 
 /// Matches bins (lists of experts) to targets by the greedy on the largest
@@ -1901,8 +2050,9 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
   int64_t unitDevices = hierarchical ? perNode : t.devices;
   // Candidate partitions of the experts onto units: EPLB's, then that
   // improved by swapping groups between nodes while the two nodes' larger
-  // bound drops.
+  // bound drops. Hierarchically, with each partition its nodes' bounds.
   std::vector<std::vector<std::vector<int64_t>>> partitions;
+  std::vector<std::vector<double>> partitionBounds;
   if (!hierarchical) {
     std::vector<int64_t> all(experts);
     std::iota(all.begin(), all.end(), 0);
@@ -1971,6 +2121,7 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
     std::vector<double> bounds(t.nodes);
     for (int64_t node = 0; node < t.nodes; ++node)
       bounds[node] = nodeBound(nodeGroups[node]);
+    partitionBounds.push_back(bounds);
     double scale = std::max(1.0, std::accumulate(w.begin(), w.end(), 0.0));
     bool changed = false;
     // Rounds bounded by the instance: twice the nodes.
@@ -2013,14 +2164,20 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
       bounds[bestNode] = bestOther;
       changed = true;
     }
-    if (changed)
+    if (changed) {
       partitions.push_back(expertsOf(nodeGroups));
+      partitionBounds.push_back(bounds);
+    }
   }
 
-  // Previous holdings, for matching the planned bins to devices.
-  std::vector<char> held(t.devices * experts, 0), nodeHeld(t.nodes * experts, 0);
+  // Previous holdings, for matching the planned bins to devices (the
+  // devices x experts tables only where there is a previous placement).
+  bool moving = !layer.previous.empty();
+  std::vector<char> held(moving ? t.devices * experts : 0, 0),
+      nodeHeld(moving ? t.nodes * experts : 0, 0);
   // The slot of each previous holding (its rank among its device's).
-  std::vector<int64_t> previousSlot(t.devices * experts, -1), filled(t.devices, 0);
+  std::vector<int64_t> previousSlot(moving ? t.devices * experts : 0, -1),
+      filled(t.devices, 0);
   for (const Holding &h : layer.previous) {
     held[h.device * experts + h.expert] = 1;
     nodeHeld[(h.device / perNode) * experts + h.expert] = 1;
@@ -2039,6 +2196,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
                : bytes / c.interNodeBandwidth;
   };
 
+  // The lower bound every candidate reports, computed once.
+  double bound = lowerBound(w, t);
   std::optional<Placement> best;
   // Uneven splits: the wrap-around reaches total / devices where the slots
   // take its pieces; otherwise the even-split plan below, water-filled.
@@ -2046,15 +2205,91 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
     std::vector<int64_t> map;
     std::vector<double> tokens;
     if (wrapAround(w, t.devices, slots, map, tokens)) {
-      best = evaluate(cluster, layer, map, true, &tokens);
+      best = evaluate(cluster, layer, map, true, &tokens, bound);
       best->wrapAround = true;
       partitions.clear();
     }
   }
-  for (const auto &partition : partitions) {
+  // Several units (with even splits): the layer's maximum load is the
+  // largest of the units' maxima, so a unit need not go below the largest
+  // lower bound of the partition's units, nor below a maximum another unit
+  // has already reached: it stops at the first plan at or below that
+  // (`enough`). Every unit's maximum is then either what it would have
+  // reached anyway or at most the layer's maximum, which therefore stays
+  // as it was, at a fraction of the work on the units that are not the
+  // bottleneck. The units are planned largest bound first, so that
+  // `enough` rises early. (With uneven splits the water-filling works on
+  // every unit's plan, so all are planned in full.)
+  bool relax = units > 1 && !options.unevenSplits;
+  std::vector<int64_t> binCount;
+  auto largestLoad = [&](const std::vector<std::vector<int64_t>> &bins) {
+    std::vector<double> loads = binLoads(w, bins, binCount);
+    return *std::max_element(loads.begin(), loads.end());
+  };
+  // The first partition's unit plans, with their maxima and the `enough`
+  // each was planned against: a later partition differs from it on the
+  // few nodes its group swaps touched, and a unit of the same experts
+  // plans the same (planFlat depends on the unit's experts, EPLB's seed
+  // for it and `enough` only), so those are taken over rather than planned
+  // again where that keeps the rule above.
+  std::vector<std::vector<std::vector<int64_t>>> firstBins;
+  std::vector<double> firstLoad, firstEnough;
+  for (size_t index = 0; index < partitions.size(); ++index) {
+    const auto &partition = partitions[index];
     // Each unit's flat plan, in local expert and device numbers.
     std::vector<std::vector<std::vector<int64_t>>> unitBins(units);
-    for (int64_t u = 0; u < units; ++u) {
+    std::vector<double> unitBound(units, 0), unitLoad(units, 0),
+        unitEnough(units, 0);
+    std::vector<char> planned(units, 0);
+    double enough = 0;
+    if (relax) {
+      // (The node bounds of the group swaps above.)
+      unitBound = partitionBounds[index];
+      enough = *std::max_element(unitBound.begin(), unitBound.end());
+    }
+    auto take = [&](int64_t u) {
+      unitBins[u] = firstBins[u];
+      unitLoad[u] = firstLoad[u];
+      unitEnough[u] = firstEnough[u];
+      planned[u] = 1;
+    };
+    if (index > 0) {
+      // First the units planned in full before (above their `enough`),
+      // then those that stopped early where they are within this one.
+      for (int64_t u = 0; u < units; ++u)
+        if (partition[u] == partitions[0][u] && firstLoad[u] > firstEnough[u]) {
+          take(u);
+          if (relax)
+            enough = std::max(enough, unitLoad[u]);
+        }
+      for (int64_t u = 0; u < units; ++u)
+        if (!planned[u] && partition[u] == partitions[0][u] &&
+            firstLoad[u] <= enough)
+          take(u);
+    }
+    // With even splits a unit's largest load is a floor of the plan's
+    // modelled time (moves only add to it): once one is at the best plan's
+    // time, this partition cannot win and its other units are not planned.
+    // (A relative margin covers the order the loads are summed in.)
+    auto cannotWin = [&](int64_t u) {
+      if (!best || options.unevenSplits)
+        return false;
+      return unitLoad[u] * cluster.cost.secondsPerToken >=
+             best->modelledSeconds * (1 + 1e-9);
+    };
+    bool hopeless = false;
+    for (int64_t u = 0; u < units && !hopeless; ++u)
+      hopeless = planned[u] && cannotWin(u);
+    std::vector<int64_t> unitOrder(units);
+    std::iota(unitOrder.begin(), unitOrder.end(), 0);
+    std::stable_sort(unitOrder.begin(), unitOrder.end(), [&](int64_t a, int64_t b) {
+      return unitBound[a] > unitBound[b];
+    });
+    for (int64_t u : unitOrder) {
+      if (hopeless)
+        break;
+      if (planned[u])
+        continue;
       const std::vector<int64_t> &members = partition[u];
       std::vector<int64_t> localOf(experts, -1);
       std::vector<double> local;
@@ -2065,6 +2300,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
       // EPLB's devices of this unit as a seed where its experts agree.
       std::vector<std::vector<std::vector<int64_t>>> seeds(1);
       seeds[0].assign(unitDevices, {});
+      for (auto &bin : seeds[0])
+        bin.reserve(slots);
       bool agrees = true;
       for (int64_t d = 0; d < unitDevices && agrees; ++d)
         for (int64_t k = 0; k < slots; ++k) {
@@ -2077,12 +2314,24 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
         }
       if (!agrees)
         seeds.clear();
-      std::vector<std::vector<int64_t>> bins =
-          planFlat(local, unitDevices, slots, seeds, experts * t.devices);
+      std::vector<std::vector<int64_t>> bins = planFlat(
+          local, unitDevices, slots, seeds, experts * t.devices, enough);
       for (auto &bin : bins)
         for (int64_t &e : bin)
           e = members[e];
       unitBins[u] = std::move(bins);
+      unitLoad[u] = largestLoad(unitBins[u]);
+      unitEnough[u] = enough;
+      if (relax)
+        enough = std::max(enough, unitLoad[u]);
+      hopeless = cannotWin(u);
+    }
+    if (hopeless)
+      continue;
+    if (index == 0 && partitions.size() > 1) {
+      firstBins = unitBins;
+      firstLoad = unitLoad;
+      firstEnough = unitEnough;
     }
     // Units onto nodes (hierarchically: whole nodes may trade places), then
     // each unit's bins onto its devices, to keep the most weights in place.
@@ -2099,7 +2348,7 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
     } else {
       std::iota(unitNode.begin(), unitNode.end(), 0);
     }
-    std::vector<int64_t> map(t.slots(), -1);
+    std::vector<int64_t> map(t.slots(), -1), rest;
     for (int64_t u = 0; u < units; ++u) {
       int64_t firstDevice = unitNode[u] * unitDevices;
       const auto &bins = unitBins[u];
@@ -2119,9 +2368,9 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
         int64_t d = firstDevice + deviceOf[b];
         // Experts the device held keep their previous slot where they can,
         // so their physical indices stay put too.
-        std::vector<int64_t> rest;
+        rest.clear();
         for (int64_t e : bins[b]) {
-          int64_t k = previousSlot[d * experts + e];
+          int64_t k = moving ? previousSlot[d * experts + e] : -1;
           if (k >= 0 && map[d * slots + k] < 0)
             map[d * slots + k] = e;
           else
@@ -2135,7 +2384,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
         }
       }
     }
-    Placement plan = evaluate(cluster, layer, map, options.unevenSplits);
+    Placement plan =
+        evaluate(cluster, layer, map, options.unevenSplits, nullptr, bound);
     double scale = std::max(plan.modelledSeconds, 1e-300);
     if (!best || clearlyBelow(plan.modelledSeconds, best->modelledSeconds, scale))
       best = std::move(plan);
@@ -2146,7 +2396,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
   if (!layer.previous.empty()) {
     std::vector<int64_t> map = fromPrevious(cluster, layer);
     if (!map.empty()) {
-      Placement plan = evaluate(cluster, layer, map, options.unevenSplits);
+      Placement plan =
+          evaluate(cluster, layer, map, options.unevenSplits, nullptr, bound);
       if (clearlyBelow(plan.modelledSeconds, best->modelledSeconds,
                        std::max(best->modelledSeconds, 1e-300)))
         best = std::move(plan);
@@ -2162,7 +2413,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
       covered[h.expert] = 1;
     }
     if (std::all_of(covered.begin(), covered.end(), [](char x) { return x; })) {
-      Placement kept = evaluate(cluster, layer, map, options.unevenSplits);
+      Placement kept =
+          evaluate(cluster, layer, map, options.unevenSplits, nullptr, bound);
       kept.keptPrevious = true;
       if (!clearlyBelow(best->modelledSeconds, kept.modelledSeconds,
                         std::max(kept.modelledSeconds, 1e-300)))
