@@ -84,6 +84,49 @@ def AutodiffPass : Pass<"nn-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def ExpertBlocksPass : Pass<"hspmd-expert-blocks", "mlir::ModuleOp"> {
+  let summary = "Puts MoE layers whose experts are split into expert blocks";
+  let description = [{
+    Expert parallelism splits the experts of a mixture of experts over
+    devices, and with them the expert-ordered buffer; but which rows the
+    plain buffer gives an expert depends on the counts of every expert
+    before it. Expert blocks (`blocks = B`, docs/moe.md) give each group of
+    `E / B` experts a block of static size, which splits with them. For
+    every `nn.moe_route` whose grouped matmuls' weights are laid out split
+    along the experts (an argument's `hspmd.layout` or an `hspmd.annotate`),
+    this pass writes the finest blocks every device's share falls on
+    (`B = E / gcd(E, every shard's first expert and size)`): `blocks = B` on
+    the route and its grouped matmuls, `rows = B * S` on its dispatches, and
+    the new types of every value that follows the buffer's rows. The
+    results are unchanged; routes whose weights are not split, or that
+    already have blocks, are left alone. It runs first in
+    `loom-training-pipeline`, before autodiff, which carries the blocks to
+    the backward ops.
+
+    ```mlir
+    // %w1 : tensor<4x32x128xf32> {hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>}
+    %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<128x2xi64>
+    %buf = nn.moe_dispatch %x, %slots rows = 256 : ...
+    %h = nn.grouped_matmul %buf, %w1, %counts : tensor<256x32xf32>, ...
+    // becomes
+    %slots, %counts = nn.moe_route %e num_experts = 4 blocks = 2 : ...
+    %buf = nn.moe_dispatch %x, %slots rows = 512 : ...
+    %h = nn.grouped_matmul %buf, %w1, %counts blocks = 2 : tensor<512x32xf32>, ...
+    ```
+
+    The results stay the same only where nothing but the MoE ops sees where
+    the rows are: the slots may feed only the route's dispatches, combines
+    and slot dot products, and the buffer only element-wise ops (whose
+    other operands do not have its rows), casts, the route's grouped
+    matmuls, combines and slot dot products. Anything else (a slice or a
+    mean over the rows, a return, a call) is an error before anything
+    changes, as are a route without static tokens and an expert weight
+    whose strategy set splits the experts (strategies are specialised
+    later).
+  }];
+  let dependentDialects = ["::loom::nn::NNDialect"];
+}
+
 def TrainingStepPass : Pass<"nn-training-step", "mlir::ModuleOp"> {
   let summary = "Generates a training step: forward, backward, optimizer update";
   let description = [{

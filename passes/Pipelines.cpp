@@ -32,6 +32,8 @@ TrainingStepPassOptions TrainingOptions::getTrainingStepOptions() const {
 
 void loom::buildTrainingPipeline(OpPassManager &pm,
                                  const TrainingOptions &options) {
+  // (Expert blocks before autodiff, which carries them to the backward.)
+  pm.addPass(createExpertBlocksPass());
   pm.addPass(createTrainingStepPass(options.getTrainingStepOptions()));
   pm.addPass(createCSEPass());
 }
