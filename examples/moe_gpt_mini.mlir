@@ -41,6 +41,7 @@ module {
     %pos_ids = nn.iota dim = 1 : tensor<8x16xi64>
     %pos = nn.embedding %wpe, %pos_ids : tensor<16x32xf32>, tensor<8x16xi64>
     %x0 = nn.add %tok, %pos : tensor<8x16x32xf32>, tensor<8x16x32xf32>
+    // The load-balancing loss's constants: the 256 entries routed, 0.01 * 4.
     %entries = nn.fill 2.560000e+02 : tensor<f32>
     %aux_scale = nn.fill 4.000000e-02 : tensor<f32>
     // Block 0: pre-norm causal self-attention, then a mixture of 4 expert MLPs, top-2.
@@ -71,7 +72,6 @@ module {
     %b0_eo = nn.grouped_matmul %b0_g, %l0_w2, %b0_counts : tensor<256x128xf32>, tensor<4x128x32xf32>, tensor<4xi64>
     %b0_y = nn.moe_combine %b0_eo, %b0_slots weights %b0_gates : tensor<256x32xf32>, tensor<128x2xi64>, tensor<128x2xf32>
     %b0_ya = nn.reshape %b0_y : tensor<128x32xf32> to tensor<8x16x32xf32>
-    %b0_x2 = nn.add %b0_x1, %b0_ya : tensor<8x16x32xf32>, tensor<8x16x32xf32>
     // The load-balancing loss 0.01 * 4 * sum_e f_e P_e: f_e the fraction of
     // the 256 entries routed to e, P_e the mean router probability of e.
     %b0_routed = nn.cast %b0_counts : tensor<4xi64> to tensor<4xf32>
@@ -80,6 +80,7 @@ module {
     %b0_fp = nn.mul %b0_f, %b0_p : tensor<4xf32>, tensor<4xf32>
     %b0_bal = nn.reduce sum %b0_fp dims = [0] : tensor<4xf32>
     %b0_aux = nn.mul %b0_bal, %aux_scale : tensor<f32>, tensor<f32>
+    %b0_x2 = nn.add %b0_x1, %b0_ya : tensor<8x16x32xf32>, tensor<8x16x32xf32>
     // Block 1: the same.
     %b1_h = nn.layer_norm %b0_x2 scale %l1_ln1_g bias %l1_ln1_b : tensor<8x16x32xf32>, tensor<32xf32>, tensor<32xf32>
     %b1_q = nn.matmul %b1_h, %l1_wq : tensor<8x16x32xf32>, tensor<32x32xf32>
@@ -105,13 +106,13 @@ module {
     %b1_eo = nn.grouped_matmul %b1_g, %l1_w2, %b1_counts : tensor<256x128xf32>, tensor<4x128x32xf32>, tensor<4xi64>
     %b1_y = nn.moe_combine %b1_eo, %b1_slots weights %b1_gates : tensor<256x32xf32>, tensor<128x2xi64>, tensor<128x2xf32>
     %b1_ya = nn.reshape %b1_y : tensor<128x32xf32> to tensor<8x16x32xf32>
-    %b1_x2 = nn.add %b1_x1, %b1_ya : tensor<8x16x32xf32>, tensor<8x16x32xf32>
     %b1_routed = nn.cast %b1_counts : tensor<4xi64> to tensor<4xf32>
     %b1_f = nn.div %b1_routed, %entries : tensor<4xf32>, tensor<f32>
     %b1_p = nn.reduce mean %b1_probs dims = [0] : tensor<128x4xf32>
     %b1_fp = nn.mul %b1_f, %b1_p : tensor<4xf32>, tensor<4xf32>
     %b1_bal = nn.reduce sum %b1_fp dims = [0] : tensor<4xf32>
     %b1_aux = nn.mul %b1_bal, %aux_scale : tensor<f32>, tensor<f32>
+    %b1_x2 = nn.add %b1_x1, %b1_ya : tensor<8x16x32xf32>, tensor<8x16x32xf32>
     %b1_auxs = nn.add %b0_aux, %b1_aux : tensor<f32>, tensor<f32>
     %hf = nn.layer_norm %b1_x2 scale %lnf_g bias %lnf_b : tensor<8x16x32xf32>, tensor<32xf32>, tensor<32xf32>
     %logits = nn.matmul %hf, %whead : tensor<8x16x32xf32>, tensor<32x64xf32>

@@ -192,26 +192,11 @@ loom::moe::GroupRows groupRows(const char *kernel, const int64_t *counts,
                                const Shape &countsShape, int64_t experts,
                                int64_t rows, int64_t blocks) {
   checkShape(kernel, "the counts", countsShape, Shape{experts});
-  LOOM_CUDA_CHECK(blocks >= 1 && experts % blocks == 0 && rows % blocks == 0,
-                  kernel,
-                  "blocks = %lld must divide the %lld experts and the %lld "
-                  "buffer rows",
-                  static_cast<long long>(blocks),
-                  static_cast<long long>(experts), static_cast<long long>(rows));
   std::vector<int64_t> host(static_cast<size_t>(experts));
   copyToHost(host.data(), counts, host.size() * sizeof(int64_t));
   loom::moe::GroupRows groups =
       loom::moe::groupRows(host.data(), experts, rows, blocks);
-  LOOM_CUDA_CHECK(groups.bad < 0, kernel,
-                  "counts must be non-negative and sum to at most the %lld "
-                  "rows of each of the %lld blocks; expert %lld has %lld "
-                  "after %lld rows of its block",
-                  static_cast<long long>(rows / blocks),
-                  static_cast<long long>(blocks),
-                  static_cast<long long>(groups.bad),
-                  static_cast<long long>(groups.bad < 0 ? 0
-                                                        : host[groups.bad]),
-                  static_cast<long long>(groups.badOffset));
+  LOOM_CUDA_CHECK(groups.error.empty(), kernel, "%s", groups.error.c_str());
   return groups;
 }
 

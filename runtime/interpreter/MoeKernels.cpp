@@ -164,19 +164,10 @@ FailureOr<loom::moe::GroupRows> groupRows(const KernelCall &call,
     return call.emitError() << "counts must be i64 of shape [" << experts
                             << "], got " << getElementKindName(counts.getKind())
                             << " " << formatShape(counts.getShape());
-  if (blocks < 1 || experts % blocks != 0 || rows % blocks != 0)
-    return call.emitError() << "blocks = " << blocks << " must divide the "
-                            << experts << " experts and the " << rows
-                            << " buffer rows";
-  const int64_t *data = counts.data<int64_t>();
   loom::moe::GroupRows groups =
-      loom::moe::groupRows(data, experts, rows, blocks);
-  if (groups.bad >= 0)
-    return call.emitError()
-           << "counts must be non-negative and sum to at most the "
-           << rows / blocks << " rows of each of the " << blocks
-           << " blocks; expert " << groups.bad << " has " << data[groups.bad]
-           << " after " << groups.badOffset << " rows of its block";
+      loom::moe::groupRows(counts.data<int64_t>(), experts, rows, blocks);
+  if (!groups.error.empty())
+    return call.emitError() << groups.error;
   return groups;
 }
 

@@ -91,23 +91,8 @@ moe::GroupRows groupRows(const char *kernel, const int64_t *counts,
                          const Shape &countsShape, int64_t experts,
                          int64_t rows, int64_t blocks) {
   checkShape(kernel, "the counts", countsShape, Shape{experts});
-  LOOM_HOST_CHECK(blocks >= 1 && experts % blocks == 0 && rows % blocks == 0,
-                  kernel,
-                  "blocks = %lld must divide the %lld experts and the %lld "
-                  "buffer rows",
-                  static_cast<long long>(blocks),
-                  static_cast<long long>(experts), static_cast<long long>(rows));
   moe::GroupRows groups = moe::groupRows(counts, experts, rows, blocks);
-  LOOM_HOST_CHECK(groups.bad < 0, kernel,
-                  "counts must be non-negative and sum to at most the %lld "
-                  "rows of each of the %lld blocks; expert %lld has %lld "
-                  "after %lld rows of its block",
-                  static_cast<long long>(rows / blocks),
-                  static_cast<long long>(blocks),
-                  static_cast<long long>(groups.bad),
-                  static_cast<long long>(groups.bad < 0 ? 0
-                                                        : counts[groups.bad]),
-                  static_cast<long long>(groups.badOffset));
+  LOOM_HOST_CHECK(groups.error.empty(), kernel, "%s", groups.error.c_str());
   return groups;
 }
 

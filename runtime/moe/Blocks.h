@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace loom::moe {
@@ -36,23 +37,28 @@ inline int64_t blockRows(int64_t entries, int64_t experts, int64_t blocks,
 /// The rows of each expert's group of an expert-ordered buffer of `rows`
 /// rows in `blocks` blocks (one block: the plain buffer), from the counts:
 /// expert e's group is rows [starts[e], ends[e]), each block's groups from
-/// the block's first row on. `bad` is the first expert whose count is
-/// negative or does not fit in its block (-1 when every one fits); the
-/// rows past it are not computed. The caller checks that `blocks` divides
-/// the experts and the rows.
+/// the block's first row on. `error` says what is wrong, if anything (the
+/// blocks do not divide the experts and rows, or a count is negative or
+/// does not fit in its block; the rows are then not all computed), for the
+/// kernels to report in their own way; empty when the counts fit.
 struct GroupRows {
   std::vector<int64_t> starts, ends;
   /// The row after each block's last group (the block's first row when it
   /// has no rows, or no experts).
   std::vector<int64_t> blockEnds;
-  int64_t bad = -1;
-  /// Where the bad expert's group would start, counted in its block.
-  int64_t badOffset = 0;
+  std::string error;
 };
 inline GroupRows groupRows(const int64_t *counts, int64_t experts,
                            int64_t rows, int64_t blocks) {
-  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
   GroupRows groups;
+  if (blocks < 1 || experts % blocks != 0 || rows % blocks != 0) {
+    groups.error = "blocks = " + std::to_string(blocks) +
+                   " must divide the " + std::to_string(experts) +
+                   " experts and the " + std::to_string(rows) +
+                   " buffer rows";
+    return groups;
+  }
+  int64_t perBlock = experts / blocks, blockRows = rows / blocks;
   groups.starts.resize(static_cast<size_t>(experts));
   groups.ends.resize(static_cast<size_t>(experts));
   groups.blockEnds.resize(static_cast<size_t>(blocks));
@@ -62,8 +68,12 @@ inline GroupRows groupRows(const int64_t *counts, int64_t experts,
     int64_t blockStart = (e / perBlock) * blockRows;
     int64_t start = e % perBlock == 0 ? blockStart : groups.ends[e - 1];
     if (counts[e] < 0 || counts[e] > blockStart + blockRows - start) {
-      groups.bad = e;
-      groups.badOffset = start - blockStart;
+      groups.error = "counts must be non-negative and sum to at most the " +
+                     std::to_string(blockRows) + " rows of each of the " +
+                     std::to_string(blocks) + " blocks; expert " +
+                     std::to_string(e) + " has " + std::to_string(counts[e]) +
+                     " after " + std::to_string(start - blockStart) +
+                     " rows of its block";
       return groups;
     }
     groups.starts[e] = start;

@@ -67,7 +67,8 @@ class Config:
 
 def init_params(cfg, rng):
     """Weights in f64: matrices ~ N(0, 1/fan_in), norm gains 1 + N(0, 0.1),
-    biases N(0, 0.1). Large enough that every gradient is far from zero."""
+    biases N(0, 0.1). Large enough that every gradient is far from zero.
+    (Also the MoE GPT-mini's: its experts' fan-in is their input width.)"""
     params = {}
     for name, shape in cfg.param_shapes():
         if name.endswith("_g"):
@@ -77,7 +78,8 @@ def init_params(cfg, rng):
         elif name in ("wte", "wpe"):
             params[name] = rng.standard_normal(shape)
         else:
-            params[name] = rng.standard_normal(shape) / math.sqrt(shape[0])
+            # (fan-in: the input width; an expert's [E, K, F] too)
+            params[name] = rng.standard_normal(shape) / math.sqrt(shape[-2])
     return params
 
 
@@ -261,11 +263,31 @@ def forward_backward(cfg, params, tokens, targets):
 # --------------------------------------------------------------- the IR
 
 
-def module_text(cfg, et="f32", name="gpt_mini"):
+def dense_mlp_text(cfg, t, p, v, h2):
+    """The block's GELU MLP as `nn` IR (module_text's `mlp`): its lines, the
+    value of its output and that of its auxiliary loss (none). `t` spells
+    a tensor type of the element type, `p` and `v` prefix the block's
+    parameters and values, `h2` is the normed input."""
+    B, S, W, F = cfg.batch, cfg.seq, cfg.width, cfg.ffn
+    act = t(B, S, W)
+    lines = [
+        f"{v}m = nn.matmul {h2}, {p}w1 : {act}, {t(W, F)}",
+        f"{v}m1 = nn.add {v}m, {p}b1 : {t(B, S, F)}, {t(F)}",
+        f"{v}g = nn.gelu {v}m1 : {t(B, S, F)}",
+        f"{v}m2 = nn.matmul {v}g, {p}w2 : {t(B, S, F)}, {t(F, W)}",
+        f"{v}m3 = nn.add {v}m2, {p}b2 : {act}, {t(W)}",
+    ]
+    return lines, f"{v}m3", None
+
+
+def module_text(cfg, et="f32", name="gpt_mini", mlp=dense_mlp_text,
+                prelude=lambda t: []):
     """The GPT-mini forward function as `nn` IR, as in examples/gpt_mini.mlir
-    (which is this text for the default Config and f32)."""
-    B, S, V, W, H, F = (cfg.batch, cfg.seq, cfg.vocab, cfg.width, cfg.heads,
-                        cfg.ffn)
+    (which is this text for the default Config and f32). `mlp` writes each
+    block's MLP (dense_mlp_text, or a mixture of experts:
+    moe_gpt_mini_reference.py), whose auxiliary losses add to the loss;
+    `prelude(t)` gives lines after the embeddings (constants it uses)."""
+    B, S, V, W, H = cfg.batch, cfg.seq, cfg.vocab, cfg.width, cfg.heads
     D = W // H
 
     def t(*dims):
@@ -281,8 +303,8 @@ def module_text(cfg, et="f32", name="gpt_mini"):
         f"%pos_ids = nn.iota dim = 1 : {ids}",
         f"%pos = nn.embedding %wpe, %pos_ids : {t(S, W)}, {ids}",
         f"%x0 = nn.add %tok, %pos : {act}, {act}",
-    ]
-    x = "%x0"
+    ] + prelude(t)
+    x, aux = "%x0", None
     for layer in range(cfg.layers):
         p, v = f"%l{layer}_", f"%b{layer}_"
         body += [
@@ -299,21 +321,24 @@ def module_text(cfg, et="f32", name="gpt_mini"):
             f"{v}x1 = nn.add {x}, {v}o : {act}, {act}",
             f"{v}h2 = nn.layer_norm {v}x1 scale {p}ln2_g bias {p}ln2_b : "
             f"{act}, {t(W)}, {t(W)}",
-            f"{v}m = nn.matmul {v}h2, {p}w1 : {act}, {t(W, F)}",
-            f"{v}m1 = nn.add {v}m, {p}b1 : {t(B, S, F)}, {t(F)}",
-            f"{v}g = nn.gelu {v}m1 : {t(B, S, F)}",
-            f"{v}m2 = nn.matmul {v}g, {p}w2 : {t(B, S, F)}, {t(F, W)}",
-            f"{v}m3 = nn.add {v}m2, {p}b2 : {act}, {t(W)}",
-            f"{v}x2 = nn.add {v}x1, {v}m3 : {act}, {act}",
         ]
+        lines, y, block_aux = mlp(cfg, t, p, v, f"{v}h2")
+        body += lines + [f"{v}x2 = nn.add {v}x1, {y} : {act}, {act}"]
+        if block_aux and aux:
+            body += [f"{v}auxs = nn.add {aux}, {block_aux} : {t()}, {t()}"]
+            block_aux = f"{v}auxs"
+        aux = block_aux or aux
         x = f"{v}x2"
+    ce = "%ce" if aux else "%loss"
     body += [
         f"%hf = nn.layer_norm {x} scale %lnf_g bias %lnf_b : "
         f"{act}, {t(W)}, {t(W)}",
         f"%logits = nn.matmul %hf, %whead : {act}, {t(W, V)}",
-        f"%loss = nn.cross_entropy %logits, %targets "
+        f"{ce} = nn.cross_entropy %logits, %targets "
         f"{{normalizer = {float(B * S)} : f64}} : {t(B, S, V)}, {ids}",
     ]
+    if aux:
+        body += [f"%loss = nn.add %ce, {aux} : {t()}, {t()}"]
     lines = [f"func.func @{name}({', '.join(args)}) -> tensor<{et}> {{"]
     lines += ["  " + line for line in body]
     lines += [f"  return %loss : tensor<{et}>", "}"]

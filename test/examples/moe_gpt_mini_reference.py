@@ -43,7 +43,7 @@ SIZES = (("batch", 8), ("seq", 16), ("vocab", 64), ("width", 32),
          ("heads", 4), ("layers", 2), ("ffn", 128), ("experts", 4),
          ("topk", 2), ("expert_blocks", 1))
 
-__all__ = ["synthetic_batch"]
+__all__ = ["init_params", "synthetic_batch"]
 
 
 class Config(dense.Config):
@@ -74,20 +74,8 @@ class Config(dense.Config):
         return shapes
 
 
-def init_params(cfg, rng):
-    """As the dense model's: matrices ~ N(0, 1/fan_in) (an expert's fan-in
-    is its input width), norm gains 1 + N(0, 0.1), biases N(0, 0.1)."""
-    params = {}
-    for name, shape in cfg.param_shapes():
-        if name.endswith("_g"):
-            params[name] = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif len(shape) == 1:
-            params[name] = 0.1 * rng.standard_normal(shape)
-        elif name in ("wte", "wpe"):
-            params[name] = rng.standard_normal(shape)
-        else:
-            params[name] = rng.standard_normal(shape) / math.sqrt(shape[-2])
-    return params
+# As the dense model's (an expert's fan-in is its input width).
+init_params = dense.init_params
 
 
 # ------------------------------------------------------------------- MoE
@@ -202,98 +190,61 @@ def forward_backward(cfg, params, tokens, targets):
 # --------------------------------------------------------------- the IR
 
 
-def module_text(cfg, et="f32", name=NAME):
-    """The MoE GPT-mini forward function as `nn` IR, as in
-    examples/moe_gpt_mini.mlir (this text for the default Config and f32)."""
-    B, S, V, W, H, F = (cfg.batch, cfg.seq, cfg.vocab, cfg.width, cfg.heads,
-                        cfg.ffn)
+def moe_mlp_text(cfg, t, p, v, h2):
+    """The block's mixture as `nn` IR (dense.module_text's `mlp`): the
+    router, the top-k choice and its probabilities, the dropless routing
+    (in expert blocks if the Config has them), the experts' GELU MLPs as
+    grouped matmuls, the weighted combine, and the block's aux loss
+    alpha * E * sum_e f_e P_e."""
+    B, S, W, F = cfg.batch, cfg.seq, cfg.width, cfg.ffn
     E, K, T, EB = cfg.experts, cfg.topk, cfg.tokens, cfg.expert_blocks
     # With expert blocks, EB blocks of T * k rows each (the most entries one
     # block's experts can receive), and the blocks named on the route and
     # the grouped matmuls.
-    N, D = EB * T * K, W // H
+    N = EB * T * K
     blocks = f" blocks = {EB}" if EB > 1 else ""
-
-    def t(*dims):
-        return "tensor<" + "".join(f"{d}x" for d in dims) + et + ">"
 
     def i(*dims):
         return "tensor<" + "".join(f"{d}x" for d in dims) + "i64>"
 
-    ids = i(B, S)
-    act, heads, flat = t(B, S, W), t(B, S, H, D), t(T, W)
-    args = [f"%tokens: {ids} {{nn.data}}", f"%targets: {ids} {{nn.data}}"]
-    args += [f"%{n}: {t(*shape)} {{nn.param}}"
-             for n, shape in cfg.param_shapes()]
-    body = [
-        f"%tok = nn.embedding %wte, %tokens : {t(V, W)}, {ids}",
-        f"%pos_ids = nn.iota dim = 1 : {ids}",
-        f"%pos = nn.embedding %wpe, %pos_ids : {t(S, W)}, {ids}",
-        f"%x0 = nn.add %tok, %pos : {act}, {act}",
-        # Constants of the aux loss: the entries routed, alpha * E.
-        f"%entries = nn.fill {float(T * K):e} : {t()}",
-        f"%aux_scale = nn.fill {ALPHA * E:e} : {t()}",
+    act, flat = t(B, S, W), t(T, W)
+    lines = [
+        f"{v}tk = nn.reshape {h2} : {act} to {flat}",
+        f"{v}logits = nn.matmul {v}tk, {p}router : {flat}, {t(W, E)}",
+        f"{v}probs = nn.softmax {v}logits dim = 1 : {t(T, E)}",
+        f"{v}experts = nn.topk {v}probs k = {K} : {t(T, E)}",
+        f"{v}gates = nn.gather {v}probs, {v}experts dim = 1 : "
+        f"{t(T, E)}, {i(T, K)}",
+        f"{v}slots, {v}counts = nn.moe_route {v}experts num_experts = {E}"
+        f"{blocks} : {i(T, K)}",
+        f"{v}buf = nn.moe_dispatch {v}tk, {v}slots rows = {N} : "
+        f"{flat}, {i(T, K)}",
+        f"{v}m = nn.grouped_matmul {v}buf, {p}w1, {v}counts{blocks} : "
+        f"{t(N, W)}, {t(E, W, F)}, {i(E)}",
+        f"{v}g = nn.gelu {v}m : {t(N, F)}",
+        f"{v}eo = nn.grouped_matmul {v}g, {p}w2, {v}counts{blocks} : "
+        f"{t(N, F)}, {t(E, F, W)}, {i(E)}",
+        f"{v}y = nn.moe_combine {v}eo, {v}slots weights {v}gates : "
+        f"{t(N, W)}, {i(T, K)}, {t(T, K)}",
+        f"{v}ya = nn.reshape {v}y : {flat} to {act}",
+        # alpha * E * sum_e f_e P_e
+        f"{v}routed = nn.cast {v}counts : {i(E)} to {t(E)}",
+        f"{v}f = nn.div {v}routed, %entries : {t(E)}, {t()}",
+        f"{v}p = nn.reduce mean {v}probs dims = [0] : {t(T, E)}",
+        f"{v}fp = nn.mul {v}f, {v}p : {t(E)}, {t(E)}",
+        f"{v}bal = nn.reduce sum {v}fp dims = [0] : {t(E)}",
+        f"{v}aux = nn.mul {v}bal, %aux_scale : {t()}, {t()}",
     ]
-    x, aux = "%x0", None
-    for layer in range(cfg.layers):
-        p, v = f"%l{layer}_", f"%b{layer}_"
-        body += [
-            f"{v}h = nn.layer_norm {x} scale {p}ln1_g bias {p}ln1_b : "
-            f"{act}, {t(W)}, {t(W)}"]
-        for n in "qkv":
-            body += [f"{v}{n} = nn.matmul {v}h, {p}w{n} : {act}, {t(W, W)}",
-                     f"{v}{n}h = nn.reshape {v}{n} : {act} to {heads}"]
-        body += [
-            f"{v}att = nn.attention {v}qh, {v}kh, {v}vh mask = causal : "
-            f"{heads}, {heads}, {heads}",
-            f"{v}a = nn.reshape {v}att : {heads} to {act}",
-            f"{v}o = nn.matmul {v}a, {p}wo : {act}, {t(W, W)}",
-            f"{v}x1 = nn.add {x}, {v}o : {act}, {act}",
-            f"{v}h2 = nn.layer_norm {v}x1 scale {p}ln2_g bias {p}ln2_b : "
-            f"{act}, {t(W)}, {t(W)}",
-            # The mixture over the block's tokens.
-            f"{v}tk = nn.reshape {v}h2 : {act} to {flat}",
-            f"{v}logits = nn.matmul {v}tk, {p}router : {flat}, {t(W, E)}",
-            f"{v}probs = nn.softmax {v}logits dim = 1 : {t(T, E)}",
-            f"{v}experts = nn.topk {v}probs k = {K} : {t(T, E)}",
-            f"{v}gates = nn.gather {v}probs, {v}experts dim = 1 : "
-            f"{t(T, E)}, {i(T, K)}",
-            f"{v}slots, {v}counts = nn.moe_route {v}experts num_experts = {E}"
-            f"{blocks} : {i(T, K)}",
-            f"{v}buf = nn.moe_dispatch {v}tk, {v}slots rows = {N} : "
-            f"{flat}, {i(T, K)}",
-            f"{v}m = nn.grouped_matmul {v}buf, {p}w1, {v}counts{blocks} : "
-            f"{t(N, W)}, {t(E, W, F)}, {i(E)}",
-            f"{v}g = nn.gelu {v}m : {t(N, F)}",
-            f"{v}eo = nn.grouped_matmul {v}g, {p}w2, {v}counts{blocks} : "
-            f"{t(N, F)}, {t(E, F, W)}, {i(E)}",
-            f"{v}y = nn.moe_combine {v}eo, {v}slots weights {v}gates : "
-            f"{t(N, W)}, {i(T, K)}, {t(T, K)}",
-            f"{v}ya = nn.reshape {v}y : {flat} to {act}",
-            f"{v}x2 = nn.add {v}x1, {v}ya : {act}, {act}",
-            # alpha * E * sum_e f_e P_e
-            f"{v}routed = nn.cast {v}counts : {i(E)} to {t(E)}",
-            f"{v}f = nn.div {v}routed, %entries : {t(E)}, {t()}",
-            f"{v}p = nn.reduce mean {v}probs dims = [0] : {t(T, E)}",
-            f"{v}fp = nn.mul {v}f, {v}p : {t(E)}, {t(E)}",
-            f"{v}bal = nn.reduce sum {v}fp dims = [0] : {t(E)}",
-            f"{v}aux = nn.mul {v}bal, %aux_scale : {t()}, {t()}",
-        ]
-        if aux is None:
-            aux = f"{v}aux"
-        else:
-            body += [f"{v}auxs = nn.add {aux}, {v}aux : {t()}, {t()}"]
-            aux = f"{v}auxs"
-        x = f"{v}x2"
-    body += [
-        f"%hf = nn.layer_norm {x} scale %lnf_g bias %lnf_b : "
-        f"{act}, {t(W)}, {t(W)}",
-        f"%logits = nn.matmul %hf, %whead : {act}, {t(W, V)}",
-        f"%ce = nn.cross_entropy %logits, %targets "
-        f"{{normalizer = {float(B * S)} : f64}} : {t(B, S, V)}, {ids}",
-        f"%loss = nn.add %ce, {aux} : {t()}, {t()}",
-    ]
-    lines = [f"func.func @{name}({', '.join(args)}) -> {t()} {{"]
-    lines += ["  " + line for line in body]
-    lines += [f"  return %loss : {t()}", "}"]
-    return "module {\n" + "\n".join("  " + line for line in lines) + "\n}\n"
+    return lines, f"{v}ya", f"{v}aux"
+
+
+def module_text(cfg, et="f32", name=NAME):
+    """The MoE GPT-mini forward function as `nn` IR, as in
+    examples/moe_gpt_mini.mlir (this text for the default Config and f32):
+    the dense model's with moe_mlp_text for each MLP, and the aux loss's
+    constants (the entries routed, alpha * E)."""
+    return dense.module_text(
+        cfg, et, name, mlp=moe_mlp_text,
+        prelude=lambda t: [
+            f"%entries = nn.fill {float(cfg.tokens * cfg.topk):e} : {t()}",
+            f"%aux_scale = nn.fill {ALPHA * cfg.experts:e} : {t()}"])
