@@ -36,6 +36,8 @@ struct Traffic {
   int64_t calls = 0;
   int64_t sent = 0;
   int64_t received = 0;
+  /// The bytes are a bound: they depend on the data (sparse collectives).
+  bool bound = false;
 };
 
 int64_t getBytes(Type type) {
@@ -78,8 +80,9 @@ LogicalResult account(Operation *op,
     return op->emitError() << "runs over a mesh of " << meshDevices
                            << " devices in a function of a group of "
                            << devices;
-  if (!cast<RankedTensorType>(op->getOperand(0).getType()).hasStaticShape())
-    return op->emitError("has a dynamic buffer; its bytes are unknown");
+  for (Value operand : op->getOperands())
+    if (!cast<RankedTensorType>(operand.getType()).hasStaticShape())
+      return op->emitError("has a dynamic buffer; its bytes are unknown");
   std::string kind = op->getName().stripDialect().str();
   int64_t bytes = getBytes(op->getOperand(0).getType());
   int64_t elements =
@@ -94,7 +97,20 @@ LogicalResult account(Operation *op,
     ++entry.calls;
     // What the layout core says the collective moves.
     layout::Traffic moved;
-    if (auto permute = dyn_cast<hspmd::PermuteOp>(op))
+    if (auto sparse = dyn_cast<hspmd::SparseReduceScatterOp>(op)) {
+      // Data-dependent: the most the named rows can move.
+      int64_t rows = sparse.getInput().getType().getDimSize(0);
+      moved = layout::getSparseRowTrafficBound(
+          sparse.getRows().getType().getNumElements(), rows,
+          rows ? bytes / rows : 0, k, position);
+      entry.bound = true;
+    } else if (auto sparse = dyn_cast<hspmd::SparseAllGatherOp>(op)) {
+      int64_t block = sparse.getInput().getType().getDimSize(0);
+      moved = layout::getSparseGatherTrafficBound(
+          sparse.getRows().getType().getNumElements(), block * k,
+          block ? bytes / block : 0, k, position);
+      entry.bound = true;
+    } else if (auto permute = dyn_cast<hspmd::PermuteOp>(op))
       moved = layout::getPermuteTraffic(
           bytes, position,
           std::vector<int64_t>(permute.getPerm().begin(),
@@ -249,7 +265,8 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
                      : WalkResult::advance();
         if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
                  hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp,
-                 hspmd::MakePartialOp>(op))
+                 hspmd::MakePartialOp, hspmd::SparseReduceScatterOp,
+                 hspmd::SparseAllGatherOp>(op))
           return WalkResult::advance();
         if (getCollectiveView(op)->from) {
           op->emitError("is in the global view; the report counts local-view "
@@ -278,6 +295,7 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
             into.calls += entry.calls;
             into.sent += entry.sent;
             into.received += entry.received;
+            into.bound |= entry.bound;
           }
         }
         return WalkResult::advance();
@@ -292,14 +310,17 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
         return llvm::is_contained(running, group.getDevices()[rank]);
       };
       int64_t total = 0;
+      bool bound = false;
       for (auto [rank, perRank] : llvm::enumerate(traffic))
         if (runs(rank))
-          for (auto &[kind, entry] : perRank)
+          for (auto &[kind, entry] : perRank) {
             total += entry.sent;
+            bound |= entry.bound;
+          }
       os << "comm report @" << func.getSymName() << ": ";
       if (static_cast<int64_t>(running.size()) != devices)
         os << running.size() << " of ";
-      os << devices << " devices, " << total
+      os << devices << " devices, " << (bound ? "at most " : "") << total
          << " bytes sent per step in all\n";
       // One group's function among several specialisations of one function
       // (partitioned across groups): ranks are device ids, as when the
@@ -315,7 +336,8 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
                                               : std::map<std::string, Traffic>())
           os << "rank " << (byDevice ? group.getDevices()[rank] : rank) << " "
              << kind << ": calls " << entry.calls << ", bytes sent "
-             << entry.sent << ", received " << entry.received << "\n";
+             << (entry.bound ? "at most " : "") << entry.sent << ", received "
+             << (entry.bound ? "at most " : "") << entry.received << "\n";
       for (auto [rank, lines] : llvm::enumerate(libraryCalls))
         if (runs(rank))
           for (const std::string &line : lines)

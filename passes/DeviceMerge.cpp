@@ -47,7 +47,8 @@ DeviceGroupAttr ownerOf(UnionAttr layout) {
 
 bool runsOverGroup(Operation *op) {
   return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
-             LocalSliceOp, MakePartialOp, AxisIndexOp>(op);
+             LocalSliceOp, MakePartialOp, AxisIndexOp, SparseReduceScatterOp,
+             SparseAllGatherOp>(op);
 }
 
 class DeviceMerger {

@@ -84,6 +84,45 @@ def AutodiffPass : Pass<"nn-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> {
+  let summary = "Moves an MoE layer's routed rows alone, to the experts and back";
+  let description = [{
+    In local programs (after `hspmd-specialize`), where expert parallelism
+    moves every row of the MoE buffer (docs/moe.md):
+
+    * every `hspmd.reduce_scatter sum ... dim 0` of an `nn.moe_dispatch`'s
+      partial buffer becomes an `hspmd.sparse_reduce_scatter` naming the
+      dispatch's slots (the buffer is zero outside them, so the sum is the
+      same): the routed rows go, with their indices, to the devices whose
+      blocks hold them;
+    * `hspmd.all_to_all %y split 1 concat 0`, an `nn.moe_combine` of it
+      whose slots (and weights) are the same on every member, and
+      `hspmd.all_to_all split 0 concat 1` over the same axes become a
+      combine of the device's own tokens (local slices of the slots and
+      weights) over an `hspmd.sparse_all_gather` of `%y` naming those
+      slots: the rows its tokens were routed to, fetched from the devices
+      that computed them;
+    * an `nn.moe_slot_dot` of that width-split buffer and a width-split
+      gradient, reduce-scattered along the tokens, becomes the slot dot
+      product of the gathered rows and the device's own gradient rows
+      (equal within rounding: the width is summed at once).
+
+    "The same on every member" is proved from the program: made by an
+    all-gather or all-reduce over (at least) those mesh axes, or by
+    side-effect-free nn ops of such values alone. Anything else is left
+    dense. `loom-partition-pipeline` runs it unless `moe-sparse=false`.
+
+    ```mlir
+    %p = nn.moe_dispatch %x, %slots rows = 512 : tensor<64x32xf64>, tensor<64x2xi64>
+    %b = hspmd.reduce_scatter sum %p dim 0 over [0] of [2] : tensor<512x32xf64> -> tensor<256x32xf64>
+    // becomes
+    %b = hspmd.sparse_reduce_scatter %p rows %slots over [0] of [2]
+        : tensor<512x32xf64>, tensor<64x2xi64> -> tensor<256x32xf64>
+    ```
+  }];
+  let dependentDialects = ["loom::hspmd::HSPMDDialect"];
+}
+
 def ExpertBlocksPass : Pass<"hspmd-expert-blocks", "mlir::ModuleOp"> {
   let summary = "Puts MoE layers whose experts are split into expert blocks";
   let description = [{
@@ -887,7 +926,15 @@ def CommReportPass : Pass<"hspmd-comm-report", "mlir::ModuleOp"> {
     * `permute`: `B` for a device that changes place, else 0;
     * `local_slice`, `make_partial`: nothing;
     * `exchange` (across device groups): what its plan (`planExchange`)
-      makes the device send and receive, reductions and sends together.
+      makes the device send and receive, reductions and sends together;
+    * `sparse_reduce_scatter` (an MoE dispatch's routed rows): a bound, as
+      its bytes depend on the routing; printed `at most`: an 8-byte count
+      each way with each of the `k - 1` others, then, per row of `R` bytes,
+      `8 + R` for at most `min(n, (k - 1) b)` rows sent and `(k - 1)
+      min(n, b)` received (`n` the indices a device names, `b` the rows of
+      a block); `sparse_all_gather` (the way back) likewise, its indices
+      going one way and its rows the other. The runtimes and the simulator
+      count the bytes they move.
 
     For the functions of a step partitioned across groups (several
     specialisations of one function), ranks are device ids.

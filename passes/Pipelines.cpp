@@ -61,6 +61,8 @@ void loom::buildPartitionPipeline(OpPassManager &pm,
   pm.addPass(createReshardInsertionPass());
   pm.addPass(createReshardLoweringPass());
   pm.addPass(createSpecializationPass());
+  if (options.moeSparse)
+    pm.addPass(createMoeSparseExchangePass());
   if (options.bucket)
     pm.addPass(
         createGradientBucketingPass(options.getGradientBucketingOptions()));
@@ -81,6 +83,7 @@ void loom::registerLoomPipelines() {
       "loom-partition-pipeline",
       "Partitions a global-view training step into one local program per "
       "device group: propagate layouts, insert and lower reshards, "
-      "specialise, bucket collectives",
+      "specialise, send MoE dispatches' routed rows alone, bucket "
+      "collectives",
       buildPartitionPipeline);
 }

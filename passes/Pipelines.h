@@ -118,6 +118,11 @@ struct PartitionOptions : public mlir::PassPipelineOptions<PartitionOptions> {
       llvm::cl::desc("hspmd-select-shares: memory per device kept for other "
                      "uses, in GiB"),
       llvm::cl::init(0.0)};
+  Option<bool> moeSparse{
+      *this, "moe-sparse",
+      llvm::cl::desc("Send an MoE dispatch's routed rows alone to their "
+                     "experts' devices (hspmd-moe-sparse-exchange)"),
+      llvm::cl::init(true)};
   Option<bool> bucket{
       *this, "bucket",
       llvm::cl::desc("Finally fuse the local programs' collectives into "
@@ -136,7 +141,8 @@ struct PartitionOptions : public mlir::PassPipelineOptions<PartitionOptions> {
 /// One local program per device group from a global-view training step with
 /// layouts on its arguments: [hspmd-select-shares when `select-shares`],
 /// hspmd-propagate-layouts, hspmd-insert-reshards, hspmd-lower-reshards,
-/// hspmd-specialize, [hspmd-bucket-gradients unless `bucket=false`].
+/// hspmd-specialize, [hspmd-moe-sparse-exchange unless `moe-sparse=false`],
+/// [hspmd-bucket-gradients unless `bucket=false`].
 void buildPartitionPipeline(mlir::OpPassManager &pm,
                             const PartitionOptions &options);
 

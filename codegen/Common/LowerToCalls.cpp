@@ -612,6 +612,11 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
   if (auto all = dyn_cast<hspmd::AllToAllOp>(op))
     return collective(all.getMesh(), all.getAxes(),
                       {i64(all.getSplitDim()), i64(all.getConcatDim())});
+  // The buffer, then the row indices it names.
+  if (auto sparse = dyn_cast<hspmd::SparseReduceScatterOp>(op))
+    return collective(sparse.getMesh(), sparse.getAxes(), {});
+  if (auto sparse = dyn_cast<hspmd::SparseAllGatherOp>(op))
+    return collective(sparse.getMesh(), sparse.getAxes(), {});
   if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
     // The permutation and the sizes of the axes it permutes: each rank
     // finds its source and destination from its place in the sub-group.

@@ -420,6 +420,26 @@ void device::axisIndex(const Target &target, void *out, int64_t elementBytes,
   target.toDevice(out, bytes, static_cast<size_t>(elementBytes));
 }
 
+void device::stagedSparseRows(const Target &target, rt::Communicator &mpi,
+                              SparseRowsCollective collective, void *out,
+                              const Shape &outShape, const void *in,
+                              const Shape &inShape, const int64_t *rows,
+                              const Shape &rowsShape, ElementType type) {
+  int64_t size = rt::getElementSize(type);
+  std::vector<char> source(static_cast<size_t>(inShape.numElements() * size));
+  std::vector<int64_t> named(static_cast<size_t>(rowsShape.numElements()));
+  std::vector<char> result(static_cast<size_t>(outShape.numElements() * size));
+  target.synchronize();
+  if (!source.empty())
+    target.toHost(source.data(), in, source.size());
+  if (!named.empty())
+    target.toHost(named.data(), rows, named.size() * sizeof(int64_t));
+  collective(result.data(), outShape, source.data(), inShape, named.data(),
+             rowsShape, type, &mpi);
+  if (!result.empty())
+    target.toDevice(out, result.data(), result.size());
+}
+
 void device::stagedExchange(const Target &target, host::ExchangePlan &plan,
                             void *out, int64_t outElements, const void *in,
                             int64_t inElements, int64_t elementBytes,

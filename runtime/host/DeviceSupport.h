@@ -97,6 +97,8 @@ public:
   /// The members' world ranks, in the communicator's rank order.
   const std::vector<int> &getWorldRanks() const { return mpi.getWorldRanks(); }
   Group group() const { return {handle, mpi.getRank(), mpi.getSize()}; }
+  /// The MPI communicator of the same members (staged collectives).
+  rt::Communicator &getMpi() const { return mpi; }
 
 private:
   rt::Communicator &mpi;
@@ -188,6 +190,23 @@ void axisIndex(const Target &target, void *out, int64_t elementBytes,
 void stagedExchange(const Target &target, host::ExchangePlan &plan, void *out,
                     int64_t outElements, const void *in, int64_t inElements,
                     int64_t elementBytes, rt::ElementType type);
+/// The host runtime's collective of rows named by an index tensor
+/// (host::sparseReduceScatterBytes, host::sparseAllGatherBytes).
+using SparseRowsCollective = void (*)(void *out, Shape outShape,
+                                      const void *in, Shape inShape,
+                                      const int64_t *rows, Shape rowsShape,
+                                      rt::ElementType type,
+                                      rt::Communicator *comm);
+/// hspmd.sparse_reduce_scatter and hspmd.sparse_all_gather: `collective`
+/// on host copies of the device buffers, over the members' MPI
+/// communicator. Their messages have data-dependent sizes, which the
+/// libraries' fixed-count collectives take only after the counts have
+/// reached the host anyway (a device-resident path is future work).
+void stagedSparseRows(const Target &target, rt::Communicator &mpi,
+                      SparseRowsCollective collective, void *out,
+                      const Shape &outShape, const void *in,
+                      const Shape &inShape, const int64_t *rows,
+                      const Shape &rowsShape, rt::ElementType type);
 /// A phase's span ends after its device work (only when tracing).
 void tracePhaseEnd(const Target &target);
 
@@ -287,6 +306,22 @@ private:
                Shape perm, Shape sizes) {                                      \
     ::loom::host::device::permute(target(), comm->group(), out, in, inShape,   \
                                   host::elementTypeOf<T>(), perm, sizes);      \
+  }                                                                            \
+  template <typename T>                                                        \
+  void sparse_reduce_scatter(T *out, Shape outShape, const T *in,              \
+                             Shape inShape, const int64_t *rows,               \
+                             Shape rowsShape, Communicator *comm) {            \
+    ::loom::host::device::stagedSparseRows(                                    \
+        target(), comm->getMpi(), &host::sparseReduceScatterBytes, out,        \
+        outShape, in, inShape, rows, rowsShape, host::elementTypeOf<T>());     \
+  }                                                                            \
+  template <typename T>                                                        \
+  void sparse_all_gather(T *out, Shape outShape, const T *in, Shape inShape,   \
+                         const int64_t *rows, Shape rowsShape,                 \
+                         Communicator *comm) {                                 \
+    ::loom::host::device::stagedSparseRows(                                    \
+        target(), comm->getMpi(), &host::sparseAllGatherBytes, out, outShape,  \
+        in, inShape, rows, rowsShape, host::elementTypeOf<T>());               \
   }                                                                            \
   template <typename T>                                                        \
   void local_slice(T *out, Shape outShape, const T *in, Shape inShape,         \

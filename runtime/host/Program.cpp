@@ -474,6 +474,222 @@ void loom::host::allToAllBytes(void *out, Shape outShape, const void *in,
                 j, size);
 }
 
+namespace {
+
+/// Adds `count` elements of `from` into `into` (the layout core's sum).
+void accumulateRow(char *into, const char *from, int64_t count,
+                   ElementType type) {
+  layout::DType dtype = type == ElementType::F32   ? layout::DType::F32
+                        : type == ElementType::F64 ? layout::DType::F64
+                                                   : layout::DType::I64;
+  layout::combineInto(into, from, count, dtype, layout::Reduction::Sum);
+}
+
+} // namespace
+
+void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
+                                          const void *in, Shape inShape,
+                                          const int64_t *rows, Shape rowsShape,
+                                          ElementType type,
+                                          Communicator *comm) {
+  CommSpan span("sparse_reduce_scatter");
+  Runtime &runtime = Runtime::get();
+  runtime.count("sparse_reduce_scatter").calls += 1;
+  int k = comm->getSize();
+  int me = comm->getRank();
+  int64_t numRows = inShape.rank > 0 ? inShape[0] : 0;
+  int64_t rowElements = numRows > 0 ? inShape.numElements() / numRows : 0;
+  int64_t size = rt::getElementSize(type);
+  int64_t rowBytes = rowElements * size;
+  std::vector<std::vector<int64_t>> byMember;
+  std::string error;
+  if (!layout::getSparseRowsByMember(rows, rowsShape.numElements(), numRows, k,
+                                     byMember, error))
+    runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
+  int64_t block = numRows / k;
+  if (outShape.numElements() != block * rowElements)
+    runtime.fail("sparse_reduce_scatter: a result of " +
+                 std::to_string(outShape.numElements()) +
+                 " elements for a block of " + std::to_string(block) +
+                 " rows of " + std::to_string(rowElements));
+  // The counts, then per member one message: the indices, then the rows.
+  std::vector<int64_t> sendCounts(k), receiveCounts(k, 0);
+  for (int j = 0; j < k; ++j)
+    sendCounts[j] = static_cast<int64_t>(byMember[j].size());
+  std::vector<Communicator::Message> sends, receives;
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    sends.push_back({j, &sendCounts[j], 8});
+    receives.push_back({j, &receiveCounts[j], 8});
+  }
+  if (k > 1)
+    comm->sendRecv("sparse_reduce_scatter", sends, receives,
+                   /*countCall=*/false);
+  for (int j = 0; j < k; ++j)
+    if (j != me && (receiveCounts[j] < 0 || receiveCounts[j] > block))
+      runtime.fail("sparse_reduce_scatter: member " + std::to_string(j) +
+                   " sends " + std::to_string(receiveCounts[j]) +
+                   " rows to a block of " + std::to_string(block));
+  const char *source = static_cast<const char *>(in);
+  std::vector<std::vector<char>> outgoing(k), incoming(k);
+  sends.clear();
+  receives.clear();
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    int64_t n = sendCounts[j];
+    incoming[j].resize(static_cast<size_t>(receiveCounts[j] * (8 + rowBytes)));
+    if (n > 0) {
+      outgoing[j].resize(static_cast<size_t>(n * (8 + rowBytes)));
+      char *at = outgoing[j].data();
+      std::memcpy(at, byMember[j].data(), static_cast<size_t>(n * 8));
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(at + n * 8 + i * rowBytes,
+                    source + byMember[j][i] * rowBytes,
+                    static_cast<size_t>(rowBytes));
+      sends.push_back({j, outgoing[j].data(), n * (8 + rowBytes)});
+    }
+    if (receiveCounts[j] > 0)
+      receives.push_back(
+          {j, incoming[j].data(), receiveCounts[j] * (8 + rowBytes)});
+  }
+  if (!sends.empty() || !receives.empty())
+    comm->sendRecv("sparse_reduce_scatter", sends, receives,
+                   /*countCall=*/false);
+  // The sum in member order, each member's rows into zeros.
+  char *result = static_cast<char *>(out);
+  if (block * rowBytes > 0)
+    std::memset(result, 0, static_cast<size_t>(block * rowBytes));
+  int64_t first = me * block;
+  for (int j = 0; j < k; ++j) {
+    if (j == me) {
+      for (int64_t row : byMember[me])
+        accumulateRow(result + (row - first) * rowBytes,
+                      source + row * rowBytes, rowElements, type);
+      continue;
+    }
+    int64_t n = receiveCounts[j];
+    const char *at = incoming[j].data();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t row;
+      std::memcpy(&row, at + i * 8, 8);
+      if (row < first || row >= first + block)
+        runtime.fail("sparse_reduce_scatter: member " + std::to_string(j) +
+                     " sends row " + std::to_string(row) +
+                     ", outside this rank's block [" + std::to_string(first) +
+                     ", " + std::to_string(first + block) + ")");
+      accumulateRow(result + (row - first) * rowBytes, at + n * 8 + i * rowBytes,
+                    rowElements, type);
+    }
+  }
+}
+
+void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
+                                      const void *in, Shape inShape,
+                                      const int64_t *rows, Shape rowsShape,
+                                      ElementType type, Communicator *comm) {
+  CommSpan span("sparse_all_gather");
+  Runtime &runtime = Runtime::get();
+  runtime.count("sparse_all_gather").calls += 1;
+  int k = comm->getSize();
+  int me = comm->getRank();
+  int64_t block = inShape.rank > 0 ? inShape[0] : 0;
+  int64_t numRows = block * k;
+  int64_t rowElements = block > 0 ? inShape.numElements() / block : 0;
+  int64_t rowBytes = rowElements * rt::getElementSize(type);
+  if (outShape.numElements() != numRows * rowElements)
+    runtime.fail("sparse_all_gather: a result of " +
+                 std::to_string(outShape.numElements()) + " elements for " +
+                 std::to_string(numRows) + " rows of " +
+                 std::to_string(rowElements));
+  // The rows to ask each member for (its block holds them).
+  std::vector<std::vector<int64_t>> asks;
+  std::string error;
+  if (!layout::getSparseRowsByMember(rows, rowsShape.numElements(), numRows, k,
+                                     asks, error))
+    runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
+  std::vector<int64_t> askCounts(k), askedCounts(k, 0);
+  for (int j = 0; j < k; ++j)
+    askCounts[j] = static_cast<int64_t>(asks[j].size());
+  std::vector<Communicator::Message> sends, receives;
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    sends.push_back({j, &askCounts[j], 8});
+    receives.push_back({j, &askedCounts[j], 8});
+  }
+  if (k > 1)
+    comm->sendRecv("sparse_all_gather", sends, receives, /*countCall=*/false);
+  // The indices each member asks of this rank.
+  std::vector<std::vector<int64_t>> asked(k);
+  sends.clear();
+  receives.clear();
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    if (askedCounts[j] < 0 || askedCounts[j] > block)
+      runtime.fail("sparse_all_gather: member " + std::to_string(j) +
+                   " asks for " + std::to_string(askedCounts[j]) +
+                   " rows of a block of " + std::to_string(block));
+    asked[j].resize(static_cast<size_t>(askedCounts[j]));
+    if (askCounts[j] > 0)
+      sends.push_back({j, asks[j].data(), askCounts[j] * 8});
+    if (askedCounts[j] > 0)
+      receives.push_back({j, asked[j].data(), askedCounts[j] * 8});
+  }
+  if (!sends.empty() || !receives.empty())
+    comm->sendRecv("sparse_all_gather", sends, receives, /*countCall=*/false);
+  // The rows asked of this rank, and those it asked for.
+  const char *source = static_cast<const char *>(in);
+  int64_t first = me * block;
+  std::vector<std::vector<char>> answers(k), answered(k);
+  sends.clear();
+  receives.clear();
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    if (askedCounts[j] > 0) {
+      answers[j].resize(static_cast<size_t>(askedCounts[j] * rowBytes));
+      for (int64_t i = 0; i < askedCounts[j]; ++i) {
+        int64_t row = asked[j][i];
+        if (row < first || row >= first + block)
+          runtime.fail("sparse_all_gather: member " + std::to_string(j) +
+                       " asks for row " + std::to_string(row) +
+                       ", outside this rank's block [" +
+                       std::to_string(first) + ", " +
+                       std::to_string(first + block) + ")");
+        if (rowBytes > 0)
+          std::memcpy(answers[j].data() + i * rowBytes,
+                      source + (row - first) * rowBytes,
+                      static_cast<size_t>(rowBytes));
+      }
+      if (rowBytes > 0)
+        sends.push_back({j, answers[j].data(), askedCounts[j] * rowBytes});
+    }
+    if (askCounts[j] > 0 && rowBytes > 0) {
+      answered[j].resize(static_cast<size_t>(askCounts[j] * rowBytes));
+      receives.push_back({j, answered[j].data(), askCounts[j] * rowBytes});
+    }
+  }
+  if (!sends.empty() || !receives.empty())
+    comm->sendRecv("sparse_all_gather", sends, receives, /*countCall=*/false);
+  // Zeros but the named rows.
+  char *result = static_cast<char *>(out);
+  if (numRows * rowBytes > 0)
+    std::memset(result, 0, static_cast<size_t>(numRows * rowBytes));
+  if (rowBytes == 0)
+    return;
+  for (int j = 0; j < k; ++j)
+    for (size_t i = 0; i < asks[j].size(); ++i) {
+      int64_t row = asks[j][i];
+      const char *from = j == me ? source + (row - first) * rowBytes
+                                 : answered[j].data() + i * rowBytes;
+      std::memcpy(result + row * rowBytes, from,
+                  static_cast<size_t>(rowBytes));
+    }
+}
+
 void loom::host::localSliceBytes(void *out, Shape outShape, const void *in,
                                  Shape inShape, int64_t elementBytes,
                                  Communicator *comm, int64_t dim) {

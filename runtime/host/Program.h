@@ -146,6 +146,26 @@ void allToAllBytes(void *out, Shape outShape, const void *in, Shape inShape,
                    int64_t splitDim, int64_t concatDim);
 void localSliceBytes(void *out, Shape outShape, const void *in, Shape inShape,
                      int64_t elementBytes, rt::Communicator *comm, int64_t dim);
+/// hspmd.sparse_reduce_scatter: the rows of `in` named by `rows` (-1: none)
+/// go, with their indices, to the members whose blocks hold them (counts
+/// first, then one message of indices and rows per member), and `out`, the
+/// rank's block, is the sum in member order of what every member sent it.
+/// Counted as `sparse_reduce_scatter`: one call, the bytes moved
+/// (layout::getSparseRowTraffic). A row index outside [-1, rows) ends the
+/// rank.
+void sparseReduceScatterBytes(void *out, Shape outShape, const void *in,
+                              Shape inShape, const int64_t *rows,
+                              Shape rowsShape, rt::ElementType type,
+                              rt::Communicator *comm);
+/// hspmd.sparse_all_gather: `out` (the whole rows) is zero but for the rows
+/// `rows` names (-1: none), each fetched from the member whose block (`in`)
+/// holds it: the counts to every member first, then one message of row
+/// indices to each, and one of rows back. Counted as `sparse_all_gather`
+/// (layout::getSparseGatherTraffic). A row index outside [-1, rows), or
+/// asked of a member whose block does not hold it, ends the rank.
+void sparseAllGatherBytes(void *out, Shape outShape, const void *in,
+                          Shape inShape, const int64_t *rows, Shape rowsShape,
+                          rt::ElementType type, rt::Communicator *comm);
 void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
                       int64_t elementBytes, rt::Communicator *comm,
                       int64_t dim);
@@ -206,6 +226,20 @@ void all_to_all(T *out, Shape outShape, const T *in, Shape inShape,
                 rt::Communicator *comm, int64_t splitDim, int64_t concatDim) {
   allToAllBytes(out, outShape, in, inShape, elementTypeOf<T>(), comm, splitDim,
                 concatDim);
+}
+template <typename T>
+void sparse_reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,
+                           const int64_t *rows, Shape rowsShape,
+                           rt::Communicator *comm) {
+  sparseReduceScatterBytes(out, outShape, in, inShape, rows, rowsShape,
+                           elementTypeOf<T>(), comm);
+}
+template <typename T>
+void sparse_all_gather(T *out, Shape outShape, const T *in, Shape inShape,
+                       const int64_t *rows, Shape rowsShape,
+                       rt::Communicator *comm) {
+  sparseAllGatherBytes(out, outShape, in, inShape, rows, rowsShape,
+                       elementTypeOf<T>(), comm);
 }
 template <typename T>
 void local_slice(T *out, Shape outShape, const T *in, Shape inShape,

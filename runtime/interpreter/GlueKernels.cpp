@@ -156,7 +156,9 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
         hspmd::AllToAllOp::getOperationName(),
         hspmd::PermuteOp::getOperationName(),
         hspmd::LocalSliceOp::getOperationName(),
-        hspmd::MakePartialOp::getOperationName()})
+        hspmd::MakePartialOp::getOperationName(),
+        hspmd::SparseReduceScatterOp::getOperationName(),
+        hspmd::SparseAllGatherOp::getOperationName()})
     registry.add(name, globalCollectiveKernel);
   registry.add(exchangeKernel);
   registry.add(axisIndexKernel);

@@ -347,3 +347,93 @@ bool loom::layout::reduce(void *out,
     finishMean(out, count, type, static_cast<int64_t>(contributions.size()));
   return true;
 }
+
+//===----------------------------------------------------------------------===//
+// Sparse reduce-scatter of rows
+//===----------------------------------------------------------------------===//
+
+bool loom::layout::getSparseRowsByMember(
+    const int64_t *named, int64_t count, int64_t rows, int64_t k,
+    std::vector<std::vector<int64_t>> &byMember, std::string &error) {
+  if (k < 1 || rows < 0 || rows % k != 0) {
+    error = "sparse_reduce_scatter: " + std::to_string(rows) +
+            " rows do not divide among " + std::to_string(k) + " members";
+    return false;
+  }
+  int64_t block = rows / k;
+  byMember.assign(static_cast<size_t>(k), {});
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t row = named[i];
+    if (row == -1)
+      continue;
+    if (row < -1 || row >= rows) {
+      error = "sparse_reduce_scatter: row index " + std::to_string(row) +
+              " (entry " + std::to_string(i) + ") is outside [-1, " +
+              std::to_string(rows) + ")";
+      return false;
+    }
+    byMember[static_cast<size_t>(row / block)].push_back(row);
+  }
+  for (std::vector<int64_t> &list : byMember) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return true;
+}
+
+Traffic loom::layout::getSparseRowTraffic(const std::vector<int64_t> &sends,
+                                          const std::vector<int64_t> &receives,
+                                          int64_t rowBytes, int64_t position) {
+  Traffic traffic;
+  for (size_t j = 0; j < sends.size(); ++j) {
+    if (static_cast<int64_t>(j) == position)
+      continue;
+    traffic.sent += 8 + sends[j] * (8 + rowBytes);
+    traffic.received += 8 + receives[j] * (8 + rowBytes);
+  }
+  return traffic;
+}
+
+Traffic loom::layout::getSparseRowTrafficBound(int64_t count, int64_t rows,
+                                               int64_t rowBytes, int64_t k,
+                                               int64_t position) {
+  (void)position;
+  if (k < 2)
+    return {};
+  int64_t block = rows / k;
+  // Every named row may go to another member, but no member's block holds
+  // more than `block` of them; each other member sends at most as many.
+  int64_t sent = std::min(count, (k - 1) * block);
+  int64_t received = (k - 1) * std::min(count, block);
+  return {8 * (k - 1) + sent * (8 + rowBytes),
+          8 * (k - 1) + received * (8 + rowBytes)};
+}
+
+Traffic loom::layout::getSparseGatherTraffic(const std::vector<int64_t> &asks,
+                                             const std::vector<int64_t> &asked,
+                                             int64_t rowBytes,
+                                             int64_t position) {
+  Traffic traffic;
+  for (size_t j = 0; j < asks.size(); ++j) {
+    if (static_cast<int64_t>(j) == position)
+      continue;
+    traffic.sent += 8 + asks[j] * 8 + asked[j] * rowBytes;
+    traffic.received += 8 + asked[j] * 8 + asks[j] * rowBytes;
+  }
+  return traffic;
+}
+
+Traffic loom::layout::getSparseGatherTrafficBound(int64_t count, int64_t rows,
+                                                  int64_t rowBytes, int64_t k,
+                                                  int64_t position) {
+  (void)position;
+  if (k < 2)
+    return {};
+  int64_t block = rows / k;
+  // Its own asks: every named row of another block; the others' asks of
+  // it: no more than a block each.
+  int64_t asks = std::min(count, (k - 1) * block);
+  int64_t asked = (k - 1) * std::min(count, block);
+  return {8 * (k - 1) + asks * 8 + asked * rowBytes,
+          8 * (k - 1) + asked * 8 + asks * rowBytes};
+}

@@ -24,6 +24,16 @@
 //      all_to_all      block j (B / k) to member j, for every j != own
 //      permute         B to its destination unless that is itself
 //      local_slice, make_partial  nothing
+//      sparse_reduce_scatter  (a reduce-scatter of rows, dimension 0, where
+//                      each rank's buffer is zero outside the rows it
+//                      names) to each other member j an 8-byte count, then
+//                      per distinct named row of block j its 8-byte index
+//                      and the row: data-dependent (getSparseRowTraffic)
+//      sparse_all_gather  (an all-gather of rows where each rank needs only
+//                      the rows it names) to each other member j an 8-byte
+//                      count and an 8-byte index per distinct named row of
+//                      block j, and back from j those rows
+//                      (getSparseGatherTraffic)
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,6 +140,41 @@ Traffic getTraffic(Collective collective, int64_t bytes, int64_t elementBytes,
 Traffic getPermuteTraffic(int64_t bytes, int64_t position,
                           const std::vector<int64_t> &perm,
                           const std::vector<int64_t> &sizes);
+
+/// A sparse reduce-scatter's rows (hspmd.sparse_reduce_scatter): the
+/// distinct rows named by `named` (`count` indices; -1 names none) of a
+/// buffer of `rows` rows, grouped by the member of a sub-group of `k` whose
+/// block (rows / k rows) holds them, ascending within each. False, with a
+/// message in `error`, for an index outside [-1, rows) or rows that do not
+/// divide among `k`.
+bool getSparseRowsByMember(const int64_t *named, int64_t count, int64_t rows,
+                           int64_t k,
+                           std::vector<std::vector<int64_t>> &byMember,
+                           std::string &error);
+/// What member `position` moves in one sparse reduce-scatter: `sends[j]`
+/// rows to member j, `receives[j]` from it, each row `rowBytes` and its
+/// index 8 bytes, and a count of 8 bytes each way with every other member.
+Traffic getSparseRowTraffic(const std::vector<int64_t> &sends,
+                            const std::vector<int64_t> &receives,
+                            int64_t rowBytes, int64_t position);
+/// What member `position` moves in one sparse all-gather: it asks member j
+/// for `asks[j]` rows (a count and their indices) and gets them; member j
+/// asks it for `asked[j]` rows and gets them.
+Traffic getSparseGatherTraffic(const std::vector<int64_t> &asks,
+                               const std::vector<int64_t> &asked,
+                               int64_t rowBytes, int64_t position);
+/// The most a sparse all-gather makes member `position` move when every
+/// member names `count` indices of `rows` rows (getSparseRowTrafficBound's
+/// row counts, indices one way and rows the other).
+Traffic getSparseGatherTrafficBound(int64_t count, int64_t rows,
+                                    int64_t rowBytes, int64_t k,
+                                    int64_t position);
+/// The most member `position` can move when every member names `count`
+/// indices: its named rows all sent to others (no more than rows / k to
+/// each), min(count, rows / k) received from each of the k - 1 others.
+Traffic getSparseRowTrafficBound(int64_t count, int64_t rows,
+                                 int64_t rowBytes, int64_t k,
+                                 int64_t position);
 
 //===----------------------------------------------------------------------===//
 // Combining contributions

@@ -2,6 +2,8 @@
 
 #include "runtime/simulator/Simulator.h"
 #include "runtime/simulator/Buffers.h"
+#include "runtime/simulator/Sharding.h"
+#include "runtime/layout/Collectives.h"
 #include "runtime/layout/Shards.h"
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
@@ -63,6 +65,8 @@ int64_t product(ArrayRef<int64_t> values) {
 struct Pending {
   SmallVector<int64_t> members;
   std::vector<const Tensor *> inputs;
+  /// The row indices each member names (sparse_reduce_scatter only).
+  std::vector<const Tensor *> rows;
   std::vector<Operation *> ops;
   int64_t arrived = 0;
   int64_t taken = 0;
@@ -90,7 +94,9 @@ struct Simulator::Impl {
                            hspmd::AllToAllOp::getOperationName(),
                            hspmd::PermuteOp::getOperationName(),
                            hspmd::LocalSliceOp::getOperationName(),
-                           hspmd::MakePartialOp::getOperationName()})
+                           hspmd::MakePartialOp::getOperationName(),
+                           hspmd::SparseReduceScatterOp::getOperationName(),
+                           hspmd::SparseAllGatherOp::getOperationName()})
       registry.add(name, [this](KernelCall &call) { return collective(call); });
     registry.add(hspmd::ExchangeOp::getOperationName(),
                  [this](KernelCall &call) { return exchange(call); });
@@ -111,7 +117,8 @@ struct Simulator::Impl {
   /// them; the last to arrive carries the collective out (`complete`).
   LogicalResult join(KernelCall &call, int64_t rank,
                      std::vector<int64_t> members, int64_t position,
-                     const Tensor &input, const std::string &kind);
+                     const Tensor &input, const std::string &kind,
+                     const Tensor *rows = nullptr);
   /// The ranks the function running `op` spreads its collectives over: the
   /// devices of its `hspmd.group` when several groups' functions run
   /// together (every id a rank: rank r is device r), else ranks 0 .. N-1
@@ -207,13 +214,18 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
     return success();
   }
 
-  return join(call, rank, std::move(members), position, input, kind);
+  const Tensor *rows =
+      isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp>(op)
+          ? &call.operand(1)
+          : nullptr;
+  return join(call, rank, std::move(members), position, input, kind, rows);
 }
 
 LogicalResult Simulator::Impl::join(KernelCall &call, int64_t rank,
                                     std::vector<int64_t> members,
                                     int64_t position, const Tensor &input,
-                                    const std::string &kind) {
+                                    const std::string &kind,
+                                    const Tensor *rows) {
   Operation *op = call.getOp();
   int64_t k = members.size();
   std::unique_lock<std::mutex> lock(mutex);
@@ -224,9 +236,11 @@ LogicalResult Simulator::Impl::join(KernelCall &call, int64_t rank,
   if (entry.inputs.empty()) {
     entry.members.assign(members.begin(), members.end());
     entry.inputs.resize(k, nullptr);
+    entry.rows.resize(k, nullptr);
     entry.ops.resize(k, nullptr);
   }
   entry.inputs[position] = &input;
+  entry.rows[position] = rows;
   entry.ops[position] = op;
   if (++entry.arrived == k) {
     complete(entry);
@@ -336,6 +350,68 @@ void Simulator::Impl::complete(Pending &entry) {
       return;
     for (int64_t p = 0; p < k; ++p)
       entry.outputs[p] = getBlock(*sum, op.getDim(), k, p);
+  } else if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp>(
+                 first)) {
+    // Each member's distinct named rows, by the member whose block holds
+    // them (layout::getSparseRowsByMember).
+    const Tensor &input = *entry.inputs.front();
+    bool gather = isa<hspmd::SparseAllGatherOp>(first);
+    int64_t block = gather ? input.getShape()[0] : input.getShape()[0] / k;
+    int64_t numRows = block * k;
+    int64_t rowBytes = block ? bytes / input.getShape()[0] : 0;
+    std::vector<std::vector<std::vector<int64_t>>> named(k);
+    for (int64_t q = 0; q < k; ++q) {
+      const Tensor &rows = *entry.rows[q];
+      if (rows.getKind() != interp::ElementKind::I64 ||
+          !layout::getSparseRowsByMember(rows.data<int64_t>(),
+                                         rows.getNumElements(), numRows, k,
+                                         named[q], entry.error))
+        return;
+    }
+    if (gather) {
+      // Zeros but the named rows, each copied from its member's block.
+      for (int64_t p = 0; p < k; ++p) {
+        SmallVector<int64_t> shape(input.getShape());
+        shape[0] = numRows;
+        Tensor out(input.getKind(), shape);
+        std::vector<int64_t> asks(k), asked(k);
+        for (int64_t q = 0; q < k; ++q) {
+          asks[q] = named[p][q].size();
+          asked[q] = named[q][p].size();
+          for (int64_t row : named[p][q])
+            std::memcpy(out.rawData() + row * rowBytes,
+                        entry.inputs[q]->rawData() + (row - q * block) *
+                                                         rowBytes,
+                        rowBytes);
+        }
+        entry.outputs[p] = std::move(out);
+        layout::Traffic traffic =
+            layout::getSparseGatherTraffic(asks, asked, rowBytes, p);
+        entry.traffic[p] = {1, traffic.sent, traffic.received};
+      }
+      return;
+    }
+    // The sum in member order, into zeros, of the rows sent to each block.
+    layout::DType dtype = toLayoutType(input.getKind());
+    for (int64_t p = 0; p < k; ++p) {
+      SmallVector<int64_t> shape(input.getShape());
+      shape[0] = block;
+      Tensor out(input.getKind(), shape);
+      std::vector<int64_t> sends(k), receives(k);
+      for (int64_t q = 0; q < k; ++q) {
+        sends[q] = named[p][q].size();
+        receives[q] = named[q][p].size();
+        for (int64_t row : named[q][p])
+          layout::combineInto(out.rawData() + (row - p * block) * rowBytes,
+                              entry.inputs[q]->rawData() + row * rowBytes,
+                              rowBytes / elementSize, dtype,
+                              layout::Reduction::Sum);
+      }
+      entry.outputs[p] = std::move(out);
+      layout::Traffic traffic =
+          layout::getSparseRowTraffic(sends, receives, rowBytes, p);
+      entry.traffic[p] = {1, traffic.sent, traffic.received};
+    }
   } else if (auto op = dyn_cast<hspmd::AllToAllOp>(first)) {
     for (int64_t p = 0; p < k; ++p) {
       std::vector<Tensor> blocks;

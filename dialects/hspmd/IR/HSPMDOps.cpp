@@ -376,6 +376,30 @@ LogicalResult MakePartialOp::verify() {
       });
 }
 
+/// A sparse collective of rows (local view only): rows named by an i64
+/// tensor, the result's rows the operand's divided (`divide`) or
+/// multiplied by the sub-group size.
+template <typename OpT> LogicalResult verifySparseRows(OpT op, bool divide) {
+  if (op.getInput().getType().getRank() < 1)
+    return op.emitOpError("needs an operand of rank 1 or more (its rows)");
+  if (!op.getRows().getType().getElementType().isInteger(64))
+    return op.emitOpError("`rows` must hold i64 row indices, got ")
+           << op.getRows().getType().getElementType();
+  return verifyCollective(
+      op, op.getAxes(), op.getMesh(), /*from=*/nullptr, /*to=*/nullptr,
+      [&](ArrayRef<int64_t> shape, int64_t k) {
+        return scaleDim(op, "dim", shape, 0, k, divide);
+      });
+}
+
+LogicalResult SparseReduceScatterOp::verify() {
+  return verifySparseRows(*this, /*divide=*/true);
+}
+
+LogicalResult SparseAllGatherOp::verify() {
+  return verifySparseRows(*this, /*divide=*/false);
+}
+
 LogicalResult AxisIndexOp::verify() {
   ArrayRef<int64_t> mesh = getMesh(), axes = getAxes();
   if (mesh.empty())
@@ -457,6 +481,10 @@ std::optional<CollectiveView> loom::hspmd::getCollectiveView(Operation *op) {
         return CollectiveView{collective.getAxes(), collective.getMesh(),
                               collective.getFromAttr(),
                               collective.getToAttr()};
+      })
+      .Case<SparseReduceScatterOp, SparseAllGatherOp>([](auto sparse) {
+        return CollectiveView{sparse.getAxes(), sparse.getMesh(), nullptr,
+                              nullptr};
       })
       .Default([](Operation *) { return std::nullopt; });
 }

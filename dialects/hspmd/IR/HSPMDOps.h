@@ -30,8 +30,9 @@ getCollectiveSubgroups(llvm::ArrayRef<int64_t> mesh,
 namespace loom::hspmd {
 
 /// What a collective (all_reduce, all_gather, reduce_scatter, all_to_all,
-/// permute, local_slice, make_partial) runs over, and its global-view
-/// layouts (null in the local view, after specialisation).
+/// permute, local_slice, make_partial; sparse_reduce_scatter and
+/// sparse_all_gather, which exist in the local view only) runs over, and
+/// its global-view layouts (null in the local view, after specialisation).
 struct CollectiveView {
   llvm::ArrayRef<int64_t> axes;
   llvm::ArrayRef<int64_t> mesh;

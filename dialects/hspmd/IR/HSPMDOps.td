@@ -258,6 +258,82 @@ def HSPMD_MakePartialOp : HSPMD_CollectiveOp<"make_partial"> {
   let assemblyFormat = "$input (`dim` $dim^)? " # commonFormat;
 }
 
+def HSPMD_SparseReduceScatterOp : HSPMD_Op<"sparse_reduce_scatter", [Pure]> {
+  let summary = "A reduce-scatter of rows, sending only the rows each device names";
+  let description = [{
+    The sum over each sub-group of its devices' buffers, the device of rank
+    r getting block r of the rows (dimension 0), like `hspmd.reduce_scatter
+    sum ... dim 0`, for buffers that are zero outside the rows each device
+    names in `rows` (an i64 tensor of row indices into the operand; -1
+    names none). A device sends each named row, once, to the member whose
+    block holds it: the row counts to every member first, then the row
+    indices and the rows, an all-to-all with counts; the receiver adds
+    them, in member order, into zeros. The bytes moved depend on the
+    indices (the communication report gives their bound).
+
+    `hspmd-moe-sparse-exchange` makes it from the reduce-scatter of an
+    `nn.moe_dispatch`'s partial buffer, named by the dispatch's slots
+    (docs/moe.md). It is a local-view op (after specialisation): the
+    operand is one device's buffer, the result its block.
+
+    ```mlir
+    %b = hspmd.sparse_reduce_scatter %buf rows %slots over [0] of [2]
+        : tensor<512x32xf64>, tensor<64x2xi64> -> tensor<256x32xf64>
+    ```
+
+    Constraints: the mesh and axes are a collective's; operand and result
+    have one element type and rank (at least 1); the result's rows are the
+    operand's divided by the sub-group size, its other dimensions the
+    operand's; `rows` has i64 elements.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$rows,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `rows` $rows `over` $axes `of` $mesh `:` type($input) `,`
+    type($rows) `->` type($result) attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def HSPMD_SparseAllGatherOp : HSPMD_Op<"sparse_all_gather", [Pure]> {
+  let summary = "An all-gather of rows, fetching only the rows each device names";
+  let description = [{
+    The concatenation of the sub-group's blocks along the rows (dimension
+    0), like `hspmd.all_gather ... dim 0`, but defined only at the rows the
+    device names in `rows` (an i64 tensor of row indices into the result;
+    -1 names none): every other row of the result is zero. The device asks
+    the member whose block holds each distinct named row for it (the
+    counts to every member first, then the row indices), and each member
+    answers with the rows asked of it. The bytes moved depend on the
+    indices (the communication report gives their bound).
+
+    `hspmd-moe-sparse-exchange` makes it for the way back of expert
+    parallelism: the experts' output rows a device's tokens were routed
+    to, fetched from the devices that computed them, for an
+    `nn.moe_combine` (or `nn.moe_slot_dot`) on the same rows (docs/moe.md).
+    It is a local-view op (after specialisation).
+
+    ```mlir
+    %full = hspmd.sparse_all_gather %block rows %slots over [0] of [2]
+        : tensor<256x32xf64>, tensor<64x2xi64> -> tensor<512x32xf64>
+    ```
+
+    Constraints: the mesh and axes are a collective's; operand and result
+    have one element type and rank (at least 1); the result's rows are the
+    operand's times the sub-group size, its other dimensions the operand's;
+    `rows` has i64 elements.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$rows,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `rows` $rows `over` $axes `of` $mesh `:` type($input) `,`
+    type($rows) `->` type($result) attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def HSPMD_AxisIndexOp : HSPMD_Op<"axis_index", [Pure]> {
   let summary = "This device's coordinate along mesh axes, times a stride";
   let description = [{

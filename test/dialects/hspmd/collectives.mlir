@@ -18,6 +18,8 @@
 // CHECK: hspmd.local_slice %{{.*}} dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x8xf32>
 // CHECK: hspmd.make_partial %{{.*}} dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x32xf32>
 // CHECK: hspmd.make_partial %{{.*}} over [0] of [2, 2] : tensor<8x16xf32> -> tensor<8x16xf32>
+// CHECK: hspmd.sparse_reduce_scatter %{{.*}} rows %{{.*}} over [0, 1] of [2, 2] : tensor<8x16xf32>, tensor<3x2xi64> -> tensor<2x16xf32>
+// CHECK: hspmd.sparse_all_gather %{{.*}} rows %{{.*}} over [0] of [2, 2] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<4x16xf32>
 // RUN: not loom-run --interpret %s --entry rank --random-inputs 2>&1 | FileCheck %s --check-prefix=RANK
 // RANK: error: 'hspmd.axis_index' op reads the running device's rank; run the program on the simulator
 // RUN: loom-run --interpret %s --entry rank --simulate 4 --print | FileCheck %s --check-prefix=RANKS
@@ -27,7 +29,7 @@
 // RANKS: rank 3 result #0: tensor<i64> = 8
 // LOCAL: error: 'hspmd.all_reduce' op works on one device's buffer (the local view, after specialisation) and needs the other ranks: run it on the simulator
 func.func @local(%a: tensor<8x16xf32>, %b: tensor<2x16xf32>, %c: tensor<4x16xf32>,
-                 %d: tensor<4x4xf32>) {
+                 %d: tensor<4x4xf32>, %r: tensor<3x2xi64>) {
   %0 = hspmd.all_reduce sum %a over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x16xf32>
   %1 = hspmd.all_gather %b dim 0 over [0] of [4] : tensor<2x16xf32> -> tensor<8x16xf32>
   %2 = hspmd.reduce_scatter max %a dim 1 over [0, 1] of [2, 2] : tensor<8x16xf32> -> tensor<8x4xf32>
@@ -36,6 +38,8 @@ func.func @local(%a: tensor<8x16xf32>, %b: tensor<2x16xf32>, %c: tensor<4x16xf32
   %5 = hspmd.local_slice %a dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x8xf32>
   %6 = hspmd.make_partial %a dim 1 over [1] of [2, 2] : tensor<8x16xf32> -> tensor<8x32xf32>
   %7 = hspmd.make_partial %a over [0] of [2, 2] : tensor<8x16xf32> -> tensor<8x16xf32>
+  %8 = hspmd.sparse_reduce_scatter %a rows %r over [0, 1] of [2, 2] : tensor<8x16xf32>, tensor<3x2xi64> -> tensor<2x16xf32>
+  %9 = hspmd.sparse_all_gather %b rows %r over [0] of [2, 2] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<4x16xf32>
   return
 }
 

@@ -704,3 +704,67 @@ func.func @exchange_element_type(%x: tensor<8x8xf64>) -> tensor<8x8xf32> {
       to #hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>
   return %0 : tensor<8x8xf32>
 }
+
+// -----
+
+func.func @sparse_rows_type(%x: tensor<8x4xf32>, %r: tensor<4xi32>) {
+  // expected-error @+1 {{`rows` must hold i64 row indices, got 'i32'}}
+  %0 = hspmd.sparse_reduce_scatter %x rows %r over [0] of [2] : tensor<8x4xf32>, tensor<4xi32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_scalar(%x: tensor<f32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{needs an operand of rank 1 or more (its rows)}}
+  %0 = hspmd.sparse_reduce_scatter %x rows %r over [0] of [2] : tensor<f32>, tensor<4xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sparse_divide(%x: tensor<6x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{dimension 0 of size 6 does not divide among sub-groups of 4 devices}}
+  %0 = hspmd.sparse_reduce_scatter %x rows %r over [0, 1] of [2, 2] : tensor<6x4xf32>, tensor<4xi64> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_result(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{result dimension 0 must be 4 over sub-groups of 2 devices, got 8}}
+  %0 = hspmd.sparse_reduce_scatter %x rows %r over [0] of [2] : tensor<8x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_axes(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{mesh axis 1 is out of range for a mesh of 1 axes}}
+  %0 = hspmd.sparse_reduce_scatter %x rows %r over [1] of [2] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_rows_type(%x: tensor<4x4xf32>, %r: tensor<4xf32>) {
+  // expected-error @+1 {{`rows` must hold i64 row indices, got 'f32'}}
+  %0 = hspmd.sparse_all_gather %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_result(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{result dimension 0 must be 16 over sub-groups of 4 devices, got 8}}
+  %0 = hspmd.sparse_all_gather %x rows %r over [0, 1] of [2, 2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_element(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{operand and result must have the same element type and rank}}
+  %0 = hspmd.sparse_all_gather %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf64>
+  return
+}

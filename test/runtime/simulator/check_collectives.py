@@ -81,6 +81,10 @@ class Case:
             s[a["dim"]] *= self.k
         elif self.kind in ("reduce_scatter", "local_slice"):
             s[a["dim"]] //= self.k
+        elif self.kind == "sparse_reduce_scatter":
+            s[0] //= self.k
+        elif self.kind == "sparse_all_gather":
+            s[0] *= self.k
         elif self.kind == "make_partial" and "dim" in a:
             s[a["dim"]] *= self.k
         elif self.kind == "all_to_all":
@@ -90,6 +94,13 @@ class Case:
 
     def program(self):
         a = self.attrs
+        tin, tout = ttype(self.shape, self.et), ttype(self.out_shape(), self.et)
+        if self.kind.startswith("sparse_"):
+            trows = ttype(a["rows"], "i64")
+            return (f"func.func @main(%x: {tin}, %r: {trows}) -> {tout} {{\n"
+                    f"  %y = hspmd.{self.kind} %x rows %r over "
+                    f"{self.axes} of {self.mesh} : {tin}, {trows} -> {tout}\n"
+                    f"  return %y : {tout}\n}}\n")
         prefix = {"all_reduce": f"{a.get('red')} %x",
                   "all_gather": f"%x dim {a.get('dim')}",
                   "reduce_scatter": f"{a.get('red')} %x dim {a.get('dim')}",
@@ -99,18 +110,55 @@ class Case:
                   "local_slice": f"%x dim {a.get('dim')}",
                   "make_partial": f"%x dim {a['dim']}" if "dim" in a
                                   else "%x"}[self.kind]
-        tin, tout = ttype(self.shape, self.et), ttype(self.out_shape(), self.et)
         return (f"func.func @main(%x: {tin}) -> {tout} {{\n"
                 f"  %y = hspmd.{self.kind} {prefix} over {self.axes} of "
                 f"{self.mesh} : {tin} -> {tout}\n"
                 f"  return %y : {tout}\n}}\n")
 
-    def expect(self, inputs, rank):
-        """The result of `rank` and its (sent, received) bytes."""
+    def expect(self, inputs, rank, named=None):
+        """The result of `rank` and its (sent, received) bytes (`named`:
+        every rank's row indices, for sparse_reduce_scatter)."""
         members, pos = subgroup(rank, self.mesh, self.axes)
         xs = [inputs[m] for m in members]
         k, a = self.k, self.attrs
         nbytes = xs[pos].nbytes
+        if self.kind == "sparse_reduce_scatter":
+            # Each member's distinct named rows (-1: none) of block `pos`,
+            # added in member order into zeros; per other member a count,
+            # then an index and a row per row sent.
+            block = xs[pos].shape[0] // k
+            row_bytes = nbytes // xs[pos].shape[0]
+            rows = [sorted(set(int(v) for v in named[m].ravel()) - {-1})
+                    for m in members]
+            out = np.zeros((block,) + xs[pos].shape[1:], xs[pos].dtype)
+            for q in range(k):
+                for row in rows[q]:
+                    if row // block == pos:
+                        out[row - pos * block] = out[row - pos * block] + \
+                            xs[q][row]
+            count = lambda q, p: sum(1 for row in rows[q] if row // block == p)
+            sent = sum(8 + count(pos, p) * (8 + row_bytes)
+                       for p in range(k) if p != pos)
+            received = sum(8 + count(q, pos) * (8 + row_bytes)
+                           for q in range(k) if q != pos)
+            return out, (sent, received)
+        if self.kind == "sparse_all_gather":
+            # Zeros but the rank's distinct named rows, each from the
+            # member whose block holds it; per other member a count and
+            # an index per row asked, the rows asked the other way.
+            block = xs[pos].shape[0]
+            row_bytes = nbytes // block
+            rows = [sorted(set(int(v) for v in named[m].ravel()) - {-1})
+                    for m in members]
+            out = np.zeros((block * k,) + xs[pos].shape[1:], xs[pos].dtype)
+            for row in rows[pos]:
+                out[row] = xs[row // block][row % block]
+            count = lambda q, p: sum(1 for row in rows[q] if row // block == p)
+            sent = sum(8 + count(pos, p) * 8 + count(p, pos) * row_bytes
+                       for p in range(k) if p != pos)
+            received = sum(8 + count(p, pos) * 8 + count(pos, p) * row_bytes
+                           for p in range(k) if p != pos)
+            return out, (sent, received)
         if self.kind == "all_reduce":
             n, size = xs[pos].size, xs[pos].itemsize
             own = (n // k + (1 if pos < n % k else 0)) * size
@@ -189,6 +237,20 @@ CASES = [
          [3, 2], "f64", {"dim": 0}),
     Case("make_partial [4] over [0]", "make_partial", [4], [0], [5], "f32",
          {}),
+    Case("sparse_reduce_scatter f64 [2] over [0]", "sparse_reduce_scatter",
+         [2], [0], [8, 3], "f64", {"rows": [5], "range": "-1,8"}),
+    Case("sparse_reduce_scatter f32 [2,2] over [0,1], 2-D rows",
+         "sparse_reduce_scatter", [2, 2], [0, 1], [8, 2, 2], "f32",
+         {"rows": [3, 2], "range": "-1,8"}),
+    Case("sparse_reduce_scatter i64 [2,2] over [1]", "sparse_reduce_scatter",
+         [2, 2], [1], [6], "i64", {"rows": [4], "range": "-1,6"}),
+    Case("sparse_all_gather f64 [2] over [0]", "sparse_all_gather", [2], [0],
+         [4, 3], "f64", {"rows": [5], "range": "-1,8"}),
+    Case("sparse_all_gather f32 [2,2] over [0,1], 2-D rows",
+         "sparse_all_gather", [2, 2], [0, 1], [2, 2, 2], "f32",
+         {"rows": [3, 2], "range": "-1,8"}),
+    Case("sparse_all_gather i64 [2,2] over [0]", "sparse_all_gather",
+         [2, 2], [0], [3], "i64", {"rows": [4], "range": "-1,6"}),
 ]
 
 
@@ -202,7 +264,8 @@ def run_case(args, case, index):
     proc = subprocess.run(
         [args.run, "--interpret", prog, "--simulate", str(ranks),
          "--random-inputs", "--seed", str(10 * index),
-         "--int-range", "-50,50", "--output-dir", work, "--comm-stats"],
+         "--int-range", case.attrs.get("range", "-50,50"), "--output-dir",
+         work, "--comm-stats"],
         capture_output=True, text=True)
     if proc.returncode != 0:
         return f"loom-run failed: {proc.stderr.strip()}"
@@ -216,9 +279,13 @@ def run_case(args, case, index):
               for r in range(ranks)]
     if len({x.tobytes() for x in inputs}) != ranks:
         return "ranks got identical inputs; the check would be vacuous"
+    named = None
+    if case.kind.startswith("sparse_"):
+        named = [np.load(os.path.join(work, f"rank_{r}", "arg_1.npy"))
+                 for r in range(ranks)]
     for r in range(ranks):
         got = np.load(os.path.join(work, f"rank_{r}", "result_0.npy"))
-        want, traffic = case.expect(inputs, r)
+        want, traffic = case.expect(inputs, r, named)
         if got.dtype != want.dtype or got.shape != want.shape or \
                 got.tobytes() != want.tobytes():
             return (f"rank {r}: result differs from the model "

@@ -1,0 +1,316 @@
+//===- MoeSparseExchange.cpp - Routed rows only, for MoE exchanges --------===//
+//
+// Expert parallelism moves the dispatched tokens to their experts' devices
+// and the experts' output back with what propagation derives (docs/moe.md):
+// each device dispatches its own tokens into a partial buffer of every
+// expert block, which a reduce-scatter completes, and the experts' output
+// comes back through two all-to-alls (the combine splits the width). Both
+// move every row, routed or not. This pass, on local programs, moves the
+// routed rows alone:
+//
+//  * the dispatch: a reduce-scatter (sum, rows) of an `nn.moe_dispatch`'s
+//    result becomes an `hspmd.sparse_reduce_scatter` naming the dispatch's
+//    slots (its buffer is zero outside them, so the sum is the same);
+//
+//  * the way back: `all_to_all(Y) split 1 concat 0`, `nn.moe_combine` of
+//    it with slots (and weights) the same on every member, then
+//    `all_to_all split 0 concat 1` over the same axes become a combine of
+//    the device's own tokens (the slots' and weights' local rows) over
+//    `hspmd.sparse_all_gather(Y)` naming those slots: the rows its tokens
+//    were routed to, fetched from the devices that computed them;
+//
+//  * the gates' gradient: `nn.moe_slot_dot` of that width-split buffer and
+//    a width-split gradient, reduce-scattered along the tokens, becomes the
+//    slot dot product of the same gathered rows and the device's own
+//    gradient rows (a sum in another order: equal up to rounding).
+//
+// "The same on every member" is proved from the program: a value made by
+// an all-gather or all-reduce over (at least) those mesh axes, or by
+// side-effect-free nn ops of such values alone; anything else (an argument,
+// a local slice) leaves the way back dense.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <map>
+
+namespace loom {
+#define GEN_PASS_DEF_MOESPARSEEXCHANGEPASS
+#include "passes/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+/// The sub-groups a collective runs over.
+struct Over {
+  SmallVector<int64_t> mesh, axes;
+  bool operator<(const Over &other) const {
+    return std::tie(mesh, axes) < std::tie(other.mesh, other.axes);
+  }
+  bool operator==(const Over &other) const {
+    return mesh == other.mesh && axes == other.axes;
+  }
+};
+
+template <typename OpT> Over overOf(OpT op) {
+  return {SmallVector<int64_t>(op.getMesh()),
+          SmallVector<int64_t>(op.getAxes())};
+}
+
+/// A local-view all-to-all moving the split of `concat` to `split`.
+hspmd::AllToAllOp getAllToAll(Value value, int64_t split, int64_t concat) {
+  auto all = value.getDefiningOp<hspmd::AllToAllOp>();
+  if (!all || all.getFromAttr() || all.getSplitDim() != split ||
+      all.getConcatDim() != concat)
+    return {};
+  return all;
+}
+
+/// Whether values are the same on every member of the sub-groups `over`
+/// (see the file comment), memoised.
+class Replication {
+public:
+  explicit Replication(Over over) : over(std::move(over)) {}
+
+  bool isReplicated(Value value) {
+    auto [it, inserted] = known.try_emplace(value, false);
+    if (!inserted)
+      return it->second;
+    bool result = compute(value);
+    known[value] = result;
+    return result;
+  }
+
+private:
+  bool covers(ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes) const {
+    return mesh == ArrayRef<int64_t>(over.mesh) &&
+           llvm::all_of(over.axes, [&](int64_t axis) {
+             return llvm::is_contained(axes, axis);
+           });
+  }
+
+  bool compute(Value value) {
+    Operation *op = value.getDefiningOp();
+    if (!op)
+      return false;
+    if (auto gather = dyn_cast<hspmd::AllGatherOp>(op))
+      return !gather.getFromAttr() &&
+             covers(gather.getMesh(), gather.getAxes());
+    if (auto reduce = dyn_cast<hspmd::AllReduceOp>(op))
+      return !reduce.getFromAttr() &&
+             covers(reduce.getMesh(), reduce.getAxes());
+    if (isa<arith::ConstantOp>(op))
+      return true;
+    if (!isa<nn::NNDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
+        !isMemoryEffectFree(op))
+      return false;
+    return llvm::all_of(op->getOperands(),
+                        [&](Value operand) { return isReplicated(operand); });
+  }
+
+  Over over;
+  DenseMap<Value, bool> known;
+};
+
+struct MoeSparseExchangePass
+    : loom::impl::MoeSparseExchangePassBase<MoeSparseExchangePass> {
+  void runOnOperation() override {
+    sparseDispatches();
+    getOperation().walk([&](func::FuncOp func) { sparseWayBack(func); });
+  }
+
+  /// Every reduce-scatter (sum, rows) of a dispatch's buffer.
+  void sparseDispatches() {
+    SmallVector<hspmd::ReduceScatterOp> scatters;
+    getOperation().walk([&](hspmd::ReduceScatterOp scatter) {
+      // Local view only: a global-view collective keeps its layouts.
+      if (scatter.getFromAttr() || scatter.getDim() != 0 ||
+          scatter.getReduction() != hspmd::ReductionKind::Sum)
+        return;
+      if (scatter.getInput().getDefiningOp<nn::MoeDispatchOp>())
+        scatters.push_back(scatter);
+    });
+    for (hspmd::ReduceScatterOp scatter : scatters) {
+      auto dispatch = scatter.getInput().getDefiningOp<nn::MoeDispatchOp>();
+      OpBuilder builder(scatter);
+      auto sparse = hspmd::SparseReduceScatterOp::create(
+          builder, scatter.getLoc(), scatter.getType(), scatter.getInput(),
+          dispatch.getSlots(), scatter.getAxesAttr(), scatter.getMeshAttr());
+      copyDiscardable(scatter, sparse);
+      scatter.replaceAllUsesWith(sparse.getResult());
+      scatter.erase();
+    }
+  }
+
+  /// The combines (and slot dot products) of a width-split buffer whose
+  /// tokens go back along the rows, in `func`.
+  void sparseWayBack(func::FuncOp func) {
+    // One local slice per (value, sub-groups), one gather per (buffer,
+    // slots, sub-groups), reused while they come before the user.
+    std::map<std::pair<const void *, Over>, Value> slices;
+    std::map<std::tuple<const void *, const void *, Over>, Value> gathers;
+    std::map<Over, Replication> replication;
+    auto replicated = [&](Value value, const Over &over) {
+      return replication.try_emplace(over, over)
+          .first->second.isReplicated(value);
+    };
+    auto before = [](Value value, Operation *user) {
+      Operation *def = value.getDefiningOp();
+      return def && def->getBlock() == user->getBlock() &&
+             def->isBeforeInBlock(user);
+    };
+    // The rows of `value` (the same on every member) this device's tokens
+    // are: a local slice of dimension 0, made right after `value`.
+    auto localRows = [&](Value value, const Over &over, Operation *user,
+                         Operation *like) -> Value {
+      Value &slice = slices[{value.getAsOpaquePointer(), over}];
+      if (slice && before(slice, user))
+        return slice;
+      // The partitioner's own slice of it, where there is one.
+      for (Operation *other : value.getUsers())
+        if (auto existing = dyn_cast<hspmd::LocalSliceOp>(other))
+          if (!existing.getFromAttr() && existing.getDim() == 0 &&
+              overOf(existing) == over &&
+              before(existing.getResult(), user))
+            return slice = existing.getResult();
+      auto type = cast<RankedTensorType>(value.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      int64_t members = 1;
+      for (int64_t axis : over.axes)
+        members *= over.mesh[axis];
+      shape[0] /= members;
+      OpBuilder builder(user);
+      builder.setInsertionPointAfterValue(value);
+      auto op = hspmd::LocalSliceOp::create(
+          builder, value.getLoc(), type.clone(shape), value,
+          builder.getI64IntegerAttr(0), builder.getDenseI64ArrayAttr(over.axes),
+          builder.getDenseI64ArrayAttr(over.mesh), nullptr, nullptr);
+      copyDiscardable(like, op);
+      slice = op.getResult();
+      return slice;
+    };
+    // The rows `slots` names of the blocks `block` (one a member), right
+    // before `user`.
+    auto gathered = [&](Value block, Value slots, const Over &over,
+                        Operation *user, Operation *like) -> Value {
+      Value &full = gathers[{block.getAsOpaquePointer(),
+                             slots.getAsOpaquePointer(), over}];
+      if (full && before(full, user))
+        return full;
+      auto type = cast<RankedTensorType>(block.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      int64_t members = 1;
+      for (int64_t axis : over.axes)
+        members *= over.mesh[axis];
+      shape[0] *= members;
+      OpBuilder builder(user);
+      auto op = hspmd::SparseAllGatherOp::create(
+          builder, user->getLoc(), type.clone(shape), block, slots,
+          builder.getDenseI64ArrayAttr(over.axes),
+          builder.getDenseI64ArrayAttr(over.mesh));
+      copyDiscardable(like, op);
+      full = op.getResult();
+      return full;
+    };
+    SmallVector<Operation *> users;
+    func.walk([&](Operation *op) {
+      if (isa<nn::MoeCombineOp, nn::MoeSlotDotOp>(op))
+        users.push_back(op);
+    });
+    SmallVector<Operation *> dead;
+    for (Operation *user : users) {
+      if (auto combine = dyn_cast<nn::MoeCombineOp>(user)) {
+        // all_to_all(Y) split 1 concat 0 -> combine -> all_to_all split 0
+        // concat 1 over the same sub-groups.
+        hspmd::AllToAllOp toWidth = getAllToAll(combine.getInput(), 1, 0);
+        if (!toWidth || !combine->hasOneUse())
+          continue;
+        auto back = dyn_cast<hspmd::AllToAllOp>(*combine->user_begin());
+        Over over = overOf(toWidth);
+        if (!back || back.getFromAttr() || back.getSplitDim() != 0 ||
+            back.getConcatDim() != 1 || !(overOf(back) == over) ||
+            back.getInput() != combine.getResult() ||
+            toWidth.getInput().getType().getRank() != 2 ||
+            !replicated(combine.getSlots(), over) ||
+            (combine.getWeights() && !replicated(combine.getWeights(), over)))
+          continue;
+        Value slots = localRows(combine.getSlots(), over, combine, toWidth);
+        Value weights;
+        if (combine.getWeights())
+          weights = localRows(combine.getWeights(), over, combine, toWidth);
+        Value full =
+            gathered(toWidth.getInput(), slots, over, combine, toWidth);
+        IRMapping mapping;
+        mapping.map(combine.getInput(), full);
+        mapping.map(combine.getSlots(), slots);
+        if (weights)
+          mapping.map(combine.getWeights(), weights);
+        OpBuilder builder(back);
+        Operation *local = builder.clone(*combine, mapping);
+        local->getResult(0).setType(back.getType());
+        back.replaceAllUsesWith(local->getResult(0));
+        back.erase();
+        combine.erase();
+        dead.push_back(toWidth);
+        continue;
+      }
+      // slot_dot(all_to_all(Y), all_to_all(G), slots) -> reduce_scatter of
+      // the tokens, over the same sub-groups.
+      auto dot = cast<nn::MoeSlotDotOp>(user);
+      hspmd::AllToAllOp toWidth = getAllToAll(dot.getBuffer(), 1, 0);
+      hspmd::AllToAllOp gradient = getAllToAll(dot.getTokens(), 1, 0);
+      if (!toWidth || !gradient || !dot->hasOneUse())
+        continue;
+      auto scatter = dyn_cast<hspmd::ReduceScatterOp>(*dot->user_begin());
+      Over over = overOf(toWidth);
+      if (!scatter || scatter.getFromAttr() || scatter.getDim() != 0 ||
+          scatter.getReduction() != hspmd::ReductionKind::Sum ||
+          !(overOf(scatter) == over) || !(overOf(gradient) == over) ||
+          toWidth.getInput().getType().getRank() != 2 ||
+          !replicated(dot.getSlots(), over))
+        continue;
+      Value slots = localRows(dot.getSlots(), over, dot, toWidth);
+      Value full = gathered(toWidth.getInput(), slots, over, dot, toWidth);
+      IRMapping mapping;
+      mapping.map(dot.getBuffer(), full);
+      mapping.map(dot.getTokens(), gradient.getInput());
+      mapping.map(dot.getSlots(), slots);
+      OpBuilder builder(scatter);
+      Operation *local = builder.clone(*dot, mapping);
+      local->getResult(0).setType(scatter.getType());
+      scatter.replaceAllUsesWith(local->getResult(0));
+      scatter.erase();
+      dot.erase();
+      dead.push_back(toWidth);
+      dead.push_back(gradient);
+    }
+    // The width-split buffers nothing reads any more.
+    llvm::SmallPtrSet<Operation *, 8> erased;
+    for (Operation *op : dead)
+      if (!erased.count(op) && op->use_empty()) {
+        erased.insert(op);
+        op->erase();
+      }
+  }
+
+  /// Attributes the partitioner put on a collective (its group).
+  static void copyDiscardable(Operation *from, Operation *to) {
+    for (NamedAttribute attr : from->getDiscardableAttrs())
+      to->setAttr(attr.getName(), attr.getValue());
+  }
+};
+
+} // namespace

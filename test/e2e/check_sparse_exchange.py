@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Expert parallelism's sparse dispatch against the counts, on MPI ranks.
+
+A one-layer MoE model (a residual around the experts, the mean square
+as the loss) whose routing is data (each token's experts are an
+nn.data argument, distinct per token), its tokens and experts split over
+N ranks (the experts' weights `[S0:N]`, so hspmd-expert-blocks puts them
+in N blocks), is trained for a few steps with SGD in f64 on the host
+target (loom-run --train --target host) from data written here, and
+against the same steps on the interpreter before partitioning: every
+step's loss and the final parameters within 1e-9. The partitioned program
+must move the dispatched rows by hspmd.sparse_reduce_scatter (forward:
+the dispatch; backward: the combine's gradient, a dispatch too), and the
+bytes each rank's runtime counts for it must equal what the routing
+implies, computed here from the experts alone: per call, to every other
+member an 8-byte count, then an 8-byte index and a row of W f64 per entry
+of the rank's tokens routed to that member's block, and as much received.
+
+    check_sparse_exchange.py --opt loom-opt --run loom-run --work-dir DIR
+        [--ranks N] [--steps S] [--dense]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+T, K, W, E, V = 32, 2, 8, 4, 16
+
+
+def run(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+def model(ranks):
+    split = "[" + ", ".join(str(r) for r in range(ranks)) + "]"
+    layout = f"#hspmd.union<{{{split}: [S0:{ranks}]}}>"
+    whole = f"#hspmd.union<{{{split}: [D:{ranks}]}}>"
+    return f"""module {{
+  func.func @moe_layer(
+      %tokens: tensor<{T}xi64> {{nn.data, hspmd.layout = {layout}}},
+      %experts: tensor<{T}x{K}xi64> {{nn.data, hspmd.layout = {layout}}},
+      %wte: tensor<{V}x{W}xf64> {{nn.param, hspmd.layout = {whole}}},
+      %router: tensor<{W}x{E}xf64> {{nn.param, hspmd.layout = {whole}}},
+      %w1: tensor<{E}x{W}x{W}xf64> {{nn.param, hspmd.layout = {layout}}})
+      -> tensor<f64> {{
+    %x = nn.embedding %wte, %tokens : tensor<{V}x{W}xf64>, tensor<{T}xi64>
+    %logits = nn.matmul %x, %router : tensor<{T}x{W}xf64>, tensor<{W}x{E}xf64>
+    %probs = nn.softmax %logits dim = 1 : tensor<{T}x{E}xf64>
+    %gates = nn.gather %probs, %experts dim = 1 : tensor<{T}x{E}xf64>, tensor<{T}x{K}xi64>
+    %slots, %counts = nn.moe_route %experts num_experts = {E} : tensor<{T}x{K}xi64>
+    %buf = nn.moe_dispatch %x, %slots rows = {T * K} : tensor<{T}x{W}xf64>, tensor<{T}x{K}xi64>
+    %h = nn.grouped_matmul %buf, %w1, %counts : tensor<{T * K}x{W}xf64>, tensor<{E}x{W}x{W}xf64>, tensor<{E}xi64>
+    %y = nn.moe_combine %h, %slots weights %gates : tensor<{T * K}x{W}xf64>, tensor<{T}x{K}xi64>, tensor<{T}x{K}xf64>
+    %z = nn.add %x, %y : tensor<{T}x{W}xf64>, tensor<{T}x{W}xf64>
+    %sq = nn.mul %z, %z : tensor<{T}x{W}xf64>, tensor<{T}x{W}xf64>
+    %loss = nn.reduce mean %sq dims = [0, 1] : tensor<{T}x{W}xf64>
+    return %loss : tensor<f64>
+  }}
+}}
+"""
+
+
+def routed(experts, ranks):
+    """n[r, j]: the entries of rank r's tokens (rows r*T/N..) routed to
+    block j (experts j*E/N..) in a step whose experts are `experts`."""
+    per = T // ranks
+    owner = experts // (E // ranks)
+    n = np.zeros((ranks, ranks), dtype=np.int64)
+    for r in range(ranks):
+        for j in range(ranks):
+            n[r, j] = np.count_nonzero(owner[r * per:(r + 1) * per] == j)
+    return n
+
+
+def expected_bytes(experts, ranks):
+    """Per rank, (sent, received) bytes of one sparse reduce-scatter and of
+    one sparse all-gather: the dispatch sends each routed entry (an index
+    and a row) to its block's rank; the way back asks each block's rank for
+    the rows of its entries (indices) and gets them (rows)."""
+    n = routed(experts, ranks)
+    row = W * 8
+    scatter, gather = [], []
+    for r in range(ranks):
+        others = [j for j in range(ranks) if j != r]
+        scatter.append((sum(8 + n[r, j] * (8 + row) for j in others),
+                        sum(8 + n[j, r] * (8 + row) for j in others)))
+        gather.append((sum(8 + n[r, j] * 8 + n[j, r] * row for j in others),
+                       sum(8 + n[j, r] * 8 + n[r, j] * row for j in others)))
+    return scatter, gather
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--opt", required=True)
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--dense", action="store_true",
+                    help="partition with moe-sparse=false (the dense "
+                         "reduce-scatter) and check only the training")
+    args = ap.parse_args()
+    shutil.rmtree(args.work_dir, ignore_errors=True)
+    os.makedirs(args.work_dir)
+    path = lambda name: os.path.join(args.work_dir, name)
+
+    rng = np.random.default_rng(args.seed)
+    tokens = rng.integers(0, V, size=(args.steps, T), dtype=np.int64)
+    # Distinct experts per token, skewed so that blocks get unequal rows.
+    experts = np.stack([np.stack([rng.choice(E, size=K, replace=False,
+                                             p=[0.4, 0.3, 0.2, 0.1])
+                                  for _ in range(T)])
+                        for _ in range(args.steps)]).astype(np.int64)
+    data = path("data")
+    os.makedirs(data)
+    np.save(os.path.join(data, "tokens.npy"), tokens)
+    np.save(os.path.join(data, "experts.npy"), experts)
+
+    with open(path("forward.mlir"), "w") as f:
+        f.write(model(args.ranks))
+    opts = "--loom-training-pipeline=optimizer=sgd lr=5e-2"
+    run([args.opt, path("forward.mlir"), opts, "-o", path("step.mlir")])
+    partition = "--loom-partition-pipeline" + (
+        "=moe-sparse=false" if args.dense else "")
+    run([args.opt, path("step.mlir"), partition, "-o", path("spmd.mlir")])
+    with open(path("spmd.mlir")) as f:
+        spmd = f.read()
+    for kind in ("sparse_reduce_scatter", "sparse_all_gather"):
+        print(f"{kind} in the program: "
+              f"{len(re.findall(rf'hspmd[.]{kind} ', spmd))}")
+
+    step = "moe_layer_train_step"
+    common = ["--train", "--steps", str(args.steps), "--data", data,
+              "--seed", str(args.seed)]
+    ref = run([args.run, "--interpret", path("step.mlir"), "--entry", step,
+               "--output-dir", path("ref")] + common)
+    host = run([args.run, "--interpret", path("spmd.mlir"), "--target",
+                "host", "--ranks", str(args.ranks), "--global-entry", step,
+                "--work-dir", path("host"), "--output-dir", path("out"),
+                "--comm-stats"] + common)
+
+    losses = lambda text: [float(v) for v in
+                           re.findall(r"^step \d+ loss (\S+)", text, re.M)]
+    ref_loss, host_loss = losses(ref), losses(host)
+    if len(ref_loss) != args.steps or len(host_loss) != args.steps:
+        sys.exit(f"FAIL: {len(host_loss)} host and {len(ref_loss)} "
+                 f"reference losses for {args.steps} steps")
+    loss_error = max(abs(a - b) / max(abs(b), 1e-300)
+                     for a, b in zip(host_loss, ref_loss))
+    param_error, k = 0.0, 0
+    while os.path.exists(os.path.join(path("ref"), f"param_{k}.npy")):
+        a = np.load(os.path.join(path("out"), f"param_{k}.npy"))
+        b = np.load(os.path.join(path("ref"), f"param_{k}.npy"))
+        param_error = max(param_error, float(np.linalg.norm(a - b) /
+                                             max(np.linalg.norm(b), 1e-300)))
+        k += 1
+    # `not x <= y`: a NaN fails.
+    if k != 3 or not (loss_error <= 1e-9 and param_error <= 1e-9):
+        sys.exit(f"FAIL: host training differs from the interpreter: loss "
+                 f"error {loss_error:.2e}, parameter error "
+                 f"{param_error:.2e} over {k} parameters (bound 1e-09)")
+    print(f"host: {args.steps} steps on {args.ranks} ranks: loss error "
+          f"{loss_error:.2e}, parameter error {param_error:.2e} (bound 1e-09)")
+    if args.dense:
+        return
+
+    # Two calls of each a step: the dispatch and the combine's gradient (a
+    # dispatch) scatter; the combine and the dispatch's gradient (a
+    # combine) gather, the gates' gradient reusing the forward's rows.
+    want = {kind: [[0, 0] for _ in range(args.ranks)]
+            for kind in ("sparse_reduce_scatter", "sparse_all_gather")}
+    for s in range(args.steps):
+        scatter, gather = expected_bytes(experts[s], args.ranks)
+        for kind, moved in (("sparse_reduce_scatter", scatter),
+                            ("sparse_all_gather", gather)):
+            for r, (sent, received) in enumerate(moved):
+                want[kind][r][0] += 2 * sent
+                want[kind][r][1] += 2 * received
+    for kind in want:
+        for r in range(args.ranks):
+            m = re.search(rf"^rank {r} {kind}: calls (\d+), bytes sent "
+                          rf"(\d+), received (\d+)", host, re.M)
+            got = tuple(int(x) for x in m.groups()) if m else None
+            expect = (2 * args.steps, int(want[kind][r][0]),
+                      int(want[kind][r][1]))
+            if got != expect:
+                sys.exit(f"FAIL: rank {r} {kind} counted {got}; the routing "
+                         f"implies calls, sent, received {expect}")
+            print(f"rank {r} {kind}: calls {got[0]}, bytes sent {got[1]}, "
+                  f"received {got[2]}: equal to the routed entries'")
+    # Nothing else moves the buffer's rows: the only all-to-alls left
+    # would be dense ones.
+    if re.search(r"^rank \d+ (all_to_all|reduce_scatter):", host, re.M):
+        sys.exit("FAIL: dense all-to-alls or reduce-scatters remain:\n" +
+                 "\n".join(l for l in host.splitlines()
+                           if l.startswith("rank ")))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+// hspmd-moe-sparse-exchange: the reduce-scatter (sum, rows) of an MoE
+// dispatch's partial buffer becomes a sparse reduce-scatter naming the
+// dispatch's slots, with or without combine weights; every other
+// reduce-scatter stays. The way back: an all-to-all to a width split, a
+// combine with slots and weights the same on every member, and the
+// all-to-all back become a combine of the device's own tokens over a
+// sparse all-gather of their rows; a slot dot product of that buffer,
+// reduce-scattered along the tokens, reuses the gathered rows. The
+// pipeline runs it unless moe-sparse=false.
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | FileCheck %s
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-opt --hspmd-comm-report -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: loom-run --interpret %s --entry dispatch --simulate 2 --random-inputs --int-range 0,4 --comm-stats | FileCheck %s --check-prefix=DENSE
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-run --interpret - --entry dispatch --simulate 2 --random-inputs --int-range 0,4 --comm-stats --output-dir %t.sparse | FileCheck %s --check-prefix=SPARSE
+// RUN: loom-run --interpret %s --entry dispatch --simulate 2 --random-inputs --int-range 0,4 --output-dir %t.dense
+// RUN: cmp %t.dense/rank_0/result_0.npy %t.sparse/rank_0/result_0.npy
+// RUN: cmp %t.dense/rank_1/result_0.npy %t.sparse/rank_1/result_0.npy
+// RUN: cmp %t.dense/rank_0/result_1.npy %t.sparse/rank_0/result_1.npy
+// The way back on 2 simulated ranks, with and without the pass: the
+// combine bitwise (the same products and sums per element), the slot dot
+// product within rounding (the whole width summed at once instead of two
+// halves then the reduce-scatter).
+// RUN: loom-run --interpret %s --entry way_back --simulate 2 --random-inputs --int-range 0,4 --comm-stats --output-dir %t.wdense | FileCheck %s --check-prefix=WDENSE
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-run --interpret - --entry way_back --simulate 2 --random-inputs --int-range 0,4 --comm-stats --output-dir %t.wsparse | FileCheck %s --check-prefix=WSPARSE
+// RUN: cmp %t.wdense/rank_0/result_0.npy %t.wsparse/rank_0/result_0.npy
+// RUN: cmp %t.wdense/rank_1/result_0.npy %t.wsparse/rank_1/result_0.npy
+// RUN: %python -c "import numpy as np, sys; a, b = (np.load(sys.argv[i]) for i in (1, 2)); e = np.linalg.norm(a - b) / np.linalg.norm(b); print('slot dot error', e); sys.exit(not e <= 1e-14)" %t.wdense/rank_1/result_1.npy %t.wsparse/rank_1/result_1.npy
+
+// CHECK-LABEL: func.func @dispatch
+// CHECK: %[[SLOTS:.*]] = hspmd.local_slice %{{.*}} dim 0 over [0] of [2]
+// CHECK: %[[BUF:.*]] = nn.moe_dispatch %{{.*}}, %[[SLOTS]] rows = 32
+// CHECK: hspmd.sparse_reduce_scatter %[[BUF]] rows %[[SLOTS]] over [0] of [2] : tensor<32x4xf64>, tensor<4x2xi64> -> tensor<16x4xf64> {hspmd.group = #hspmd.group<[0, 1]>}
+// CHECK: %[[WBUF:.*]] = nn.moe_dispatch %{{.*}}, %[[SLOTS]] weights %{{.*}} rows = 32
+// CHECK: hspmd.sparse_reduce_scatter %[[WBUF]] rows %[[SLOTS]] over [0] of [2]
+// CHECK-NOT: hspmd.reduce_scatter
+// CHECK: return
+
+// The bound: 8 named rows of 32 bytes, all (of a block of 16) to the
+// other rank, plus the count: 8 + 8 * (8 + 32) = 328 a call.
+// REPORT: comm report @dispatch: 2 devices, at most 1312 bytes sent per step in all
+// REPORT: rank 0 sparse_reduce_scatter: calls 2, bytes sent at most 656, received at most 656
+
+// Dense: every row of the other block (16 x 32 bytes) a call.
+// DENSE: rank 0 reduce_scatter: calls 2, bytes sent 1024, received 1024
+// SPARSE: rank 0 sparse_reduce_scatter: calls 2, bytes sent {{[0-9]+}}, received {{[0-9]+}}
+
+// 8 tokens over 2 ranks, top 2 of 4 experts in 2 blocks of 16 rows; the
+// experts are random in [0, 4) (an expert may repeat within a token: two
+// distinct rows all the same).
+func.func @dispatch(%x: tensor<4x4xf64>, %experts: tensor<8x2xi64>,
+                    %w: tensor<4x2xf64>)
+    -> (tensor<16x4xf64>, tensor<16x4xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %slots, %counts = nn.moe_route %experts num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %local = hspmd.local_slice %slots dim 0 over [0] of [2] : tensor<8x2xi64> -> tensor<4x2xi64>
+  %buf = nn.moe_dispatch %x, %local rows = 32 : tensor<4x4xf64>, tensor<4x2xi64>
+  %block = hspmd.reduce_scatter sum %buf dim 0 over [0] of [2] : tensor<32x4xf64> -> tensor<16x4xf64> {hspmd.group = #hspmd.group<[0, 1]>}
+  %wbuf = nn.moe_dispatch %x, %local weights %w rows = 32 : tensor<4x4xf64>, tensor<4x2xi64>, tensor<4x2xf64>
+  %wblock = hspmd.reduce_scatter sum %wbuf dim 0 over [0] of [2] : tensor<32x4xf64> -> tensor<16x4xf64>
+  return %block, %wblock : tensor<16x4xf64>, tensor<16x4xf64>
+}
+
+// WDENSE: rank 0 all_to_all: calls 3
+// WDENSE: rank 0 reduce_scatter: calls 1
+// WSPARSE-NOT: all_to_all
+// WSPARSE-NOT: reduce_scatter
+// WSPARSE: rank 0 sparse_all_gather: calls 1, bytes sent {{[0-9]+}}, received {{[0-9]+}}
+
+// CHECK-LABEL: func.func @way_back
+// CHECK: %[[EG:.*]] = hspmd.all_gather %{{.*}} dim 0 over [0] of [2]
+// CHECK: %[[GG:.*]] = hspmd.all_gather %{{.*}} dim 0 over [0] of [2]
+// CHECK: %[[WL:.*]] = hspmd.local_slice %[[GG]] dim 0 over [0] of [2] : tensor<8x2xf64> -> tensor<4x2xf64>
+// CHECK: %[[SLOTS:.*]], %{{.*}} = nn.moe_route %[[EG]]
+// CHECK-NEXT: %[[SL:.*]] = hspmd.local_slice %[[SLOTS]] dim 0 over [0] of [2] : tensor<8x2xi64> -> tensor<4x2xi64>
+// CHECK: %[[FULL:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[SL]] over [0] of [2] : tensor<16x4xf64>, tensor<4x2xi64> -> tensor<32x4xf64>
+// CHECK-NEXT: %[[C:.*]] = nn.moe_combine %[[FULL]], %[[SL]] weights %[[WL]] : tensor<32x4xf64>, tensor<4x2xi64>, tensor<4x2xf64>
+// CHECK-NEXT: %[[DOT:.*]] = nn.moe_slot_dot %[[FULL]], %{{.*}}, %[[SL]] : tensor<32x4xf64>, tensor<4x4xf64>, tensor<4x2xi64>
+// CHECK-NEXT: return %[[C]], %[[DOT]]
+func.func @way_back(%y: tensor<16x4xf64>, %e: tensor<4x2xi64>,
+                    %g: tensor<4x2xf64>, %d: tensor<4x4xf64>)
+    -> (tensor<4x4xf64>, tensor<4x2xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %eg = hspmd.all_gather %e dim 0 over [0] of [2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %gg = hspmd.all_gather %g dim 0 over [0] of [2] : tensor<4x2xf64> -> tensor<8x2xf64>
+  %slots, %counts = nn.moe_route %eg num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %w = hspmd.all_to_all %y split 1 concat 0 over [0] of [2] : tensor<16x4xf64> -> tensor<32x2xf64>
+  %c = nn.moe_combine %w, %slots weights %gg : tensor<32x2xf64>, tensor<8x2xi64>, tensor<8x2xf64>
+  %o = hspmd.all_to_all %c split 0 concat 1 over [0] of [2] : tensor<8x2xf64> -> tensor<4x4xf64>
+  %dw = hspmd.all_to_all %d split 1 concat 0 over [0] of [2] : tensor<4x4xf64> -> tensor<8x2xf64>
+  %dot = nn.moe_slot_dot %w, %dw, %slots : tensor<32x2xf64>, tensor<8x2xf64>, tensor<8x2xi64>
+  %r = hspmd.reduce_scatter sum %dot dim 0 over [0] of [2] : tensor<8x2xf64> -> tensor<4x2xf64>
+  return %o, %r : tensor<4x4xf64>, tensor<4x2xf64>
+}
+
+// The way back stays dense where the slots may differ between the members
+// (an argument), where the tokens go back over other mesh axes, and where
+// the combine's result has another user.
+// CHECK-LABEL: func.func @way_back_kept
+// CHECK-NOT: sparse_all_gather
+// CHECK: return
+func.func @way_back_kept(%y: tensor<16x4xf64>, %slots: tensor<8x2xi64>,
+                         %e4: tensor<4x2xi64>, %z: tensor<16x4xf64>)
+    -> (tensor<4x4xf64>, tensor<4x4xf64>, tensor<4x4xf64>, tensor<8x1xf64>) {
+  %w = hspmd.all_to_all %y split 1 concat 0 over [0] of [2] : tensor<16x4xf64> -> tensor<32x2xf64>
+  %c = nn.moe_combine %w, %slots : tensor<32x2xf64>, tensor<8x2xi64>
+  %o = hspmd.all_to_all %c split 0 concat 1 over [0] of [2] : tensor<8x2xf64> -> tensor<4x4xf64>
+  %t = hspmd.all_to_all %z split 1 concat 0 over [0] of [2, 2] : tensor<16x4xf64> -> tensor<32x2xf64>
+  %g2 = hspmd.all_gather %e4 dim 0 over [0] of [2, 2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %s2, %n2 = nn.moe_route %g2 num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %c2 = nn.moe_combine %t, %s2 : tensor<32x2xf64>, tensor<8x2xi64>
+  %o2 = hspmd.all_to_all %c2 split 0 concat 1 over [1] of [2, 2] : tensor<8x2xf64> -> tensor<4x4xf64>
+  %g3 = hspmd.all_gather %e4 dim 0 over [0] of [2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %s3, %n3 = nn.moe_route %g3 num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %c3 = nn.moe_combine %w, %s3 : tensor<32x2xf64>, tensor<8x2xi64>
+  %o3 = hspmd.all_to_all %c3 split 0 concat 1 over [0] of [2] : tensor<8x2xf64> -> tensor<4x4xf64>
+  %half = nn.slice %c3 offsets = [0, 0] sizes = [8, 1] strides = [1, 1] : tensor<8x2xf64>
+  return %o, %o2, %o3, %half : tensor<4x4xf64>, tensor<4x4xf64>, tensor<4x4xf64>, tensor<8x1xf64>
+}
+
+// Not a dispatch's rows: along the width, a maximum, another producer, and
+// a global-view reduce-scatter, all kept.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-4: hspmd.reduce_scatter
+// CHECK-NOT: sparse_reduce_scatter
+func.func @kept(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>, %y: tensor<16x4xf64>)
+    -> (tensor<16x2xf64>, tensor<8x4xf64>, tensor<8x4xf64>, tensor<16x4xf64>) {
+  %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<4x4xf64>, tensor<4x2xi64>
+  %0 = hspmd.reduce_scatter sum %buf dim 1 over [0] of [2] : tensor<16x4xf64> -> tensor<16x2xf64>
+  %1 = hspmd.reduce_scatter max %buf dim 0 over [0] of [2] : tensor<16x4xf64> -> tensor<8x4xf64>
+  %2 = hspmd.reduce_scatter sum %y dim 0 over [0] of [2] : tensor<16x4xf64> -> tensor<8x4xf64>
+  %3 = hspmd.reduce_scatter sum %buf dim 0 over [0] of [2] : tensor<16x4xf64> -> tensor<16x4xf64>
+      from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<{[0, 1]: [S0:2]}>
+  return %0, %1, %2, %3 : tensor<16x2xf64>, tensor<8x4xf64>, tensor<8x4xf64>, tensor<16x4xf64>
+}
