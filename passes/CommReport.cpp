@@ -97,18 +97,17 @@ LogicalResult account(Operation *op,
     ++entry.calls;
     // What the layout core says the collective moves.
     layout::Traffic moved;
-    if (auto sparse = dyn_cast<hspmd::SparseReduceScatterOp>(op)) {
+    if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp>(op)) {
       // Data-dependent: the most the named rows can move.
-      int64_t rows = sparse.getInput().getType().getDimSize(0);
-      moved = layout::getSparseRowTrafficBound(
-          sparse.getRows().getType().getNumElements(), rows,
-          rows ? bytes / rows : 0, k, position);
-      entry.bound = true;
-    } else if (auto sparse = dyn_cast<hspmd::SparseAllGatherOp>(op)) {
-      int64_t block = sparse.getInput().getType().getDimSize(0);
-      moved = layout::getSparseGatherTrafficBound(
-          sparse.getRows().getType().getNumElements(), block * k,
-          block ? bytes / block : 0, k, position);
+      bool gather = isa<hspmd::SparseAllGatherOp>(op);
+      int64_t inputRows =
+          cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(0);
+      moved = layout::getSparseTrafficBound(
+          gather ? layout::SparseRows::Gather : layout::SparseRows::Scatter,
+          cast<RankedTensorType>(op->getOperand(1).getType())
+              .getNumElements(),
+          gather ? inputRows * k : inputRows,
+          inputRows ? bytes / inputRows : 0, k);
       entry.bound = true;
     } else if (auto permute = dyn_cast<hspmd::PermuteOp>(op))
       moved = layout::getPermuteTraffic(

@@ -21,8 +21,10 @@
 //
 //  * the gates' gradient: `nn.moe_slot_dot` of that width-split buffer and
 //    a width-split gradient, reduce-scattered along the tokens, becomes the
-//    slot dot product of the same gathered rows and the device's own
-//    gradient rows (a sum in another order: equal up to rounding).
+//    slot dot product of the rows the forward gathered and the device's
+//    own gradient rows (a sum in another order: equal up to rounding);
+//    without such rows it stays dense (a gather of its own would move
+//    more than the dense form).
 //
 // "The same on every member" is proved from the program: a value made by
 // an all-gather or all-reduce over (at least) those mesh axes, or by
@@ -31,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Partitioning/Attributes.h"
 #include "passes/Passes.h"
 
 #include "dialects/hspmd/IR/HSPMDOps.h"
@@ -54,20 +57,25 @@ using namespace loom;
 
 namespace {
 
-/// The sub-groups a collective runs over.
+/// The sub-groups a collective runs over: its mesh and axes, and its own
+/// device group where a merged program tags it with one (null: the
+/// function's).
 struct Over {
   SmallVector<int64_t> mesh, axes;
+  const void *group = nullptr;
   bool operator<(const Over &other) const {
-    return std::tie(mesh, axes) < std::tie(other.mesh, other.axes);
+    return std::tie(mesh, axes, group) <
+           std::tie(other.mesh, other.axes, other.group);
   }
   bool operator==(const Over &other) const {
-    return mesh == other.mesh && axes == other.axes;
+    return mesh == other.mesh && axes == other.axes && group == other.group;
   }
 };
 
 template <typename OpT> Over overOf(OpT op) {
   return {SmallVector<int64_t>(op.getMesh()),
-          SmallVector<int64_t>(op.getAxes())};
+          SmallVector<int64_t>(op.getAxes()),
+          getGroup(op).getAsOpaquePointer()};
 }
 
 /// A local-view all-to-all moving the split of `concat` to `split`.
@@ -80,45 +88,71 @@ hspmd::AllToAllOp getAllToAll(Value value, int64_t split, int64_t concat) {
 }
 
 /// Whether values are the same on every member of the sub-groups `over`
-/// (see the file comment), memoised.
+/// (see the file comment), memoised; iterative, for long chains of ops.
 class Replication {
 public:
   explicit Replication(Over over) : over(std::move(over)) {}
 
-  bool isReplicated(Value value) {
-    auto [it, inserted] = known.try_emplace(value, false);
-    if (!inserted)
-      return it->second;
-    bool result = compute(value);
-    known[value] = result;
-    return result;
+  bool isReplicated(Value root) {
+    // Post-order over the operands: a value is known once all of its
+    // operands are.
+    SmallVector<std::pair<Value, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [value, expanded] = stack.pop_back_val();
+      if (known.count(value))
+        continue;
+      Operation *op = value.getDefiningOp();
+      std::optional<bool> leaf = classify(op);
+      if (leaf) {
+        known[value] = *leaf;
+        continue;
+      }
+      if (!expanded) {
+        stack.push_back({value, true});
+        for (Value operand : op->getOperands())
+          if (!known.count(operand))
+            stack.push_back({operand, false});
+        continue;
+      }
+      known[value] = llvm::all_of(op->getOperands(), [&](Value operand) {
+        auto it = known.find(operand);
+        return it != known.end() && it->second;
+      });
+    }
+    return known.lookup(root);
   }
 
 private:
-  bool covers(ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes) const {
+  bool covers(Operation *op, ArrayRef<int64_t> mesh,
+              ArrayRef<int64_t> axes) const {
     return mesh == ArrayRef<int64_t>(over.mesh) &&
+           getGroup(op).getAsOpaquePointer() == over.group &&
            llvm::all_of(over.axes, [&](int64_t axis) {
              return llvm::is_contained(axes, axis);
            });
   }
 
-  bool compute(Value value) {
-    Operation *op = value.getDefiningOp();
+  /// Whether `op`'s result is replicated whatever its operands are
+  /// (true: a gather or reduction over the sub-groups, a constant; false:
+  /// an argument, another collective, an op with effects), or none when
+  /// that depends on its operands (a pure nn op).
+  std::optional<bool> classify(Operation *op) const {
     if (!op)
       return false;
     if (auto gather = dyn_cast<hspmd::AllGatherOp>(op))
       return !gather.getFromAttr() &&
-             covers(gather.getMesh(), gather.getAxes());
+             covers(op, gather.getMesh(), gather.getAxes());
     if (auto reduce = dyn_cast<hspmd::AllReduceOp>(op))
       return !reduce.getFromAttr() &&
-             covers(reduce.getMesh(), reduce.getAxes());
+             covers(op, reduce.getMesh(), reduce.getAxes());
     if (isa<arith::ConstantOp>(op))
       return true;
     if (!isa<nn::NNDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
         !isMemoryEffectFree(op))
       return false;
-    return llvm::all_of(op->getOperands(),
-                        [&](Value operand) { return isReplicated(operand); });
+    if (op->getNumOperands() == 0)
+      return true;
+    return std::nullopt;
   }
 
   Over over;
@@ -282,8 +316,24 @@ struct MoeSparseExchangePass
           toWidth.getInput().getType().getRank() != 2 ||
           !replicated(dot.getSlots(), over))
         continue;
-      Value slots = localRows(dot.getSlots(), over, dot, toWidth);
-      Value full = gathered(toWidth.getInput(), slots, over, dot, toWidth);
+      // Only with the rows the forward's combine gathered: a gather of its
+      // own would move more than the dense form (the whole width of every
+      // routed row, for a dot product).
+      Value full, slots;
+      for (auto &[key, value] : gathers) {
+        if (std::get<0>(key) != toWidth.getInput().getAsOpaquePointer() ||
+            !(std::get<2>(key) == over) || !value || !before(value, dot))
+          continue;
+        auto gather = value.getDefiningOp<hspmd::SparseAllGatherOp>();
+        auto slice = gather.getRows().getDefiningOp<hspmd::LocalSliceOp>();
+        if (slice && slice.getInput() == dot.getSlots()) {
+          full = value;
+          slots = gather.getRows();
+          break;
+        }
+      }
+      if (!full)
+        continue;
       IRMapping mapping;
       mapping.map(dot.getBuffer(), full);
       mapping.map(dot.getTokens(), gradient.getInput());

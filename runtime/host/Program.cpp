@@ -485,6 +485,63 @@ void accumulateRow(char *into, const char *from, int64_t count,
   layout::combineInto(into, from, count, dtype, layout::Reduction::Sum);
 }
 
+/// A sparse collective's rows and counts: the distinct rows this rank
+/// names, by the member whose block holds them (`mine`), and how many each
+/// other member names in this rank's block (`theirs`, exchanged as 8-byte
+/// counts: the first messages of the collective).
+struct NamedRows {
+  std::vector<std::vector<int64_t>> mine;
+  std::vector<int64_t> counts, theirs;
+};
+
+/// NamedRows of the `count` indices `rows` into `numRows` rows, for the
+/// collective `kind`: an index outside [-1, numRows), or a member naming
+/// more rows than a block holds, ends the rank.
+NamedRows exchangeNamedRows(const char *kind, const int64_t *rows,
+                            int64_t count, int64_t numRows,
+                            Communicator *comm) {
+  Runtime &runtime = Runtime::get();
+  int k = comm->getSize();
+  int me = comm->getRank();
+  NamedRows named;
+  std::string error;
+  if (!layout::getSparseRowsByMember(rows, count, numRows, k, named.mine,
+                                     error))
+    runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
+  named.counts.resize(k);
+  named.theirs.assign(k, 0);
+  for (int j = 0; j < k; ++j)
+    named.counts[j] = static_cast<int64_t>(named.mine[j].size());
+  std::vector<Communicator::Message> sends, receives;
+  for (int j = 0; j < k; ++j) {
+    if (j == me)
+      continue;
+    sends.push_back({j, &named.counts[j], 8});
+    receives.push_back({j, &named.theirs[j], 8});
+  }
+  if (k > 1)
+    comm->sendRecv(kind, sends, receives, /*countCall=*/false);
+  int64_t block = numRows / k;
+  for (int j = 0; j < k; ++j)
+    if (j != me && (named.theirs[j] < 0 || named.theirs[j] > block))
+      runtime.fail(std::string(kind) + ": member " + std::to_string(j) +
+                   " names " + std::to_string(named.theirs[j]) +
+                   " rows of a block of " + std::to_string(block));
+  return named;
+}
+
+/// Ends the rank unless `row` is in [first, first + block), as member `j`
+/// said it would be.
+void checkInBlock(const char *kind, int64_t row, int64_t first, int64_t block,
+                  int j) {
+  if (row < first || row >= first + block)
+    Runtime::get().fail(std::string(kind) + ": member " + std::to_string(j) +
+                        " names row " + std::to_string(row) +
+                        ", outside this rank's block [" +
+                        std::to_string(first) + ", " +
+                        std::to_string(first + block) + ")");
+}
+
 } // namespace
 
 void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
@@ -492,95 +549,73 @@ void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
                                           const int64_t *rows, Shape rowsShape,
                                           ElementType type,
                                           Communicator *comm) {
-  CommSpan span("sparse_reduce_scatter");
+  const char *kind = "sparse_reduce_scatter";
+  CommSpan span(kind);
   Runtime &runtime = Runtime::get();
-  runtime.count("sparse_reduce_scatter").calls += 1;
+  runtime.count(kind).calls += 1;
   int k = comm->getSize();
   int me = comm->getRank();
   int64_t numRows = inShape.rank > 0 ? inShape[0] : 0;
   int64_t rowElements = numRows > 0 ? inShape.numElements() / numRows : 0;
-  int64_t size = rt::getElementSize(type);
-  int64_t rowBytes = rowElements * size;
-  std::vector<std::vector<int64_t>> byMember;
-  std::string error;
-  if (!layout::getSparseRowsByMember(rows, rowsShape.numElements(), numRows, k,
-                                     byMember, error))
-    runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
+  int64_t rowBytes = rowElements * rt::getElementSize(type);
   int64_t block = numRows / k;
-  if (outShape.numElements() != block * rowElements)
-    runtime.fail("sparse_reduce_scatter: a result of " +
-                 std::to_string(outShape.numElements()) +
-                 " elements for a block of " + std::to_string(block) +
-                 " rows of " + std::to_string(rowElements));
-  // The counts, then per member one message: the indices, then the rows.
-  std::vector<int64_t> sendCounts(k), receiveCounts(k, 0);
-  for (int j = 0; j < k; ++j)
-    sendCounts[j] = static_cast<int64_t>(byMember[j].size());
+  if (numRows % k != 0 || outShape.numElements() != block * rowElements)
+    runtime.fail(std::string(kind) + ": a result of " +
+                 std::to_string(outShape.numElements()) + " elements for " +
+                 std::to_string(numRows) + " rows of " +
+                 std::to_string(rowElements) + " over " + std::to_string(k) +
+                 " members");
+  NamedRows named =
+      exchangeNamedRows(kind, rows, rowsShape.numElements(), numRows, comm);
+  // Per member one message: the indices, then the rows.
+  const char *source = static_cast<const char *>(in);
+  std::vector<std::vector<char>> outgoing(k), incoming(k);
   std::vector<Communicator::Message> sends, receives;
   for (int j = 0; j < k; ++j) {
     if (j == me)
       continue;
-    sends.push_back({j, &sendCounts[j], 8});
-    receives.push_back({j, &receiveCounts[j], 8});
-  }
-  if (k > 1)
-    comm->sendRecv("sparse_reduce_scatter", sends, receives,
-                   /*countCall=*/false);
-  for (int j = 0; j < k; ++j)
-    if (j != me && (receiveCounts[j] < 0 || receiveCounts[j] > block))
-      runtime.fail("sparse_reduce_scatter: member " + std::to_string(j) +
-                   " sends " + std::to_string(receiveCounts[j]) +
-                   " rows to a block of " + std::to_string(block));
-  const char *source = static_cast<const char *>(in);
-  std::vector<std::vector<char>> outgoing(k), incoming(k);
-  sends.clear();
-  receives.clear();
-  for (int j = 0; j < k; ++j) {
-    if (j == me)
-      continue;
-    int64_t n = sendCounts[j];
-    incoming[j].resize(static_cast<size_t>(receiveCounts[j] * (8 + rowBytes)));
+    int64_t n = named.counts[j];
     if (n > 0) {
       outgoing[j].resize(static_cast<size_t>(n * (8 + rowBytes)));
       char *at = outgoing[j].data();
-      std::memcpy(at, byMember[j].data(), static_cast<size_t>(n * 8));
-      for (int64_t i = 0; i < n; ++i)
+      std::memcpy(at, named.mine[j].data(), static_cast<size_t>(n * 8));
+      for (int64_t i = 0; i < n && rowBytes > 0; ++i)
         std::memcpy(at + n * 8 + i * rowBytes,
-                    source + byMember[j][i] * rowBytes,
+                    source + named.mine[j][i] * rowBytes,
                     static_cast<size_t>(rowBytes));
-      sends.push_back({j, outgoing[j].data(), n * (8 + rowBytes)});
+      sends.push_back({j, at, n * (8 + rowBytes)});
     }
-    if (receiveCounts[j] > 0)
+    if (named.theirs[j] > 0) {
+      incoming[j].resize(
+          static_cast<size_t>(named.theirs[j] * (8 + rowBytes)));
       receives.push_back(
-          {j, incoming[j].data(), receiveCounts[j] * (8 + rowBytes)});
+          {j, incoming[j].data(), named.theirs[j] * (8 + rowBytes)});
+    }
   }
   if (!sends.empty() || !receives.empty())
-    comm->sendRecv("sparse_reduce_scatter", sends, receives,
-                   /*countCall=*/false);
+    comm->sendRecv(kind, sends, receives, /*countCall=*/false);
   // The sum in member order, each member's rows into zeros.
   char *result = static_cast<char *>(out);
   if (block * rowBytes > 0)
     std::memset(result, 0, static_cast<size_t>(block * rowBytes));
+  if (rowBytes == 0)
+    return;
   int64_t first = me * block;
   for (int j = 0; j < k; ++j) {
     if (j == me) {
-      for (int64_t row : byMember[me])
+      for (int64_t row : named.mine[me])
         accumulateRow(result + (row - first) * rowBytes,
                       source + row * rowBytes, rowElements, type);
       continue;
     }
-    int64_t n = receiveCounts[j];
+    int64_t n = named.theirs[j];
     const char *at = incoming[j].data();
     for (int64_t i = 0; i < n; ++i) {
       int64_t row;
       std::memcpy(&row, at + i * 8, 8);
-      if (row < first || row >= first + block)
-        runtime.fail("sparse_reduce_scatter: member " + std::to_string(j) +
-                     " sends row " + std::to_string(row) +
-                     ", outside this rank's block [" + std::to_string(first) +
-                     ", " + std::to_string(first + block) + ")");
-      accumulateRow(result + (row - first) * rowBytes, at + n * 8 + i * rowBytes,
-                    rowElements, type);
+      checkInBlock(kind, row, first, block, j);
+      accumulateRow(result + (row - first) * rowBytes,
+                    at + n * 8 + i * rowBytes, rowElements, type);
     }
   }
 }
@@ -589,9 +624,10 @@ void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
                                       const void *in, Shape inShape,
                                       const int64_t *rows, Shape rowsShape,
                                       ElementType type, Communicator *comm) {
-  CommSpan span("sparse_all_gather");
+  const char *kind = "sparse_all_gather";
+  CommSpan span(kind);
   Runtime &runtime = Runtime::get();
-  runtime.count("sparse_all_gather").calls += 1;
+  runtime.count(kind).calls += 1;
   int k = comm->getSize();
   int me = comm->getRank();
   int64_t block = inShape.rank > 0 ? inShape[0] : 0;
@@ -599,81 +635,53 @@ void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
   int64_t rowElements = block > 0 ? inShape.numElements() / block : 0;
   int64_t rowBytes = rowElements * rt::getElementSize(type);
   if (outShape.numElements() != numRows * rowElements)
-    runtime.fail("sparse_all_gather: a result of " +
+    runtime.fail(std::string(kind) + ": a result of " +
                  std::to_string(outShape.numElements()) + " elements for " +
                  std::to_string(numRows) + " rows of " +
                  std::to_string(rowElements));
-  // The rows to ask each member for (its block holds them).
-  std::vector<std::vector<int64_t>> asks;
-  std::string error;
-  if (!layout::getSparseRowsByMember(rows, rowsShape.numElements(), numRows, k,
-                                     asks, error))
-    runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
-  std::vector<int64_t> askCounts(k), askedCounts(k, 0);
-  for (int j = 0; j < k; ++j)
-    askCounts[j] = static_cast<int64_t>(asks[j].size());
+  // The rows to ask each member for (its block holds them), and how many
+  // each asks of this rank; then the indices asked.
+  NamedRows named =
+      exchangeNamedRows(kind, rows, rowsShape.numElements(), numRows, comm);
+  std::vector<std::vector<int64_t>> asked(k);
   std::vector<Communicator::Message> sends, receives;
   for (int j = 0; j < k; ++j) {
     if (j == me)
       continue;
-    sends.push_back({j, &askCounts[j], 8});
-    receives.push_back({j, &askedCounts[j], 8});
-  }
-  if (k > 1)
-    comm->sendRecv("sparse_all_gather", sends, receives, /*countCall=*/false);
-  // The indices each member asks of this rank.
-  std::vector<std::vector<int64_t>> asked(k);
-  sends.clear();
-  receives.clear();
-  for (int j = 0; j < k; ++j) {
-    if (j == me)
-      continue;
-    if (askedCounts[j] < 0 || askedCounts[j] > block)
-      runtime.fail("sparse_all_gather: member " + std::to_string(j) +
-                   " asks for " + std::to_string(askedCounts[j]) +
-                   " rows of a block of " + std::to_string(block));
-    asked[j].resize(static_cast<size_t>(askedCounts[j]));
-    if (askCounts[j] > 0)
-      sends.push_back({j, asks[j].data(), askCounts[j] * 8});
-    if (askedCounts[j] > 0)
-      receives.push_back({j, asked[j].data(), askedCounts[j] * 8});
+    asked[j].resize(static_cast<size_t>(named.theirs[j]));
+    if (named.counts[j] > 0)
+      sends.push_back({j, named.mine[j].data(), named.counts[j] * 8});
+    if (named.theirs[j] > 0)
+      receives.push_back({j, asked[j].data(), named.theirs[j] * 8});
   }
   if (!sends.empty() || !receives.empty())
-    comm->sendRecv("sparse_all_gather", sends, receives, /*countCall=*/false);
-  // The rows asked of this rank, and those it asked for.
+    comm->sendRecv(kind, sends, receives, /*countCall=*/false);
+  // The rows asked of this rank go back; those it asked for come in.
   const char *source = static_cast<const char *>(in);
   int64_t first = me * block;
   std::vector<std::vector<char>> answers(k), answered(k);
   sends.clear();
   receives.clear();
-  for (int j = 0; j < k; ++j) {
+  for (int j = 0; j < k && rowBytes > 0; ++j) {
     if (j == me)
       continue;
-    if (askedCounts[j] > 0) {
-      answers[j].resize(static_cast<size_t>(askedCounts[j] * rowBytes));
-      for (int64_t i = 0; i < askedCounts[j]; ++i) {
-        int64_t row = asked[j][i];
-        if (row < first || row >= first + block)
-          runtime.fail("sparse_all_gather: member " + std::to_string(j) +
-                       " asks for row " + std::to_string(row) +
-                       ", outside this rank's block [" +
-                       std::to_string(first) + ", " +
-                       std::to_string(first + block) + ")");
-        if (rowBytes > 0)
-          std::memcpy(answers[j].data() + i * rowBytes,
-                      source + (row - first) * rowBytes,
-                      static_cast<size_t>(rowBytes));
+    if (named.theirs[j] > 0) {
+      answers[j].resize(static_cast<size_t>(named.theirs[j] * rowBytes));
+      for (int64_t i = 0; i < named.theirs[j]; ++i) {
+        checkInBlock(kind, asked[j][i], first, block, j);
+        std::memcpy(answers[j].data() + i * rowBytes,
+                    source + (asked[j][i] - first) * rowBytes,
+                    static_cast<size_t>(rowBytes));
       }
-      if (rowBytes > 0)
-        sends.push_back({j, answers[j].data(), askedCounts[j] * rowBytes});
+      sends.push_back({j, answers[j].data(), named.theirs[j] * rowBytes});
     }
-    if (askCounts[j] > 0 && rowBytes > 0) {
-      answered[j].resize(static_cast<size_t>(askCounts[j] * rowBytes));
-      receives.push_back({j, answered[j].data(), askCounts[j] * rowBytes});
+    if (named.counts[j] > 0) {
+      answered[j].resize(static_cast<size_t>(named.counts[j] * rowBytes));
+      receives.push_back({j, answered[j].data(), named.counts[j] * rowBytes});
     }
   }
   if (!sends.empty() || !receives.empty())
-    comm->sendRecv("sparse_all_gather", sends, receives, /*countCall=*/false);
+    comm->sendRecv(kind, sends, receives, /*countCall=*/false);
   // Zeros but the named rows.
   char *result = static_cast<char *>(out);
   if (numRows * rowBytes > 0)
@@ -681,8 +689,8 @@ void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
   if (rowBytes == 0)
     return;
   for (int j = 0; j < k; ++j)
-    for (size_t i = 0; i < asks[j].size(); ++i) {
-      int64_t row = asks[j][i];
+    for (size_t i = 0; i < named.mine[j].size(); ++i) {
+      int64_t row = named.mine[j][i];
       const char *from = j == me ? source + (row - first) * rowBytes
                                  : answered[j].data() + i * rowBytes;
       std::memcpy(result + row * rowBytes, from,

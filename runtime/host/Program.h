@@ -146,23 +146,23 @@ void allToAllBytes(void *out, Shape outShape, const void *in, Shape inShape,
                    int64_t splitDim, int64_t concatDim);
 void localSliceBytes(void *out, Shape outShape, const void *in, Shape inShape,
                      int64_t elementBytes, rt::Communicator *comm, int64_t dim);
-/// hspmd.sparse_reduce_scatter: the rows of `in` named by `rows` (-1: none)
-/// go, with their indices, to the members whose blocks hold them (counts
+/// hspmd.sparse_reduce_scatter: the rows of `in` named by `rows` (an index
+/// outside [0, rows), such as -1, names none) go, with their indices, to the members whose blocks hold them (counts
 /// first, then one message of indices and rows per member), and `out`, the
 /// rank's block, is the sum in member order of what every member sent it.
 /// Counted as `sparse_reduce_scatter`: one call, the bytes moved
-/// (layout::getSparseRowTraffic). A row index outside [-1, rows) ends the
-/// rank.
+/// (layout::getSparseTraffic). A member that sends more rows than a block
+/// holds, or a row outside this rank's block, ends the rank.
 void sparseReduceScatterBytes(void *out, Shape outShape, const void *in,
                               Shape inShape, const int64_t *rows,
                               Shape rowsShape, rt::ElementType type,
                               rt::Communicator *comm);
 /// hspmd.sparse_all_gather: `out` (the whole rows) is zero but for the rows
-/// `rows` names (-1: none), each fetched from the member whose block (`in`)
+/// `rows` names (outside [0, rows): none), each fetched from the member whose block (`in`)
 /// holds it: the counts to every member first, then one message of row
 /// indices to each, and one of rows back. Counted as `sparse_all_gather`
-/// (layout::getSparseGatherTraffic). A row index outside [-1, rows), or
-/// asked of a member whose block does not hold it, ends the rank.
+/// (layout::getSparseTraffic). A member asking for more rows than a block
+/// holds, or for a row outside this rank's block, ends the rank.
 void sparseAllGatherBytes(void *out, Shape outShape, const void *in,
                           Shape inShape, const int64_t *rows, Shape rowsShape,
                           rt::ElementType type, rt::Communicator *comm);

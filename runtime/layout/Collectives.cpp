@@ -356,22 +356,17 @@ bool loom::layout::getSparseRowsByMember(
     const int64_t *named, int64_t count, int64_t rows, int64_t k,
     std::vector<std::vector<int64_t>> &byMember, std::string &error) {
   if (k < 1 || rows < 0 || rows % k != 0) {
-    error = "sparse_reduce_scatter: " + std::to_string(rows) +
+    error = "sparse collective: " + std::to_string(rows) +
             " rows do not divide among " + std::to_string(k) + " members";
     return false;
   }
   int64_t block = rows / k;
   byMember.assign(static_cast<size_t>(k), {});
   for (int64_t i = 0; i < count; ++i) {
+    // As the MoE ops read slots: an index outside the rows names none.
     int64_t row = named[i];
-    if (row == -1)
+    if (row < 0 || row >= rows)
       continue;
-    if (row < -1 || row >= rows) {
-      error = "sparse_reduce_scatter: row index " + std::to_string(row) +
-              " (entry " + std::to_string(i) + ") is outside [-1, " +
-              std::to_string(rows) + ")";
-      return false;
-    }
     byMember[static_cast<size_t>(row / block)].push_back(row);
   }
   for (std::vector<int64_t> &list : byMember) {
@@ -381,59 +376,47 @@ bool loom::layout::getSparseRowsByMember(
   return true;
 }
 
-Traffic loom::layout::getSparseRowTraffic(const std::vector<int64_t> &sends,
-                                          const std::vector<int64_t> &receives,
-                                          int64_t rowBytes, int64_t position) {
-  Traffic traffic;
-  for (size_t j = 0; j < sends.size(); ++j) {
-    if (static_cast<int64_t>(j) == position)
-      continue;
-    traffic.sent += 8 + sends[j] * (8 + rowBytes);
-    traffic.received += 8 + receives[j] * (8 + rowBytes);
-  }
-  return traffic;
+namespace {
+
+/// The bytes of a sparse collective of rows with `others` other members,
+/// `mine` rows named by this member in their blocks and `theirs` named by
+/// them in its block: a count each way with every other member, then the
+/// scatter's indices and rows one way (mine out, theirs in) or the
+/// gather's indices one way and rows the other.
+Traffic sparseTraffic(SparseRows kind, int64_t others, int64_t mine,
+                      int64_t theirs, int64_t rowBytes) {
+  int64_t rowsOut = kind == SparseRows::Scatter ? mine : theirs;
+  int64_t rowsIn = kind == SparseRows::Scatter ? theirs : mine;
+  return {8 * others + mine * 8 + rowsOut * rowBytes,
+          8 * others + theirs * 8 + rowsIn * rowBytes};
 }
 
-Traffic loom::layout::getSparseRowTrafficBound(int64_t count, int64_t rows,
-                                               int64_t rowBytes, int64_t k,
-                                               int64_t position) {
-  (void)position;
+} // namespace
+
+Traffic loom::layout::getSparseTraffic(SparseRows kind,
+                                       const std::vector<int64_t> &mine,
+                                       const std::vector<int64_t> &theirs,
+                                       int64_t rowBytes, int64_t position) {
+  int64_t others = 0, mineTotal = 0, theirsTotal = 0;
+  for (size_t j = 0; j < mine.size(); ++j) {
+    if (static_cast<int64_t>(j) == position)
+      continue;
+    ++others;
+    mineTotal += mine[j];
+    theirsTotal += theirs[j];
+  }
+  return sparseTraffic(kind, others, mineTotal, theirsTotal, rowBytes);
+}
+
+Traffic loom::layout::getSparseTrafficBound(SparseRows kind, int64_t count,
+                                            int64_t rows, int64_t rowBytes,
+                                            int64_t k) {
   if (k < 2)
     return {};
   int64_t block = rows / k;
-  // Every named row may go to another member, but no member's block holds
-  // more than `block` of them; each other member sends at most as many.
-  int64_t sent = std::min(count, (k - 1) * block);
-  int64_t received = (k - 1) * std::min(count, block);
-  return {8 * (k - 1) + sent * (8 + rowBytes),
-          8 * (k - 1) + received * (8 + rowBytes)};
-}
-
-Traffic loom::layout::getSparseGatherTraffic(const std::vector<int64_t> &asks,
-                                             const std::vector<int64_t> &asked,
-                                             int64_t rowBytes,
-                                             int64_t position) {
-  Traffic traffic;
-  for (size_t j = 0; j < asks.size(); ++j) {
-    if (static_cast<int64_t>(j) == position)
-      continue;
-    traffic.sent += 8 + asks[j] * 8 + asked[j] * rowBytes;
-    traffic.received += 8 + asked[j] * 8 + asks[j] * rowBytes;
-  }
-  return traffic;
-}
-
-Traffic loom::layout::getSparseGatherTrafficBound(int64_t count, int64_t rows,
-                                                  int64_t rowBytes, int64_t k,
-                                                  int64_t position) {
-  (void)position;
-  if (k < 2)
-    return {};
-  int64_t block = rows / k;
-  // Its own asks: every named row of another block; the others' asks of
-  // it: no more than a block each.
-  int64_t asks = std::min(count, (k - 1) * block);
-  int64_t asked = (k - 1) * std::min(count, block);
-  return {8 * (k - 1) + asks * 8 + asked * rowBytes,
-          8 * (k - 1) + asked * 8 + asks * rowBytes};
+  // Every row a member names may be in another block, but no block holds
+  // more than `block` rows: at most min(count, (k - 1) block) of its own,
+  // and min(count, block) from each other member.
+  return sparseTraffic(kind, k - 1, std::min(count, (k - 1) * block),
+                       (k - 1) * std::min(count, block), rowBytes);
 }

@@ -28,12 +28,12 @@
 //                      each rank's buffer is zero outside the rows it
 //                      names) to each other member j an 8-byte count, then
 //                      per distinct named row of block j its 8-byte index
-//                      and the row: data-dependent (getSparseRowTraffic)
+//                      and the row: data-dependent (getSparseTraffic)
 //      sparse_all_gather  (an all-gather of rows where each rank needs only
 //                      the rows it names) to each other member j an 8-byte
 //                      count and an 8-byte index per distinct named row of
 //                      block j, and back from j those rows
-//                      (getSparseGatherTraffic)
+//                      (getSparseTraffic)
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,40 +141,35 @@ Traffic getPermuteTraffic(int64_t bytes, int64_t position,
                           const std::vector<int64_t> &perm,
                           const std::vector<int64_t> &sizes);
 
-/// A sparse reduce-scatter's rows (hspmd.sparse_reduce_scatter): the
-/// distinct rows named by `named` (`count` indices; -1 names none) of a
-/// buffer of `rows` rows, grouped by the member of a sub-group of `k` whose
-/// block (rows / k rows) holds them, ascending within each. False, with a
-/// message in `error`, for an index outside [-1, rows) or rows that do not
+/// A sparse collective's rows (hspmd.sparse_reduce_scatter,
+/// hspmd.sparse_all_gather): the distinct rows named by `named` (`count`
+/// indices; one outside [0, rows), such as -1, names none, as the MoE ops
+/// read slots) of a buffer of `rows` rows, grouped by the member of a
+/// sub-group of `k` whose block (rows / k rows) holds them, ascending
+/// within each. False, with a message in `error`, for rows that do not
 /// divide among `k`.
 bool getSparseRowsByMember(const int64_t *named, int64_t count, int64_t rows,
                            int64_t k,
                            std::vector<std::vector<int64_t>> &byMember,
                            std::string &error);
-/// What member `position` moves in one sparse reduce-scatter: `sends[j]`
-/// rows to member j, `receives[j]` from it, each row `rowBytes` and its
-/// index 8 bytes, and a count of 8 bytes each way with every other member.
-Traffic getSparseRowTraffic(const std::vector<int64_t> &sends,
-                            const std::vector<int64_t> &receives,
-                            int64_t rowBytes, int64_t position);
-/// What member `position` moves in one sparse all-gather: it asks member j
-/// for `asks[j]` rows (a count and their indices) and gets them; member j
-/// asks it for `asked[j]` rows and gets them.
-Traffic getSparseGatherTraffic(const std::vector<int64_t> &asks,
-                               const std::vector<int64_t> &asked,
-                               int64_t rowBytes, int64_t position);
-/// The most a sparse all-gather makes member `position` move when every
-/// member names `count` indices of `rows` rows (getSparseRowTrafficBound's
-/// row counts, indices one way and rows the other).
-Traffic getSparseGatherTrafficBound(int64_t count, int64_t rows,
-                                    int64_t rowBytes, int64_t k,
-                                    int64_t position);
-/// The most member `position` can move when every member names `count`
-/// indices: its named rows all sent to others (no more than rows / k to
-/// each), min(count, rows / k) received from each of the k - 1 others.
-Traffic getSparseRowTrafficBound(int64_t count, int64_t rows,
-                                 int64_t rowBytes, int64_t k,
-                                 int64_t position);
+/// The two sparse collectives of rows: hspmd.sparse_reduce_scatter sends
+/// the rows a member names to the members whose blocks hold them;
+/// hspmd.sparse_all_gather asks those members for them (indices one way,
+/// rows the other).
+enum class SparseRows { Scatter, Gather };
+/// What member `position` moves in one: `mine[j]` rows it names in member
+/// j's block, `theirs[j]` rows member j names in its block; each row
+/// `rowBytes`, each index 8 bytes, and a count of 8 bytes each way with
+/// every other member.
+Traffic getSparseTraffic(SparseRows kind, const std::vector<int64_t> &mine,
+                         const std::vector<int64_t> &theirs, int64_t rowBytes,
+                         int64_t position);
+/// The most any member can move in one when every member names `count`
+/// indices of `rows` rows over a sub-group of `k`: all its named rows in
+/// other blocks (no more than rows / k in each), min(count, rows / k)
+/// named in its block by each other member.
+Traffic getSparseTrafficBound(SparseRows kind, int64_t count, int64_t rows,
+                              int64_t rowBytes, int64_t k);
 
 //===----------------------------------------------------------------------===//
 // Combining contributions

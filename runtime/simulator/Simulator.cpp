@@ -356,51 +356,43 @@ void Simulator::Impl::complete(Pending &entry) {
     // them (layout::getSparseRowsByMember).
     const Tensor &input = *entry.inputs.front();
     bool gather = isa<hspmd::SparseAllGatherOp>(first);
-    int64_t block = gather ? input.getShape()[0] : input.getShape()[0] / k;
+    int64_t inputRows = input.getShape()[0];
+    int64_t block = gather ? inputRows : inputRows / k;
     int64_t numRows = block * k;
-    int64_t rowBytes = block ? bytes / input.getShape()[0] : 0;
+    int64_t rowBytes = inputRows ? bytes / inputRows : 0;
     std::vector<std::vector<std::vector<int64_t>>> named(k);
     for (int64_t q = 0; q < k; ++q) {
       const Tensor &rows = *entry.rows[q];
-      if (rows.getKind() != interp::ElementKind::I64 ||
-          !layout::getSparseRowsByMember(rows.data<int64_t>(),
+      if (rows.getKind() != interp::ElementKind::I64) {
+        entry.error = "row indices of " + rows.getTypeString() +
+                      "; expected i64";
+        return;
+      }
+      if (!layout::getSparseRowsByMember(rows.data<int64_t>(),
                                          rows.getNumElements(), numRows, k,
                                          named[q], entry.error))
         return;
     }
-    if (gather) {
-      // Zeros but the named rows, each copied from its member's block.
-      for (int64_t p = 0; p < k; ++p) {
-        SmallVector<int64_t> shape(input.getShape());
-        shape[0] = numRows;
-        Tensor out(input.getKind(), shape);
-        std::vector<int64_t> asks(k), asked(k);
-        for (int64_t q = 0; q < k; ++q) {
-          asks[q] = named[p][q].size();
-          asked[q] = named[q][p].size();
-          for (int64_t row : named[p][q])
-            std::memcpy(out.rawData() + row * rowBytes,
-                        entry.inputs[q]->rawData() + (row - q * block) *
-                                                         rowBytes,
-                        rowBytes);
-        }
-        entry.outputs[p] = std::move(out);
-        layout::Traffic traffic =
-            layout::getSparseGatherTraffic(asks, asked, rowBytes, p);
-        entry.traffic[p] = {1, traffic.sent, traffic.received};
-      }
-      return;
-    }
-    // The sum in member order, into zeros, of the rows sent to each block.
     layout::DType dtype = toLayoutType(input.getKind());
     for (int64_t p = 0; p < k; ++p) {
       SmallVector<int64_t> shape(input.getShape());
-      shape[0] = block;
+      shape[0] = gather ? numRows : block;
       Tensor out(input.getKind(), shape);
-      std::vector<int64_t> sends(k), receives(k);
+      std::vector<int64_t> mine(k), theirs(k);
       for (int64_t q = 0; q < k; ++q) {
-        sends[q] = named[p][q].size();
-        receives[q] = named[q][p].size();
+        mine[q] = named[p][q].size();
+        theirs[q] = named[q][p].size();
+        if (gather) {
+          // Zeros but the rows p names, each from its member's block.
+          for (int64_t row : named[p][q])
+            if (rowBytes > 0)
+              std::memcpy(out.rawData() + row * rowBytes,
+                          entry.inputs[q]->rawData() +
+                              (row - q * block) * rowBytes,
+                          rowBytes);
+          continue;
+        }
+        // The rows every member sends p, summed in member order into zeros.
         for (int64_t row : named[q][p])
           layout::combineInto(out.rawData() + (row - p * block) * rowBytes,
                               entry.inputs[q]->rawData() + row * rowBytes,
@@ -408,8 +400,9 @@ void Simulator::Impl::complete(Pending &entry) {
                               layout::Reduction::Sum);
       }
       entry.outputs[p] = std::move(out);
-      layout::Traffic traffic =
-          layout::getSparseRowTraffic(sends, receives, rowBytes, p);
+      layout::Traffic traffic = layout::getSparseTraffic(
+          gather ? layout::SparseRows::Gather : layout::SparseRows::Scatter,
+          mine, theirs, rowBytes, p);
       entry.traffic[p] = {1, traffic.sent, traffic.received};
     }
   } else if (auto op = dyn_cast<hspmd::AllToAllOp>(first)) {

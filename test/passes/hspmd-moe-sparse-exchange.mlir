@@ -15,6 +15,12 @@
 // RUN: cmp %t.dense/rank_0/result_0.npy %t.sparse/rank_0/result_0.npy
 // RUN: cmp %t.dense/rank_1/result_0.npy %t.sparse/rank_1/result_0.npy
 // RUN: cmp %t.dense/rank_0/result_1.npy %t.sparse/rank_0/result_1.npy
+// Slots outside the buffer (here drawn from [-3, 40) for 32 rows) name no
+// row, as the dispatch reads them.
+// RUN: loom-run --interpret %s --entry dispatch_raw --simulate 2 --random-inputs --int-range -3,40 --output-dir %t.rdense
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-run --interpret - --entry dispatch_raw --simulate 2 --random-inputs --int-range -3,40 --output-dir %t.rsparse
+// RUN: cmp %t.rdense/rank_0/result_0.npy %t.rsparse/rank_0/result_0.npy
+// RUN: cmp %t.rdense/rank_1/result_0.npy %t.rsparse/rank_1/result_0.npy
 // The way back on 2 simulated ranks, with and without the pass: the
 // combine bitwise (the same products and sums per element), the slot dot
 // product within rounding (the whole width summed at once instead of two
@@ -114,6 +120,33 @@ func.func @way_back_kept(%y: tensor<16x4xf64>, %slots: tensor<8x2xi64>,
   %o3 = hspmd.all_to_all %c3 split 0 concat 1 over [0] of [2] : tensor<8x2xf64> -> tensor<4x4xf64>
   %half = nn.slice %c3 offsets = [0, 0] sizes = [8, 1] strides = [1, 1] : tensor<8x2xf64>
   return %o, %o2, %o3, %half : tensor<4x4xf64>, tensor<4x4xf64>, tensor<4x4xf64>, tensor<8x1xf64>
+}
+
+func.func @dispatch_raw(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>)
+    -> tensor<16x4xf64> {
+  %buf = nn.moe_dispatch %x, %slots rows = 32 : tensor<4x4xf64>, tensor<4x2xi64>
+  %block = hspmd.reduce_scatter sum %buf dim 0 over [0] of [2] : tensor<32x4xf64> -> tensor<16x4xf64>
+  return %block : tensor<16x4xf64>
+}
+
+// Weights that may differ between the members keep the combine dense, and
+// with it the gates' gradient (no gathered rows to reuse: a gather of its
+// own would move more than the dense form).
+// CHECK-LABEL: func.func @way_back_weights
+// CHECK-NOT: sparse_all_gather
+// CHECK: return
+func.func @way_back_weights(%y: tensor<16x4xf64>, %e: tensor<4x2xi64>,
+                            %w: tensor<8x2xf64>, %d: tensor<4x4xf64>)
+    -> (tensor<4x4xf64>, tensor<4x2xf64>) {
+  %eg = hspmd.all_gather %e dim 0 over [0] of [2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %slots, %counts = nn.moe_route %eg num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %a = hspmd.all_to_all %y split 1 concat 0 over [0] of [2] : tensor<16x4xf64> -> tensor<32x2xf64>
+  %c = nn.moe_combine %a, %slots weights %w : tensor<32x2xf64>, tensor<8x2xi64>, tensor<8x2xf64>
+  %o = hspmd.all_to_all %c split 0 concat 1 over [0] of [2] : tensor<8x2xf64> -> tensor<4x4xf64>
+  %dw = hspmd.all_to_all %d split 1 concat 0 over [0] of [2] : tensor<4x4xf64> -> tensor<8x2xf64>
+  %dot = nn.moe_slot_dot %a, %dw, %slots : tensor<32x2xf64>, tensor<8x2xf64>, tensor<8x2xi64>
+  %r = hspmd.reduce_scatter sum %dot dim 0 over [0] of [2] : tensor<8x2xf64> -> tensor<4x2xf64>
+  return %o, %r : tensor<4x4xf64>, tensor<4x2xf64>
 }
 
 // Not a dispatch's rows: along the width, a maximum, another producer, and

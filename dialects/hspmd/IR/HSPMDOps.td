@@ -264,8 +264,9 @@ def HSPMD_SparseReduceScatterOp : HSPMD_Op<"sparse_reduce_scatter", [Pure]> {
     The sum over each sub-group of its devices' buffers, the device of rank
     r getting block r of the rows (dimension 0), like `hspmd.reduce_scatter
     sum ... dim 0`, for buffers that are zero outside the rows each device
-    names in `rows` (an i64 tensor of row indices into the operand; -1
-    names none). A device sends each named row, once, to the member whose
+    names in `rows` (an i64 tensor of row indices into the operand; an
+    index outside the rows, such as -1, names none, as the MoE ops read
+    slots). A device sends each named row, once, to the member whose
     block holds it: the row counts to every member first, then the row
     indices and the rows, an all-to-all with counts; the receiver adds
     them, in member order, into zeros. The bytes moved depend on the
@@ -302,7 +303,8 @@ def HSPMD_SparseAllGatherOp : HSPMD_Op<"sparse_all_gather", [Pure]> {
     The concatenation of the sub-group's blocks along the rows (dimension
     0), like `hspmd.all_gather ... dim 0`, but defined only at the rows the
     device names in `rows` (an i64 tensor of row indices into the result;
-    -1 names none): every other row of the result is zero. The device asks
+    an index outside the rows names none): every other row of the result
+    is zero. The device asks
     the member whose block holds each distinct named row for it (the
     counts to every member first, then the row indices), and each member
     answers with the rows asked of it. The bytes moved depend on the
