@@ -17,7 +17,11 @@
 //    `all_to_all split 0 concat 1` over the same axes become a combine of
 //    the device's own tokens (the slots' and weights' local rows) over
 //    `hspmd.sparse_all_gather(Y)` naming those slots: the rows its tokens
-//    were routed to, fetched from the devices that computed them;
+//    were routed to, fetched from the devices that computed them. With
+//    tensor parallelism inside the experts (Y partial over other axes B),
+//    the way back that reduce-scatters the width over B, all-to-alls over
+//    both and all-gathers over B becomes that local combine and an
+//    all-reduce over B (getWayBack);
 //
 //  * the gates' gradient: `nn.moe_slot_dot` of that width-split buffer and
 //    a width-split gradient, reduce-scattered along the tokens, becomes the
@@ -81,8 +85,9 @@ template <typename OpT> Over overOf(OpT op) {
 /// A local-view all-to-all moving the split of `concat` to `split`.
 hspmd::AllToAllOp getAllToAll(Value value, int64_t split, int64_t concat) {
   auto all = value.getDefiningOp<hspmd::AllToAllOp>();
-  if (!all || all.getFromAttr() || all.getSplitDim() != split ||
-      all.getConcatDim() != concat)
+  if (!all || all.getFromAttr() ||
+      static_cast<int64_t>(all.getSplitDim()) != split ||
+      static_cast<int64_t>(all.getConcatDim()) != concat)
     return {};
   return all;
 }
@@ -158,6 +163,63 @@ private:
   Over over;
   DenseMap<Value, bool> known;
 };
+
+/// How a width-split combine's tokens go back to their devices: the ops
+/// after the combine (each the only user of the one before), and the
+/// axes whose partial sums the way back completes (none, or B below).
+struct WayBack {
+  SmallVector<Operation *> chain;
+  std::optional<Over> partialOver;
+};
+
+/// The way back after `combine`, whose buffer an all-to-all over `over`
+/// (A) split along the width, in one of the two forms propagation makes:
+///
+///  * all_to_all split 0 concat 1 over A: rows block a (A's position) of
+///    the complete output, whole width;
+///  * with partial sums over other axes B (tensor parallelism inside the
+///    experts): reduce_scatter sum dim 1 over B, all_to_all split 0 concat
+///    1 over A ++ B (A's axes first, so that row block a * |B| + b lands
+///    on member (a, b)), all_gather dim 0 over B: rows block a, whole
+///    width, summed over B.
+///
+/// Either way the result is what a combine of rows block a over the whole
+/// width makes (then summed over B), which the rewrite computes locally.
+std::optional<WayBack> getWayBack(nn::MoeCombineOp combine, const Over &over) {
+  auto single = [](Operation *op) -> Operation * {
+    return op->hasOneUse() ? *op->user_begin() : nullptr;
+  };
+  Operation *next = single(combine);
+  if (!next)
+    return std::nullopt;
+  if (auto back = dyn_cast<hspmd::AllToAllOp>(next)) {
+    if (back.getFromAttr() || back.getSplitDim() != 0 ||
+        back.getConcatDim() != 1 || !(overOf(back) == over))
+      return std::nullopt;
+    return WayBack{{back}, std::nullopt};
+  }
+  auto scatter = dyn_cast<hspmd::ReduceScatterOp>(next);
+  if (!scatter || scatter.getFromAttr() || scatter.getDim() != 1 ||
+      scatter.getReduction() != hspmd::ReductionKind::Sum)
+    return std::nullopt;
+  Over partial = overOf(scatter);
+  if (partial.mesh != over.mesh || partial.group != over.group ||
+      partial.axes.front() <= over.axes.back())
+    return std::nullopt;
+  auto back = dyn_cast_or_null<hspmd::AllToAllOp>(single(scatter));
+  if (!back || back.getFromAttr() || back.getSplitDim() != 0 ||
+      back.getConcatDim() != 1)
+    return std::nullopt;
+  Over both = over;
+  llvm::append_range(both.axes, partial.axes);
+  if (!(overOf(back) == both))
+    return std::nullopt;
+  auto gather = dyn_cast_or_null<hspmd::AllGatherOp>(single(back));
+  if (!gather || gather.getFromAttr() || gather.getDim() != 0 ||
+      !(overOf(gather) == partial))
+    return std::nullopt;
+  return WayBack{{scatter, back, gather}, partial};
+}
 
 struct MoeSparseExchangePass
     : loom::impl::MoeSparseExchangePassBase<MoeSparseExchangePass> {
@@ -267,18 +329,14 @@ struct MoeSparseExchangePass
     SmallVector<Operation *> dead;
     for (Operation *user : users) {
       if (auto combine = dyn_cast<nn::MoeCombineOp>(user)) {
-        // all_to_all(Y) split 1 concat 0 -> combine -> all_to_all split 0
-        // concat 1 over the same sub-groups.
+        // all_to_all(Y) split 1 concat 0 over A -> combine -> the tokens
+        // back (wayBack), with slots and weights the same over A.
         hspmd::AllToAllOp toWidth = getAllToAll(combine.getInput(), 1, 0);
-        if (!toWidth || !combine->hasOneUse())
+        if (!toWidth || toWidth.getInput().getType().getRank() != 2)
           continue;
-        auto back = dyn_cast<hspmd::AllToAllOp>(*combine->user_begin());
         Over over = overOf(toWidth);
-        if (!back || back.getFromAttr() || back.getSplitDim() != 0 ||
-            back.getConcatDim() != 1 || !(overOf(back) == over) ||
-            back.getInput() != combine.getResult() ||
-            toWidth.getInput().getType().getRank() != 2 ||
-            !replicated(combine.getSlots(), over) ||
+        std::optional<WayBack> back = getWayBack(combine, over);
+        if (!back || !replicated(combine.getSlots(), over) ||
             (combine.getWeights() && !replicated(combine.getWeights(), over)))
           continue;
         Value slots = localRows(combine.getSlots(), over, combine, toWidth);
@@ -292,11 +350,26 @@ struct MoeSparseExchangePass
         mapping.map(combine.getSlots(), slots);
         if (weights)
           mapping.map(combine.getWeights(), weights);
-        OpBuilder builder(back);
+        Operation *last = back->chain.back();
+        OpBuilder builder(last);
         Operation *local = builder.clone(*combine, mapping);
-        local->getResult(0).setType(back.getType());
-        back.replaceAllUsesWith(local->getResult(0));
-        back.erase();
+        Value result = local->getResult(0);
+        result.setType(cast<RankedTensorType>(last->getResult(0).getType()));
+        if (back->partialOver) {
+          // Partial sums over the tensor-parallel axes: completed there.
+          auto reduce = hspmd::AllReduceOp::create(
+              builder, last->getLoc(), result.getType(), result,
+              hspmd::ReductionKindAttr::get(builder.getContext(),
+                                            hspmd::ReductionKind::Sum),
+              builder.getDenseI64ArrayAttr(back->partialOver->axes),
+              builder.getDenseI64ArrayAttr(back->partialOver->mesh), nullptr,
+              nullptr);
+          copyDiscardable(last, reduce);
+          result = reduce.getResult();
+        }
+        last->getResult(0).replaceAllUsesWith(result);
+        for (Operation *op : llvm::reverse(back->chain))
+          op->erase();
         combine.erase();
         dead.push_back(toWidth);
         continue;

@@ -101,7 +101,11 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
       combine of the device's own tokens (local slices of the slots and
       weights) over an `hspmd.sparse_all_gather` of `%y` naming those
       slots: the rows its tokens were routed to, fetched from the devices
-      that computed them;
+      that computed them; with the experts' output partial over other
+      axes (tensor parallelism inside the experts), the way back that
+      reduce-scatters the width over them, all-to-alls over both and
+      all-gathers over them becomes that local combine and an all-reduce
+      over them;
     * an `nn.moe_slot_dot` of that width-split buffer and a width-split
       gradient, reduce-scattered along the tokens, becomes the slot dot
       product of the gathered rows and the device's own gradient rows

@@ -30,6 +30,14 @@
 // RUN: cmp %t.wdense/rank_0/result_0.npy %t.wsparse/rank_0/result_0.npy
 // RUN: cmp %t.wdense/rank_1/result_0.npy %t.wsparse/rank_1/result_0.npy
 // RUN: %python -c "import numpy as np, sys; a, b = (np.load(sys.argv[i]) for i in (1, 2)); e = np.linalg.norm(a - b) / np.linalg.norm(b); print('slot dot error', e); sys.exit(not e <= 1e-14)" %t.wdense/rank_1/result_1.npy %t.wsparse/rank_1/result_1.npy
+// With tensor parallelism inside the experts (2 x 2 devices, the experts'
+// output partial over mesh axis 1): the same on every rank, bitwise.
+// RUN: loom-run --interpret %s --entry way_back_tp --simulate 4 --random-inputs --int-range 0,4 --output-dir %t.tdense
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-run --interpret - --entry way_back_tp --simulate 4 --random-inputs --int-range 0,4 --comm-stats --output-dir %t.tsparse | FileCheck %s --check-prefix=TSPARSE
+// RUN: cmp %t.tdense/rank_0/result_0.npy %t.tsparse/rank_0/result_0.npy
+// RUN: cmp %t.tdense/rank_1/result_0.npy %t.tsparse/rank_1/result_0.npy
+// RUN: cmp %t.tdense/rank_2/result_0.npy %t.tsparse/rank_2/result_0.npy
+// RUN: cmp %t.tdense/rank_3/result_0.npy %t.tsparse/rank_3/result_0.npy
 
 // CHECK-LABEL: func.func @dispatch
 // CHECK: %[[SLOTS:.*]] = hspmd.local_slice %{{.*}} dim 0 over [0] of [2]
@@ -127,6 +135,31 @@ func.func @dispatch_raw(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>)
   %buf = nn.moe_dispatch %x, %slots rows = 32 : tensor<4x4xf64>, tensor<4x2xi64>
   %block = hspmd.reduce_scatter sum %buf dim 0 over [0] of [2] : tensor<32x4xf64> -> tensor<16x4xf64>
   return %block : tensor<16x4xf64>
+}
+
+// TSPARSE-NOT: all_to_all
+// TSPARSE-NOT: reduce_scatter
+// TSPARSE: rank 0 all_reduce: calls 1
+// TSPARSE-NOT: all_to_all
+// TSPARSE: rank 0 sparse_all_gather: calls 1
+
+// CHECK-LABEL: func.func @way_back_tp
+// CHECK: %[[FULL:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[SL:.*]] over [0] of [2, 2] : tensor<16x4xf64>, tensor<4x2xi64> -> tensor<32x4xf64>
+// CHECK-NEXT: %[[C:.*]] = nn.moe_combine %[[FULL]], %[[SL]] weights %{{.*}} : tensor<32x4xf64>, tensor<4x2xi64>, tensor<4x2xf64>
+// CHECK-NEXT: %[[R:.*]] = hspmd.all_reduce sum %[[C]] over [1] of [2, 2] : tensor<4x4xf64> -> tensor<4x4xf64>
+// CHECK-NEXT: return %[[R]]
+func.func @way_back_tp(%y: tensor<16x4xf64>, %e: tensor<4x2xi64>,
+                       %g: tensor<4x2xf64>) -> tensor<4x4xf64>
+    attributes {hspmd.group = #hspmd.group<[0, 1, 2, 3]>} {
+  %eg = hspmd.all_gather %e dim 0 over [0] of [2, 2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %gg = hspmd.all_gather %g dim 0 over [0] of [2, 2] : tensor<4x2xf64> -> tensor<8x2xf64>
+  %slots, %counts = nn.moe_route %eg num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %w = hspmd.all_to_all %y split 1 concat 0 over [0] of [2, 2] : tensor<16x4xf64> -> tensor<32x2xf64>
+  %c = nn.moe_combine %w, %slots weights %gg : tensor<32x2xf64>, tensor<8x2xi64>, tensor<8x2xf64>
+  %r = hspmd.reduce_scatter sum %c dim 1 over [1] of [2, 2] : tensor<8x2xf64> -> tensor<8x1xf64>
+  %b = hspmd.all_to_all %r split 0 concat 1 over [0, 1] of [2, 2] : tensor<8x1xf64> -> tensor<2x4xf64>
+  %o = hspmd.all_gather %b dim 0 over [1] of [2, 2] : tensor<2x4xf64> -> tensor<4x4xf64>
+  return %o : tensor<4x4xf64>
 }
 
 // Weights that may differ between the members keep the combine dense, and
