@@ -14,7 +14,16 @@
 //  * summed: a parameter-dependent sum over the rows, and what is linear in
 //    such sums (sums, differences, negations, products with and quotients
 //    by whole values): the sum over the micro-batches of its micro-batch
-//    values is its value for the whole batch.
+//    values is its value for the whole batch;
+//  * micro: a value of one micro-batch's MoE routing, which holds no row
+//    and differs from the whole batch's (a route's counts, a placement
+//    planned from the micro-batch's forecast, the expert-ordered buffer
+//    and what the grouped matmuls make of it): each micro-batch has its
+//    own, and only the MoE ops bring it back to the rows (a combine, a
+//    slot dot product). Each token's result does not depend on where its
+//    rows are in the buffer, so the micro-batches' rows are the batch's.
+//    Anything else that reads such a value (a load-balancing loss from the
+//    counts) is refused.
 //
 // The loss must be summed; then the step's loss and gradients are the sums
 // of the micro-batches', exactly (up to the order of the additions).
@@ -25,6 +34,7 @@
 
 #include "dialects/nn/IR/NNDialect.h"
 #include "dialects/nn/IR/NNOps.h"
+#include "dialects/hspmd/IR/HSPMDOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
@@ -39,7 +49,7 @@ using nn::NNDialect;
 
 namespace {
 
-enum class Kind { Whole, Batch, Summed };
+enum class Kind { Whole, Batch, Summed, Micro };
 
 struct Info {
   Kind kind = Kind::Whole;
@@ -150,6 +160,49 @@ private:
     return nullptr;
   }
 
+  /// The kinds of an MoE op's results, or of an op that reads a micro
+  /// value (see the file comment); std::nullopt for any other op.
+  std::optional<LogicalResult> classifyMoe(Operation &op) {
+    bool anyBatch = false, anyMicro = false, anySummed = false, params = false;
+    for (Value operand : op.getOperands()) {
+      const Info &info = infos[operand];
+      anyBatch |= info.kind == Kind::Batch;
+      anyMicro |= info.kind == Kind::Micro;
+      anySummed |= info.kind == Kind::Summed;
+      params |= info.params;
+    }
+    auto set = [&](ArrayRef<Kind> kinds) {
+      for (auto [result, kind] : llvm::zip(op.getResults(), kinds))
+        infos[result] = {kind, params};
+      return success();
+    };
+    if (isa<nn::MoeRouteOp>(op) && anyBatch)
+      return set({Kind::Batch, Kind::Micro});
+    if (isa<nn::MoePlanOp>(op) && anyBatch)
+      return set({Kind::Micro, Kind::Micro});
+    if (isa<nn::MoeDispatchOp>(op) && anyBatch)
+      return set({Kind::Micro});
+    if (!anyMicro)
+      return std::nullopt;
+    if (isa<nn::MoeCombineOp, nn::MoeSlotDotOp>(op))
+      return set({Kind::Batch});
+    bool elementwise =
+        op.hasTrait<OpTrait::SameOperandsAndResultType>() ||
+        isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::MinimumOp,
+            nn::MaximumOp, nn::CastOp>(op);
+    if (!anyBatch && !anySummed &&
+        (elementwise ||
+         isa<nn::GroupedMatmulOp, nn::EmbeddingOp, nn::ReshapeOp,
+             hspmd::AnnotateOp>(op)))
+      return set({Kind::Micro});
+    return fail(op, "it reads a value of one micro-batch's MoE routing (an "
+                    "expert-ordered buffer, counts or a placement), which "
+                    "differs from the whole batch's; only the MoE ops, "
+                    "grouped matmuls, element-wise ops, reshapes and "
+                    "lookups may (a load-balancing loss from the counts "
+                    "is not a sum of the micro-batches' losses)");
+  }
+
   LogicalResult classify(Operation &op) {
     if (op.getNumRegions())
       return fail(op, "an op with regions");
@@ -158,6 +211,8 @@ private:
           return !isa<RankedTensorType>(type);
         }))
       return fail(op, "an op without ranked tensor results");
+    if (std::optional<LogicalResult> moe = classifyMoe(op))
+      return *moe;
     bool anyBatch = false, anySummed = false, params = false;
     for (Value operand : op.getOperands()) {
       const Info &info = infos[operand];
@@ -443,6 +498,50 @@ splitArgsOf(func::FuncOp forward, const Twine &what) {
   return std::make_pair(args, batch);
 }
 
+/// Retypes `op`, a micro value's op (Kind::Micro) in a micro-batch
+/// function whose operands are retyped: a dispatch takes the blocks of its
+/// route's (retyped) rows, ops that infer their types infer them, and the
+/// others (reshapes of the replicas' weights, annotations, element-wise
+/// ops) keep their types where their operands did, else follow their first
+/// operand's.
+LogicalResult retypeMicro(Operation &op) {
+  if (auto dispatch = dyn_cast<nn::MoeDispatchOp>(op)) {
+    auto route = dispatch.getSlots().getDefiningOp<nn::MoeRouteOp>();
+    if (!route || ShapedType::isDynamic(route.getBlockRows()))
+      return failure();
+    dispatch.setRowsAttr(Builder(op.getContext())
+                             .getI64IntegerAttr(static_cast<int64_t>(
+                                 route.getBlocks()) * route.getBlockRows()));
+  }
+  SmallVector<Type> types;
+  if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+    if (failed(infer.inferReturnTypes(
+            op.getContext(), op.getLoc(), op.getOperands(),
+            op.getAttrDictionary(), op.getPropertiesStorage(),
+            op.getRegions(), types)))
+      return failure();
+  } else if (op.getNumResults() == 1 && op.getNumOperands() >= 1) {
+    auto result = cast<RankedTensorType>(op.getResult(0).getType());
+    auto first = cast<RankedTensorType>(op.getOperand(0).getType());
+    bool same = result.getShape() == first.getShape();
+    if (isa<nn::ReshapeOp>(op) && !same) {
+      // A reshape of a value the micro-batch did not resize (the
+      // replicas' weights); one of the buffer is refused.
+      if (first.getNumElements() != result.getNumElements())
+        return failure();
+      types.push_back(result);
+    }
+    else
+      types.push_back(withShape(result, same ? first.getShape()
+                                             : result.getShape()));
+  } else {
+    return failure();
+  }
+  for (auto [result, type] : llvm::zip(op.getResults(), types))
+    result.setType(type);
+  return success();
+}
+
 /// The micro-batch function of `split` (its batch, count, rows, length and
 /// split arguments set): a copy of `forward`, retyped op by op; fills
 /// `split.func` and `split.wholeBatch`.
@@ -481,7 +580,18 @@ LogicalResult buildMicroBatchFunction(func::FuncOp forward,
   for (auto [op, copy] : llvm::zip(original.without_terminator(),
                                    body.without_terminator())) {
     Value firstResult = op.getNumResults() ? op.getResult(0) : Value();
-    if (!firstResult || classifier.get(firstResult).kind != Kind::Batch)
+    if (!firstResult)
+      continue;
+    Kind firstKind = classifier.get(firstResult).kind;
+    if (firstKind == Kind::Micro) {
+      if (failed(retypeMicro(copy))) {
+        fail(copy.getLoc()) << "this op of an MoE layer does not take a "
+                            << "micro-batch of " << shapeText;
+        return failure();
+      }
+      continue;
+    }
+    if (firstKind != Kind::Batch)
       continue;
     SmallVector<Type> types;
     // A slice takes the dimensions that change whole (the rows, and the
@@ -579,6 +689,11 @@ LogicalResult buildMicroBatchFunction(func::FuncOp forward,
          llvm::zip(op.getResults(), copy.getResults(), types)) {
       auto before = cast<RankedTensorType>(result.getType());
       auto after = cast<RankedTensorType>(type);
+      // (A route's counts are the micro-batch's own.)
+      if (classifier.get(result).kind == Kind::Micro) {
+        copyResult.setType(type);
+        continue;
+      }
       if (!retype.accepts(before, after)) {
         InFlightDiagnostic diag = fail(copy.getLoc());
         diag << "it moves the batch out of the leading dimension (" << before

@@ -31,15 +31,17 @@
 //    more than the dense form).
 //
 // "The same on every member" is proved from the program: a value made by
-// an all-gather or all-reduce over (at least) those mesh axes, or by
-// side-effect-free nn ops of such values alone; anything else (an argument,
-// a local slice) leaves the way back dense.
+// an all-gather or all-reduce over (at least) those mesh axes, an argument
+// whose global layout gives every device the whole tensor, or
+// side-effect-free nn ops of such values alone; anything else (a split
+// argument, a local slice) leaves the way back dense.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Partitioning/Attributes.h"
 #include "passes/Passes.h"
 
+#include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/nn/IR/NNOps.h"
 
@@ -107,7 +109,8 @@ public:
       if (known.count(value))
         continue;
       Operation *op = value.getDefiningOp();
-      std::optional<bool> leaf = classify(op);
+      std::optional<bool> leaf =
+          op ? classify(op) : isReplicatedArgument(value);
       if (leaf) {
         known[value] = *leaf;
         continue;
@@ -135,6 +138,29 @@ private:
            llvm::all_of(over.axes, [&](int64_t axis) {
              return llvm::is_contained(axes, axis);
            });
+  }
+
+  /// Whether `value`, a function argument, is whole on every device by
+  /// its global layout (every device's shard the whole tensor, no pending
+  /// reduction): the runtime gives each the same value.
+  static bool isReplicatedArgument(Value value) {
+    auto arg = dyn_cast<BlockArgument>(value);
+    auto func =
+        arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!func || !type || !type.hasStaticShape())
+      return false;
+    hspmd::UnionAttr layout = getArgGlobalLayout(func, arg.getArgNumber());
+    if (!layout)
+      return false;
+    for (int64_t device : layout.getAllDevices()) {
+      std::optional<hspmd::Shard> shard =
+          hspmd::getShard(layout, type.getShape(), device);
+      if (!shard || shard->numPartials != 1 ||
+          ArrayRef<int64_t>(shard->sizes) != type.getShape())
+        return false;
+    }
+    return true;
   }
 
   /// Whether `op`'s result is replicated whatever its operands are
@@ -225,7 +251,96 @@ struct MoeSparseExchangePass
     : loom::impl::MoeSparseExchangePassBase<MoeSparseExchangePass> {
   void runOnOperation() override {
     sparseDispatches();
+    sparseReplicaLookups();
     getOperation().walk([&](func::FuncOp func) { sparseWayBack(func); });
+  }
+
+  /// The replicas' weights of a placed MoE layer (hspmd-moe-placement):
+  /// every reduce-scatter (sum, rows) of a lookup by a plan's ids of a
+  /// table split along its rows over the same members (`offset` the
+  /// member's first row) becomes a fetch of the rows the member's own ids
+  /// name; every reduce-scatter (sum, rows) of the lookup's gradient (a
+  /// scatter-add by those ids, zero outside the rows they name) a sparse
+  /// reduce-scatter naming them.
+  void sparseReplicaLookups() {
+    SmallVector<hspmd::ReduceScatterOp> scatters, gradients;
+    getOperation().walk([&](hspmd::ReduceScatterOp scatter) {
+      if (scatter.getFromAttr() || scatter.getDim() != 0 ||
+          scatter.getReduction() != hspmd::ReductionKind::Sum)
+        return;
+      // The replicas' gradients, home: zero outside the rows the replicas'
+      // lookup names.
+      if (auto grad = scatter.getInput().getDefiningOp<nn::GatherGradOp>();
+          grad && grad.getDim() == 0 && fromPlan(grad.getIndices())) {
+        gradients.push_back(scatter);
+        return;
+      }
+      auto lookup = scatter.getInput().getDefiningOp<nn::EmbeddingOp>();
+      if (!lookup || !lookup.getOffset() || !lookup->hasOneUse() ||
+          !fromPlan(lookup.getIds()) ||
+          cast<RankedTensorType>(lookup.getIds().getType()).getRank() != 1)
+        return;
+      auto offset = lookup.getOffset().getDefiningOp<hspmd::AxisIndexOp>();
+      auto table = cast<RankedTensorType>(lookup.getTable().getType());
+      if (!offset || offset.getBase() != 0 ||
+          static_cast<int64_t>(offset.getStride()) != table.getDimSize(0) ||
+          offset.getAxes() != scatter.getAxes() ||
+          offset.getMesh() != scatter.getMesh())
+        return;
+      scatters.push_back(scatter);
+    });
+    for (hspmd::ReduceScatterOp scatter : scatters) {
+      auto lookup = scatter.getInput().getDefiningOp<nn::EmbeddingOp>();
+      auto table = cast<RankedTensorType>(lookup.getTable().getType());
+      auto ids = cast<RankedTensorType>(lookup.getIds().getType());
+      int64_t members = 1;
+      for (int64_t axis : scatter.getAxes())
+        members *= scatter.getMesh()[axis];
+      OpBuilder builder(scatter);
+      Location loc = scatter.getLoc();
+      auto local = hspmd::LocalSliceOp::create(
+          builder, loc, ids.clone({ids.getDimSize(0) / members}),
+          lookup.getIds(), builder.getI64IntegerAttr(0),
+          scatter.getAxesAttr(), scatter.getMeshAttr(), nullptr, nullptr);
+      copyDiscardable(scatter, local);
+      auto full = hspmd::SparseAllGatherOp::create(
+          builder, loc,
+          table.clone({table.getDimSize(0) * members, table.getDimSize(1)}),
+          lookup.getTable(), local.getResult(), scatter.getAxesAttr(),
+          scatter.getMeshAttr());
+      copyDiscardable(scatter, full);
+      auto rows = nn::EmbeddingOp::create(builder, loc, full.getResult(),
+                                          local.getResult(), Value());
+      scatter.replaceAllUsesWith(rows.getResult());
+      auto offset = lookup.getOffset().getDefiningOp<hspmd::AxisIndexOp>();
+      scatter.erase();
+      lookup.erase();
+      if (offset->use_empty())
+        offset.erase();
+    }
+    for (hspmd::ReduceScatterOp scatter : gradients) {
+      auto grad = scatter.getInput().getDefiningOp<nn::GatherGradOp>();
+      OpBuilder builder(scatter);
+      auto sparse = hspmd::SparseReduceScatterOp::create(
+          builder, scatter.getLoc(), scatter.getType(), scatter.getInput(),
+          grad.getIndices(), scatter.getAxesAttr(), scatter.getMeshAttr());
+      copyDiscardable(scatter, sparse);
+      scatter.replaceAllUsesWith(sparse.getResult());
+      scatter.erase();
+    }
+  }
+
+  /// Whether `ids` are an nn.moe_plan's (through local slices, reshapes and
+  /// broadcasts: the replicas' lookup and its gradient's indices).
+  static bool fromPlan(Value ids) {
+    while (Operation *op = ids.getDefiningOp()) {
+      if (isa<nn::MoePlanOp>(op))
+        return true;
+      if (!isa<hspmd::LocalSliceOp, nn::ReshapeOp, nn::BroadcastOp>(op))
+        return false;
+      ids = op->getOperand(0);
+    }
+    return false;
   }
 
   /// Every reduce-scatter (sum, rows) of a dispatch's buffer.

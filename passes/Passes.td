@@ -127,6 +127,42 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
   let dependentDialects = ["loom::hspmd::HSPMDDialect"];
 }
 
+def MoePlacementPass : Pass<"hspmd-moe-placement", "mlir::ModuleOp"> {
+  let summary = "Plans where MoE experts run, per micro-step, from a forecast";
+  let description = [{
+    For a function with an argument marked `nn.moe_forecast` (`tensor<rows
+    x layers x experts x i64>`, the expert counts a rollout recorded, one
+    layer per expert-parallel `nn.moe_route` in program order), every
+    route with expert blocks (`hspmd-expert-blocks`) is planned at run
+    time: an `nn.moe_plan` of its layer gives each of the `B` devices `R`
+    replica slots (the attribute's value; a unit attribute gives `E / B +
+    1`), the route puts each entry in the block of the device that serves
+    it (`nn.moe_route ... hosts`), and each grouped matmul multiplies by
+    the replicas' weights, looked up from the experts' (`nn.embedding` of
+    the weights' rows, annotated with their layout), whose layout is the
+    experts' home: master weights and optimizer state stay there, and the
+    replicas' gradients sum into them. The results do not depend on the
+    plan, only where rows are computed does (docs/moe.md). The forecast is
+    a data argument, so each micro-batch of a training step plans from its
+    own rows. Runs in `loom-training-pipeline` after `hspmd-expert-blocks`,
+    before autodiff; a function without a forecast is left alone.
+
+    ```mlir
+    func.func @f(..., %forecast: tensor<2x1x4xi64> {nn.data, nn.moe_forecast = 3 : i64})
+    // becomes, at each route:
+    %hosts, %lookup = nn.moe_plan %forecast layer = 0 devices = 2 slots = 3
+        expert_bytes = 6144 : tensor<2x1x4xi64>
+    %slots, %counts = nn.moe_route %e hosts %hosts num_experts = 4 blocks = 2
+        : tensor<8x2xi64>, tensor<6xi64>
+    ```
+
+    Errors: a forecast of the wrong type or layer count, a route with a
+    capacity, weights not split evenly along the experts, too few slots
+    for the experts, a program already differentiated.
+  }];
+  let dependentDialects = ["::loom::nn::NNDialect", "::loom::hspmd::HSPMDDialect"];
+}
+
 def ExpertBlocksPass : Pass<"hspmd-expert-blocks", "mlir::ModuleOp"> {
   let summary = "Puts MoE layers whose experts are split into expert blocks";
   let description = [{

@@ -34,6 +34,7 @@ void loom::buildTrainingPipeline(OpPassManager &pm,
                                  const TrainingOptions &options) {
   // (Expert blocks before autodiff, which carries them to the backward.)
   pm.addPass(createExpertBlocksPass());
+  pm.addPass(createMoePlacementPass());
   pm.addPass(createTrainingStepPass(options.getTrainingStepOptions()));
   pm.addPass(createCSEPass());
 }

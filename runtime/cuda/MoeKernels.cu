@@ -357,9 +357,14 @@ void loom::cuda::topk(int64_t *result, Shape resultShape, const double *input,
 
 void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
-                           Shape expertsShape, int64_t blocks,
+                           Shape expertsShape, const int64_t *hosts,
+                           Shape, int64_t blocks,
                            int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
+  // (nn.moe_plan has no CUDA kernel, so no emitted program routes by a
+  // placement on this target yet.)
+  LOOM_CUDA_CHECK(hosts == nullptr, kernel,
+                  "routing by a placement (hosts) is not supported on CUDA");
   checkValid(kernel, "the experts", expertsShape);
   LOOM_CUDA_CHECK(expertsShape.rank == 2 && num_experts >= 1, kernel,
                   "experts of rank %lld and %lld experts",

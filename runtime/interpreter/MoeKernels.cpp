@@ -16,6 +16,7 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "runtime/moe/Blocks.h"
+#include "runtime/moe/Placement.h"
 
 #include <algorithm>
 #include <cmath>
@@ -74,48 +75,57 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
                             << formatShape(experts.getShape())
                             << " must have rank 2";
   int64_t numExperts = static_cast<int64_t>(op.getNumExperts());
-  int64_t entries = experts.getNumElements();
-  // (An absent capacity: dropless. The experts are read as integers: a
-  // double would round indices above 2^53.)
-  int64_t capacity = op.getCapacity() ? static_cast<int64_t>(*op.getCapacity())
-                                      : INT64_MAX;
+  // (The experts are read as integers: a double would round indices above
+  // 2^53.)
   if (experts.getKind() != ElementKind::I64)
     return call.emitError() << "nn.moe_route: the experts must be i64";
-  const int64_t *expert = experts.data<int64_t>();
+  const int64_t *hosts = nullptr;
+  int64_t hostCount = 0;
+  if (op.getHosts()) {
+    const Tensor &placement = call.operand(1);
+    if (placement.getKind() != ElementKind::I64 || placement.getRank() != 1)
+      return call.emitError() << "nn.moe_route: hosts must be i64 of rank 1";
+    hosts = placement.data<int64_t>();
+    hostCount = placement.getNumElements();
+  }
   // (Both results made before they are added: adding one may move the
   // other.)
-  Tensor slotsTensor(ElementKind::I64, experts.getShape()),
-      countsTensor(ElementKind::I64, {numExperts});
-  Tensor *slots = &slotsTensor, *counts = &countsTensor;
-  // Each expert's kept entries, in order, then the buffer rows.
-  std::vector<int64_t> kept(static_cast<size_t>(numExperts), 0);
-  std::vector<int64_t> rank(static_cast<size_t>(entries), -1);
-  for (int64_t i = 0; i < entries; ++i) {
-    int64_t e = expert[i];
-    if (e < 0 || e >= numExperts || kept[e] >= capacity)
-      continue;
-    rank[i] = kept[e]++;
-  }
-  // Each block's experts from the block's first row (one block: row 0).
-  int64_t blocks = static_cast<int64_t>(op.getBlocks());
-  if (blocks < 1 || numExperts % blocks != 0)
-    return call.emitError() << "nn.moe_route: blocks = " << blocks
-                            << " does not divide the " << numExperts
-                            << " experts";
-  int64_t perBlock = numExperts / blocks;
-  int64_t blockRows = loom::moe::blockRows(
-      entries, numExperts, blocks,
-      op.getCapacity() ? static_cast<int64_t>(*op.getCapacity()) : 0);
-  std::vector<int64_t> start(static_cast<size_t>(numExperts), 0);
-  for (int64_t e = 0; e < numExperts; ++e)
-    start[e] = e % perBlock == 0 ? (e / perBlock) * blockRows
-                                 : start[e - 1] + kept[e - 1];
-  for (int64_t i = 0; i < entries; ++i) {
-    slots->data<int64_t>()[i] = rank[i] < 0 ? -1 : start[expert[i]] + rank[i];
-  }
-  std::copy(kept.begin(), kept.end(), counts->data<int64_t>());
-  call.addResult(std::move(slotsTensor));
-  call.addResult(std::move(countsTensor));
+  Tensor slots(ElementKind::I64, experts.getShape()),
+      counts(ElementKind::I64, {hosts ? hostCount : numExperts});
+  std::string error = loom::moe::routeEntries(
+      experts.data<int64_t>(), experts.getNumElements(), numExperts,
+      op.getCapacity() ? static_cast<int64_t>(*op.getCapacity()) : 0,
+      static_cast<int64_t>(op.getBlocks()), hosts, hostCount,
+      slots.data<int64_t>(), counts.data<int64_t>());
+  if (!error.empty())
+    return call.emitError() << "nn.moe_route: " << error;
+  call.addResult(std::move(slots));
+  call.addResult(std::move(counts));
+  return success();
+}
+
+/// nn.moe_plan: Loom's planner over the forecast's rows of the layer, the
+/// experts' home placement as the previous one.
+LogicalResult moePlanKernel(nn::MoePlanOp op, KernelCall &call) {
+  const Tensor &forecast = call.operand(0);
+  if (forecast.getKind() != ElementKind::I64 || forecast.getRank() != 3)
+    return call.emitError() << "nn.moe_plan: the forecast must be i64 of "
+                            << "rank 3, got shape "
+                            << formatShape(forecast.getShape());
+  int64_t devices = static_cast<int64_t>(op.getDevices()),
+          slots = static_cast<int64_t>(op.getSlots());
+  Tensor hosts(ElementKind::I64, {devices * slots}),
+      lookup(ElementKind::I64, {devices * slots});
+  std::string error = loom::moe::planFromForecast(
+      forecast.data<int64_t>(), forecast.getShape()[0], forecast.getShape()[1],
+      forecast.getShape()[2], static_cast<int64_t>(op.getLayer()), devices,
+      slots, static_cast<int64_t>(op.getNodes()),
+      static_cast<int64_t>(op.getExpertBytes()), hosts.data<int64_t>(),
+      lookup.data<int64_t>());
+  if (!error.empty())
+    return call.emitError() << "nn.moe_plan: " << error;
+  call.addResult(std::move(hosts));
+  call.addResult(std::move(lookup));
   return success();
 }
 
@@ -360,6 +370,7 @@ LogicalResult groupedMatmulGradKernel(nn::GroupedMatmulGradOp op,
 void loom::interp::registerMoeKernels(KernelRegistry &registry) {
   registry.add(topkKernel);
   registry.add(moeRouteKernel);
+  registry.add(moePlanKernel);
   registry.add(moeDispatchKernel, /*computesBf16InF32=*/true);
   registry.add(moeCombineKernel, /*computesBf16InF32=*/true);
   registry.add(moeSlotDotKernel, /*computesBf16InF32=*/true);

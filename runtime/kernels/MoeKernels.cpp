@@ -14,6 +14,7 @@
 #include "runtime/kernels/Blas.h"
 #include "runtime/kernels/KernelSupport.h"
 #include "runtime/moe/Blocks.h"
+#include "runtime/moe/Placement.h"
 
 #include <algorithm>
 #include <climits>
@@ -304,7 +305,8 @@ void loom::host::topk(int64_t *result, Shape resultShape, const double *input,
 
 void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
-                           Shape expertsShape, int64_t blocks,
+                           Shape expertsShape, const int64_t *hosts,
+                           Shape hostsShape, int64_t blocks,
                            int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
   checkValid(kernel, "the experts", expertsShape);
@@ -314,35 +316,41 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                   formatShape(expertsShape, 0),
                   static_cast<long long>(num_experts));
   checkShape(kernel, "the slots", slotsShape, expertsShape);
-  checkShape(kernel, "the counts", countsShape, Shape{num_experts});
-  int64_t entries = expertsShape.numElements();
-  // (An absent capacity: dropless.)
-  int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
-  LOOM_HOST_CHECK(limit >= 1, kernel, "a capacity of %lld",
-                  static_cast<long long>(capacity));
-  std::fill(counts, counts + num_experts, int64_t{0});
-  // Each entry's rank within its expert, then the experts' starts.
-  for (int64_t i = 0; i < entries; ++i) {
-    int64_t e = experts[i];
-    if (e < 0 || e >= num_experts || counts[e] >= limit) {
-      slots[i] = -1;
-      continue;
-    }
-    slots[i] = counts[e]++;
+  int64_t hostCount = 0;
+  if (hosts) {
+    checkValid(kernel, "the hosts", hostsShape);
+    LOOM_HOST_CHECK(hostsShape.rank == 1, kernel,
+                    "hosts of shape %s must have rank 1",
+                    formatShape(hostsShape, 0));
+    hostCount = hostsShape.numElements();
   }
-  LOOM_HOST_CHECK(blocks >= 1 && num_experts % blocks == 0, kernel,
-                  "blocks = %lld does not divide the %lld experts",
-                  static_cast<long long>(blocks),
-                  static_cast<long long>(num_experts));
-  // Each block's experts from the block's first row (one block: row 0).
-  int64_t perBlock = num_experts / blocks;
-  int64_t blockRows = moe::blockRows(
-      entries, num_experts, blocks, capacity == INT64_MIN ? 0 : capacity);
-  std::vector<int64_t> start(static_cast<size_t>(num_experts), 0);
-  for (int64_t e = 0; e < num_experts; ++e)
-    start[e] = e % perBlock == 0 ? (e / perBlock) * blockRows
-                                 : start[e - 1] + counts[e - 1];
-  for (int64_t i = 0; i < entries; ++i)
-    if (slots[i] >= 0)
-      slots[i] += start[experts[i]];
+  checkShape(kernel, "the counts", countsShape,
+             Shape{hosts ? hostCount : num_experts});
+  // (An absent capacity: dropless.)
+  LOOM_HOST_CHECK(capacity == INT64_MIN || capacity >= 1, kernel,
+                  "a capacity of %lld", static_cast<long long>(capacity));
+  std::string error = moe::routeEntries(
+      experts, expertsShape.numElements(), num_experts,
+      capacity == INT64_MIN ? 0 : capacity, blocks, hosts, hostCount, slots,
+      counts);
+  LOOM_HOST_CHECK(error.empty(), kernel, "%s", error.c_str());
+}
+
+void loom::host::moe_plan(int64_t *hosts, Shape hostsShape, int64_t *lookup,
+                          Shape lookupShape, const int64_t *forecast,
+                          Shape forecastShape, int64_t devices,
+                          int64_t expertBytes, int64_t layer, int64_t nodes,
+                          int64_t slots) {
+  const char *kernel = "moe_plan";
+  checkValid(kernel, "the forecast", forecastShape);
+  LOOM_HOST_CHECK(forecastShape.rank == 3, kernel,
+                  "a forecast of shape %s must have rank 3",
+                  formatShape(forecastShape, 0));
+  checkShape(kernel, "the hosts", hostsShape, Shape{devices * slots});
+  checkShape(kernel, "the lookup", lookupShape, Shape{devices * slots});
+  std::string error = moe::planFromForecast(
+      forecast, forecastShape.dims[0], forecastShape.dims[1],
+      forecastShape.dims[2], layer, devices, slots, nodes, expertBytes, hosts,
+      lookup);
+  LOOM_HOST_CHECK(error.empty(), kernel, "%s", error.c_str());
 }

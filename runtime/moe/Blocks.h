@@ -83,6 +83,80 @@ inline GroupRows groupRows(const int64_t *counts, int64_t experts,
   return groups;
 }
 
+/// nn.moe_route (docs/generated/nn.md): each of the `entries` choices
+/// `experts` (row-major) gets a buffer row in `slots` (-1: dropped) and
+/// each group its rows in `counts`. Without `hosts` the groups are the
+/// `numExperts` experts in `blocks` blocks; with them the `hostCount`
+/// replica slots (`hostCount / blocks` a block, entry p the expert of slot
+/// p, outside [0, numExperts) an empty one), each expert's kept entries
+/// split evenly among its replicas in slot order. `capacity < 1`: none.
+/// Returns what is wrong (empty: nothing): blocks that do not divide the
+/// groups, an expert with entries and no replica, or (never for valid
+/// attributes) a block overfilled.
+inline std::string routeEntries(const int64_t *experts, int64_t entries,
+                                int64_t numExperts, int64_t capacity,
+                                int64_t blocks, const int64_t *hosts,
+                                int64_t hostCount, int64_t *slots,
+                                int64_t *counts) {
+  int64_t groups = hosts ? hostCount : numExperts;
+  if (blocks < 1 || groups % blocks != 0)
+    return "blocks = " + std::to_string(blocks) + " does not divide the " +
+           std::to_string(groups) + (hosts ? " replica slots" : " experts");
+  int64_t limit = capacity < 1 ? INT64_MAX : capacity;
+  // Each entry's rank among its expert's kept entries.
+  std::vector<int64_t> kept(static_cast<size_t>(numExperts), 0);
+  for (int64_t i = 0; i < entries; ++i) {
+    int64_t e = experts[i];
+    slots[i] = e < 0 || e >= numExperts || kept[e] >= limit ? -1 : kept[e]++;
+  }
+  // Each group's rows: an expert's own count, or a replica's even share.
+  std::vector<std::vector<int64_t>> replicas(
+      static_cast<size_t>(hosts ? numExperts : 0));
+  for (int64_t p = 0; hosts && p < hostCount; ++p)
+    if (hosts[p] >= 0 && hosts[p] < numExperts)
+      replicas[hosts[p]].push_back(p);
+  for (int64_t g = 0; g < groups; ++g)
+    counts[g] = hosts ? 0 : kept[g];
+  for (int64_t e = 0; hosts && e < numExperts; ++e) {
+    auto r = static_cast<int64_t>(replicas[e].size());
+    if (r == 0 && kept[e] > 0)
+      return "expert " + std::to_string(e) + " has " +
+             std::to_string(kept[e]) + " entries but no replica in the " +
+             std::to_string(hostCount) + " slots of the placement";
+    for (int64_t i = 0; i < r; ++i)
+      counts[replicas[e][i]] = kept[e] / r + (i < kept[e] % r ? 1 : 0);
+  }
+  int64_t perBlock = groups / blocks;
+  int64_t blockRowsOf = blockRows(entries, groups, blocks, capacity);
+  std::vector<int64_t> start(static_cast<size_t>(groups), 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    start[g] = g % perBlock == 0 ? (g / perBlock) * blockRowsOf
+                                 : start[g - 1] + counts[g - 1];
+    if (start[g] + counts[g] > (g / perBlock + 1) * blockRowsOf)
+      return "the entries overfill block " + std::to_string(g / perBlock) +
+             " of " + std::to_string(blockRowsOf) + " rows";
+  }
+  for (int64_t i = 0; i < entries; ++i) {
+    if (slots[i] < 0)
+      continue;
+    int64_t e = experts[i], rank = slots[i];
+    if (!hosts) {
+      slots[i] = start[e] + rank;
+      continue;
+    }
+    // The replica whose share holds this rank: the first kept % r shares
+    // are one longer.
+    auto r = static_cast<int64_t>(replicas[e].size());
+    int64_t share = kept[e] / r, longer = kept[e] % r;
+    int64_t i0 = rank < longer * (share + 1)
+                     ? rank / (share + 1)
+                     : longer + (rank - longer * (share + 1)) / share;
+    int64_t first = i0 * share + std::min(i0, longer);
+    slots[i] = start[replicas[e][i0]] + rank - first;
+  }
+  return {};
+}
+
 } // namespace loom::moe
 
 #endif // LOOM_RUNTIME_MOE_BLOCKS_H

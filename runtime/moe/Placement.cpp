@@ -2517,3 +2517,43 @@ absl::Status loom::moe::validatePlacement(const Cluster &cluster,
     return broken("the maximum load is below the lower bound");
   return absl::OkStatus();
 }
+
+std::string loom::moe::planFromForecast(const int64_t *forecast, int64_t rows,
+                                        int64_t layers, int64_t experts,
+                                        int64_t layer, int64_t devices,
+                                        int64_t slots, int64_t nodes,
+                                        int64_t expertBytes, int64_t *hosts,
+                                        int64_t *lookup) {
+  std::string where = "layer " + std::to_string(layer) + ": ";
+  if (rows < 0 || layers < 1 || experts < 1 || layer < 0 || layer >= layers ||
+      devices < 1 || experts % devices != 0)
+    return where + "a forecast of " + std::to_string(rows) + " x " +
+           std::to_string(layers) + " x " + std::to_string(experts) +
+           " for " + std::to_string(devices) +
+           " devices (which must divide the experts)";
+  Cluster cluster;
+  cluster.topology = {nodes, devices, slots};
+  cluster.cost.expertBytes = static_cast<double>(expertBytes);
+  LayerInput input;
+  input.tokens.assign(static_cast<size_t>(experts), 0.0);
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t e = 0; e < experts; ++e) {
+      int64_t count = forecast[(m * layers + layer) * experts + e];
+      if (count < 0)
+        return where + "the forecast gives expert " + std::to_string(e) +
+               " a negative count (" + std::to_string(count) + ") in row " +
+               std::to_string(m);
+      input.tokens[e] += static_cast<double>(count);
+    }
+  int64_t home = experts / devices;
+  for (int64_t e = 0; e < experts; ++e)
+    input.previous.push_back({e, e / home});
+  absl::StatusOr<Placement> plan = planPlacement(cluster, input);
+  if (!plan.ok())
+    return where + std::string(plan.status().message());
+  for (int64_t p = 0; p < devices * slots; ++p) {
+    hosts[p] = plan->physicalToLogical[p];
+    lookup[p] = hosts[p] >= 0 ? hosts[p] : (p / slots) * home;
+  }
+  return {};
+}

@@ -21,15 +21,15 @@ func.func @step(%s: tensor<16x4xf32> {nn.data})
 }
 
 // CHECK: call_opaque "loom.kernel.topk"(%0, %1) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{16, 4}">, 2]} : (!emitc.ptr<i64>, !emitc.ptr<f32>) -> ()
-// CHECK: call_opaque "loom.kernel.moe_route"(%2, %3, %4) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, 1, #emitc.opaque<"loom::kAbsent">, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
-// CHECK: call_opaque "loom.kernel.moe_route"(%5, %6, %7) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, 1, 3, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
+// CHECK: call_opaque "loom.kernel.moe_route"(%2, %3, %4) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 1, #emitc.opaque<"loom::kAbsent">, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
+// CHECK: call_opaque "loom.kernel.moe_route"(%5, %6, %7) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 1, 3, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
 
 // CPP: loom::host::topk(result_0, {16, 2}, s, {16, 4}, 2);
-// CPP: loom::host::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, 1, loom::kAbsent, 4);
-// CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, 1, 3, 4);
+// CPP: loom::host::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
+// CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, nullptr, {}, 1, 3, 4);
 
 // CUDA: loom::cuda::topk(result_0, {16, 2}, s, {16, 4}, 2);
-// CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, 1, loom::kAbsent, 4);
+// CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
 
 // The buffer ops: an absent weights operand is a null pointer with an
 // empty shape, the counts an int64_t buffer, an absent transpose_rhs
@@ -77,8 +77,25 @@ func.func @blocked(%e: tensor<16x2xi64> {nn.data}, %x: tensor<16x8xf32> {nn.data
   return %h, %g : tensor<64x12xf32>, tensor<4x8x12xf32>
 }
 
-// BCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, 2, loom::kAbsent, 4);
+// BCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
 // BCPP: loom::host::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
 // BCPP: loom::host::grouped_matmul_grad(result_1, {4, 8, 12}, {{.*}}, {64, 8}, result_0, {64, 12}, {{.*}}, {4}, 2);
-// BCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, 2, loom::kAbsent, 4);
+// BCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
 // BCUDA: loom::cuda::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
+
+// Placement per micro-step: nn.moe_plan is a host kernel (the planner runs
+// in every rank) with its attributes in name order; the route takes the
+// plan's hosts. The CUDA target has no kernel for the plan and says so.
+// RUN: loom-translate --loom-to-host-cpp --loom-entry placed %s | FileCheck %s --check-prefix=PCPP
+// RUN: not loom-translate --loom-to-cuda-cpp --loom-entry placed %s 2>&1 | FileCheck %s --check-prefix=PCUDA
+
+func.func @placed(%e: tensor<16x2xi64> {nn.data}, %f: tensor<4x1x4xi64> {nn.data})
+    -> (tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>) {
+  %hosts, %lookup = nn.moe_plan %f layer = 0 devices = 2 slots = 3 expert_bytes = 1024 : tensor<4x1x4xi64>
+  %slots, %counts = nn.moe_route %e hosts %hosts num_experts = 4 blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
+  return %slots, %counts, %lookup : tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>
+}
+
+// PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
+// PCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
+// PCUDA: error: {{.*}}nn.moe_plan{{.*}}

@@ -159,6 +159,13 @@ def main():
     ap.add_argument("--batch", type=int, default=0,
                     help="the GPT-mini with this batch instead of 8 (every "
                          "tensor<8x...> and the normaliser rescaled)")
+    ap.add_argument("--forecast", type=int, default=0,
+                    help="give the model a forecast argument (after "
+                         "%%targets; one row a sequence, one layer a "
+                         "route) with this many replica slots a device, so "
+                         "that its expert-parallel layers are placed per "
+                         "micro-step (hspmd-moe-placement); the reference "
+                         "takes the same argument unplanned")
     ap.add_argument("--tolerance", type=float, default=1e-10)
     ap.add_argument("--vocab", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
@@ -208,18 +215,25 @@ def main():
         if not done:
             sys.exit(f"error: no value %{name} in the model")
         text = "\n".join(out)
+    options = f"optimizer={args.optimizer} lr=1e-2 {args.train_options}"
+    # The reference's forward: the same, but an unplanned forecast.
+    reference_forward = text
+    if args.forecast:
+        text, reference_forward = add_forecast(text, args.forecast)
     forward = os.path.join(args.work_dir, "forward.mlir")
     with open(forward, "w") as f:
         f.write(text)
     stepped = os.path.join(args.work_dir, "step.mlir")
-    options = f"optimizer={args.optimizer} lr=1e-2 {args.train_options}"
     run([args.opt, forward, f"--loom-training-pipeline={options}", "-o",
          stepped])
     # The reference: the training step before any partitioning pass, on
     # the whole batch at once.
     reference = os.path.join(args.work_dir, "reference.mlir")
     whole = re.sub(r"\bmicro-batches=\d+", "", options)
-    run([args.opt, forward, f"--loom-training-pipeline={whole}", "-o",
+    unplanned = os.path.join(args.work_dir, "reference-forward.mlir")
+    with open(unplanned, "w") as f:
+        f.write(reference_forward)
+    run([args.opt, unplanned, f"--loom-training-pipeline={whole}", "-o",
          reference])
     with open(reference) as f:
         reference_text = f.read()
@@ -385,6 +399,35 @@ def fresh(path):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
     return path
+
+
+def add_forecast(text, slots):
+    """The model with a forecast argument after %targets (sequences x
+    layers x experts, i64: drawn like any integer data, so a forecast unrelated to
+    the routing) marked for placement, and the same without the mark."""
+    routes = re.findall(r"nn\.moe_route \S+ num_experts = (\d+)", text)
+    if not routes:
+        sys.exit("error: --forecast needs a model with nn.moe_route")
+    # One row a sequence: a micro-batch plans from the sum of its rows.
+    rows = re.search(r"%tokens: tensor<(\d+)x", text)
+    if not rows:
+        sys.exit("error: --forecast needs a %tokens argument")
+    ttype = f"tensor<{rows.group(1)}x{len(routes)}x{routes[0]}xi64>"
+    # After %targets's attributes (balanced braces: layouts hold some).
+    at = text.find("%targets: tensor<")
+    brace = text.find("{", at)
+    if at < 0 or brace < 0:
+        sys.exit("error: --forecast needs a %targets argument")
+    depth, end = 0, brace
+    while True:
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        end += 1
+        if depth == 0:
+            break
+    head, tail = text[:end] + ", %forecast: " + ttype, text[end:]
+    planned = head + f" {{nn.data, nn.moe_forecast = {slots} : i64}}" + tail
+    plain = head + " {nn.data}" + tail
+    return planned, plain
 
 
 def train_on(args, lowered, step, target):

@@ -41,15 +41,19 @@ BLOCK_PARAMS = ("ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b",
                 "router", "w1", "w2")
 SIZES = (("batch", 8), ("seq", 16), ("vocab", 64), ("width", 32),
          ("heads", 4), ("layers", 2), ("ffn", 128), ("experts", 4),
-         ("topk", 2), ("expert_blocks", 1))
+         ("topk", 2), ("expert_blocks", 1), ("aux", 1))
 
 __all__ = ["init_params", "synthetic_batch"]
 
 
 class Config(dense.Config):
     def __init__(self, batch=8, seq=16, vocab=64, width=32, heads=4,
-                 layers=2, ffn=128, experts=4, topk=2, expert_blocks=1):
+                 layers=2, ffn=128, experts=4, topk=2, expert_blocks=1,
+                 aux=1):
         super().__init__(batch, seq, vocab, width, heads, layers, ffn)
+        # aux = 0: no load-balancing loss (a step split into micro-batches
+        # cannot have one: f_e P_e is not a sum over the tokens).
+        self.aux = aux
         assert 1 <= topk <= experts and experts % expert_blocks == 0
         self.experts, self.topk = experts, topk
         # The program's expert blocks (nn.moe_route ... blocks = B, for
@@ -60,6 +64,8 @@ class Config(dense.Config):
         text = super().describe() + f" experts {self.experts} top-{self.topk}"
         if self.expert_blocks > 1:
             text += f" in {self.expert_blocks} blocks"
+        if not self.aux:
+            text += ", no load-balancing loss"
         return text
 
     def param_shapes(self):
@@ -108,7 +114,7 @@ def moe(cfg, h, router, w1, w2):
         per_expert.append((tok, j, m1, g, out))
     counts = np.bincount(chosen.reshape(-1), minlength=cfg.experts)
     f = counts / float(chosen.size)
-    aux = ALPHA * cfg.experts * float((f * probs.mean(0)).sum())
+    aux = ALPHA * cfg.experts * float((f * probs.mean(0)).sum()) * cfg.aux
     return y, aux, (h, probs, chosen, gates, f, per_expert)
 
 
@@ -129,7 +135,8 @@ def moe_back(cfg, dy, daux, router, w1, w2, cache):
     dprobs = np.zeros_like(probs)
     np.put_along_axis(dprobs, chosen, dgates, 1)
     # aux = alpha * E * sum_e f_e * mean_t probs[t, e]
-    dprobs += daux * ALPHA * cfg.experts * f[None, :] / probs.shape[0]
+    dprobs += (daux * ALPHA * cfg.experts * cfg.aux * f[None, :] /
+               probs.shape[0])
     dlogits = probs * (dprobs - (dprobs * probs).sum(-1, keepdims=True))
     dhr, drouter = linear_back(dlogits, h, router)
     return dh + dhr, drouter, dw1, dw2
@@ -227,6 +234,10 @@ def moe_mlp_text(cfg, t, p, v, h2):
         f"{v}y = nn.moe_combine {v}eo, {v}slots weights {v}gates : "
         f"{t(N, W)}, {i(T, K)}, {t(T, K)}",
         f"{v}ya = nn.reshape {v}y : {flat} to {act}",
+    ]
+    if not cfg.aux:
+        return lines, f"{v}ya", None
+    lines += [
         # alpha * E * sum_e f_e P_e
         f"{v}routed = nn.cast {v}counts : {i(E)} to {t(E)}",
         f"{v}f = nn.div {v}routed, %entries : {t(E)}, {t()}",
@@ -247,4 +258,5 @@ def module_text(cfg, et="f32", name=NAME):
         cfg, et, name, mlp=moe_mlp_text,
         prelude=lambda t: [
             f"%entries = nn.fill {float(cfg.tokens * cfg.topk):e} : {t()}",
-            f"%aux_scale = nn.fill {ALPHA * cfg.experts:e} : {t()}"])
+            f"%aux_scale = nn.fill {ALPHA * cfg.experts:e} : {t()}"]
+        if cfg.aux else [])

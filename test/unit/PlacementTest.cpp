@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/moe/Blocks.h"
 #include "runtime/moe/Placement.h"
 
 #include <gtest/gtest.h>
@@ -738,3 +739,78 @@ TEST(PlacementTest, EdgeShapes) {
 }
 
 } // namespace
+
+// nn.moe_route ... hosts: entries split evenly among an expert's replicas
+// in slot order, one block a device, the replicas' rows after one another.
+TEST(PlacementTest, RouteByPlacement) {
+  // 6 tokens x top-2: expert 0 has 5 entries, 1 has 3, 2 has 2, 3 has 2.
+  const int64_t experts[] = {0, 1, 0, 2, 0, 1, 0, 3, 1, 2, 0, 3};
+  // Device 0: experts 0, 1 (and an empty slot); device 1: 0, 2, 3.
+  const int64_t hosts[] = {0, 1, -1, 0, 2, 3};
+  int64_t slots[12], counts[6];
+  ASSERT_EQ(routeEntries(experts, 12, 4, 0, 2, hosts, 6, slots, counts),
+            "");
+  // Expert 0's 5 entries: 3 to its first replica, 2 to its second.
+  EXPECT_EQ(std::vector<int64_t>(counts, counts + 6),
+            (std::vector<int64_t>{3, 3, 0, 2, 2, 2}));
+  // Blocks of 12 rows: device 0 rows 0-2 (expert 0), 3-5 (expert 1);
+  // device 1 from row 12: 12-13 (expert 0), 14-15 (2), 16-17 (3).
+  EXPECT_EQ(std::vector<int64_t>(slots, slots + 12),
+            (std::vector<int64_t>{0, 3, 1, 14, 2, 4, 12, 16, 5, 15, 13, 17}));
+  // Without a placement the same routing groups by expert in 2 blocks.
+  int64_t plain[12], perExpert[4];
+  ASSERT_EQ(routeEntries(experts, 12, 4, 0, 2, nullptr, 0, plain,
+                              perExpert),
+            "");
+  EXPECT_EQ(std::vector<int64_t>(perExpert, perExpert + 4),
+            (std::vector<int64_t>{5, 3, 2, 2}));
+  EXPECT_EQ(std::vector<int64_t>(plain, plain + 12),
+            (std::vector<int64_t>{0, 5, 1, 12, 2, 6, 3, 14, 7, 13, 4, 15}));
+  // An expert with entries and no replica, and blocks that do not divide.
+  const int64_t partial[] = {0, 1, -1, 0, 2, 2};
+  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 2, partial, 6, slots, counts),
+            "expert 3 has 2 entries but no replica in the 6 slots of the "
+            "placement");
+  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 4, hosts, 6, slots, counts),
+            "blocks = 4 does not divide the 6 replica slots");
+  // A capacity of 2: expert 0 keeps 2 (one a replica), blocks of 2 x 3.
+  ASSERT_EQ(routeEntries(experts, 12, 4, 2, 2, hosts, 6, slots, counts),
+            "");
+  EXPECT_EQ(std::vector<int64_t>(counts, counts + 6),
+            (std::vector<int64_t>{1, 2, 0, 1, 2, 2}));
+  EXPECT_EQ(slots[4], -1);
+}
+
+// nn.moe_plan: the rows of the layer summed, the home placement as the
+// previous one, empty slots looked up at home.
+TEST(PlacementTest, PlanFromForecast) {
+  // 2 rows x 2 layers x 4 experts; layer 1 sums to [40, 2, 1, 1].
+  const int64_t forecast[] = {1, 1, 1, 1, 30, 1, 0, 1,   // row 0
+                              1, 1, 1, 1, 10, 1, 1, 0};  // row 1
+  int64_t hosts[6], lookup[6];
+  ASSERT_EQ(planFromForecast(forecast, 2, 2, 4, 1, 2, 3, 1, 0, hosts,
+                                  lookup),
+            "");
+  // The plan is the library's for the summed tokens.
+  Cluster cluster;
+  cluster.topology = {1, 2, 3};
+  LayerInput layer;
+  layer.tokens = {40, 2, 1, 1};
+  layer.previous = {{0, 0}, {1, 0}, {2, 1}, {3, 1}};
+  absl::StatusOr<Placement> plan = planPlacement(cluster, layer);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(std::vector<int64_t>(hosts, hosts + 6), plan->physicalToLogical);
+  // Expert 0 is replicated on both devices (its 40 tokens dominate).
+  EXPECT_EQ(std::count(hosts, hosts + 6, 0), 2);
+  for (int64_t p = 0; p < 6; ++p)
+    EXPECT_EQ(lookup[p], hosts[p] >= 0 ? hosts[p] : (p / 3) * 2) << p;
+  // Bad forecasts name the layer.
+  const int64_t negative[] = {1, -2, 1, 1};
+  EXPECT_EQ(planFromForecast(negative, 1, 1, 4, 0, 2, 3, 1, 0, hosts,
+                                  lookup),
+            "layer 0: the forecast gives expert 1 a negative count (-2) in "
+            "row 0");
+  EXPECT_NE(planFromForecast(forecast, 2, 2, 4, 0, 3, 3, 1, 0, hosts,
+                                  lookup),
+            "");
+}

@@ -120,6 +120,18 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
              << "' must be a non-empty string, got " << attr.getValue();
     return success();
   }
+  // The expert counts a rollout recorded (hspmd-moe-placement), with the
+  // replica slots of a device or nothing.
+  if (name == "nn.moe_forecast") {
+    auto slots = dyn_cast<IntegerAttr>(attr.getValue());
+    if (isa<UnitAttr>(attr.getValue()) || (slots && slots.getInt() > 0))
+      return success();
+    return op->emitOpError()
+           << "argument #" << argIndex << " attribute '" << name
+           << "' must be a positive integer (replica slots a device) or "
+              "unit, got "
+           << attr.getValue();
+  }
   if (isResultRoleAttr(name))
     return op->emitOpError()
            << "carries '" << name << "' on argument #" << argIndex
@@ -128,8 +140,8 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError()
            << "has unknown nn argument attribute '" << name << "' on argument #"
            << argIndex
-           << " (expected 'nn.param', 'nn.data', 'nn.state', 'nn.step' or "
-              "'nn.name')";
+           << " (expected 'nn.param', 'nn.data', 'nn.state', 'nn.step', "
+              "'nn.name' or 'nn.moe_forecast')";
   bool isState = name == getStateAttrName();
   if (isState && !isa<IntegerAttr>(attr.getValue()))
     return op->emitOpError()

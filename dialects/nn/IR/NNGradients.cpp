@@ -833,6 +833,11 @@ LogicalResult MoeRouteOp::buildGradients(OpBuilder &, ArrayRef<Value>,
   return noGradients(getOperation(), operandGrads);
 }
 
+LogicalResult MoePlanOp::buildGradients(OpBuilder &, ArrayRef<Value>,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  return noGradients(getOperation(), operandGrads);
+}
+
 /// The static row count of `buffer` (dimension 0), or an error on `op`: the
 /// dispatch that is the gradient of a combine or slot dot needs it.
 static FailureOr<int64_t> staticRows(Operation *op, Value buffer) {

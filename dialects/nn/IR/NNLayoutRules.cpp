@@ -914,8 +914,28 @@ FactorRule MoeRouteOp::getFactorRule() {
   counts.push_back(
       {rule.addFactor(shapeOf(getCounts())[0], kReplicated)});
   rule.addOperand(std::move(in));
+  if (Value hosts = getHosts()) {
+    TensorFactors placement;
+    placement.push_back({rule.addFactor(shapeOf(hosts)[0], kReplicated)});
+    rule.addOperand(std::move(placement));
+  }
   rule.addResult(std::move(slots));
   rule.addResult(std::move(counts));
+  return rule;
+}
+
+/// Replicated: a plan reads every row and layer of the forecast (every
+/// rank makes the same one).
+FactorRule MoePlanOp::getFactorRule() {
+  FactorRule rule;
+  TensorFactors in, hosts, lookup;
+  for (int64_t size : shapeOf(getForecast()))
+    in.push_back({rule.addFactor(size, kReplicated)});
+  hosts.push_back({rule.addFactor(shapeOf(getHosts())[0], kReplicated)});
+  lookup.push_back({rule.addFactor(shapeOf(getLookup())[0], kReplicated)});
+  rule.addOperand(std::move(in));
+  rule.addResult(std::move(hosts));
+  rule.addResult(std::move(lookup));
   return rule;
 }
 

@@ -368,8 +368,11 @@ int64_t MoeRouteOp::getBlockRows() {
   if (!type.hasStaticShape())
     return ShapedType::kDynamic;
   std::optional<uint64_t> capacity = getCapacity();
-  return moe::blockRows(type.getNumElements(),
-                        static_cast<int64_t>(getNumExperts()), getBlocks(),
+  // (With hosts, the groups of a block are its replicas.)
+  int64_t groups = cast<ShapedType>(getCounts().getType()).getDimSize(0);
+  if (ShapedType::isDynamic(groups))
+    return ShapedType::kDynamic;
+  return moe::blockRows(type.getNumElements(), groups, getBlocks(),
                         capacity ? static_cast<int64_t>(*capacity) : 0);
 }
 

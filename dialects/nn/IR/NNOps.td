@@ -1041,26 +1041,50 @@ def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
     %slots, %counts = nn.moe_route %experts num_experts = 4
         : tensor<16x2xi64>
     // %slots : tensor<16x2xi64>, %counts : tensor<4xi64>
-    %slots, %counts = nn.moe_route %experts num_experts = 4 capacity = 6
-        : tensor<16x2xi64>
     // Two blocks of 32 rows: experts 0 and 1 from row 0, 2 and 3 from 32.
     %slots, %counts = nn.moe_route %experts num_experts = 4 blocks = 2
         : tensor<16x2xi64>
     ```
 
+    With `hosts` (a placement, as `nn.moe_plan` makes it), the blocks are
+    devices and the buffer's groups are replicas rather than experts:
+    `hosts` holds `B * R` entries, `R` replica slots a device, entry `p`
+    the expert whose replica device `p / R` holds in slot `p % R` (outside
+    `[0, num_experts)`: an empty slot). Expert `e`'s kept entries, in
+    order, are split evenly among its replicas in slot order (the first
+    `c mod r` replicas take one more of its `c` entries than the others),
+    block `b` holds its replicas' entries from row `b * S` on, replica
+    after replica, and `counts` (of `B * R` entries) gives each replica's
+    rows, zero for an empty slot. `S` is then `T * k`, or `min(T * k, C *
+    R)` with a capacity. An expert with entries but no replica is an error
+    at run time. Which devices serve which entries never changes what a
+    grouped matmul of the replicas' weights computes, only where.
+
+    ```mlir
+    %slots, %counts = nn.moe_route %experts num_experts = 4 capacity = 6
+        : tensor<16x2xi64>
+    // Two devices of 3 replica slots: expert 2 on both.
+    %slots, %counts = nn.moe_route %experts hosts %hosts num_experts = 4
+        blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
+    // %counts : tensor<6xi64>
+    ```
+
     Constraints: `experts` has rank 2; `num_experts` is positive;
     `capacity`, when given, is positive; `blocks` is positive and divides
-    `num_experts`.
+    `num_experts` (without `hosts`) or the entries of `hosts` (with it);
+    `hosts` has rank 1.
 
     Gradient: none (the results are integer).
   }];
-  let arguments = (ins NN_I64Tensor:$experts, I64Attr:$num_experts,
+  let arguments = (ins NN_I64Tensor:$experts, Optional<NN_I64Tensor>:$hosts,
+                       I64Attr:$num_experts,
                        OptionalAttr<I64Attr>:$capacity,
                        DefaultValuedAttr<I64Attr, "1">:$blocks);
   let results = (outs NN_I64Tensor:$slots, NN_I64Tensor:$counts);
   let assemblyFormat = [{
-    $experts `num_experts` `=` $num_experts (`capacity` `=` $capacity^)?
-    (`blocks` `=` $blocks^)? attr-dict `:` type($experts)
+    $experts (`hosts` $hosts^)? `num_experts` `=` $num_experts
+    (`capacity` `=` $capacity^)? (`blocks` `=` $blocks^)? attr-dict `:`
+    type($experts) (`,` type($hosts)^)?
   }];
   let extraClassDeclaration = [{
     /// The rows of one block of the buffer (`S` in the description).
@@ -1068,6 +1092,61 @@ def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
   }];
   let kernelTypes = [I64];
   let kernelTargets = [NN_Host, NN_Cuda];
+}
+
+def NN_MoePlanOp : NN_InferredOp<"moe_plan", [NN_Differentiable]> {
+  let summary = "Expert placement of one MoE layer for the coming micro-step";
+  let description = [{
+    Plans where the experts of layer `layer` run in the coming micro-step
+    from a forecast of their loads: `forecast[m, l, e]` is the number of
+    entries the recorded routing (for example the rollout's) gave expert
+    `e` of layer `l` in row `m` of the batch; the rows are summed (a step
+    split into micro-batches gives each its own rows). The plan is Loom's
+    expert placement planner (`runtime/moe/Placement.h`: replica counts,
+    their devices, even splits) for `devices` devices of `slots` replica
+    slots each on `nodes` nodes, with the experts' home placement (device
+    `d` holds experts `[d * E / devices, (d + 1) * E / devices)`, the
+    expert-parallel layout of the master weights) as the previous one:
+    a replica away from home costs `expert_bytes` to fetch, so a small
+    balance gain never pays for a large fetch (0: fetches are free).
+
+    `hosts[p]` is the expert device `p / slots` serves in slot
+    `p % slots`, -1 for a slot the plan leaves empty (the input of
+    `nn.moe_route ... hosts`); `lookup` is `hosts` with each empty slot
+    given its device's first home expert, whose weights are at hand
+    without a fetch (the rows to look the replicas' weights up by).
+
+    Every rank computes the same plan from the same forecast. The plan
+    affects only where entries are served: a wrong forecast (the actual
+    routing differs) gives the same results, only a worse balance. At run
+    time a negative or non-finite forecast stops the program with the
+    planner's message.
+
+    ```mlir
+    %hosts, %lookup = nn.moe_plan %forecast layer = 0 devices = 2 slots = 3
+        : tensor<2x1x4xi64>
+    // %hosts, %lookup : tensor<6xi64>
+    ```
+
+    Constraints: `forecast` has rank 3 (rows x layers x experts) with a
+    static number of experts `E`; `layer` in `[0, layers)`; `devices`,
+    `slots` and `nodes` positive, `nodes` divides `devices`, `devices`
+    divides `E` and `devices * slots >= E`; `expert_bytes` non-negative.
+
+    Gradient: none (the results are integer).
+  }];
+  let arguments = (ins NN_I64Tensor:$forecast, I64Attr:$layer,
+                       I64Attr:$devices, I64Attr:$slots,
+                       DefaultValuedAttr<I64Attr, "1">:$nodes,
+                       DefaultValuedAttr<I64Attr, "0">:$expert_bytes);
+  let results = (outs NN_I64Tensor:$hosts, NN_I64Tensor:$lookup);
+  let assemblyFormat = [{
+    $forecast `layer` `=` $layer `devices` `=` $devices `slots` `=` $slots
+    (`nodes` `=` $nodes^)? (`expert_bytes` `=` $expert_bytes^)? attr-dict
+    `:` type($forecast)
+  }];
+  let kernelTypes = [I64];
+  let kernelTargets = [NN_Host];
 }
 
 def NN_MoeDispatchOp : NN_InferredOp<"moe_dispatch", [NN_Differentiable]> {

@@ -821,15 +821,16 @@ LogicalResult TopkOp::inferShape(Adaptor adaptor,
 /// The `blocks` of an MoE op (1 when absent): positive, dividing the
 /// experts and, where given, the buffer rows (both when static).
 static FailureOr<int64_t> checkBlocks(IntegerAttr attr, int64_t experts,
-                                      int64_t rows, const ShapeDiag &diag) {
+                                      int64_t rows, const ShapeDiag &diag,
+                                      StringRef groups = "experts") {
   int64_t blocks = attr ? attr.getInt() : 1;
   if (blocks < 1) {
     (void)diag("blocks = ", blocks, " must be positive");
     return failure();
   }
   if (!ShapedType::isDynamic(experts) && experts % blocks != 0) {
-    (void)diag("blocks = ", blocks, " does not divide the ", experts,
-               " experts");
+    (void)diag("blocks = ", blocks, " does not divide the ", experts, " ",
+               groups);
     return failure();
   }
   if (!ShapedType::isDynamic(rows) && rows % blocks != 0) {
@@ -861,13 +862,74 @@ LogicalResult MoeRouteOp::inferShape(Adaptor adaptor,
   if (capacityAttr && capacityAttr.getInt() < 1)
     return diag("capacity = ", capacityAttr.getInt(),
                 " must be positive (leave it out for no capacity)");
+  // With hosts the blocks are devices of replicas, one count each.
+  int64_t groups = numAttr.getInt();
+  if (Value hosts = adaptor.getHosts()) {
+    SmallVector<RankedTensorType> hostTypes;
+    if (failed(getRankedOperands({hosts}, hostTypes, diag)))
+      return failure();
+    if (hostTypes[0].getRank() != 1)
+      return diag("needs hosts of rank 1 (devices x replica slots), got ",
+                  Type(hostTypes[0]));
+    groups = hostTypes[0].getDimSize(0);
+  }
   if (failed(checkBlocks(lookupAttr(adaptor.getBlocksAttr(),
                                     adaptor.getAttributes(), "blocks"),
-                         numAttr.getInt(), ShapedType::kDynamic, diag)))
+                         groups, ShapedType::kDynamic, diag,
+                         adaptor.getHosts() ? "replica slots" : "experts")))
     return failure();
   Type i64 = IntegerType::get(experts.getContext(), 64);
   resultTypes.push_back(RankedTensorType::get(experts.getShape(), i64));
-  resultTypes.push_back(RankedTensorType::get({numAttr.getInt()}, i64));
+  resultTypes.push_back(RankedTensorType::get({groups}, i64));
+  return success();
+}
+
+LogicalResult MoePlanOp::inferShape(Adaptor adaptor,
+                                    SmallVectorImpl<Type> &resultTypes,
+                                    const ShapeDiag &diag) {
+  SmallVector<RankedTensorType> types;
+  if (failed(getRankedOperands({adaptor.getForecast()}, types, diag)))
+    return failure();
+  RankedTensorType forecast = types[0];
+  if (forecast.getRank() != 3)
+    return diag("needs a forecast of rank 3 (rows x layers x experts), got ",
+                Type(forecast));
+  int64_t layers = forecast.getDimSize(1), experts = forecast.getDimSize(2);
+  if (ShapedType::isDynamic(experts))
+    return diag("needs a static number of experts, got ", Type(forecast));
+  auto attr = [&](IntegerAttr given, StringRef name) {
+    return lookupAttr(given, adaptor.getAttributes(), name);
+  };
+  IntegerAttr layer = attr(adaptor.getLayerAttr(), "layer"),
+              devices = attr(adaptor.getDevicesAttr(), "devices"),
+              slots = attr(adaptor.getSlotsAttr(), "slots"),
+              nodes = attr(adaptor.getNodesAttr(), "nodes"),
+              bytes = attr(adaptor.getExpertBytesAttr(), "expert_bytes");
+  if (!layer || !devices || !slots)
+    return diag("requires 'layer', 'devices' and 'slots' attributes");
+  int64_t d = devices.getInt(), r = slots.getInt(),
+          n = nodes ? nodes.getInt() : 1;
+  if (layer.getInt() < 0 ||
+      (!ShapedType::isDynamic(layers) && layer.getInt() >= layers))
+    return diag("layer = ", layer.getInt(), " is not one of the forecast's ",
+                layers, " layers");
+  if (d < 1 || r < 1 || n < 1)
+    return diag("devices = ", d, ", slots = ", r, " and nodes = ", n,
+                " must be positive");
+  if (d % n != 0)
+    return diag("nodes = ", n, " does not divide the ", d, " devices");
+  if (experts % d != 0)
+    return diag("devices = ", d, " does not divide the ", experts,
+                " experts (each device is the home of as many)");
+  if (d * r < experts)
+    return diag(d, " devices of ", r, " slots cannot hold the ", experts,
+                " experts");
+  if (bytes && bytes.getInt() < 0)
+    return diag("expert_bytes = ", bytes.getInt(), " must be non-negative");
+  auto hosts =
+      RankedTensorType::get({d * r}, IntegerType::get(forecast.getContext(), 64));
+  resultTypes.push_back(hosts);
+  resultTypes.push_back(hosts);
   return success();
 }
 

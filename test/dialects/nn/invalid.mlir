@@ -591,7 +591,7 @@ func.func @param_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.param}) {
 // -----
 
 // Unknown nn argument attributes are rejected.
-// expected-error @+1 {{'func.func' op has unknown nn argument attribute 'nn.weight' on argument #0 (expected 'nn.param', 'nn.data', 'nn.state', 'nn.step' or 'nn.name')}}
+// expected-error @+1 {{'func.func' op has unknown nn argument attribute 'nn.weight' on argument #0 (expected 'nn.param', 'nn.data', 'nn.state', 'nn.step', 'nn.name' or 'nn.moe_forecast')}}
 func.func @unknown_arg_attr(%x: tensor<4xf32> {nn.weight}) {
   return
 }

@@ -251,3 +251,69 @@ func.func @gmm_blocks_counts(%x: tensor<32x8xf32>, %w: tensor<?x8x12xf32>, %c: t
   %0 = nn.grouped_matmul %x, %w, %c blocks = 4 : tensor<32x8xf32>, tensor<?x8x12xf32>, tensor<6xi64>
   return
 }
+
+// -----
+
+// moe_route: the blocks divide the replica slots of a placement.
+func.func @route_hosts_blocks(%e: tensor<16x2xi64>, %h: tensor<5xi64>) {
+  // expected-error @+1 {{blocks = 2 does not divide the 5 replica slots}}
+  %0, %1 = nn.moe_route %e hosts %h num_experts = 4 blocks = 2 : tensor<16x2xi64>, tensor<5xi64>
+  return
+}
+
+// -----
+
+func.func @route_hosts_rank(%e: tensor<16x2xi64>, %h: tensor<2x3xi64>) {
+  // expected-error @+1 {{needs hosts of rank 1 (devices x replica slots), got 'tensor<2x3xi64>'}}
+  %0, %1 = nn.moe_route %e hosts %h num_experts = 4 blocks = 2 : tensor<16x2xi64>, tensor<2x3xi64>
+  return
+}
+
+// -----
+
+// moe_plan: a forecast is rows x layers x experts.
+func.func @plan_rank(%f: tensor<4x4xi64>) {
+  // expected-error @+1 {{needs a forecast of rank 3 (rows x layers x experts), got 'tensor<4x4xi64>'}}
+  %0, %1 = nn.moe_plan %f layer = 0 devices = 2 slots = 3 : tensor<4x4xi64>
+  return
+}
+
+// -----
+
+func.func @plan_layer(%f: tensor<4x2x4xi64>) {
+  // expected-error @+1 {{layer = 2 is not one of the forecast's 2 layers}}
+  %0, %1 = nn.moe_plan %f layer = 2 devices = 2 slots = 3 : tensor<4x2x4xi64>
+  return
+}
+
+// -----
+
+func.func @plan_home(%f: tensor<4x2x6xi64>) {
+  // expected-error @+1 {{devices = 4 does not divide the 6 experts (each device is the home of as many)}}
+  %0, %1 = nn.moe_plan %f layer = 0 devices = 4 slots = 3 : tensor<4x2x6xi64>
+  return
+}
+
+// -----
+
+func.func @plan_slots(%f: tensor<4x2x8xi64>) {
+  // expected-error @+1 {{2 devices of 3 slots cannot hold the 8 experts}}
+  %0, %1 = nn.moe_plan %f layer = 0 devices = 2 slots = 3 : tensor<4x2x8xi64>
+  return
+}
+
+// -----
+
+func.func @plan_nodes(%f: tensor<4x2x8xi64>) {
+  // expected-error @+1 {{nodes = 3 does not divide the 4 devices}}
+  %0, %1 = nn.moe_plan %f layer = 0 devices = 4 slots = 3 nodes = 3 : tensor<4x2x8xi64>
+  return
+}
+
+// -----
+
+func.func @plan_bytes(%f: tensor<4x2x8xi64>) {
+  // expected-error @+1 {{expert_bytes = -1 must be non-negative}}
+  %0, %1 = nn.moe_plan %f layer = 0 devices = 4 slots = 3 expert_bytes = -1 : tensor<4x2x8xi64>
+  return
+}

@@ -93,3 +93,27 @@ func.func @blocks(%experts: tensor<16x2xi64>, %x: tensor<16x8xf32>,
       : tensor<64x8xf32>, tensor<64x12xf32>, tensor<4xi64>
   return %h, %dw1, %capped : tensor<64x12xf32>, tensor<4x8x12xf32>, tensor<16x2xi64>
 }
+
+// Placement per micro-step: a plan of 2 devices of 3 replica slots from a
+// forecast (rows x layers x experts), and a route by it: one count a
+// replica slot, block b the replicas of device b.
+// CHECK-LABEL: func.func @placement
+func.func @placement(%experts: tensor<16x2xi64>, %forecast: tensor<4x2x4xi64>,
+                     %x: tensor<16x8xf32>, %w1: tensor<6x8x12xf32>)
+    -> (tensor<64x12xf32>, tensor<6xi64>) {
+  // CHECK: %[[H:.*]], %[[L:.*]] = nn.moe_plan %{{.*}} layer = 1 devices = 2 slots = 3 : tensor<4x2x4xi64>
+  %hosts, %lookup = nn.moe_plan %forecast layer = 1 devices = 2 slots = 3
+      : tensor<4x2x4xi64>
+  // CHECK: nn.moe_plan %{{.*}} layer = 0 devices = 2 slots = 2 nodes = 2 expert_bytes = 4096 : tensor<4x2x4xi64>
+  %h2, %l2 = nn.moe_plan %forecast layer = 0 devices = 2 slots = 2 nodes = 2
+      expert_bytes = 4096 : tensor<4x2x4xi64>
+  // CHECK: nn.moe_route %{{.*}} hosts %[[H]] num_experts = 4 blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
+  %slots, %counts = nn.moe_route %experts hosts %hosts num_experts = 4
+      blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
+  %buffer = nn.moe_dispatch %x, %slots rows = 64
+      : tensor<16x8xf32>, tensor<16x2xi64>
+  // CHECK: nn.grouped_matmul %{{.*}}, %{{.*}}, %{{.*}} blocks = 2 : tensor<64x8xf32>, tensor<6x8x12xf32>, tensor<6xi64>
+  %h = nn.grouped_matmul %buffer, %w1, %counts blocks = 2
+      : tensor<64x8xf32>, tensor<6x8x12xf32>, tensor<6xi64>
+  return %h, %lookup : tensor<64x12xf32>, tensor<6xi64>
+}
