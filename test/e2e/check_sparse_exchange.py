@@ -2,7 +2,7 @@
 """Expert parallelism's sparse dispatch against the counts, on MPI ranks.
 
 A one-layer MoE model (a residual around the experts, the mean square
-as the loss) whose routing is data (each token's experts are an
+as the loss, a sum over a count so that steps split into micro-batches) whose routing is data (each token's experts are an
 nn.data argument, distinct per token), its tokens and experts split over
 N ranks (the experts' weights `[S0:N]`, so hspmd-expert-blocks puts them
 in N blocks), is trained for a few steps with SGD in f64 on the host
@@ -16,8 +16,24 @@ implies, computed here from the experts alone: per call, to every other
 member an 8-byte count, then an 8-byte index and a row of W f64 per entry
 of the rank's tokens routed to that member's block, and as much received.
 
+With --placement R the experts run where a plan puts them, per
+micro-step (hspmd-moe-placement: a forecast argument, one row a token, R
+replica slots a device; --micro-batches K splits each step, so each
+micro-step plans from its own tokens' rows): the forecast is the routing's
+own counts, or with --wrong-forecast those of other experts (the plan
+replicates experts that get few entries). The training must still equal
+the interpreter's (whose step is not placed), and the bytes follow the
+plan: the plan of each micro-step is read back from nn.moe_plan on the
+interpreter (the same kernel), and then the bytes are computed here: each
+entry goes to the device of its expert's replica (an expert's entries
+split evenly among its replicas in slot order), each rank fetches the
+weights of the distinct experts it hosts away from their home (an index
+out, a weight back) and sends their gradients home (an index and a
+weight).
+
     check_sparse_exchange.py --opt loom-opt --run loom-run --work-dir DIR
         [--ranks N] [--steps S] [--dense]
+        [--placement R [--micro-batches K] [--wrong-forecast]]
 """
 
 import argparse
@@ -39,14 +55,17 @@ def run(cmd):
     return proc.stdout
 
 
-def model(ranks):
+def model(ranks, slots=0):
     split = "[" + ", ".join(str(r) for r in range(ranks)) + "]"
     layout = f"#hspmd.union<{{{split}: [S0:{ranks}]}}>"
     whole = f"#hspmd.union<{{{split}: [D:{ranks}]}}>"
+    forecast = (f"""
+      %forecast: tensor<{T}x1x{E}xi64> {{nn.data, nn.moe_forecast = {slots} : i64}},"""
+                if slots else "")
     return f"""module {{
   func.func @moe_layer(
       %tokens: tensor<{T}xi64> {{nn.data, hspmd.layout = {layout}}},
-      %experts: tensor<{T}x{K}xi64> {{nn.data, hspmd.layout = {layout}}},
+      %experts: tensor<{T}x{K}xi64> {{nn.data, hspmd.layout = {layout}}},{forecast}
       %wte: tensor<{V}x{W}xf64> {{nn.param, hspmd.layout = {whole}}},
       %router: tensor<{W}x{E}xf64> {{nn.param, hspmd.layout = {whole}}},
       %w1: tensor<{E}x{W}x{W}xf64> {{nn.param, hspmd.layout = {layout}}})
@@ -61,7 +80,9 @@ def model(ranks):
     %y = nn.moe_combine %h, %slots weights %gates : tensor<{T * K}x{W}xf64>, tensor<{T}x{K}xi64>, tensor<{T}x{K}xf64>
     %z = nn.add %x, %y : tensor<{T}x{W}xf64>, tensor<{T}x{W}xf64>
     %sq = nn.mul %z, %z : tensor<{T}x{W}xf64>, tensor<{T}x{W}xf64>
-    %loss = nn.reduce mean %sq dims = [0, 1] : tensor<{T}x{W}xf64>
+    %total = nn.reduce sum %sq dims = [0, 1] : tensor<{T}x{W}xf64>
+    %count = nn.fill {float(T * W):e} : tensor<f64>
+    %loss = nn.div %total, %count : tensor<f64>, tensor<f64>
     return %loss : tensor<f64>
   }}
 }}
@@ -97,6 +118,81 @@ def expected_bytes(experts, ranks):
     return scatter, gather
 
 
+def plan_of(args, forecast, path):
+    """hosts and lookup of nn.moe_plan for `forecast` (rows x 1 x E), on
+    the interpreter: the plan the ranks make."""
+    rows = forecast.shape[0]
+    with open(path("plan.mlir"), "w") as f:
+        f.write(f"""func.func @plan(%f: tensor<{rows}x1x{E}xi64>)
+    -> (tensor<{args.ranks * args.placement}xi64>, tensor<{args.ranks * args.placement}xi64>) {{
+  %h, %l = nn.moe_plan %f layer = 0 devices = {args.ranks} slots = {args.placement} expert_bytes = {W * W * 8} : tensor<{rows}x1x{E}xi64>
+  return %h, %l : tensor<{args.ranks * args.placement}xi64>, tensor<{args.ranks * args.placement}xi64>
+}}
+""")
+    np.save(path("plan-input.npy"), forecast)
+    out = path("plan-out")
+    shutil.rmtree(out, ignore_errors=True)
+    run([args.run, "--interpret", path("plan.mlir"), "--entry", "plan",
+         "--input", path("plan-input.npy"), "--output-dir", out])
+    return (np.load(os.path.join(out, "result_0.npy")),
+            np.load(os.path.join(out, "result_1.npy")))
+
+
+def placed_bytes(experts, hosts, lookup, ranks, slots):
+    """Per rank, (sent, received) bytes of one micro-step's sparse
+    reduce-scatters (the dispatch and the combine's gradient, each as
+    `dispatch`; the replicas' weight gradients home, `home`) and sparse
+    all-gathers (the combine and the dispatch's gradient, `back`; the
+    replicas' weights, `fetch`), for the micro-step's `experts` (its tokens
+    in order, rank r's the r-th block) and plan."""
+    tokens = experts.shape[0]
+    per = tokens // ranks
+    # Each entry's serving device: expert e's entries, in row-major order,
+    # split evenly among its replicas in slot order.
+    replicas = {e: [p for p in range(len(hosts)) if hosts[p] == e]
+                for e in range(E)}
+    flat = experts.reshape(-1)
+    kept = np.bincount(flat, minlength=E)
+    seen = np.zeros(E, dtype=np.int64)
+    device = np.zeros(flat.shape, dtype=np.int64)
+    for i, e in enumerate(flat):
+        r, c, m = len(replicas[e]), kept[e], seen[e]
+        share, longer = c // r, c % r
+        j = (m // (share + 1) if m < longer * (share + 1)
+             else longer + (m - longer * (share + 1)) // share)
+        device[i] = replicas[e][j] // slots
+        seen[e] += 1
+    device = device.reshape(tokens, K)
+    n = np.zeros((ranks, ranks), dtype=np.int64)
+    for r in range(ranks):
+        for j in range(ranks):
+            n[r, j] = np.count_nonzero(device[r * per:(r + 1) * per] == j)
+    # Weights: the distinct experts each device looks up, away from home.
+    home = E // ranks
+    f = np.zeros((ranks, ranks), dtype=np.int64)
+    for r in range(ranks):
+        for e in set(int(x) for x in lookup[r * slots:(r + 1) * slots]):
+            if e // home != r:
+                f[r, e // home] += 1
+    row, weight = W * 8, W * W * 8
+    moved = {"dispatch": [], "back": [], "fetch": [], "home": []}
+    for r in range(ranks):
+        others = [j for j in range(ranks) if j != r]
+        moved["dispatch"].append(
+            (sum(8 + n[r, j] * (8 + row) for j in others),
+             sum(8 + n[j, r] * (8 + row) for j in others)))
+        moved["back"].append(
+            (sum(8 + n[r, j] * 8 + n[j, r] * row for j in others),
+             sum(8 + n[j, r] * 8 + n[r, j] * row for j in others)))
+        moved["fetch"].append(
+            (sum(8 + f[r, j] * 8 + f[j, r] * weight for j in others),
+             sum(8 + f[j, r] * 8 + f[r, j] * weight for j in others)))
+        moved["home"].append(
+            (sum(8 + f[r, j] * (8 + weight) for j in others),
+             sum(8 + f[j, r] * (8 + weight) for j in others)))
+    return moved
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--opt", required=True)
@@ -108,6 +204,12 @@ def main():
     ap.add_argument("--dense", action="store_true",
                     help="partition with moe-sparse=false (the dense "
                          "reduce-scatter) and check only the training")
+    ap.add_argument("--placement", type=int, default=0,
+                    help="replica slots a device: place the experts per "
+                         "micro-step from a forecast")
+    ap.add_argument("--micro-batches", type=int, default=1)
+    ap.add_argument("--wrong-forecast", action="store_true",
+                    help="forecast each token's other experts")
     args = ap.parse_args()
     shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.work_dir)
@@ -124,11 +226,28 @@ def main():
     os.makedirs(data)
     np.save(os.path.join(data, "tokens.npy"), tokens)
     np.save(os.path.join(data, "experts.npy"), experts)
+    # One row a token: its routing's counts, or another expert's.
+    forecast = np.zeros((args.steps, T, 1, E), dtype=np.int64)
+    for s in range(args.steps):
+        for t in range(T):
+            for e in experts[s, t]:
+                forecast[s, t, 0, (E - 1 - e) if args.wrong_forecast else e] += 1
+    if args.placement:
+        np.save(os.path.join(data, "forecast.npy"), forecast)
 
     with open(path("forward.mlir"), "w") as f:
-        f.write(model(args.ranks))
+        f.write(model(args.ranks, args.placement))
+    with open(path("unplanned.mlir"), "w") as f:
+        f.write(model(args.ranks, args.placement).replace(
+            f", nn.moe_forecast = {args.placement} : i64", ""))
     opts = "--loom-training-pipeline=optimizer=sgd lr=5e-2"
+    if args.micro_batches > 1:
+        opts += f" micro-batches={args.micro_batches}"
     run([args.opt, path("forward.mlir"), opts, "-o", path("step.mlir")])
+    # The reference: the step as one device runs it, unplanned, unsplit.
+    run([args.opt, path("unplanned.mlir"),
+         "--loom-training-pipeline=optimizer=sgd lr=5e-2", "-o",
+         path("reference.mlir")])
     partition = "--loom-partition-pipeline" + (
         "=moe-sparse=false" if args.dense else "")
     run([args.opt, path("step.mlir"), partition, "-o", path("spmd.mlir")])
@@ -141,7 +260,7 @@ def main():
     step = "moe_layer_train_step"
     common = ["--train", "--steps", str(args.steps), "--data", data,
               "--seed", str(args.seed)]
-    ref = run([args.run, "--interpret", path("step.mlir"), "--entry", step,
+    ref = run([args.run, "--interpret", path("reference.mlir"), "--entry", step,
                "--output-dir", path("ref")] + common)
     host = run([args.run, "--interpret", path("spmd.mlir"), "--target",
                 "host", "--ranks", str(args.ranks), "--global-entry", step,
@@ -178,7 +297,30 @@ def main():
     # combine) gather, the gates' gradient reusing the forward's rows.
     want = {kind: [[0, 0] for _ in range(args.ranks)]
             for kind in ("sparse_reduce_scatter", "sparse_all_gather")}
+    calls = 2 * args.steps
     for s in range(args.steps):
+        if args.placement:
+            # Micro-batch k: rows k, k + K, ...; every call once a
+            # micro-step, the exchange's twice.
+            calls = 3 * args.steps * args.micro_batches
+            plans = set()
+            for k in range(args.micro_batches):
+                rows = slice(k, None, args.micro_batches)
+                hosts, lookup = plan_of(args, forecast[s, rows], path)
+                plans.add(tuple(hosts))
+                moved = placed_bytes(experts[s, rows], hosts, lookup,
+                                     args.ranks, args.placement)
+                for kind, parts in (
+                        ("sparse_reduce_scatter", ("dispatch", "dispatch",
+                                                   "home")),
+                        ("sparse_all_gather", ("back", "back", "fetch"))):
+                    for part in parts:
+                        for r, (sent, received) in enumerate(moved[part]):
+                            want[kind][r][0] += sent
+                            want[kind][r][1] += received
+            print(f"step {s}: {len(plans)} placements in "
+                  f"{args.micro_batches} micro-steps")
+            continue
         scatter, gather = expected_bytes(experts[s], args.ranks)
         for kind, moved in (("sparse_reduce_scatter", scatter),
                             ("sparse_all_gather", gather)):
@@ -190,8 +332,7 @@ def main():
             m = re.search(rf"^rank {r} {kind}: calls (\d+), bytes sent "
                           rf"(\d+), received (\d+)", host, re.M)
             got = tuple(int(x) for x in m.groups()) if m else None
-            expect = (2 * args.steps, int(want[kind][r][0]),
-                      int(want[kind][r][1]))
+            expect = (calls, int(want[kind][r][0]), int(want[kind][r][1]))
             if got != expect:
                 sys.exit(f"FAIL: rank {r} {kind} counted {got}; the routing "
                          f"implies calls, sent, received {expect}")
