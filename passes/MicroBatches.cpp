@@ -176,8 +176,15 @@ private:
         infos[result] = {kind, params};
       return success();
     };
-    if (isa<nn::MoeRouteOp>(op) && anyBatch)
+    if (auto route = dyn_cast<nn::MoeRouteOp>(op); route && anyBatch) {
+      // (With a capacity, which entries an expert drops depends on the
+      // whole batch's order: a micro-batch would drop others.)
+      if (route.getCapacity())
+        return fail(op, "a route with a capacity drops entries by their "
+                        "order in the whole batch, which a micro-batch "
+                        "does not have");
       return set({Kind::Batch, Kind::Micro});
+    }
     if (isa<nn::MoePlanOp>(op) && anyBatch)
       return set({Kind::Micro, Kind::Micro});
     if (isa<nn::MoeDispatchOp>(op) && anyBatch)
@@ -504,7 +511,7 @@ splitArgsOf(func::FuncOp forward, const Twine &what) {
 /// others (reshapes of the replicas' weights, annotations, element-wise
 /// ops) keep their types where their operands did, else follow their first
 /// operand's.
-LogicalResult retypeMicro(Operation &op) {
+LogicalResult retypeMicro(Operation &whole, Operation &op) {
   if (auto dispatch = dyn_cast<nn::MoeDispatchOp>(op)) {
     auto route = dispatch.getSlots().getDefiningOp<nn::MoeRouteOp>();
     if (!route || ShapedType::isDynamic(route.getBlockRows()))
@@ -521,19 +528,19 @@ LogicalResult retypeMicro(Operation &op) {
             op.getRegions(), types)))
       return failure();
   } else if (op.getNumResults() == 1 && op.getNumOperands() >= 1) {
-    auto result = cast<RankedTensorType>(op.getResult(0).getType());
+    // (The whole batch's op tells whether the result has its first
+    // operand's shape; the copy's operand is already retyped.)
+    auto result = cast<RankedTensorType>(whole.getResult(0).getType());
+    auto before = cast<RankedTensorType>(whole.getOperand(0).getType());
     auto first = cast<RankedTensorType>(op.getOperand(0).getType());
-    bool same = result.getShape() == first.getShape();
-    if (isa<nn::ReshapeOp>(op) && !same) {
-      // A reshape of a value the micro-batch did not resize (the
-      // replicas' weights); one of the buffer is refused.
-      if (first.getNumElements() != result.getNumElements())
-        return failure();
+    if (result.getShape() == before.getShape())
+      types.push_back(withShape(result, first.getShape()));
+    else if (first == before)
+      // An operand the micro-batch did not resize (the replicas' weights
+      // reshaped) keeps its result.
       types.push_back(result);
-    }
     else
-      types.push_back(withShape(result, same ? first.getShape()
-                                             : result.getShape()));
+      return failure();
   } else {
     return failure();
   }
@@ -584,7 +591,7 @@ LogicalResult buildMicroBatchFunction(func::FuncOp forward,
       continue;
     Kind firstKind = classifier.get(firstResult).kind;
     if (firstKind == Kind::Micro) {
-      if (failed(retypeMicro(copy))) {
+      if (failed(retypeMicro(op, copy))) {
         fail(copy.getLoc()) << "this op of an MoE layer does not take a "
                             << "micro-batch of " << shapeText;
         return failure();
@@ -762,6 +769,12 @@ FailureOr<int64_t> loom::sequenceLengthOf(func::FuncOp forward) {
     if (!forward.getArgAttr(i, NNDialect::getDataAttrName()) || !type ||
         type.getRank() < 2)
       continue;
+    if (forward.getArgAttr(i, "nn.moe_forecast"))
+      return emitError(forward.getArgument(i).getLoc())
+             << "micro-batches of their own shape are not supported with an "
+                "expert placement forecast (argument "
+             << argNameOf(forward, i) << " of @" << forward.getSymName()
+             << " is split by rows only); use micro-batches=K";
     if (!first) {
       first = i;
       length = type.getDimSize(1);

@@ -113,6 +113,10 @@ LogicalResult placeLayer(Layer &layer, int64_t index, Value forecast,
            << "has a capacity; placement per micro-step needs a dropless "
            << "route";
   int64_t slots = slotsAttr > 0 ? slotsAttr : experts / blocks + 1;
+  if (slots > experts)
+    return route.emitOpError()
+           << "would give each of its " << blocks << " devices " << slots
+           << " replica slots, more than its " << experts << " experts";
   if (blocks * slots < experts)
     return route.emitOpError()
            << "cannot place its " << experts << " experts on " << blocks
@@ -209,7 +213,9 @@ LogicalResult placeFunction(func::FuncOp func) {
 
   SmallVector<Layer> layers;
   Operation *backward = nullptr;
+  bool placed = false;
   func.walk([&](nn::MoeRouteOp route) {
+    placed |= static_cast<bool>(route.getHosts());
     if (route.getBlocks() <= 1 || route.getHosts())
       return;
     Layer layer{route, {}};
@@ -230,6 +236,9 @@ LogicalResult placeFunction(func::FuncOp func) {
     return backward->emitOpError()
            << "reads the counts of a route to be placed; placement per "
            << "micro-step runs before autodiff (in loom-training-pipeline)";
+  // (Placed already: nothing left to do.)
+  if (layers.empty() && placed)
+    return success();
   if (static_cast<int64_t>(layers.size()) != type.getDimSize(1))
     return func.emitOpError()
            << "has a forecast of " << type.getDimSize(1)

@@ -271,7 +271,8 @@ struct MoeSparseExchangePass
       // The replicas' gradients, home: zero outside the rows the replicas'
       // lookup names.
       if (auto grad = scatter.getInput().getDefiningOp<nn::GatherGradOp>();
-          grad && grad.getDim() == 0 && fromPlan(grad.getIndices())) {
+          grad && grad.getDim() == 0 && !grad.getOffset() &&
+          fromPlan(grad.getIndices())) {
         gradients.push_back(scatter);
         return;
       }
@@ -330,12 +331,13 @@ struct MoeSparseExchangePass
     }
   }
 
-  /// Whether `ids` are an nn.moe_plan's (through local slices, reshapes and
-  /// broadcasts: the replicas' lookup and its gradient's indices).
+  /// Whether `ids` are an nn.moe_plan's lookup (through local slices,
+  /// reshapes and broadcasts: the replicas' lookup and its gradient's
+  /// indices), which names an expert in every slot (its hosts may be -1).
   static bool fromPlan(Value ids) {
     while (Operation *op = ids.getDefiningOp()) {
-      if (isa<nn::MoePlanOp>(op))
-        return true;
+      if (auto plan = dyn_cast<nn::MoePlanOp>(op))
+        return ids == plan.getLookup();
       if (!isa<hspmd::LocalSliceOp, nn::ReshapeOp, nn::BroadcastOp>(op))
         return false;
       ids = op->getOperand(0);

@@ -90,12 +90,13 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
   }
   // (Both results made before they are added: adding one may move the
   // other.)
+  bool placed = static_cast<bool>(op.getHosts());
   Tensor slots(ElementKind::I64, experts.getShape()),
-      counts(ElementKind::I64, {hosts ? hostCount : numExperts});
+      counts(ElementKind::I64, {placed ? hostCount : numExperts});
   std::string error = loom::moe::routeEntries(
       experts.data<int64_t>(), experts.getNumElements(), numExperts,
       op.getCapacity() ? static_cast<int64_t>(*op.getCapacity()) : 0,
-      static_cast<int64_t>(op.getBlocks()), hosts, hostCount,
+      static_cast<int64_t>(op.getBlocks()), placed, hosts, hostCount,
       slots.data<int64_t>(), counts.data<int64_t>());
   if (!error.empty())
     return call.emitError() << "nn.moe_route: " << error;

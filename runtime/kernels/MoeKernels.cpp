@@ -316,8 +316,10 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                   formatShape(expertsShape, 0),
                   static_cast<long long>(num_experts));
   checkShape(kernel, "the slots", slotsShape, expertsShape);
+  // (A given placement has rank 1, even when empty; an absent one none.)
+  bool placed = hosts != nullptr || hostsShape.rank != 0;
   int64_t hostCount = 0;
-  if (hosts) {
+  if (placed) {
     checkValid(kernel, "the hosts", hostsShape);
     LOOM_HOST_CHECK(hostsShape.rank == 1, kernel,
                     "hosts of shape %s must have rank 1",
@@ -325,14 +327,14 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
     hostCount = hostsShape.numElements();
   }
   checkShape(kernel, "the counts", countsShape,
-             Shape{hosts ? hostCount : num_experts});
+             Shape{placed ? hostCount : num_experts});
   // (An absent capacity: dropless.)
   LOOM_HOST_CHECK(capacity == INT64_MIN || capacity >= 1, kernel,
                   "a capacity of %lld", static_cast<long long>(capacity));
   std::string error = moe::routeEntries(
       experts, expertsShape.numElements(), num_experts,
-      capacity == INT64_MIN ? 0 : capacity, blocks, hosts, hostCount, slots,
-      counts);
+      capacity == INT64_MIN ? 0 : capacity, blocks, placed, hosts, hostCount,
+      slots, counts);
   LOOM_HOST_CHECK(error.empty(), kernel, "%s", error.c_str());
 }
 

@@ -89,19 +89,22 @@ inline GroupRows groupRows(const int64_t *counts, int64_t experts,
 /// `numExperts` experts in `blocks` blocks; with them the `hostCount`
 /// replica slots (`hostCount / blocks` a block, entry p the expert of slot
 /// p, outside [0, numExperts) an empty one), each expert's kept entries
-/// split evenly among its replicas in slot order. `capacity < 1`: none.
+/// split evenly among its replicas in slot order; `placed` says which
+/// (`hosts` may be null for none of them). `capacity < 1`: none.
 /// Returns what is wrong (empty: nothing): blocks that do not divide the
 /// groups, an expert with entries and no replica, or (never for valid
 /// attributes) a block overfilled.
 inline std::string routeEntries(const int64_t *experts, int64_t entries,
                                 int64_t numExperts, int64_t capacity,
-                                int64_t blocks, const int64_t *hosts,
-                                int64_t hostCount, int64_t *slots,
-                                int64_t *counts) {
-  int64_t groups = hosts ? hostCount : numExperts;
+                                int64_t blocks, bool placed,
+                                const int64_t *hosts, int64_t hostCount,
+                                int64_t *slots, int64_t *counts) {
+  if (!placed)
+    hosts = nullptr, hostCount = 0;
+  int64_t groups = placed ? hostCount : numExperts;
   if (blocks < 1 || groups % blocks != 0)
     return "blocks = " + std::to_string(blocks) + " does not divide the " +
-           std::to_string(groups) + (hosts ? " replica slots" : " experts");
+           std::to_string(groups) + (placed ? " replica slots" : " experts");
   int64_t limit = capacity < 1 ? INT64_MAX : capacity;
   // Each entry's rank among its expert's kept entries.
   std::vector<int64_t> kept(static_cast<size_t>(numExperts), 0);
@@ -111,13 +114,13 @@ inline std::string routeEntries(const int64_t *experts, int64_t entries,
   }
   // Each group's rows: an expert's own count, or a replica's even share.
   std::vector<std::vector<int64_t>> replicas(
-      static_cast<size_t>(hosts ? numExperts : 0));
-  for (int64_t p = 0; hosts && p < hostCount; ++p)
+      static_cast<size_t>(placed ? numExperts : 0));
+  for (int64_t p = 0; placed && p < hostCount; ++p)
     if (hosts[p] >= 0 && hosts[p] < numExperts)
       replicas[hosts[p]].push_back(p);
   for (int64_t g = 0; g < groups; ++g)
-    counts[g] = hosts ? 0 : kept[g];
-  for (int64_t e = 0; hosts && e < numExperts; ++e) {
+    counts[g] = placed ? 0 : kept[g];
+  for (int64_t e = 0; placed && e < numExperts; ++e) {
     auto r = static_cast<int64_t>(replicas[e].size());
     if (r == 0 && kept[e] > 0)
       return "expert " + std::to_string(e) + " has " +
@@ -140,7 +143,7 @@ inline std::string routeEntries(const int64_t *experts, int64_t entries,
     if (slots[i] < 0)
       continue;
     int64_t e = experts[i], rank = slots[i];
-    if (!hosts) {
+    if (!placed) {
       slots[i] = start[e] + rank;
       continue;
     }

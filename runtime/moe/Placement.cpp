@@ -2525,12 +2525,15 @@ std::string loom::moe::planFromForecast(const int64_t *forecast, int64_t rows,
                                         int64_t expertBytes, int64_t *hosts,
                                         int64_t *lookup) {
   std::string where = "layer " + std::to_string(layer) + ": ";
-  if (rows < 0 || layers < 1 || experts < 1 || layer < 0 || layer >= layers ||
-      devices < 1 || experts % devices != 0)
-    return where + "a forecast of " + std::to_string(rows) + " x " +
-           std::to_string(layers) + " x " + std::to_string(experts) +
-           " for " + std::to_string(devices) +
-           " devices (which must divide the experts)";
+  auto str = [](int64_t n) { return std::to_string(n); };
+  if (rows < 0 || layers < 1 || experts < 1)
+    return where + "a forecast of " + str(rows) + " x " + str(layers) +
+           " x " + str(experts) + " (rows x layers x experts) has no expert";
+  if (layer < 0 || layer >= layers)
+    return where + "not one of the forecast's " + str(layers) + " layers";
+  if (devices < 1 || experts % devices != 0)
+    return where + str(devices) + " devices do not divide the " +
+           str(experts) + " experts (each device is the home of as many)";
   Cluster cluster;
   cluster.topology = {nodes, devices, slots};
   cluster.cost.expertBytes = static_cast<double>(expertBytes);

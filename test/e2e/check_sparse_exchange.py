@@ -122,10 +122,11 @@ def plan_of(args, forecast, path):
     """hosts and lookup of nn.moe_plan for `forecast` (rows x 1 x E), on
     the interpreter: the plan the ranks make."""
     rows = forecast.shape[0]
+    expert_bytes = getattr(args, "expert_bytes", W * W * 8)
     with open(path("plan.mlir"), "w") as f:
         f.write(f"""func.func @plan(%f: tensor<{rows}x1x{E}xi64>)
     -> (tensor<{args.ranks * args.placement}xi64>, tensor<{args.ranks * args.placement}xi64>) {{
-  %h, %l = nn.moe_plan %f layer = 0 devices = {args.ranks} slots = {args.placement} expert_bytes = {W * W * 8} : tensor<{rows}x1x{E}xi64>
+  %h, %l = nn.moe_plan %f layer = 0 devices = {args.ranks} slots = {args.placement} expert_bytes = {expert_bytes} : tensor<{rows}x1x{E}xi64>
   return %h, %l : tensor<{args.ranks * args.placement}xi64>, tensor<{args.ranks * args.placement}xi64>
 }}
 """)

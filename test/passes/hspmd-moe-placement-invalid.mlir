@@ -113,3 +113,18 @@ func.func @differentiated(%x: tensor<8x16xf64>, %e: tensor<8x2xi64>, %dy: tensor
   %dw = nn.grouped_matmul_grad %buf, %dy, %counts blocks = 2 : tensor<32x16xf64>, tensor<32x12xf64>, tensor<4xi64>
   return %h, %dw : tensor<32x12xf64>, tensor<4x16x12xf64>
 }
+
+// -----
+
+// More replica slots a device than experts.
+func.func @many_slots(%x: tensor<8x16xf64>, %e: tensor<8x2xi64>,
+                      %forecast: tensor<1x1x4xi64> {nn.data, nn.moe_forecast = 5 : i64},
+                      %w1: tensor<4x16x12xf64> {nn.param, hspmd.layout = #hspmd.union<{[0, 1]: [S0:2]}>})
+    -> tensor<8x12xf64> {
+  // expected-error @+1 {{would give each of its 2 devices 5 replica slots, more than its 4 experts}}
+  %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<8x2xi64>
+  %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<8x16xf64>, tensor<8x2xi64>
+  %h = nn.grouped_matmul %buf, %w1, %counts : tensor<16x16xf64>, tensor<4x16x12xf64>, tensor<4xi64>
+  %y = nn.moe_combine %h, %slots : tensor<16x12xf64>, tensor<8x2xi64>
+  return %y : tensor<8x12xf64>
+}

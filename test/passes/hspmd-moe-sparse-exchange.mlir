@@ -187,6 +187,7 @@ func.func @way_back_weights(%y: tensor<16x4xf64>, %e: tensor<4x2xi64>,
 // CHECK-LABEL: func.func @kept
 // CHECK-COUNT-4: hspmd.reduce_scatter
 // CHECK-NOT: sparse_reduce_scatter
+// CHECK: return
 func.func @kept(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>, %y: tensor<16x4xf64>)
     -> (tensor<16x2xf64>, tensor<8x4xf64>, tensor<8x4xf64>, tensor<16x4xf64>) {
   %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<4x4xf64>, tensor<4x2xi64>
@@ -196,4 +197,75 @@ func.func @kept(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>, %y: tensor<16x4xf6
   %3 = hspmd.reduce_scatter sum %buf dim 0 over [0] of [2] : tensor<16x4xf64> -> tensor<16x4xf64>
       from #hspmd.union<{[0, 1]: [P(sum):2]}> to #hspmd.union<{[0, 1]: [S0:2]}>
   return %0, %1, %2, %3 : tensor<16x2xf64>, tensor<8x4xf64>, tensor<8x4xf64>, tensor<16x4xf64>
+}
+
+// Placed MoE layers (hspmd-moe-placement): the replicas' weights, a lookup
+// by the plan's lookup of a table split along its rows, reduce-scattered
+// to the replicas' devices, become a fetch of the rows each device's own
+// lookup names; the gradient home, a scatter-add by those ids
+// reduce-scattered, a sparse reduce-scatter naming them. Both bitwise on
+// 2 simulated ranks.
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | FileCheck %s --check-prefix=PLACED
+// RUN: %python -c "import numpy as np; np.save('%t.f.npy', np.array([[[30, 1, 0, 1]]])); np.save('%t.w.npy', np.arange(12.0).reshape(4, 3) - 5); np.save('%t.dy.npy', np.arange(18.0).reshape(6, 3) / 7)"
+// RUN: loom-run --interpret %s --entry replicas --simulate 2 --input %t.f.npy --input %t.w.npy --output-dir %t.pdense
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-run --interpret - --entry replicas --simulate 2 --input %t.f.npy --input %t.w.npy --comm-stats --output-dir %t.psparse | FileCheck %s --check-prefix=PSIM --implicit-check-not=' reduce_scatter:'
+// RUN: cmp %t.pdense/rank_0/result_0.npy %t.psparse/rank_0/result_0.npy
+// RUN: cmp %t.pdense/rank_1/result_0.npy %t.psparse/rank_1/result_0.npy
+// RUN: cmp %t.pdense/rank_0/result_1.npy %t.psparse/rank_0/result_1.npy
+// RUN: cmp %t.pdense/rank_1/result_1.npy %t.psparse/rank_1/result_1.npy
+
+// PLACED-LABEL: func.func @replicas
+// PLACED: %[[HOSTS:.*]], %[[LOOKUP:.*]] = nn.moe_plan
+// PLACED: %[[MINE:.*]] = hspmd.local_slice %[[LOOKUP]] dim 0 over [0] of [2] : tensor<6xi64> -> tensor<3xi64>
+// PLACED: %[[FULL:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[MINE]] over [0] of [2] : tensor<2x3xf64>, tensor<3xi64> -> tensor<4x3xf64>
+// PLACED: nn.embedding %[[FULL]], %[[MINE]] : tensor<4x3xf64>, tensor<3xi64>
+// PLACED: %[[G:.*]] = nn.gather_grad
+// PLACED: hspmd.sparse_reduce_scatter %[[G]] rows %{{.*}} over [0] of [2] : tensor<4x3xf64>, tensor<3x3xi64> -> tensor<2x3xf64>
+// PLACED-NOT: hspmd.axis_index
+// PLACED: return
+// Left dense: ids from the plan's hosts (an empty slot's -1 reads zeros
+// through the offset, not a row), a lookup read twice, and a scatter-add
+// with an offset (its indices are not the rows it writes).
+// PLACED-LABEL: func.func @not_replicas
+// PLACED-COUNT-3: hspmd.reduce_scatter
+// PLACED-NOT: sparse
+// PLACED: return
+
+// PSIM: rank 0 sparse_all_gather: calls 1
+// PSIM: rank 0 sparse_reduce_scatter: calls 1
+
+func.func @replicas(%f: tensor<1x1x4xi64>, %w: tensor<4x3xf64>)
+    -> (tensor<3x3xf64>, tensor<2x3xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %h, %l = nn.moe_plan %f layer = 0 devices = 2 slots = 3 : tensor<1x1x4xi64>
+  %local = hspmd.local_slice %w dim 0 over [0] of [2] : tensor<4x3xf64> -> tensor<2x3xf64>
+  %start = hspmd.axis_index over [0] of [2] stride 2 : tensor<i64>
+  %rows = nn.embedding %local, %l offset %start : tensor<2x3xf64>, tensor<6xi64>
+  %r = hspmd.reduce_scatter sum %rows dim 0 over [0] of [2] : tensor<6x3xf64> -> tensor<3x3xf64>
+  // The gradient of the device's replicas (its rows of %r, doubled), home.
+  %mine = hspmd.local_slice %l dim 0 over [0] of [2] : tensor<6xi64> -> tensor<3xi64>
+  %two = nn.add %r, %r : tensor<3x3xf64>, tensor<3x3xf64>
+  %m2 = nn.reshape %mine : tensor<3xi64> to tensor<3x1xi64>
+  %idx = nn.broadcast %m2 : tensor<3x1xi64> to tensor<3x3xi64>
+  %g = nn.gather_grad %two, %idx dim = 0 : tensor<3x3xf64>, tensor<3x3xi64> to tensor<4x3xf64>
+  %home = hspmd.reduce_scatter sum %g dim 0 over [0] of [2] : tensor<4x3xf64> -> tensor<2x3xf64>
+  return %r, %home : tensor<3x3xf64>, tensor<2x3xf64>
+}
+
+func.func @not_replicas(%f: tensor<1x1x4xi64>, %w: tensor<2x3xf64>, %dy: tensor<3x3xf64>)
+    -> (tensor<3x3xf64>, tensor<3x3xf64>, tensor<6x3xf64>, tensor<2x3xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %h, %l = nn.moe_plan %f layer = 0 devices = 2 slots = 3 : tensor<1x1x4xi64>
+  %start = hspmd.axis_index over [0] of [2] stride 2 : tensor<i64>
+  %byhost = nn.embedding %w, %h offset %start : tensor<2x3xf64>, tensor<6xi64>
+  %a = hspmd.reduce_scatter sum %byhost dim 0 over [0] of [2] : tensor<6x3xf64> -> tensor<3x3xf64>
+  %twice = nn.embedding %w, %l offset %start : tensor<2x3xf64>, tensor<6xi64>
+  %b = hspmd.reduce_scatter sum %twice dim 0 over [0] of [2] : tensor<6x3xf64> -> tensor<3x3xf64>
+  %mine = hspmd.local_slice %l dim 0 over [0] of [2] : tensor<6xi64> -> tensor<3xi64>
+  %m2 = nn.reshape %mine : tensor<3xi64> to tensor<3x1xi64>
+  %idx = nn.broadcast %m2 : tensor<3x1xi64> to tensor<3x3xi64>
+  %g = nn.gather_grad %dy, %idx dim = 0 offset %start : tensor<3x3xf64>, tensor<3x3xi64> to tensor<2x3xf64>
+  %c = hspmd.reduce_scatter sum %g dim 0 over [0] of [2] : tensor<2x3xf64> -> tensor<1x3xf64>
+  %c2 = nn.concat %c, %c dim = 0 : tensor<1x3xf64>, tensor<1x3xf64>
+  return %a, %b, %twice, %c2 : tensor<3x3xf64>, tensor<3x3xf64>, tensor<6x3xf64>, tensor<2x3xf64>
 }

@@ -52,3 +52,15 @@ func.func @groups(%tokens: tensor<4x6xi64> {nn.data}, %wte: tensor<8x4xf32> {nn.
   %l = nn.reduce sum %r dims = [0, 1, 2] : tensor<4x2x12xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An expert placement forecast is split by rows only.
+func.func @forecast(%x: tensor<4x8x3xf32> {nn.data},
+                    // expected-error @+1 {{micro-batches of their own shape are not supported with an expert placement forecast (argument 'f' of @forecast is split by rows only); use micro-batches=K}}
+                    %f: tensor<4x1x4xi64> {nn.data, nn.moe_forecast, nn.name = "f"},
+                    %w: tensor<3x2xf32> {nn.param}) -> tensor<f32> {
+  %y = nn.matmul %x, %w : tensor<4x8x3xf32>, tensor<3x2xf32>
+  %l = nn.reduce sum %y dims = [0, 1, 2] : tensor<4x8x2xf32>
+  return %l : tensor<f32>
+}

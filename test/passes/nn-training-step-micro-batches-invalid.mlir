@@ -125,3 +125,34 @@ func.func @regroup(%x: tensor<4x3xf32> {nn.data}, %w: tensor<6x2xf32> {nn.param}
   %l = nn.reduce sum %y dims = [0, 1] : tensor<2x2xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An MoE route with a capacity drops entries by their order in the whole
+// batch.
+func.func @moe_capacity(%x: tensor<8x4xf32> {nn.data}, %e: tensor<8x2xi64> {nn.data},
+                        %w: tensor<4x4x4xf32> {nn.param}) -> tensor<f32> {
+  // expected-error @+1 {{@moe_capacity cannot run as micro-batches: a route with a capacity drops entries by their order in the whole batch, which a micro-batch does not have}}
+  %slots, %counts = nn.moe_route %e num_experts = 4 capacity = 3 : tensor<8x2xi64>
+  %buf = nn.moe_dispatch %x, %slots rows = 12 : tensor<8x4xf32>, tensor<8x2xi64>
+  %h = nn.grouped_matmul %buf, %w, %counts : tensor<12x4xf32>, tensor<4x4x4xf32>, tensor<4xi64>
+  %y = nn.moe_combine %h, %slots : tensor<12x4xf32>, tensor<8x2xi64>
+  %l = nn.reduce sum %y dims = [0, 1] : tensor<8x4xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A load-balancing loss from a route's counts: f_e P_e is not a sum over
+// the rows.
+func.func @moe_balance(%x: tensor<8x4xf32> {nn.data}, %e: tensor<8x2xi64> {nn.data},
+                       %router: tensor<4x4xf32> {nn.param}) -> tensor<f32> {
+  %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<8x2xi64>
+  %logits = nn.matmul %x, %router : tensor<8x4xf32>, tensor<4x4xf32>
+  %p = nn.reduce sum %logits dims = [0] : tensor<8x4xf32>
+  %f = nn.cast %counts : tensor<4xi64> to tensor<4xf32>
+  // expected-error @+1 {{@moe_balance cannot run as micro-batches: it reads a value of one micro-batch's MoE routing (an expert-ordered buffer, counts or a placement), which differs from the whole batch's; only the MoE ops, grouped matmuls, element-wise ops, reshapes and lookups may (a load-balancing loss from the counts is not a sum of the micro-batches' losses)}}
+  %fp = nn.mul %f, %p : tensor<4xf32>, tensor<4xf32>
+  %l = nn.reduce sum %fp dims = [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}

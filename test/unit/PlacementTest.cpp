@@ -748,7 +748,7 @@ TEST(PlacementTest, RouteByPlacement) {
   // Device 0: experts 0, 1 (and an empty slot); device 1: 0, 2, 3.
   const int64_t hosts[] = {0, 1, -1, 0, 2, 3};
   int64_t slots[12], counts[6];
-  ASSERT_EQ(routeEntries(experts, 12, 4, 0, 2, hosts, 6, slots, counts),
+  ASSERT_EQ(routeEntries(experts, 12, 4, 0, 2, true, hosts, 6, slots, counts),
             "");
   // Expert 0's 5 entries: 3 to its first replica, 2 to its second.
   EXPECT_EQ(std::vector<int64_t>(counts, counts + 6),
@@ -759,7 +759,7 @@ TEST(PlacementTest, RouteByPlacement) {
             (std::vector<int64_t>{0, 3, 1, 14, 2, 4, 12, 16, 5, 15, 13, 17}));
   // Without a placement the same routing groups by expert in 2 blocks.
   int64_t plain[12], perExpert[4];
-  ASSERT_EQ(routeEntries(experts, 12, 4, 0, 2, nullptr, 0, plain,
+  ASSERT_EQ(routeEntries(experts, 12, 4, 0, 2, false, nullptr, 0, plain,
                               perExpert),
             "");
   EXPECT_EQ(std::vector<int64_t>(perExpert, perExpert + 4),
@@ -768,13 +768,18 @@ TEST(PlacementTest, RouteByPlacement) {
             (std::vector<int64_t>{0, 5, 1, 12, 2, 6, 3, 14, 7, 13, 4, 15}));
   // An expert with entries and no replica, and blocks that do not divide.
   const int64_t partial[] = {0, 1, -1, 0, 2, 2};
-  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 2, partial, 6, slots, counts),
+  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 2, true, partial, 6, slots, counts),
             "expert 3 has 2 entries but no replica in the 6 slots of the "
             "placement");
-  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 4, hosts, 6, slots, counts),
+  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 4, true, hosts, 6, slots, counts),
             "blocks = 4 does not divide the 6 replica slots");
+  // An empty placement is a placement: no expert has a replica.
+  int64_t none[4];
+  EXPECT_EQ(routeEntries(experts, 12, 4, 0, 1, true, nullptr, 0, slots, none),
+            "expert 0 has 5 entries but no replica in the 0 slots of the "
+            "placement");
   // A capacity of 2: expert 0 keeps 2 (one a replica), blocks of 2 x 3.
-  ASSERT_EQ(routeEntries(experts, 12, 4, 2, 2, hosts, 6, slots, counts),
+  ASSERT_EQ(routeEntries(experts, 12, 4, 2, 2, true, hosts, 6, slots, counts),
             "");
   EXPECT_EQ(std::vector<int64_t>(counts, counts + 6),
             (std::vector<int64_t>{1, 2, 0, 1, 2, 2}));

@@ -913,9 +913,14 @@ LogicalResult MoePlanOp::inferShape(Adaptor adaptor,
       (!ShapedType::isDynamic(layers) && layer.getInt() >= layers))
     return diag("layer = ", layer.getInt(), " is not one of the forecast's ",
                 layers, " layers");
+  if (experts < 1)
+    return diag("needs at least one expert, got ", Type(forecast));
   if (d < 1 || r < 1 || n < 1)
     return diag("devices = ", d, ", slots = ", r, " and nodes = ", n,
                 " must be positive");
+  // (More slots than experts would only hold copies of one expert.)
+  if (r > experts)
+    return diag("slots = ", r, " is more than the ", experts, " experts");
   if (d % n != 0)
     return diag("nodes = ", n, " does not divide the ", d, " devices");
   if (experts % d != 0)
