@@ -319,16 +319,53 @@ struct MoeSparseExchangePass
       if (offset->use_empty())
         offset.erase();
     }
-    for (hspmd::ReduceScatterOp scatter : gradients) {
-      auto grad = scatter.getInput().getDefiningOp<nn::GatherGradOp>();
-      OpBuilder builder(scatter);
-      auto sparse = hspmd::SparseReduceScatterOp::create(
-          builder, scatter.getLoc(), scatter.getType(), scatter.getInput(),
-          grad.getIndices(), scatter.getAxesAttr(), scatter.getMeshAttr());
-      copyDiscardable(scatter, sparse);
-      scatter.replaceAllUsesWith(sparse.getResult());
-      scatter.erase();
+    for (hspmd::ReduceScatterOp scatter : gradients)
+      makeSparse(scatter, namedRows(scatter.getInput()
+                                        .getDefiningOp<nn::GatherGradOp>()
+                                        .getIndices()));
+  }
+
+  /// The rows a scatter-add along dimension 0 by `indices` writes, as few
+  /// indices as the program shows: where each row of `indices` is one id
+  /// broadcast along dimension 1 (the lookup's gradient: [R, K * F] ids,
+  /// then local slices of its rows), its first column; else all of them.
+  static Value namedRows(Value indices) {
+    auto type = cast<RankedTensorType>(indices.getType());
+    Value walk = indices;
+    while (auto slice = walk.getDefiningOp<hspmd::LocalSliceOp>()) {
+      if (slice.getDim() != 0)
+        return indices;
+      walk = slice.getInput();
     }
+    auto broadcast = walk.getDefiningOp<nn::BroadcastOp>();
+    if (!broadcast || type.getRank() != 2 || !type.hasStaticShape())
+      return indices;
+    auto input = cast<RankedTensorType>(broadcast.getInput().getType());
+    std::optional<ArrayRef<int64_t>> dims = broadcast.getBroadcastDims();
+    bool rowsOnly = input.getRank() == 2 && input.getDimSize(1) == 1 &&
+                    (!dims || (dims->size() == 2 && (*dims)[0] == 0 &&
+                               (*dims)[1] == 1));
+    if (!rowsOnly)
+      return indices;
+    OpBuilder builder(indices.getContext());
+    builder.setInsertionPointAfterValue(indices);
+    return nn::SliceOp::create(
+        builder, indices.getLoc(), type.clone({type.getDimSize(0), 1}),
+        indices, builder.getDenseI64ArrayAttr({0, 0}),
+        builder.getDenseI64ArrayAttr({type.getDimSize(0), 1}),
+        builder.getDenseI64ArrayAttr({1, 1}));
+  }
+
+  /// Replaces `scatter` (sum, rows, of a buffer zero outside the rows
+  /// `rows` names) by a sparse reduce-scatter naming them.
+  static void makeSparse(hspmd::ReduceScatterOp scatter, Value rows) {
+    OpBuilder builder(scatter);
+    auto sparse = hspmd::SparseReduceScatterOp::create(
+        builder, scatter.getLoc(), scatter.getType(), scatter.getInput(), rows,
+        scatter.getAxesAttr(), scatter.getMeshAttr());
+    copyDiscardable(scatter, sparse);
+    scatter.replaceAllUsesWith(sparse.getResult());
+    scatter.erase();
   }
 
   /// Whether `ids` are an nn.moe_plan's lookup (through local slices,
@@ -356,16 +393,10 @@ struct MoeSparseExchangePass
       if (scatter.getInput().getDefiningOp<nn::MoeDispatchOp>())
         scatters.push_back(scatter);
     });
-    for (hspmd::ReduceScatterOp scatter : scatters) {
-      auto dispatch = scatter.getInput().getDefiningOp<nn::MoeDispatchOp>();
-      OpBuilder builder(scatter);
-      auto sparse = hspmd::SparseReduceScatterOp::create(
-          builder, scatter.getLoc(), scatter.getType(), scatter.getInput(),
-          dispatch.getSlots(), scatter.getAxesAttr(), scatter.getMeshAttr());
-      copyDiscardable(scatter, sparse);
-      scatter.replaceAllUsesWith(sparse.getResult());
-      scatter.erase();
-    }
+    for (hspmd::ReduceScatterOp scatter : scatters)
+      makeSparse(scatter, scatter.getInput()
+                              .getDefiningOp<nn::MoeDispatchOp>()
+                              .getSlots());
   }
 
   /// The combines (and slot dot products) of a width-split buffer whose

@@ -22,13 +22,13 @@ plans give: per micro-step, the largest rank's expert rows over the mean
 (1.0 is perfect), from the plans read back from nn.moe_plan.
 
     test/bench/moe_placement_run.py [--build DIR] [--steps K] [--slots R]
+        [--width W]
 """
 
 import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -37,18 +37,12 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+sys.path.insert(0, os.path.join(ROOT, "test", "bench"))
 import check_sparse_exchange as layer  # noqa: E402
+from moe_exchange import check  # noqa: E402
 
 layer.T, layer.K, layer.W, layer.E, layer.V = 4096, 2, 256, 8, 512
 RANKS, MICRO = 2, 4
-
-
-def check(command):
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"error: {' '.join(command[:4])} ... failed:\n"
-                 f"{(proc.stdout + proc.stderr)[-3000:]}")
-    return proc.stdout
 
 
 def routing(rng, steps):
@@ -131,7 +125,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build-release"))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--slots", type=int, default=6)
+    ap.add_argument("--width", type=int, default=layer.W)
     args = ap.parse_args()
+    layer.W = args.width
     BUILD = args.build
     rng = np.random.default_rng(11)
     experts = routing(rng, args.steps)

@@ -219,8 +219,9 @@ func.func @kept(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>, %y: tensor<16x4xf6
 // PLACED: %[[MINE:.*]] = hspmd.local_slice %[[LOOKUP]] dim 0 over [0] of [2] : tensor<6xi64> -> tensor<3xi64>
 // PLACED: %[[FULL:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[MINE]] over [0] of [2] : tensor<2x3xf64>, tensor<3xi64> -> tensor<4x3xf64>
 // PLACED: nn.embedding %[[FULL]], %[[MINE]] : tensor<4x3xf64>, tensor<3xi64>
+// PLACED: %[[NAMED:.*]] = nn.slice %{{.*}} offsets = [0, 0] sizes = [3, 1] strides = [1, 1] : tensor<3x3xi64>
 // PLACED: %[[G:.*]] = nn.gather_grad
-// PLACED: hspmd.sparse_reduce_scatter %[[G]] rows %{{.*}} over [0] of [2] : tensor<4x3xf64>, tensor<3x3xi64> -> tensor<2x3xf64>
+// PLACED: hspmd.sparse_reduce_scatter %[[G]] rows %[[NAMED]] over [0] of [2] : tensor<4x3xf64>, tensor<3x1xi64> -> tensor<2x3xf64>
 // PLACED-NOT: hspmd.axis_index
 // PLACED: return
 // Left dense: ids from the plan's hosts (an empty slot's -1 reads zeros
