@@ -24,6 +24,7 @@
 
 #include <climits>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 using namespace loom::cuda;
@@ -358,14 +359,33 @@ void loom::cuda::topk(int64_t *result, Shape resultShape, const double *input,
 void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
                            Shape expertsShape, const int64_t *hosts,
-                           Shape, int64_t blocks,
+                           Shape hostsShape, int64_t blocks,
                            int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
-  // (nn.moe_plan has no CUDA kernel, so no emitted program routes by a
-  // placement on this target yet.)
-  LOOM_CUDA_CHECK(hosts == nullptr, kernel,
-                  "routing by a placement (hosts) is not supported on CUDA");
   checkValid(kernel, "the experts", expertsShape);
+  // By a placement: on the host, the shared routine, from copies (the
+  // slots of a placed route are needed before anything else of the layer;
+  // nn.moe_plan has no CUDA kernel yet, so its hosts come from the data).
+  if (hosts != nullptr || hostsShape.rank != 0) {
+    LOOM_CUDA_CHECK(hostsShape.rank == 1 && expertsShape.rank == 2, kernel,
+                    "hosts of rank %lld and experts of rank %lld (1 and 2)",
+                    static_cast<long long>(hostsShape.rank),
+                    static_cast<long long>(expertsShape.rank));
+    checkShape(kernel, "the slots", slotsShape, expertsShape);
+    checkShape(kernel, "the counts", countsShape, Shape{hostsShape[0]});
+    int64_t entries = expertsShape.numElements(), placed = hostsShape[0];
+    std::vector<int64_t> e(static_cast<size_t>(entries)),
+        h(static_cast<size_t>(placed)), s(e.size()), c(h.size());
+    copyToHost(e.data(), experts, e.size() * sizeof(int64_t));
+    copyToHost(h.data(), hosts, h.size() * sizeof(int64_t));
+    std::string error = loom::moe::routeEntries(
+        e.data(), entries, num_experts, capacity == INT64_MIN ? 0 : capacity,
+        blocks, true, h.data(), placed, s.data(), c.data());
+    LOOM_CUDA_CHECK(error.empty(), kernel, "%s", error.c_str());
+    copyToDevice(slots, s.data(), s.size() * sizeof(int64_t));
+    copyToDevice(counts, c.data(), c.size() * sizeof(int64_t));
+    return;
+  }
   LOOM_CUDA_CHECK(expertsShape.rank == 2 && num_experts >= 1, kernel,
                   "experts of rank %lld and %lld experts",
                   static_cast<long long>(expertsShape.rank),

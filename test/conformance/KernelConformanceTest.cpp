@@ -1008,6 +1008,24 @@ std::vector<CaseSet> makeCaseSets() {
                          {experts},
                          {ty(ElementKind::I64, {16, 2}),
                           ty(ElementKind::I64, {6})}});
+    // By a placement (2 devices of 4 slots: expert 0 twice, 6 (out of
+    // range) and -1 empty slots, expert 5 nowhere and never chosen), with
+    // and without a capacity.
+    Tensor hosts(ElementKind::I64, {8});
+    int64_t placement[] = {0, 1, 2, -1, 0, 3, 4, 6};
+    for (int64_t i = 0; i < 8; ++i)
+      hosts.setDouble(i, static_cast<double>(placement[i]));
+    Tensor routed = randomInt(ElementKind::I64, {16, 2}, 0, 4);
+    routed.setDouble(3, 7);
+    for (const char *capacity : {"", " capacity = 5"})
+      cases.push_back({std::string("moe_route hosts") + capacity,
+                       std::string("nn.moe_route %a0 hosts %a1 num_experts = "
+                                   "6") +
+                           capacity + " blocks = 2 : " + ty(routed) + ", " +
+                           ty(hosts),
+                       {routed, hosts},
+                       {ty(ElementKind::I64, {16, 2}),
+                        ty(ElementKind::I64, {8})}});
     // No entries at all, with and without a capacity.
     Tensor none(ElementKind::I64, {0, 2});
     for (const char *capacity : {"", " capacity = 1"})
@@ -1017,6 +1035,34 @@ std::vector<CaseSet> makeCaseSets() {
                        {none},
                        {ty(ElementKind::I64, {0, 2}),
                         ty(ElementKind::I64, {3})}});
+  }});
+  // Plans: two layers' forecasts (3 rows summed), moves free or costed,
+  // one node or two; an all-zero forecast.
+  sets.push_back({"nn.moe_plan", {ElementKind::I64},
+                  [](ElementKind, Cases &cases) {
+    Tensor forecast = randomInt(ElementKind::I64, {3, 2, 8}, 0, 50);
+    const char *variants[] = {
+        "layer = 0 devices = 2 slots = 5",
+        "layer = 1 devices = 2 slots = 5 expert_bytes = 100000000",
+        "layer = 1 devices = 4 slots = 3 nodes = 2 expert_bytes = 4096"};
+    for (const char *attrs : variants) {
+      int64_t hostsSize = std::string(attrs).find("devices = 4") !=
+                                  std::string::npos
+                              ? 12
+                              : 10;
+      cases.push_back({std::string("moe_plan ") + attrs,
+                       std::string("nn.moe_plan %a0 ") + attrs + " : " +
+                           ty(forecast),
+                       {forecast},
+                       {ty(ElementKind::I64, {hostsSize}),
+                        ty(ElementKind::I64, {hostsSize})}});
+    }
+    Tensor zeros(ElementKind::I64, {1, 1, 8});
+    cases.push_back({"moe_plan of nothing",
+                     "nn.moe_plan %a0 layer = 0 devices = 2 slots = 4 : " +
+                         ty(zeros),
+                     {zeros},
+                     {ty(ElementKind::I64, {8}), ty(ElementKind::I64, {8})}});
   }});
   // The buffer ops: slots from a permutation of the 32 buffer rows with a
   // dropped entry (-1) and one past the rows (ignored); the grouped matmul
