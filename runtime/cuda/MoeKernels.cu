@@ -363,17 +363,25 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
   checkValid(kernel, "the experts", expertsShape);
+  LOOM_CUDA_CHECK(expertsShape.rank == 2 && num_experts >= 1, kernel,
+                  "experts of rank %lld and %lld experts",
+                  static_cast<long long>(expertsShape.rank),
+                  static_cast<long long>(num_experts));
+  checkShape(kernel, "the slots", slotsShape, expertsShape);
+  int64_t entries = expertsShape.numElements();
+  int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
+  LOOM_CUDA_CHECK(limit >= 1, kernel, "a capacity of %lld",
+                  static_cast<long long>(capacity));
   // By a placement: on the host, the shared routine, from copies (the
   // slots of a placed route are needed before anything else of the layer;
   // nn.moe_plan has no CUDA kernel yet, so its hosts come from the data).
   if (hosts != nullptr || hostsShape.rank != 0) {
-    LOOM_CUDA_CHECK(hostsShape.rank == 1 && expertsShape.rank == 2, kernel,
-                    "hosts of rank %lld and experts of rank %lld (1 and 2)",
-                    static_cast<long long>(hostsShape.rank),
-                    static_cast<long long>(expertsShape.rank));
-    checkShape(kernel, "the slots", slotsShape, expertsShape);
-    checkShape(kernel, "the counts", countsShape, Shape{hostsShape[0]});
-    int64_t entries = expertsShape.numElements(), placed = hostsShape[0];
+    checkValid(kernel, "the hosts", hostsShape);
+    LOOM_CUDA_CHECK(hostsShape.rank == 1, kernel,
+                    "hosts of rank %lld must have rank 1",
+                    static_cast<long long>(hostsShape.rank));
+    int64_t placed = hostsShape[0];
+    checkShape(kernel, "the counts", countsShape, Shape{placed});
     std::vector<int64_t> e(static_cast<size_t>(entries)),
         h(static_cast<size_t>(placed)), s(e.size()), c(h.size());
     copyToHost(e.data(), experts, e.size() * sizeof(int64_t));
@@ -386,16 +394,7 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
     copyToDevice(counts, c.data(), c.size() * sizeof(int64_t));
     return;
   }
-  LOOM_CUDA_CHECK(expertsShape.rank == 2 && num_experts >= 1, kernel,
-                  "experts of rank %lld and %lld experts",
-                  static_cast<long long>(expertsShape.rank),
-                  static_cast<long long>(num_experts));
-  checkShape(kernel, "the slots", slotsShape, expertsShape);
   checkShape(kernel, "the counts", countsShape, Shape{num_experts});
-  int64_t entries = expertsShape.numElements();
-  int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
-  LOOM_CUDA_CHECK(limit >= 1, kernel, "a capacity of %lld",
-                  static_cast<long long>(capacity));
   LOOM_CUDA_CHECK(blocks >= 1 && num_experts % blocks == 0, kernel,
                   "blocks = %lld does not divide the %lld experts",
                   static_cast<long long>(blocks),

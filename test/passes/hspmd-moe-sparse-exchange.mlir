@@ -235,6 +235,17 @@ func.func @kept(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>, %y: tensor<16x4xf6
 // PSIM: rank 0 sparse_all_gather: calls 1
 // PSIM: rank 0 sparse_reduce_scatter: calls 1
 
+// The gradients' indices broadcast first and sliced after (the partitioned
+// form): one index a replica all the same; indices whose rows are not one
+// id (a broadcast of [1, 3]) name all of theirs.
+// PLACED-LABEL: func.func @gradient_indices
+// PLACED: %[[S:.*]] = hspmd.local_slice %{{.*}} dim 0 over [0] of [2] : tensor<6x3xi64> -> tensor<3x3xi64>
+// PLACED: %[[FIRST:.*]] = nn.slice %[[S]] offsets = [0, 0] sizes = [3, 1] strides = [1, 1] : tensor<3x3xi64>
+// PLACED: hspmd.sparse_reduce_scatter %{{.*}} rows %[[FIRST]] over [0] of [2] : tensor<4x3xf64>, tensor<3x1xi64>
+// PLACED: %[[MIXED:.*]] = nn.broadcast %{{.*}} : tensor<1x3xi64> to tensor<3x3xi64>
+// PLACED: hspmd.sparse_reduce_scatter %{{.*}} rows %[[MIXED]] over [0] of [2] : tensor<4x3xf64>, tensor<3x3xi64>
+// PLACED: return
+
 func.func @replicas(%f: tensor<1x1x4xi64>, %w: tensor<4x3xf64>)
     -> (tensor<3x3xf64>, tensor<2x3xf64>)
     attributes {hspmd.group = #hspmd.group<[0, 1]>} {
@@ -269,4 +280,21 @@ func.func @not_replicas(%f: tensor<1x1x4xi64>, %w: tensor<2x3xf64>, %dy: tensor<
   %c = hspmd.reduce_scatter sum %g dim 0 over [0] of [2] : tensor<2x3xf64> -> tensor<1x3xf64>
   %c2 = nn.concat %c, %c dim = 0 : tensor<1x3xf64>, tensor<1x3xf64>
   return %a, %b, %twice, %c2 : tensor<3x3xf64>, tensor<3x3xf64>, tensor<6x3xf64>, tensor<2x3xf64>
+}
+
+func.func @gradient_indices(%f: tensor<1x1x4xi64>, %dy: tensor<3x3xf64>)
+    -> (tensor<2x3xf64>, tensor<2x3xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %h, %l = nn.moe_plan %f layer = 0 devices = 2 slots = 3 : tensor<1x1x4xi64>
+  %l2 = nn.reshape %l : tensor<6xi64> to tensor<6x1xi64>
+  %all = nn.broadcast %l2 : tensor<6x1xi64> to tensor<6x3xi64>
+  %mine = hspmd.local_slice %all dim 0 over [0] of [2] : tensor<6x3xi64> -> tensor<3x3xi64>
+  %g = nn.gather_grad %dy, %mine dim = 0 : tensor<3x3xf64>, tensor<3x3xi64> to tensor<4x3xf64>
+  %home = hspmd.reduce_scatter sum %g dim 0 over [0] of [2] : tensor<4x3xf64> -> tensor<2x3xf64>
+  %row = hspmd.local_slice %l dim 0 over [0] of [2] : tensor<6xi64> -> tensor<3xi64>
+  %r2 = nn.reshape %row : tensor<3xi64> to tensor<1x3xi64>
+  %mixed = nn.broadcast %r2 : tensor<1x3xi64> to tensor<3x3xi64>
+  %g2 = nn.gather_grad %dy, %mixed dim = 0 : tensor<3x3xf64>, tensor<3x3xi64> to tensor<4x3xf64>
+  %home2 = hspmd.reduce_scatter sum %g2 dim 0 over [0] of [2] : tensor<4x3xf64> -> tensor<2x3xf64>
+  return %home, %home2 : tensor<2x3xf64>, tensor<2x3xf64>
 }
