@@ -904,8 +904,9 @@ void polishBins(const std::vector<double> &w,
 /// targets, and on small instances the count vectors one or two changes
 /// away from the best; each through LPT (seeds as given) and `improve`.
 /// It stops at the first best at the bound or at `enough` (a maximum the
-/// caller has no use in going below). The device contents as lists of
-/// local experts.
+/// caller has no use in going below). A negative `wholeSize` spends no
+/// small-layer effort (PlacementOptions::exactSmallLayers). The device
+/// contents as lists of local experts.
 std::vector<std::vector<int64_t>>
 planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
                    const std::vector<std::vector<std::vector<int64_t>>> &seeds,
@@ -913,7 +914,7 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
   int64_t n = static_cast<int64_t>(w.size());
   double total = std::accumulate(w.begin(), w.end(), 0.0);
   double scale = std::max(total, 1.0);
-  bool small = n * devices <= 64;
+  bool small = wholeSize >= 0 && n * devices <= 64;
   int64_t budget = std::min(devices * slots, n * devices);
   std::vector<int64_t> increments = greedyIncrements(w, budget, devices);
   // The bound this flat set cannot beat, to stop early at it.
@@ -945,7 +946,8 @@ planFlatCandidates(const std::vector<double> &w, int64_t devices, int64_t slots,
   // On the smallest layers (experts x devices of the whole layer, not just
   // this unit, <= 32) each candidate is also re-planned a few devices at a
   // time (polishBins), from a budget of search nodes shared by all.
-  int64_t polishNodes = wholeSize <= 32 && devices > 1 ? 200000 : 0;
+  int64_t polishNodes =
+      wholeSize >= 0 && wholeSize <= 32 && devices > 1 ? 200000 : 0;
   std::vector<std::vector<int64_t>> candidate(devices);
   for (auto &bin : candidate)
     bin.reserve(slots);
@@ -1208,7 +1210,7 @@ planFlat(const std::vector<double> &w, int64_t devices, int64_t slots,
          int64_t wholeSize, double enough) {
   std::vector<std::vector<int64_t>> bins =
       planFlatCandidates(w, devices, slots, seeds, wholeSize, enough);
-  if (wholeSize <= 64 && devices > 1) {
+  if (wholeSize >= 0 && wholeSize <= 64 && devices > 1) {
     double scale = std::max(1.0, std::accumulate(w.begin(), w.end(), 0.0));
     int64_t nodes = wholeSize <= 32 ? 200000 : 50000;
     polishBins(w, bins, slots, scale, 4 * devices, nodes, 3);
@@ -2315,7 +2317,8 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
       if (!agrees)
         seeds.clear();
       std::vector<std::vector<int64_t>> bins = planFlat(
-          local, unitDevices, slots, seeds, experts * t.devices, enough);
+          local, unitDevices, slots, seeds,
+          options.exactSmallLayers ? experts * t.devices : -1, enough);
       for (auto &bin : bins)
         for (int64_t &e : bin)
           e = members[e];
@@ -2551,7 +2554,11 @@ std::string loom::moe::planFromForecast(const int64_t *forecast, int64_t rows,
   int64_t home = experts / devices;
   for (int64_t e = 0; e < experts; ++e)
     input.previous.push_back({e, e / home});
-  absl::StatusOr<Placement> plan = planPlacement(cluster, input);
+  // At run time, before every micro-step: no small-layer search (tens of
+  // microseconds instead of milliseconds; never above the baseline).
+  PlacementOptions options;
+  options.exactSmallLayers = false;
+  absl::StatusOr<Placement> plan = planPlacement(cluster, input, options);
   if (!plan.ok())
     return where + std::string(plan.status().message());
   for (int64_t p = 0; p < devices * slots; ++p) {

@@ -149,6 +149,13 @@ struct PlacementOptions {
   /// Split an expert's tokens unevenly among its replicas (water-filling)
   /// to balance the devices further.
   bool unevenSplits = false;
+  /// On small layers (experts x devices <= 64), spend the extra effort
+  /// that takes the plan to (or near) the exact optimum: more candidates,
+  /// longer local searches and exact re-plans of a few devices at a time.
+  /// It costs milliseconds a layer there (more than a large layer's whole
+  /// plan); false plans every layer as a large one (never above the
+  /// baseline either), for a plan needed at run time.
+  bool exactSmallLayers = true;
 };
 
 struct Placement {
@@ -240,7 +247,8 @@ absl::StatusOr<Placement> evaluateMap(const Cluster &cluster,
 
 /// nn.moe_plan (docs/generated/nn.md): plans layer `layer` of a forecast
 /// (`rows x layers x experts`, row-major; the rows summed) with
-/// planPlacement for `devices` devices of `slots` slots on `nodes` nodes,
+/// planPlacement (without exactSmallLayers: a run-time plan) for `devices`
+/// devices of `slots` slots on `nodes` nodes,
 /// the experts' home placement (device d holds experts [d * E / devices,
 /// (d + 1) * E / devices)) as the previous one and `expertBytes` an
 /// expert. Writes the plan's slots to `hosts` (devices x slots; -1: empty)
