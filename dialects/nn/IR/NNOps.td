@@ -1103,7 +1103,8 @@ def NN_MoePlanOp : NN_InferredOp<"moe_plan", [NN_Differentiable]> {
     `e` of layer `l` in row `m` of the batch; the rows are summed (a step
     split into micro-batches gives each its own rows). The plan is Loom's
     expert placement planner (`runtime/moe/Placement.h`: replica counts,
-    their devices, even splits) for `devices` devices of `slots` replica
+    their devices, even splits; without the search it spends on small
+    layers, a run-time plan) for `devices` devices of `slots` replica
     slots each on `nodes` nodes, with the experts' home placement (device
     `d` holds experts `[d * E / devices, (d + 1) * E / devices)`, the
     expert-parallel layout of the master weights) as the previous one:
