@@ -347,6 +347,53 @@ aclnnStatus aclnnEmbeddingGetWorkspaceSize(const aclTensor *weight,
                                            aclOpExecutor **executor);
 LOOM_ACLNN_LAUNCH(aclnnEmbedding)
 
+// The mixture-of-experts operators (docs/moe.md, "Targets").
+// level2/aclnn_topk.h (ops-nn index/topk): the k largest (largest) or
+// smallest elements along dim and their int64 indices, sorted when
+// `sorted`.
+aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k,
+                                      int64_t dim, bool largest, bool sorted,
+                                      aclTensor *valuesOut,
+                                      aclTensor *indicesOut,
+                                      uint64_t *workspaceSize,
+                                      aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnTopk)
+
+// level2/aclnn_index_add.h (ops-nn index/inplace_scatter_add): out = self,
+// then out[index[i]] += alpha * source[i] along dim.
+aclnnStatus aclnnIndexAddGetWorkspaceSize(const aclTensor *self,
+                                          const int64_t dim,
+                                          const aclTensor *index,
+                                          const aclTensor *source,
+                                          const aclScalar *alpha,
+                                          aclTensor *out,
+                                          uint64_t *workspaceSize,
+                                          aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnIndexAdd)
+
+// aclnn_grouped_matmul_v4.h (ops-transformer gmm/grouped_matmul): y_i =
+// x_i * weight_i for groups along the axis groupType names (0: M, the rows
+// of x; 2: K, the rows of a transposed x and of weight), the group sizes
+// in groupListOptional (groupListType 1: one count per group; 0: their
+// running sums); splitItem 2 or 3: x, weight and out single tensors. Loom
+// passes no bias, quantisation or activation (all null, actType 0).
+aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
+    const aclTensorList *x, const aclTensorList *weight,
+    const aclTensorList *biasOptional, const aclTensorList *scaleOptional,
+    const aclTensorList *offsetOptional,
+    const aclTensorList *antiquantScaleOptional,
+    const aclTensorList *antiquantOffsetOptional,
+    const aclTensorList *perTokenScaleOptional,
+    const aclTensor *groupListOptional,
+    const aclTensorList *activationInputOptional,
+    const aclTensorList *activationQuantScaleOptional,
+    const aclTensorList *activationQuantOffsetOptional, int64_t splitItem,
+    int64_t groupType, int64_t groupListType, int64_t actType,
+    aclTensorList *out, aclTensorList *activationFeatureOutOptional,
+    aclTensorList *dynQuantScaleOutOptional, uint64_t *workspaceSize,
+    aclOpExecutor **executor);
+LOOM_ACLNN_LAUNCH(aclnnGroupedMatmulV4)
+
 #undef LOOM_ACLNN_BINARY
 #undef LOOM_ACLNN_UNARY
 

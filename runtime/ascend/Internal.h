@@ -6,6 +6,8 @@
 #include "runtime/ascend/AscendKernels.h"
 #include "runtime/ascend/Loader.h"
 
+#include <string>
+
 namespace loom::ascend::internal {
 
 /// The rank's stream (made by startDevice).
@@ -36,6 +38,31 @@ aclTensorList *tensorList(aclTensor *const *tensors, int64_t count);
 aclTensorList *tensorListOrNull(const std::vector<detail::Arg> &args);
 /// An optional integer array; null when absent (rank -1).
 aclIntArray *intArrayOrNull(const Shape &shape);
+
+/// Ends the rank with `loom::ascend::<message>` (the runtime's failure
+/// path: every rank stops, nothing hangs).
+[[noreturn]] void fail(const std::string &message);
+
+/// Row-major strides of `shape`.
+inline void contiguousStrides(const Shape &shape,
+                              int64_t (&strides)[host::kMaxRank]) {
+  int64_t stride = 1;
+  for (int64_t d = shape.rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+}
+
+inline bool empty(const detail::Arg &arg) {
+  return arg.shape.numElements() == 0;
+}
+
+/// A view of `in`'s elements as `shape` with `strides` from `offset`.
+inline aclTensor *viewOf(const detail::Arg &in, const Shape &shape,
+                         const int64_t *strides, int64_t offset) {
+  return view(in.data, in.type, shape, strides, offset,
+              in.shape.numElements());
+}
 
 /// Calls an aclnn operator: `get(args..., &size, &executor)`, a workspace
 /// of that size, then `run(workspace, size, executor, stream)`.

@@ -22,28 +22,11 @@ using namespace loom::ascend;
 using namespace loom::ascend::internal;
 using detail::Arg;
 
-namespace {
-
-[[noreturn]] void fail(const std::string &message) {
+void internal::fail(const std::string &message) {
   rt::Runtime::get().fail("loom::ascend::" + message);
 }
 
-/// Row-major strides of `shape`.
-void contiguousStrides(const Shape &shape, int64_t (&strides)[host::kMaxRank]) {
-  int64_t stride = 1;
-  for (int64_t d = shape.rank - 1; d >= 0; --d) {
-    strides[d] = stride;
-    stride *= shape[d];
-  }
-}
-
-bool empty(const Arg &arg) { return arg.shape.numElements() == 0; }
-
-/// A view of `in`'s elements as `shape` with `strides` from `offset`.
-aclTensor *viewOf(const Arg &in, const Shape &shape, const int64_t *strides,
-                  int64_t offset) {
-  return view(in.data, in.type, shape, strides, offset, in.shape.numElements());
-}
+namespace {
 
 /// out = the view (strided copy).
 void copyFrom(const Arg &out, aclTensor *source) {
@@ -51,6 +34,7 @@ void copyFrom(const Arg &out, aclTensor *source) {
 }
 
 } // namespace
+
 
 void detail::copy(Arg out, Arg in) {
   if (empty(out))

@@ -118,7 +118,10 @@ extern "C" {
   X2(aclnnLogSoftmax)                                                          \
   X2(aclnnGather)                                                              \
   X2(aclnnLayerNorm)                                                           \
-  X2(aclnnEmbedding)
+  X2(aclnnEmbedding)                                                           \
+  X2(aclnnTopk)                                                                \
+  X2(aclnnIndexAdd)                                                            \
+  X2(aclnnGroupedMatmulV4)
 
 #define LOOM_ASCEND_HCCL_FUNCTIONS(X)                                          \
   X(HcclGetRootInfo)                                                           \

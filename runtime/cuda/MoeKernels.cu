@@ -21,6 +21,7 @@
 
 #include "runtime/cuda/CudaSupport.cuh"
 #include "runtime/moe/Blocks.h"
+#include "runtime/moe/RunTimePlan.h"
 
 #include <climits>
 #include <initializer_list>
@@ -373,8 +374,8 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
   LOOM_CUDA_CHECK(limit >= 1, kernel, "a capacity of %lld",
                   static_cast<long long>(capacity));
   // By a placement: on the host, the shared routine, from copies (the
-  // slots of a placed route are needed before anything else of the layer;
-  // nn.moe_plan has no CUDA kernel yet, so its hosts come from the data).
+  // slots of a placed route are needed before anything else of the layer,
+  // and nn.moe_plan's hosts are made on the host too).
   if (hosts != nullptr || hostsShape.rank != 0) {
     checkValid(kernel, "the hosts", hostsShape);
     LOOM_CUDA_CHECK(hostsShape.rank == 1, kernel,
@@ -405,6 +406,35 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                                         num_experts, limit,
                                         num_experts / blocks, blockRows);
   checkLaunch(kernel);
+}
+
+void loom::cuda::moe_plan(int64_t *hosts, Shape hostsShape, int64_t *lookup,
+                          Shape lookupShape, const int64_t *forecast,
+                          Shape forecastShape, int64_t devices,
+                          int64_t expertBytes, int64_t layer, int64_t nodes,
+                          int64_t slots) {
+  // The planner on the host (runtime/moe/Placement.h), from a copy of the
+  // forecast: every rank makes the same plan from the same rows.
+  const char *kernel = "moe_plan";
+  checkValid(kernel, "the forecast", forecastShape);
+  LOOM_CUDA_CHECK(forecastShape.rank == 3, kernel,
+                  "a forecast of rank %lld must have rank 3",
+                  static_cast<long long>(forecastShape.rank));
+  LOOM_CUDA_CHECK(devices >= 1 && slots >= 1 && devices <= INT64_MAX / slots,
+                  kernel, "%lld devices of %lld slots",
+                  static_cast<long long>(devices),
+                  static_cast<long long>(slots));
+  checkShape(kernel, "the hosts", hostsShape, Shape{devices * slots});
+  checkShape(kernel, "the lookup", lookupShape, Shape{devices * slots});
+  std::vector<int64_t> f(static_cast<size_t>(forecastShape.numElements()));
+  std::vector<int64_t> h(static_cast<size_t>(devices * slots)), l(h.size());
+  copyToHost(f.data(), forecast, f.size() * sizeof(int64_t));
+  std::string error = loom::moe::planFromForecast(
+      f.data(), forecastShape[0], forecastShape[1], forecastShape[2], layer,
+      devices, slots, nodes, expertBytes, h.data(), l.data());
+  LOOM_CUDA_CHECK(error.empty(), kernel, "%s", error.c_str());
+  copyToDevice(hosts, h.data(), h.size() * sizeof(int64_t));
+  copyToDevice(lookup, l.data(), l.size() * sizeof(int64_t));
 }
 
 #define LOOM_MOE_FLOAT_KERNELS(T)                                              \

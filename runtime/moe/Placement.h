@@ -73,6 +73,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/moe/RunTimePlan.h"
 
 #include <cstdint>
 #include <optional>
@@ -245,20 +246,7 @@ absl::StatusOr<Placement> evaluateMap(const Cluster &cluster,
                                       const std::vector<int64_t> &map,
                                       bool unevenSplits = false);
 
-/// nn.moe_plan (docs/generated/nn.md): plans layer `layer` of a forecast
-/// (`rows x layers x experts`, row-major; the rows summed) with
-/// planPlacement (without exactSmallLayers: a run-time plan) for `devices`
-/// devices of `slots` slots on `nodes` nodes,
-/// the experts' home placement (device d holds experts [d * E / devices,
-/// (d + 1) * E / devices)) as the previous one and `expertBytes` an
-/// expert. Writes the plan's slots to `hosts` (devices x slots; -1: empty)
-/// and to `lookup` the same with each empty slot given its device's first
-/// home expert. Returns what is wrong (empty: nothing), naming the layer.
-std::string planFromForecast(const int64_t *forecast, int64_t rows,
-                             int64_t layers, int64_t experts, int64_t layer,
-                             int64_t devices, int64_t slots, int64_t nodes,
-                             int64_t expertBytes, int64_t *hosts,
-                             int64_t *lookup);
+// planFromForecast, nn.moe_plan's kernel: RunTimePlan.h (included above).
 
 } // namespace loom::moe
 

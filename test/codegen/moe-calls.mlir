@@ -6,6 +6,9 @@
 // RUN: loom-translate --loom-to-cuda-cpp --loom-entry layer %s | FileCheck %s --check-prefix=LCUDA
 // RUN: loom-translate --loom-to-host-cpp --loom-entry blocked %s | FileCheck %s --check-prefix=BCPP
 // RUN: loom-translate --loom-to-cuda-cpp --loom-entry blocked %s | FileCheck %s --check-prefix=BCUDA
+// RUN: loom-translate --loom-to-ascend-cpp --loom-entry step %s | FileCheck %s --check-prefix=ASCEND
+// RUN: loom-translate --loom-to-ascend-cpp --loom-entry layer %s | FileCheck %s --check-prefix=LASCEND
+// RUN: loom-translate --loom-to-ascend-cpp --loom-entry blocked %s | FileCheck %s --check-prefix=BASCEND
 
 // The router's ops as kernel calls: nn.topk takes the scores and k, and
 // nn.moe_route the i64 experts of rank 2, an absent or given capacity and
@@ -29,7 +32,9 @@ func.func @step(%s: tensor<16x4xf32> {nn.data})
 // CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, nullptr, {}, 1, 3, 4);
 
 // CUDA: loom::cuda::topk(result_0, {16, 2}, s, {16, 4}, 2);
+// ASCEND: loom::ascend::topk(result_0, {16, 2}, s, {16, 4}, 2);
 // CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
+// ASCEND: loom::ascend::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
 
 // The buffer ops: an absent weights operand is a null pointer with an
 // empty shape, the counts an int64_t buffer, an absent transpose_rhs
@@ -61,8 +66,11 @@ func.func @layer(%x: tensor<16x8xf32> {nn.data}, %slots: tensor<16x2xi64> {nn.da
 // LCPP: loom::host::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4}, 1);
 
 // LCUDA: loom::cuda::moe_dispatch(moe_dispatch_0, {32, 8}, x, {16, 8}, slots, {16, 2}, nullptr, {}, 32);
+// LASCEND: loom::ascend::moe_dispatch(moe_dispatch_0, {32, 8}, x, {16, 8}, slots, {16, 2}, nullptr, {}, 32);
 // LCUDA: loom::cuda::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, 1, true);
+// LASCEND: loom::ascend::grouped_matmul(grouped_matmul_1, {32, 8}, grouped_matmul_0, {32, 12}, w1, {4, 8, 12}, counts, {4}, 1, true);
 // LCUDA: loom::cuda::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4}, 1);
+// LASCEND: loom::ascend::grouped_matmul_grad(result_2, {4, 8, 12}, moe_dispatch_0, {32, 8}, grouped_matmul_0, {32, 12}, counts, {4}, 1);
 
 // Expert blocks (expert parallelism): the route, the grouped matmul and its
 // weight gradient pass their blocks to the kernel.
@@ -81,13 +89,17 @@ func.func @blocked(%e: tensor<16x2xi64> {nn.data}, %x: tensor<16x8xf32> {nn.data
 // BCPP: loom::host::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
 // BCPP: loom::host::grouped_matmul_grad(result_1, {4, 8, 12}, {{.*}}, {64, 8}, result_0, {64, 12}, {{.*}}, {4}, 2);
 // BCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
+// BASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
 // BCUDA: loom::cuda::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
+// BASCEND: loom::ascend::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
 
-// Placement per micro-step: nn.moe_plan is a host kernel (the planner runs
-// in every rank) with its attributes in name order; the route takes the
-// plan's hosts. The CUDA target has no kernel for the plan and says so.
+// Placement per micro-step: nn.moe_plan is a kernel of every target (the
+// planner runs in every rank; the device targets run it on the host from a
+// copy of the forecast) with its attributes in name order; the route takes
+// the plan's hosts.
 // RUN: loom-translate --loom-to-host-cpp --loom-entry placed %s | FileCheck %s --check-prefix=PCPP
-// RUN: not loom-translate --loom-to-cuda-cpp --loom-entry placed %s 2>&1 | FileCheck %s --check-prefix=PCUDA
+// RUN: loom-translate --loom-to-cuda-cpp --loom-entry placed %s | FileCheck %s --check-prefix=PCUDA
+// RUN: loom-translate --loom-to-ascend-cpp --loom-entry placed %s | FileCheck %s --check-prefix=PASCEND
 
 func.func @placed(%e: tensor<16x2xi64> {nn.data}, %f: tensor<4x1x4xi64> {nn.data})
     -> (tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>) {
@@ -98,4 +110,7 @@ func.func @placed(%e: tensor<16x2xi64> {nn.data}, %f: tensor<4x1x4xi64> {nn.data
 
 // PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
 // PCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
-// PCUDA: error: {{.*}}nn.moe_plan{{.*}}
+// PCUDA: loom::cuda::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
+// PCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
+// PASCEND: loom::ascend::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
+// PASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);

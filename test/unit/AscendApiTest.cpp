@@ -141,6 +141,23 @@ PIN(aclnnLayerNormGetWorkspaceSize,
 PIN(aclnnEmbeddingGetWorkspaceSize,
     aclnnStatus (*)(const aclTensor *, const aclTensor *, const aclTensor *,
                     uint64_t *, aclOpExecutor **));
+PIN(aclnnTopkGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, int64_t, int64_t, bool, bool,
+                    aclTensor *, aclTensor *, uint64_t *, aclOpExecutor **));
+PIN(aclnnIndexAddGetWorkspaceSize,
+    aclnnStatus (*)(const aclTensor *, int64_t, const aclTensor *,
+                    const aclTensor *, const aclScalar *, aclTensor *,
+                    uint64_t *, aclOpExecutor **));
+PIN(aclnnGroupedMatmulV4GetWorkspaceSize,
+    aclnnStatus (*)(const aclTensorList *, const aclTensorList *,
+                    const aclTensorList *, const aclTensorList *,
+                    const aclTensorList *, const aclTensorList *,
+                    const aclTensorList *, const aclTensorList *,
+                    const aclTensor *, const aclTensorList *,
+                    const aclTensorList *, const aclTensorList *, int64_t,
+                    int64_t, int64_t, int64_t, aclTensorList *,
+                    aclTensorList *, aclTensorList *, uint64_t *,
+                    aclOpExecutor **));
 #define PIN_LAUNCH(OP) PIN(OP, Launch);
 LOOM_ASCEND_OPAPI_OPERATORS(PIN_LAUNCH)
 LOOM_ASCEND_LOOM_OPERATORS(PIN_LAUNCH)

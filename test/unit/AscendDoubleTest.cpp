@@ -793,6 +793,171 @@ TEST_F(AscendDouble, CatAndSoftmaxAreTheHostKernels) {
 }
 
 //===----------------------------------------------------------------------===//
+// The mixture-of-experts operators
+//===----------------------------------------------------------------------===//
+
+TEST_F(AscendDouble, TopkAndIndexAddAreTheHostKernels) {
+  // Topk: ties in index order, NaN first, as host::topk.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> x = {0.5, 2.0, 2.0, -1.0, 0.25, 1.0, nan, 3.0, 1.0, 0.0};
+  aclTensor *tx = make(x, {2, 5});
+  void *values = nullptr, *indices = nullptr;
+  aclTensor *tv = empty<double>({2, 3}, &values);
+  aclTensor *ti = empty<int64_t>({2, 3}, &indices);
+  ASSERT_EQ(run(PLAN(aclnnTopkGetWorkspaceSize(tx, 3, -1, true, true, tv, ti,
+                                               ws, ex)),
+                aclnnTopk),
+            0)
+      << recentError();
+  EXPECT_EQ(download<int64_t>(indices, 6),
+            (std::vector<int64_t>{1, 2, 0, 1, 2, 0}));
+  std::vector<double> picked = download<double>(values, 6);
+  EXPECT_EQ(picked[0], 2.0);
+  EXPECT_TRUE(std::isnan(picked[3]));
+  EXPECT_EQ(picked[5], 1.0);
+  // What the double does not implement, or CANN refuses, is refused.
+  uint64_t size = 0;
+  aclOpExecutor *executor = nullptr;
+  EXPECT_EQ(aclnnTopkGetWorkspaceSize(tx, 3, -1, false, true, tv, ti, &size,
+                                      &executor),
+            kParamInvalid);
+  EXPECT_EQ(aclnnTopkGetWorkspaceSize(tx, 3, 0, true, true, tv, ti, &size,
+                                      &executor),
+            kParamInvalid);
+  EXPECT_EQ(aclnnTopkGetWorkspaceSize(tx, 6, -1, true, true, tv, ti, &size,
+                                      &executor),
+            kParamInvalid);
+  EXPECT_EQ(aclnnTopkGetWorkspaceSize(tx, 3, -1, true, true, tv, tv, &size,
+                                      &executor),
+            kParamInvalid);
+  EXPECT_NE(recentError().find("INT64"), std::string::npos);
+
+  // IndexAdd in place: rows added in index order, a row named twice.
+  std::vector<float> self = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<double> source64 = randomValues(6, 31);
+  std::vector<float> source(source64.begin(), source64.end());
+  std::vector<int64_t> index = {3, 0, 3};
+  void *selfData = nullptr;
+  aclTensor *ts = make(self, {4, 2}, &selfData);
+  aclTensor *tsrc = make(source, {3, 2});
+  aclTensor *tidx = make(index, {3});
+  float one = 1;
+  aclScalar *alpha = aclCreateScalar(&one, ACL_FLOAT);
+  ASSERT_EQ(run(PLAN(aclnnIndexAddGetWorkspaceSize(ts, 0, tidx, tsrc, alpha,
+                                                   ts, ws, ex)),
+                aclnnIndexAdd),
+            0)
+      << recentError();
+  std::vector<float> expected = self;
+  for (int i = 0; i < 3; ++i)
+    for (int h = 0; h < 2; ++h)
+      expected[index[i] * 2 + h] += source[i * 2 + h];
+  expectBitwise(download<float>(selfData, 8), expected, "index_add");
+  // An index outside the rows fails the launch and writes nothing.
+  std::vector<int64_t> bad = {1, 4, 0};
+  aclTensor *tbad = make(bad, {3});
+  EXPECT_EQ(run(PLAN(aclnnIndexAddGetWorkspaceSize(ts, 0, tbad, tsrc, alpha,
+                                                   ts, ws, ex)),
+                aclnnIndexAdd),
+            361001);
+  EXPECT_NE(recentError().find("index[1] = 4 is outside [0, 4)"),
+            std::string::npos);
+  expectBitwise(download<float>(selfData, 8), expected, "index_add (refused)");
+  EXPECT_EQ(aclDestroyScalar(alpha), 0);
+}
+
+TEST_F(AscendDouble, GroupedMatmulV4IsTheHostGemmPerGroup) {
+  std::vector<double> x64 = randomValues(20, 32), w64 = randomValues(72, 33);
+  std::vector<float> x(x64.begin(), x64.end()), w(w64.begin(), w64.end());
+  std::vector<int64_t> counts = {2, 0, 3};
+  aclTensor *tc = make(counts, {3});
+  void *xData = upload(x), *wData = upload(w);
+  auto list = [&](aclTensor *t) {
+    const aclTensor *members[] = {t};
+    return aclCreateTensorList(members, 1);
+  };
+  // M grouping: x [5, 4], weight [3, 4, 6] (or [3, 6, 4] seen transposed).
+  for (bool transposed : {false, true}) {
+    aclTensorList *xs = list(view(xData, {5, 4}, ACL_FLOAT, {}, 0, {}, false));
+    aclTensorList *ws3 = list(
+        transposed ? view(wData, {3, 4, 6}, ACL_FLOAT, {24, 1, 4}, 0, {72}, false)
+                   : view(wData, {3, 4, 6}, ACL_FLOAT, {}, 0, {}, false));
+    void *out = nullptr;
+    aclTensorList *ys = list(view(out = alloc(30 * sizeof(float)), {5, 6},
+                                  ACL_FLOAT, {}, 0, {}, false));
+    ASSERT_EQ(run(PLAN(aclnnGroupedMatmulV4GetWorkspaceSize(
+                      xs, ws3, nullptr, nullptr, nullptr, nullptr, nullptr,
+                      nullptr, tc, nullptr, nullptr, nullptr, 3, 0, 1, 0, ys,
+                      nullptr, nullptr, ws, ex)),
+                  aclnnGroupedMatmulV4),
+              0)
+        << recentError();
+    std::vector<float> expected(30);
+    host::grouped_matmul(expected.data(), {5, 6}, x.data(), {5, 4}, w.data(),
+                         transposed ? host::Shape{3, 6, 4}
+                                    : host::Shape{3, 4, 6},
+                         counts.data(), {3}, 1, transposed);
+    expectBitwise(download<float>(out, 30), expected, "grouped matmul");
+    EXPECT_EQ(aclDestroyTensorList(xs), 0);
+    EXPECT_EQ(aclDestroyTensorList(ws3), 0);
+    EXPECT_EQ(aclDestroyTensorList(ys), 0);
+  }
+  // Groups that do not cover x's rows fail the launch (Atlas A2/A3).
+  std::vector<int64_t> short4 = {2, 0, 2};
+  aclTensor *tshort = make(short4, {3});
+  aclTensorList *xs = list(view(xData, {5, 4}, ACL_FLOAT, {}, 0, {}, false));
+  aclTensorList *ws3 = list(view(wData, {3, 4, 6}, ACL_FLOAT, {}, 0, {}, false));
+  aclTensorList *ys = list(view(alloc(30 * sizeof(float)), {5, 6}, ACL_FLOAT,
+                                {}, 0, {}, false));
+  EXPECT_EQ(run(PLAN(aclnnGroupedMatmulV4GetWorkspaceSize(
+                    xs, ws3, nullptr, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, tshort, nullptr, nullptr, nullptr, 3, 0, 1, 0,
+                    ys, nullptr, nullptr, ws, ex)),
+                aclnnGroupedMatmulV4),
+            361001);
+  EXPECT_NE(recentError().find("hold 4 rows but the grouped axis has 5"),
+            std::string::npos);
+  // A bias is not implemented.
+  uint64_t size = 0;
+  aclOpExecutor *executor = nullptr;
+  EXPECT_EQ(aclnnGroupedMatmulV4GetWorkspaceSize(
+                xs, ws3, xs, nullptr, nullptr, nullptr, nullptr, nullptr, tc,
+                nullptr, nullptr, nullptr, 3, 0, 1, 0, ys, nullptr, nullptr,
+                &size, &executor),
+            kParamInvalid);
+  EXPECT_EQ(aclDestroyTensorList(xs), 0);
+  EXPECT_EQ(aclDestroyTensorList(ws3), 0);
+  EXPECT_EQ(aclDestroyTensorList(ys), 0);
+
+  // K grouping: lhs [5, 4] seen transposed as x [4, 5], rhs [5, 6], out
+  // [3, 4, 6]; the empty group is NaN (CANN leaves it undefined).
+  std::vector<double> rhs64 = randomValues(30, 34);
+  std::vector<float> rhs(rhs64.begin(), rhs64.end());
+  aclTensorList *xt = list(view(xData, {4, 5}, ACL_FLOAT, {1, 4}, 0, {20}, false));
+  aclTensorList *rs = list(view(upload(rhs), {5, 6}, ACL_FLOAT, {}, 0, {}, false));
+  void *grad = alloc(72 * sizeof(float));
+  aclTensorList *gs = list(view(grad, {3, 4, 6}, ACL_FLOAT, {}, 0, {}, false));
+  ASSERT_EQ(run(PLAN(aclnnGroupedMatmulV4GetWorkspaceSize(
+                    xt, rs, nullptr, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, tc, nullptr, nullptr, nullptr, 3, 2, 1, 0, gs,
+                    nullptr, nullptr, ws, ex)),
+                aclnnGroupedMatmulV4),
+            0)
+      << recentError();
+  std::vector<float> expected(72), actual = download<float>(grad, 72);
+  host::grouped_matmul_grad(expected.data(), {3, 4, 6}, x.data(), {5, 4},
+                            rhs.data(), {5, 6}, counts.data(), {3}, 1);
+  for (int i = 24; i < 48; ++i) {
+    EXPECT_TRUE(std::isnan(actual[i])) << i;
+    actual[i] = expected[i];
+  }
+  expectBitwise(actual, expected, "grouped matmul, K grouping");
+  EXPECT_EQ(aclDestroyTensorList(xt), 0);
+  EXPECT_EQ(aclDestroyTensorList(rs), 0);
+  EXPECT_EQ(aclDestroyTensorList(gs), 0);
+}
+
+//===----------------------------------------------------------------------===//
 // Loom's operators, each against its host kernel
 //===----------------------------------------------------------------------===//
 

@@ -1010,7 +1010,6 @@ def NN_TopkOp : NN_InferredOp<"topk", [NN_Differentiable]> {
   let arguments = (ins NN_FloatTensor:$input, I64Attr:$k);
   let results = (outs NN_I64Tensor:$result);
   let assemblyFormat = "$input `k` `=` $k attr-dict `:` type($input)";
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
@@ -1091,7 +1090,6 @@ def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
     int64_t getBlockRows();
   }];
   let kernelTypes = [I64];
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_MoePlanOp : NN_InferredOp<"moe_plan", [NN_Differentiable]> {
@@ -1147,7 +1145,6 @@ def NN_MoePlanOp : NN_InferredOp<"moe_plan", [NN_Differentiable]> {
     `:` type($forecast)
   }];
   let kernelTypes = [I64];
-  let kernelTargets = [NN_Host];
 }
 
 def NN_MoeDispatchOp : NN_InferredOp<"moe_dispatch", [NN_Differentiable]> {
@@ -1190,7 +1187,6 @@ def NN_MoeDispatchOp : NN_InferredOp<"moe_dispatch", [NN_Differentiable]> {
     type(operands)
   }];
   let hasVerifier = 1;
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_MoeCombineOp : NN_InferredOp<"moe_combine", [NN_Differentiable]> {
@@ -1227,7 +1223,6 @@ def NN_MoeCombineOp : NN_InferredOp<"moe_combine", [NN_Differentiable]> {
     $input `,` $slots (`weights` $weights^)? attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_MoeSlotDotOp : NN_InferredOp<"moe_slot_dot", [NN_Differentiable]> {
@@ -1263,7 +1258,6 @@ def NN_MoeSlotDotOp : NN_InferredOp<"moe_slot_dot", [NN_Differentiable]> {
     $buffer `,` $tokens `,` $slots attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_GroupedMatmulOp
@@ -1315,7 +1309,6 @@ def NN_GroupedMatmulOp
     (`blocks` `=` $blocks^)? attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 def NN_GroupedMatmulGradOp
@@ -1357,7 +1350,6 @@ def NN_GroupedMatmulGradOp
     type(operands)
   }];
   let hasVerifier = 1;
-  let kernelTargets = [NN_Host, NN_Cuda];
 }
 
 //===----------------------------------------------------------------------===//

@@ -378,6 +378,12 @@ public:
   /// workspace's address), sets `*workspaceSize` and `*executor`.
   aclnnStatus finish(std::function<void(char *workspace)> work,
                      uint64_t *workspaceSize, aclOpExecutor **executor);
+  /// As finish(), for work that checks what only the launch can see (the
+  /// values of device data, such as group sizes): a non-zero status it
+  /// returns, with its message set by fail(), is the launch's status.
+  aclnnStatus finishChecked(std::function<aclnnStatus(char *workspace)> work,
+                            uint64_t *workspaceSize,
+                            aclOpExecutor **executor);
 
 private:
   const char *op;
@@ -465,7 +471,7 @@ struct aclOpExecutor {
   uint64_t workspace = 0;
   std::vector<loom::ascend::testdouble::TensorArg> tensors;
   std::vector<std::pair<const aclTensorList *, uint64_t>> lists;
-  std::function<void(char *)> work;
+  std::function<aclnnStatus(char *)> work;
 };
 
 #endif // LOOM_RUNTIME_ASCEND_DOUBLE_DOUBLE_H

@@ -329,6 +329,17 @@ uint64_t Plan::reserve(uint64_t bytes) {
 
 aclnnStatus Plan::finish(std::function<void(char *)> work,
                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return finishChecked(
+      [work = std::move(work)](char *workspace) {
+        work(workspace);
+        return ACLNN_SUCCESS;
+      },
+      workspaceSize, executor);
+}
+
+aclnnStatus Plan::finishChecked(std::function<aclnnStatus(char *)> work,
+                                uint64_t *workspaceSize,
+                                aclOpExecutor **executor) {
   if (!workspaceSize || !executor)
     return fail(ACLNN_ERR_PARAM_NULLPTR, "workspaceSize or executor is null");
   if (!initialized())
@@ -357,7 +368,7 @@ aclnnStatus testdouble::launch(const char *op, void *workspace,
                                uint64_t workspaceSize, aclOpExecutor *executor,
                                aclrtStream stream) {
   CallLog call(op);
-  std::function<void(char *)> work;
+  std::function<aclnnStatus(char *)> work;
   {
     std::lock_guard<std::recursive_mutex> lock(stateMutex());
     if (call.enabled()) {
@@ -451,8 +462,7 @@ aclnnStatus testdouble::launch(const char *op, void *workspace,
     all.used.insert(executor);
     delete executor;
   }
-  work(static_cast<char *>(workspace));
-  return ACLNN_SUCCESS;
+  return call.status(work(static_cast<char *>(workspace)));
 }
 
 std::string testdouble::formatShape(const host::Shape &shape) {
