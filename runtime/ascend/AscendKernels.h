@@ -25,6 +25,10 @@
 //   cast, clamp, select        aclnnCast, aclnnClamp, aclnnSWhere
 //   slice_grad                 aclnnInplaceFillScalar (0), then
 //                              aclnnInplaceCopy into a strided view
+//   the MoE ops                aclnnTopk, aclnnIndexAdd,
+//                              aclnnGroupedMatmulV4 and others, several
+//                              operators each; routing and placement on
+//                              the host from copies (MoeKernels.cpp)
 //   the others                 Loom's own operator (LoomOps.h), the one
 //                              the op's kernel contract names
 //                              (`ascendLoomOperator`); the generated

@@ -7,6 +7,8 @@
 #include "runtime/ascend/Loader.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace loom::ascend::internal {
 
@@ -20,6 +22,23 @@ void checkHccl(HcclResult code, const char *what);
 /// Device memory of `bytes` for an operator's workspace; freed after the
 /// next synchronisation of the stream.
 void *workspace(uint64_t bytes);
+
+/// Device memory for one kernel's temporaries, alive until the kernel
+/// returns: unlike workspace(), whose memory a drain for the workspace
+/// budget may free in the middle of a kernel, its memory joins the
+/// workspaces (freed after the stream next drains) only when the object
+/// goes out of scope.
+class KernelScratch {
+public:
+  KernelScratch() = default;
+  KernelScratch(const KernelScratch &) = delete;
+  KernelScratch &operator=(const KernelScratch &) = delete;
+  ~KernelScratch();
+  void *allocate(uint64_t bytes);
+
+private:
+  std::vector<std::pair<void *, uint64_t>> memory_;
+};
 
 // Descriptors, destroyed after the next synchronisation of the stream.
 /// A contiguous tensor over `arg` (null for an absent operand).

@@ -32,6 +32,10 @@
 // slot dot's width from the first), so the two agree bit for bit there;
 // on hardware CANN sums in its own order.
 //
+// A kernel's temporaries live in KernelScratch memory (Internal.h), which
+// the drains that bound the operators' workspaces leave alone until the
+// kernel returns.
+//
 // The grouped matmuls read the counts back to the host (as the CUDA
 // target does): CANN's single-tensor grouped matmul on Atlas A2/A3 needs
 // its groups to cover x exactly, and each block's rows past its groups are
@@ -82,19 +86,24 @@ size_t elementBytes(aclDataType type) {
   return type == ACL_DOUBLE || type == ACL_INT64 ? 8 : type == ACL_BOOL ? 1 : 4;
 }
 
-/// A device tensor of `shape` in workspace memory (freed after the
-/// stream's next synchronisation).
-Arg scratch(const Shape &shape, aclDataType type) {
-  size_t bytes = static_cast<size_t>(shape.numElements()) * elementBytes(type);
-  return Arg{workspace(bytes ? bytes : 1), shape, type};
-}
+/// A kernel's temporaries: device tensors alive until the kernel returns.
+struct Temporaries {
+  KernelScratch memory;
 
-/// A 0-d tensor holding `value`.
-Arg constant(double value, aclDataType type) {
-  Arg c = scratch(Shape{}, type);
-  LOOM_ACLNN(aclnnInplaceFillScalar, tensor(c), scalar(value, type));
-  return c;
-}
+  Arg tensor(const Shape &shape, aclDataType type) {
+    size_t bytes =
+        static_cast<size_t>(shape.numElements()) * elementBytes(type);
+    return Arg{memory.allocate(bytes), shape, type};
+  }
+
+  /// A 0-d tensor holding `value`.
+  Arg constant(double value, aclDataType type) {
+    Arg c = tensor(Shape{}, type);
+    LOOM_ACLNN(aclnnInplaceFillScalar, internal::tensor(c),
+               scalar(value, type));
+    return c;
+  }
+};
 
 /// `arg`'s elements seen as `shape` (same count, row-major).
 Arg as(const Arg &arg, const Shape &shape) {
@@ -107,13 +116,15 @@ Arg as(const Arg &arg, const Shape &shape) {
 struct Entries {
   Arg valid, index;
 };
-Entries entries(const Arg &slots, int64_t rows, int64_t dropped) {
-  Arg zero = constant(0, ACL_INT64), bound = constant(rows, ACL_INT64);
-  Arg other = dropped == rows ? bound : constant(dropped, ACL_INT64);
-  Arg nonNegative = scratch(slots.shape, ACL_BOOL);
-  Arg raised = scratch(slots.shape, ACL_INT64);
-  Entries result{scratch(slots.shape, ACL_BOOL),
-                 scratch(slots.shape, ACL_INT64)};
+Entries entries(Temporaries &temp, const Arg &slots, int64_t rows,
+                int64_t dropped) {
+  Arg zero = temp.constant(0, ACL_INT64);
+  Arg bound = temp.constant(rows, ACL_INT64);
+  Arg other = dropped == rows ? bound : temp.constant(dropped, ACL_INT64);
+  Arg nonNegative = temp.tensor(slots.shape, ACL_BOOL);
+  Arg raised = temp.tensor(slots.shape, ACL_INT64);
+  Entries result{temp.tensor(slots.shape, ACL_BOOL),
+                 temp.tensor(slots.shape, ACL_INT64)};
   // Negative slots become `rows`; then what is below `rows` is valid.
   LOOM_ACLNN(aclnnGeTensor, tensor(slots), tensor(zero), tensor(nonNegative));
   LOOM_ACLNN(aclnnSWhere, tensor(nonNegative), tensor(slots), tensor(bound),
@@ -169,7 +180,8 @@ void groupedMatmul(aclTensor *x, aclTensor *weight, aclTensor *counts,
 void detail::topk(Arg out, Arg in, int64_t k) {
   if (empty(out))
     return;
-  Arg values = scratch(out.shape, in.type);
+  Temporaries temp;
+  Arg values = temp.tensor(out.shape, in.type);
   LOOM_ACLNN(aclnnTopk, tensor(in), k, int64_t(-1), true, true, tensor(values),
              tensor(out));
 }
@@ -254,7 +266,8 @@ void detail::moe_dispatch(Arg out, Arg input, Arg slots, Arg weights,
   if (tokens * k == 0)
     return fill(out, 0.0);
   // Each entry's row: token t's input row, times its weight.
-  Arg rowsOf = scratch(Shape{tokens, k, width}, input.type);
+  Temporaries temp;
+  Arg rowsOf = temp.tensor(Shape{tokens, k, width}, input.type);
   if (weights.data) {
     LOOM_ACLNN(aclnnMul, tensor(as(input, Shape{tokens, 1, width})),
                tensor(as(weights, Shape{tokens, k, 1})), tensor(rowsOf));
@@ -264,9 +277,9 @@ void detail::moe_dispatch(Arg out, Arg input, Arg slots, Arg weights,
                viewOf(input, rowsOf.shape, strides, 0));
   }
   // Added into a zero buffer with one extra row for the dropped entries.
-  Arg buffer = scratch(Shape{rows + 1, width}, out.type);
+  Arg buffer = temp.tensor(Shape{rows + 1, width}, out.type);
   fill(buffer, 0.0);
-  Entries picked = entries(slots, rows, rows);
+  Entries picked = entries(temp, slots, rows, rows);
   LOOM_ACLNN(aclnnIndexAdd, tensor(buffer), int64_t(0),
              tensor(as(picked.index, Shape{tokens * k})),
              tensor(as(rowsOf, Shape{tokens * k, width})),
@@ -289,20 +302,22 @@ void detail::moe_combine(Arg out, Arg input, Arg slots, Arg weights) {
     return fill(out, 0.0);
   // Each entry's buffer row (a dropped one reads row 0), weighted, zero
   // where dropped, summed over the picks.
-  Entries picked = entries(slots, rows, 0);
+  Temporaries temp;
+  Entries picked = entries(temp, slots, rows, 0);
   Shape picks{tokens, k, width};
-  Arg rowsOf = scratch(picks, input.type);
+  Arg rowsOf = temp.tensor(picks, input.type);
   LOOM_ACLNN(aclnnEmbedding, tensor(input), tensor(picked.index),
              tensor(rowsOf));
   if (weights.data) {
-    Arg weighted = scratch(picks, input.type);
+    Arg weighted = temp.tensor(picks, input.type);
     LOOM_ACLNN(aclnnMul, tensor(rowsOf),
                tensor(as(weights, Shape{tokens, k, 1})), tensor(weighted));
     rowsOf = weighted;
   }
-  Arg kept = scratch(picks, input.type);
+  Arg kept = temp.tensor(picks, input.type);
   LOOM_ACLNN(aclnnSWhere, tensor(as(picked.valid, Shape{tokens, k, 1})),
-             tensor(rowsOf), tensor(constant(0, input.type)), tensor(kept));
+             tensor(rowsOf), tensor(temp.constant(0, input.type)),
+             tensor(kept));
   int64_t pickDim = 1;
   LOOM_ACLNN(aclnnReduceSum, tensor(kept), intArray(&pickDim, 1), false,
              out.type, tensor(out));
@@ -323,19 +338,20 @@ void detail::moe_slot_dot(Arg out, Arg buffer, Arg tokens, Arg slots) {
     return;
   if (rows == 0 || width == 0)
     return fill(out, 0.0);
-  Entries picked = entries(slots, rows, 0);
-  Arg rowsOf = scratch(Shape{count, k, width}, buffer.type);
-  Arg products = scratch(rowsOf.shape, buffer.type);
+  Temporaries temp;
+  Entries picked = entries(temp, slots, rows, 0);
+  Arg rowsOf = temp.tensor(Shape{count, k, width}, buffer.type);
+  Arg products = temp.tensor(rowsOf.shape, buffer.type);
   LOOM_ACLNN(aclnnEmbedding, tensor(buffer), tensor(picked.index),
              tensor(rowsOf));
   LOOM_ACLNN(aclnnMul, tensor(rowsOf),
              tensor(as(tokens, Shape{count, 1, width})), tensor(products));
-  Arg sums = scratch(out.shape, out.type);
+  Arg sums = temp.tensor(out.shape, out.type);
   int64_t widthDim = 2;
   LOOM_ACLNN(aclnnReduceSum, tensor(products), intArray(&widthDim, 1), false,
              out.type, tensor(sums));
   LOOM_ACLNN(aclnnSWhere, tensor(picked.valid), tensor(sums),
-             tensor(constant(0, out.type)), tensor(out));
+             tensor(temp.constant(0, out.type)), tensor(out));
 }
 
 void detail::grouped_matmul(Arg out, Arg input, Arg weight, Arg counts,

@@ -202,6 +202,26 @@ void *internal::workspace(uint64_t bytes) {
   return memory;
 }
 
+void *internal::KernelScratch::allocate(uint64_t bytes) {
+  void *memory = nullptr;
+  checkAcl(api().aclrtMalloc(&memory, static_cast<size_t>(bytes ? bytes : 1),
+                             ACL_MEM_MALLOC_HUGE_FIRST),
+           "aclrtMalloc (kernel scratch)");
+  memory_.push_back({memory, bytes});
+  return memory;
+}
+
+internal::KernelScratch::~KernelScratch() {
+  // Queued work may still read it: it joins the workspaces, freed once the
+  // stream has drained (a drain inside the kernel, for another operator's
+  // workspace, left it alone).
+  Pending &p = pending();
+  for (auto [memory, bytes] : memory_) {
+    p.workspaces.push_back(memory);
+    p.workspaceBytes += bytes;
+  }
+}
+
 aclTensor *internal::view(const void *base, aclDataType type,
                           const Shape &shape, const int64_t *strides,
                           int64_t offset, int64_t storageElements) {
