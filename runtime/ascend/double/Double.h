@@ -255,6 +255,10 @@ struct TensorArg {
 /// Row-major strides of `shape`.
 void rowMajorStrides(const host::Shape &shape, int64_t *strides);
 
+/// Whether a view is the transpose (last two dimensions swapped) of a
+/// contiguous tensor; sets `stored` to that tensor's shape.
+bool isTransposedContiguous(const TensorArg &arg, host::Shape &stored);
+
 /// Whether the byte ranges two views span intersect.
 bool overlaps(const TensorArg &a, const TensorArg &b);
 

@@ -220,23 +220,12 @@ aclnnStatus single(Plan &plan, const aclTensorList *list, const char *what,
   return plan.tensor(list->tensors[0], what, arg);
 }
 
-/// Whether `arg` is the row-major tensor of its shape, or (when
-/// `transposed` may be set) its last two dimensions' transpose.
+/// Whether `arg` is the row-major tensor of its shape, or the transpose
+/// of one in its last two dimensions (`transposed`).
 bool denseOrTransposed(const TensorArg &arg, bool &transposed) {
-  transposed = false;
-  if (arg.contiguous)
-    return true;
-  int64_t rank = arg.shape.rank;
-  host::Shape stored = arg.shape;
-  std::swap(stored.dims[rank - 1], stored.dims[rank - 2]);
-  int64_t expected[host::kMaxRank];
-  rowMajorStrides(stored, expected);
-  std::swap(expected[rank - 1], expected[rank - 2]);
-  for (int64_t d = 0; d < rank; ++d)
-    if (arg.shape[d] > 1 && arg.strides[d] != expected[d])
-      return false;
-  transposed = true;
-  return true;
+  host::Shape stored;
+  transposed = !arg.contiguous;
+  return arg.contiguous || isTransposedContiguous(arg, stored);
 }
 
 } // namespace

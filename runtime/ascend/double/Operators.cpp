@@ -172,23 +172,6 @@ struct MatmulOperand {
   bool transpose = false;
 };
 
-/// Whether a view is the transpose (last two dimensions swapped) of a
-/// contiguous tensor; sets `stored` to that tensor's shape.
-bool isTransposedContiguous(const TensorArg &arg, host::Shape &stored) {
-  int64_t rank = arg.shape.rank;
-  if (rank < 2)
-    return false;
-  stored = arg.shape;
-  std::swap(stored.dims[rank - 1], stored.dims[rank - 2]);
-  int64_t expected[host::kMaxRank];
-  rowMajorStrides(stored, expected);
-  std::swap(expected[rank - 1], expected[rank - 2]);
-  for (int64_t d = 0; d < rank; ++d)
-    if (arg.shape[d] > 1 && arg.strides[d] != expected[d])
-      return false;
-  return true;
-}
-
 aclnnStatus planMatmulOperand(Plan &plan, const aclTensor *t, const char *what,
                               MatmulOperand &operand) {
   // A transposed view of contiguous storage goes to the kernel as the
@@ -898,6 +881,21 @@ aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor *condition,
         o.commit(workspace);
       },
       workspaceSize, executor);
+}
+
+bool testdouble::isTransposedContiguous(const TensorArg &arg, host::Shape &stored) {
+  int64_t rank = arg.shape.rank;
+  if (rank < 2)
+    return false;
+  stored = arg.shape;
+  std::swap(stored.dims[rank - 1], stored.dims[rank - 2]);
+  int64_t expected[host::kMaxRank];
+  rowMajorStrides(stored, expected);
+  std::swap(expected[rank - 1], expected[rank - 2]);
+  for (int64_t d = 0; d < rank; ++d)
+    if (arg.shape[d] > 1 && arg.strides[d] != expected[d])
+      return false;
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
