@@ -87,6 +87,10 @@ inline aclTensor *viewOf(const detail::Arg &in, const Shape &shape,
 /// of that size, then `run(workspace, size, executor, stream)`.
 template <typename Get, typename Run, typename... Args>
 void launch(const char *name, Get get, Run run, Args... args) {
+  if (!get || !run)
+    fail(std::string(name) +
+         ": the operator is not in the CANN operator libraries loaded "
+         "(libopapi.so, or libopapi_math/_nn/_transformer.so)");
   uint64_t size = 0;
   aclOpExecutor *executor = nullptr;
   checkNn(get(args..., &size, &executor), name);

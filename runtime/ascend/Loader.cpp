@@ -53,11 +53,12 @@ bool loom::ascend::loadApi(Api &api, std::string &error) {
   void *loomOps = hccl ? open("libloom_opapi.so", error) : nullptr;
   if (!loomOps)
     return false;
-  // CANN 8.x has one operator library; later releases split it by domain.
+  // CANN 8.x has one operator library; later releases split it by domain
+  // (the grouped matmul is in the transformer package's).
   std::vector<void *> opapi;
   std::string firstError;
-  for (const char *name :
-       {"libopapi.so", "libopapi_math.so", "libopapi_nn.so"}) {
+  for (const char *name : {"libopapi.so", "libopapi_math.so", "libopapi_nn.so",
+                           "libopapi_transformer.so"}) {
     std::string why;
     if (void *handle = open(name, why))
       opapi.push_back(handle);
@@ -74,9 +75,16 @@ bool loom::ascend::loadApi(Api &api, std::string &error) {
 #define LOOM_RESOLVE_ACL(NAME) LOOM_RESOLVE_IN({acl}, "libascendcl.so", NAME)
 #define LOOM_RESOLVE_BASE(NAME) LOOM_RESOLVE_IN({base}, "libnnopbase.so", NAME)
 #define LOOM_RESOLVE_HCCL(NAME) LOOM_RESOLVE_IN({hccl}, "libhccl.so", NAME)
+  // An operator missing from the installed packages fails only a program
+  // that calls it (internal::launch reports it, naming the operator).
+  std::string missing;
 #define LOOM_RESOLVE_OPAPI(OP)                                                 \
-  LOOM_RESOLVE_IN(opapi, "libopapi", OP##GetWorkspaceSize)                     \
-  LOOM_RESOLVE_IN(opapi, "libopapi", OP)
+  if (!resolve(opapi, "libopapi", #OP "GetWorkspaceSize",                     \
+               api.OP##GetWorkspaceSize, missing) ||                           \
+      !resolve(opapi, "libopapi", #OP, api.OP, missing)) {                     \
+    api.OP##GetWorkspaceSize = nullptr;                                        \
+    api.OP = nullptr;                                                          \
+  }
 #define LOOM_RESOLVE_LOOM(OP)                                                  \
   LOOM_RESOLVE_IN({loomOps}, "libloom_opapi.so", OP##GetWorkspaceSize)         \
   LOOM_RESOLVE_IN({loomOps}, "libloom_opapi.so", OP)

@@ -209,7 +209,10 @@ void detail::moe_route(Arg slots, Arg counts, Arg experts, Arg hosts,
   require(capacity == INT64_MIN || capacity >= 1, kernel,
           "a capacity of " + std::to_string(capacity));
   // On the host from copies: the routing is integer work on T * k entries
-  // whose result every later op of the layer needs.
+  // whose result every later op of the layer needs. (The stream drains
+  // first even when there is nothing to copy: the results' memory may
+  // still be read by queued work.)
+  synchronize();
   int64_t n = experts.shape.numElements();
   std::vector<int64_t> e(static_cast<size_t>(n)), s(e.size()),
       h(static_cast<size_t>(hostCount)),
@@ -239,7 +242,9 @@ void detail::moe_plan(Arg hosts, Arg lookup, Arg forecast, int64_t devices,
   requireShape(kernel, "the hosts", hosts, Shape{devices * slots});
   requireShape(kernel, "the lookup", lookup, Shape{devices * slots});
   // The planner on the host, from a copy of the forecast: every rank makes
-  // the same plan from the same rows.
+  // the same plan from the same rows (after the stream drains, as the
+  // route).
+  synchronize();
   std::vector<int64_t> f(static_cast<size_t>(forecast.shape.numElements()));
   std::vector<int64_t> h(static_cast<size_t>(devices * slots)), l(h.size());
   copyToHost(f.data(), forecast.data, f.size() * sizeof(int64_t));

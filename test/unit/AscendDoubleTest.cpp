@@ -917,6 +917,17 @@ TEST_F(AscendDouble, GroupedMatmulV4IsTheHostGemmPerGroup) {
             361001);
   EXPECT_NE(recentError().find("hold 4 rows but the grouped axis has 5"),
             std::string::npos);
+  // Sizes that would wrap around to x's rows are refused, not summed.
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> wrapping = {big, big, 7};
+  aclTensor *twrap = make(wrapping, {3});
+  EXPECT_EQ(run(PLAN(aclnnGroupedMatmulV4GetWorkspaceSize(
+                    xs, ws3, nullptr, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, twrap, nullptr, nullptr, nullptr, 3, 0, 1, 0,
+                    ys, nullptr, nullptr, ws, ex)),
+                aclnnGroupedMatmulV4),
+            361001);
+  EXPECT_NE(recentError().find("group 0"), std::string::npos);
   // A bias is not implemented.
   uint64_t size = 0;
   aclOpExecutor *executor = nullptr;

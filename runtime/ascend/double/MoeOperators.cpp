@@ -15,6 +15,7 @@
 #include "runtime/ascend/double/Double.h"
 #include "runtime/kernels/Blas.h"
 
+#include <climits>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -276,7 +277,11 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
                      static_cast<long long>(actType));
   TensorArg a, w, g;
   LOOM_DOUBLE_TRY(single(plan, x, "x", a));
-  LOOM_DOUBLE_TRY(plan.requireFloat(a));
+  if (a.dtype != ACL_FLOAT)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "x is %s; the test double implements FLOAT (CANN's "
+                     "grouped matmul takes no f64)",
+                     dtypeName(a.dtype));
   LOOM_DOUBLE_TRY(single(plan, weight, "weight", w));
   LOOM_DOUBLE_TRY(plan.requireSameType(w, a));
   LOOM_DOUBLE_TRY(plan.list(out, "out"));
@@ -333,6 +338,18 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
     n = w.shape[1];
     LOOM_DOUBLE_TRY(plan.requireShape(o.arg, host::Shape{groups, m, n}));
   }
+  // Atlas A2/A3: every dimension's last axis below 65536; the host GEMM
+  // takes int sizes.
+  if (a.shape[1] >= 65536 || n >= 65536 || w.shape[w.shape.rank - 1] >= 65536)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "the last dimensions of x (%lld) and weight (%lld) must "
+                     "be below 65536 (Atlas A2/A3)",
+                     static_cast<long long>(a.shape[1]),
+                     static_cast<long long>(w.shape[w.shape.rank - 1]));
+  if (m > INT_MAX || depth > INT_MAX || groups * m > INT_MAX)
+    return plan.fail(ACLNN_ERR_PARAM_INVALID,
+                     "x %s is too large for the test double's GEMM",
+                     formatShape(a.shape).c_str());
   int64_t grouped = groupType == 0 ? m : depth;
   return plan.finishChecked(
       [a, w, g, o, groups, groupType, groupListType, transposeW, m, depth, n,
@@ -344,15 +361,22 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
         const int64_t *list = g.as<const int64_t>();
         int64_t total = 0;
         for (int64_t e = 0; e < groups; ++e) {
-          int64_t size = groupListType == 1 ? list[e]
-                                            : list[e] - (e ? list[e - 1] : 0);
-          if (size < 0)
+          // (Compared before any arithmetic: sizes near INT64_MAX must not
+          // wrap into a plausible total.)
+          int64_t previous = groupListType == 1 || e == 0 ? 0 : list[e - 1];
+          bool fits = groupListType == 1
+                          ? list[e] >= 0 && list[e] <= grouped - total
+                          : list[e] >= previous && list[e] <= grouped;
+          if (!fits)
             return fail(ACLNN_ERR_RUNTIME_ERROR,
-                        "aclnnGroupedMatmulV4: group %lld has %lld rows",
+                        "aclnnGroupedMatmulV4: group %lld (list value %lld) "
+                        "is negative or runs past the %lld rows of the "
+                        "grouped axis",
                         static_cast<long long>(e),
-                        static_cast<long long>(size));
-          sizes[e] = size;
-          total += size;
+                        static_cast<long long>(list[e]),
+                        static_cast<long long>(grouped));
+          sizes[e] = groupListType == 1 ? list[e] : list[e] - previous;
+          total += sizes[e];
         }
         if (total != grouped)
           return fail(ACLNN_ERR_RUNTIME_ERROR,
