@@ -12,9 +12,9 @@
 //   %hosts, %lookup = nn.moe_plan %forecast layer = l devices = B slots = R
 //   %slots, %counts = nn.moe_route %experts hosts %hosts num_experts = E
 //                         blocks = B
-//   %rows = nn.embedding (nn.reshape %w to E x (K * F)), %lookup
-//   %replicas = hspmd.annotate (nn.reshape %rows to (B * R) x K x F)
-//                   as <the layout of %w>
+//   %home = hspmd.annotate %w as <the layout of %w>
+//   %rows = nn.embedding %home, %lookup   // [E, K, F] -> [B * R, K, F]
+//   %replicas = hspmd.annotate %rows as <the layout of %w>
 //   nn.grouped_matmul %buffer, %replicas, %counts blocks = B
 //
 // The blocks (B, from hspmd-expert-blocks) become devices of R replica
@@ -161,18 +161,20 @@ LogicalResult placeLayer(Layer &layer, int64_t index, Value forecast,
     Value weight = gmm.getWeight();
     Value &replicas = replicasOf[weight];
     if (!replicas) {
-      auto type = cast<RankedTensorType>(weight.getType());
-      int64_t width = type.getNumElements() / experts;
+      // The lookup reads whole [K, F] rows of the weights: a split of K or
+      // F (tensor parallelism inside the experts) stays a split of the
+      // replicas', so only the expert dimension's split moves rows. The
+      // table it reads is annotated with the weights' layout, so that the
+      // gradient (a scatter-add by the lookup, a partial sum over the
+      // devices) goes home in the micro-step that made it, where it names
+      // the replicas' rows alone, instead of a partial sum of the whole
+      // table kept on every device until the step's end.
       b.setInsertionPoint(gmm);
-      Value flat = nn::ReshapeOp::create(
-          b, loc, type.clone({experts, width}), weight);
-      Value rows = nn::EmbeddingOp::create(b, loc, flat, plan.getLookup(),
+      Value home = hspmd::AnnotateOp::create(b, loc, weight.getType(), weight,
+                                             weightLayout(weight));
+      Value rows = nn::EmbeddingOp::create(b, loc, home, plan.getLookup(),
                                            Value());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = blocks * slots;
-      Value shaped =
-          nn::ReshapeOp::create(b, loc, type.clone(shape), rows);
-      replicas = hspmd::AnnotateOp::create(b, loc, shaped.getType(), shaped,
+      replicas = hspmd::AnnotateOp::create(b, loc, rows.getType(), rows,
                                            weightLayout(weight));
     }
     gmm.getWeightMutable().assign(replicas);

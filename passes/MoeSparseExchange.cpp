@@ -304,9 +304,10 @@ struct MoeSparseExchangePass
           lookup.getIds(), builder.getI64IntegerAttr(0),
           scatter.getAxesAttr(), scatter.getMeshAttr(), nullptr, nullptr);
       copyDiscardable(scatter, local);
+      SmallVector<int64_t> fullShape(table.getShape());
+      fullShape[0] *= members;
       auto full = hspmd::SparseAllGatherOp::create(
-          builder, loc,
-          table.clone({table.getDimSize(0) * members, table.getDimSize(1)}),
+          builder, loc, table.clone(fullShape),
           lookup.getTable(), local.getResult(), scatter.getAxesAttr(),
           scatter.getMeshAttr());
       copyDiscardable(scatter, full);
@@ -327,33 +328,36 @@ struct MoeSparseExchangePass
 
   /// The rows a scatter-add along dimension 0 by `indices` writes, as few
   /// indices as the program shows: where each row of `indices` is one id
-  /// broadcast along dimension 1 (the lookup's gradient: [R, K * F] ids,
-  /// then local slices of its rows), its first column; else all of them.
+  /// broadcast along the other dimensions (the lookup's gradient: [R, K, F]
+  /// ids, then local slices of any dimension), its first element; else all
+  /// of them.
   static Value namedRows(Value indices) {
     auto type = cast<RankedTensorType>(indices.getType());
+    int64_t rank = type.getRank();
     Value walk = indices;
-    while (auto slice = walk.getDefiningOp<hspmd::LocalSliceOp>()) {
-      if (slice.getDim() != 0)
-        return indices;
+    // A local slice of a row's dimensions keeps each row one id; of the
+    // rows, it keeps whole rows.
+    while (auto slice = walk.getDefiningOp<hspmd::LocalSliceOp>())
       walk = slice.getInput();
-    }
     auto broadcast = walk.getDefiningOp<nn::BroadcastOp>();
-    if (!broadcast || type.getRank() != 2 || !type.hasStaticShape())
+    if (!broadcast || rank < 2 || !type.hasStaticShape())
       return indices;
     auto input = cast<RankedTensorType>(broadcast.getInput().getType());
     std::optional<ArrayRef<int64_t>> dims = broadcast.getBroadcastDims();
-    bool rowsOnly = input.getRank() == 2 && input.getDimSize(1) == 1 &&
-                    (!dims || (dims->size() == 2 && (*dims)[0] == 0 &&
-                               (*dims)[1] == 1));
+    bool rowsOnly = input.getRank() == rank &&
+                    llvm::all_of(input.getShape().drop_front(),
+                                 [](int64_t size) { return size == 1; }) &&
+                    (!dims || llvm::equal(*dims, llvm::seq<int64_t>(0, rank)));
     if (!rowsOnly)
       return indices;
     OpBuilder builder(indices.getContext());
     builder.setInsertionPointAfterValue(indices);
-    return nn::SliceOp::create(
-        builder, indices.getLoc(), type.clone({type.getDimSize(0), 1}),
-        indices, builder.getDenseI64ArrayAttr({0, 0}),
-        builder.getDenseI64ArrayAttr({type.getDimSize(0), 1}),
-        builder.getDenseI64ArrayAttr({1, 1}));
+    SmallVector<int64_t> shape(rank, 1), zeros(rank, 0), ones(rank, 1);
+    shape[0] = type.getDimSize(0);
+    return nn::SliceOp::create(builder, indices.getLoc(), type.clone(shape),
+                               indices, builder.getDenseI64ArrayAttr(zeros),
+                               builder.getDenseI64ArrayAttr(shape),
+                               builder.getDenseI64ArrayAttr(ones));
   }
 
   /// Replaces `scatter` (sum, rows, of a buffer zero outside the rows

@@ -329,13 +329,32 @@ void detail::layer_norm(Arg out, Arg in, Arg scale, Arg bias, double epsilon,
 void detail::embedding(Arg out, Arg table, Arg ids, Arg offset) {
   if (empty(out))
     return;
+  // Both operators take a table of rank 2: a table of higher rank (its
+  // rows looked up whole) goes as `[vocab, width]`, the result as the ids'
+  // shape and `width`; both views are of the same contiguous elements.
+  if (table.shape.rank < 2 || ids.shape.rank >= host::kMaxRank)
+    fail("embedding: needs a table of rank 2 or more and ids of rank below " +
+         std::to_string(host::kMaxRank));
+  Shape rows{};
+  rows.rank = 2;
+  rows.dims[0] = table.shape[0];
+  rows.dims[1] = 1;
+  for (int i = 1; i < table.shape.rank; ++i)
+    rows.dims[1] *= table.shape[i];
+  Shape flat = ids.shape;
+  flat.dims[flat.rank++] = rows.dims[1];
+  int64_t rowStrides[host::kMaxRank], flatStrides[host::kMaxRank];
+  contiguousStrides(rows, rowStrides);
+  contiguousStrides(flat, flatStrides);
+  aclTensor *tableView = viewOf(table, rows, rowStrides, 0);
+  aclTensor *outView = viewOf(out, flat, flatStrides, 0);
   // Without a vocabulary offset, aclnn's; a shard of the vocabulary
   // (ids offset, out-of-shard rows zero) is Loom's operator.
   if (!offset.data)
-    LOOM_ACLNN(aclnnEmbedding, tensor(table), tensor(ids), tensor(out));
+    LOOM_ACLNN(aclnnEmbedding, tableView, tensor(ids), outView);
   else
-    LOOM_ACLNN(aclnnLoomEmbedding, tensor(table), tensor(ids), tensor(offset),
-               tensor(out));
+    LOOM_ACLNN(aclnnLoomEmbedding, tableView, tensor(ids), tensor(offset),
+               outView);
 }
 
 void detail::gather(Arg out, Arg in, Arg indices, int64_t dim) {

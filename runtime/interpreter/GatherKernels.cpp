@@ -31,19 +31,23 @@ template <typename T> T undefinedValue() {
 
 LogicalResult embeddingKernel(nn::EmbeddingOp op, KernelCall &call) {
   const Tensor &table = call.operand(0), &ids = call.operand(1);
-  if (table.getRank() != 2)
-    return call.emitError() << "table must have rank 2, got shape "
+  if (table.getRank() < 2)
+    return call.emitError() << "table must have rank 2 or more, got shape "
                             << formatShape(table.getShape());
   if (failed(checkIndexTensor(call, ids, "ids")))
     return failure();
-  int64_t vocab = table.getShape()[0], width = table.getShape()[1];
+  // A row is everything after the first dimension, looked up as a whole.
+  int64_t vocab = table.getShape()[0];
+  int64_t width = 1;
+  for (int64_t dim : table.getShape().drop_front())
+    width *= dim;
   // With an offset the table is a block of rows of a larger one: other ids
   // read zeros (a vocabulary-split lookup).
   std::optional<int64_t> offset;
   if (op.getOffset())
     offset = readIndex(call.operand(2), 0);
   llvm::SmallVector<int64_t> shape(ids.getShape());
-  shape.push_back(width);
+  llvm::append_range(shape, table.getShape().drop_front());
   Tensor *out = call.addResult(table.getKind(), shape);
   if (!out)
     return failure();

@@ -317,14 +317,20 @@ void embeddingImpl(T *result, const Shape &resultShape, const T *table,
   const char *kernel = "embedding";
   checkValid(kernel, "the table", tableShape);
   checkValid(kernel, "the ids", idsShape);
-  LOOM_HOST_CHECK(tableShape.rank == 2 && idsShape.rank < kMaxRank, kernel,
-                  "needs a table of rank 2, got %s, and ids of rank below "
-                  "%d, got %s",
-                  formatShape(tableShape, 0), kMaxRank,
+  LOOM_HOST_CHECK(tableShape.rank >= 2 &&
+                      idsShape.rank + tableShape.rank - 1 <= kMaxRank,
+                  kernel,
+                  "needs a table of rank 2 or more, got %s, and ids whose "
+                  "rank with the table's is at most %d, got %s",
+                  formatShape(tableShape, 0), kMaxRank + 1,
                   formatShape(idsShape, 1));
-  int64_t vocab = tableShape[0], width = tableShape[1];
+  // A row is everything after the first dimension, copied as a whole.
+  int64_t vocab = tableShape[0], width = 1;
   Shape expected = idsShape;
-  expected.dims[expected.rank++] = width;
+  for (int i = 1; i < tableShape.rank; ++i) {
+    width *= tableShape[i];
+    expected.dims[expected.rank++] = tableShape[i];
+  }
   checkShape(kernel, "the result", resultShape, expected);
   int64_t count = idsShape.numElements();
   if (ids.is64)

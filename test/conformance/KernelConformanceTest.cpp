@@ -691,6 +691,22 @@ std::vector<CaseSet> makeCaseSets() {
                          op + " : " + ty(table) + ", " + ty(ids), args,
                          {ty(k, {8, 16, 32})}});
       }
+    // A table of rank 3 (expert weights looked up whole by a placement's
+    // ids), with and without an offset.
+    for (bool withOffset : {false, true}) {
+      Tensor table = randomFloat(k, {4, 6, 5});
+      Tensor ids = randomInt(ElementKind::I64, {7}, 0, withOffset ? 7 : 3);
+      std::string op = "nn.embedding %a0, %a1";
+      std::vector<Tensor> args = {table, ids};
+      if (withOffset) {
+        op += " offset %a2";
+        args.push_back(scalarI64(4));
+      }
+      cases.push_back({std::string("embedding rank-3 table") +
+                           (withOffset ? " offset" : ""),
+                       op + " : " + ty(table) + ", " + ty(ids), args,
+                       {ty(k, {7, 6, 5})}});
+    }
   }});
   // Indices of a larger range than the result: repeats add up, and some
   // fall outside (with or without offset) and add nothing.

@@ -31,8 +31,13 @@ weights of the distinct experts it hosts away from their home (an index
 out, a weight back) and sends their gradients home (an index and a
 weight).
 
+With --tp P the experts are also split inside (tensor parallelism: each
+expert's output columns over P devices, N x P ranks): the rows still move
+whole between the P groups' members of one index, and a replica's weights
+move as the device's column share, W * W / P f64.
+
     check_sparse_exchange.py --opt loom-opt --run loom-run --work-dir DIR
-        [--ranks N] [--steps S] [--dense]
+        [--ranks N] [--tp P] [--steps S] [--dense]
         [--placement R [--micro-batches K] [--wrong-forecast]]
 """
 
@@ -46,6 +51,8 @@ import sys
 import numpy as np
 
 T, K, W, E, V = 32, 2, 8, 4, 16
+# The hidden width of the two-matmul experts (--tp).
+H = 2 * W
 
 
 def run(cmd):
@@ -55,10 +62,27 @@ def run(cmd):
     return proc.stdout
 
 
-def model(ranks, slots=0):
-    split = "[" + ", ".join(str(r) for r in range(ranks)) + "]"
-    layout = f"#hspmd.union<{{{split}: [S0:{ranks}]}}>"
-    whole = f"#hspmd.union<{{{split}: [D:{ranks}]}}>"
+def model(ranks, slots=0, tp=1):
+    split = "[" + ", ".join(str(r) for r in range(ranks * tp)) + "]"
+    inner = f", D:{tp}" if tp > 1 else ""
+    layout = f"#hspmd.union<{{{split}: [S0:{ranks}{inner}]}}>"
+    # Tensor parallelism inside the experts: each expert's output columns
+    # split over the inner axis.
+    experts = (f"#hspmd.union<{{{split}: [S0:{ranks}, S2:{tp}]}}>" if tp > 1
+               else layout)
+    whole = f"#hspmd.union<{{{split}: [D:{ranks * tp}]}}>"
+    # With tensor parallelism the experts are two matmuls, W -> H column-
+    # then H -> W row-parallel (a partial sum over the inner axis comes
+    # back), as in a transformer's MLP.
+    second, mlp = "", f"""
+    %h = nn.grouped_matmul %buf, %w1, %counts : tensor<{T * K}x{W}xf64>, tensor<{E}x{W}x{W}xf64>, tensor<{E}xi64>"""
+    if tp > 1:
+        second = f""",
+      %w2: tensor<{E}x{H}x{W}xf64> {{nn.param, hspmd.layout = #hspmd.union<{{{split}: [S0:{ranks}, S1:{tp}]}}>}}"""
+        mlp = f"""
+    %h1 = nn.grouped_matmul %buf, %w1, %counts : tensor<{T * K}x{W}xf64>, tensor<{E}x{W}x{H}xf64>, tensor<{E}xi64>
+    %a = nn.gelu %h1 : tensor<{T * K}x{H}xf64>
+    %h = nn.grouped_matmul %a, %w2, %counts : tensor<{T * K}x{H}xf64>, tensor<{E}x{H}x{W}xf64>, tensor<{E}xi64>"""
     forecast = (f"""
       %forecast: tensor<{T}x1x{E}xi64> {{nn.data, nn.moe_forecast = {slots} : i64}},"""
                 if slots else "")
@@ -68,15 +92,14 @@ def model(ranks, slots=0):
       %experts: tensor<{T}x{K}xi64> {{nn.data, hspmd.layout = {layout}}},{forecast}
       %wte: tensor<{V}x{W}xf64> {{nn.param, hspmd.layout = {whole}}},
       %router: tensor<{W}x{E}xf64> {{nn.param, hspmd.layout = {whole}}},
-      %w1: tensor<{E}x{W}x{W}xf64> {{nn.param, hspmd.layout = {layout}}})
+      %w1: tensor<{E}x{W}x{H if tp > 1 else W}xf64> {{nn.param, hspmd.layout = {experts}}}{second})
       -> tensor<f64> {{
     %x = nn.embedding %wte, %tokens : tensor<{V}x{W}xf64>, tensor<{T}xi64>
     %logits = nn.matmul %x, %router : tensor<{T}x{W}xf64>, tensor<{W}x{E}xf64>
     %probs = nn.softmax %logits dim = 1 : tensor<{T}x{E}xf64>
     %gates = nn.gather %probs, %experts dim = 1 : tensor<{T}x{E}xf64>, tensor<{T}x{K}xi64>
     %slots, %counts = nn.moe_route %experts num_experts = {E} : tensor<{T}x{K}xi64>
-    %buf = nn.moe_dispatch %x, %slots rows = {T * K} : tensor<{T}x{W}xf64>, tensor<{T}x{K}xi64>
-    %h = nn.grouped_matmul %buf, %w1, %counts : tensor<{T * K}x{W}xf64>, tensor<{E}x{W}x{W}xf64>, tensor<{E}xi64>
+    %buf = nn.moe_dispatch %x, %slots rows = {T * K} : tensor<{T}x{W}xf64>, tensor<{T}x{K}xi64>{mlp}
     %y = nn.moe_combine %h, %slots weights %gates : tensor<{T * K}x{W}xf64>, tensor<{T}x{K}xi64>, tensor<{T}x{K}xf64>
     %z = nn.add %x, %y : tensor<{T}x{W}xf64>, tensor<{T}x{W}xf64>
     %sq = nn.mul %z, %z : tensor<{T}x{W}xf64>, tensor<{T}x{W}xf64>
@@ -101,13 +124,12 @@ def routed(experts, ranks):
     return n
 
 
-def expected_bytes(experts, ranks):
+def exchanged(n, ranks, row):
     """Per rank, (sent, received) bytes of one sparse reduce-scatter and of
-    one sparse all-gather: the dispatch sends each routed entry (an index
-    and a row) to its block's rank; the way back asks each block's rank for
-    the rows of its entries (indices) and gets them (rows)."""
-    n = routed(experts, ranks)
-    row = W * 8
+    one sparse all-gather of rows of `row` bytes, n[r, j] entries of rank
+    r's tokens routed to rank j: the dispatch sends each routed entry (an
+    index and a row) to its block's rank; the way back asks each block's
+    rank for the rows of its entries (indices) and gets them (rows)."""
     scatter, gather = [], []
     for r in range(ranks):
         others = [j for j in range(ranks) if j != r]
@@ -116,6 +138,14 @@ def expected_bytes(experts, ranks):
         gather.append((sum(8 + n[r, j] * 8 + n[j, r] * row for j in others),
                        sum(8 + n[j, r] * 8 + n[r, j] * row for j in others)))
     return scatter, gather
+
+
+def expected_bytes(experts, ranks):
+    """One step's sparse reduce-scatter and sparse all-gather: whole rows
+    (with tensor parallelism too: the tokens and the gradient the combine
+    gets are whole on every member of a tensor-parallel group, and the
+    experts' output a partial sum over it)."""
+    return exchanged(routed(experts, ranks), ranks, W * 8)
 
 
 def plan_of(args, forecast, path):
@@ -139,7 +169,7 @@ def plan_of(args, forecast, path):
             np.load(os.path.join(out, "result_1.npy")))
 
 
-def placed_bytes(experts, hosts, lookup, ranks, slots):
+def placed_bytes(experts, hosts, lookup, ranks, slots, tp=1):
     """Per rank, (sent, received) bytes of one micro-step's sparse
     reduce-scatters (the dispatch and the combine's gradient, each as
     `dispatch`; the replicas' weight gradients home, `home`) and sparse
@@ -175,16 +205,13 @@ def placed_bytes(experts, hosts, lookup, ranks, slots):
         for e in set(int(x) for x in lookup[r * slots:(r + 1) * slots]):
             if e // home != r:
                 f[r, e // home] += 1
-    row, weight = W * 8, W * W * 8
-    moved = {"dispatch": [], "back": [], "fetch": [], "home": []}
+    # A replica's weights on one device: its tensor-parallel share.
+    # A replica's weight on one device: its tensor-parallel share.
+    weight = (W * H if tp > 1 else W * W) * 8 // tp
+    moved = {"fetch": [], "home": []}
+    moved["dispatch"], moved["back"] = exchanged(n, ranks, W * 8)
     for r in range(ranks):
         others = [j for j in range(ranks) if j != r]
-        moved["dispatch"].append(
-            (sum(8 + n[r, j] * (8 + row) for j in others),
-             sum(8 + n[j, r] * (8 + row) for j in others)))
-        moved["back"].append(
-            (sum(8 + n[r, j] * 8 + n[j, r] * row for j in others),
-             sum(8 + n[j, r] * 8 + n[r, j] * row for j in others)))
         moved["fetch"].append(
             (sum(8 + f[r, j] * 8 + f[j, r] * weight for j in others),
              sum(8 + f[j, r] * 8 + f[r, j] * weight for j in others)))
@@ -211,7 +238,13 @@ def main():
     ap.add_argument("--micro-batches", type=int, default=1)
     ap.add_argument("--wrong-forecast", action="store_true",
                     help="forecast each token's other experts")
+    ap.add_argument("--tp", type=int, default=1,
+                    help="tensor parallelism inside the experts: --ranks "
+                         "expert-parallel devices times this many")
     args = ap.parse_args()
+    total = args.ranks * args.tp
+    # Every weight of an expert: the cost of a replica away from home.
+    args.expert_bytes = (2 * W * H if args.tp > 1 else W * W) * 8
     shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.work_dir)
     path = lambda name: os.path.join(args.work_dir, name)
@@ -237,9 +270,9 @@ def main():
         np.save(os.path.join(data, "forecast.npy"), forecast)
 
     with open(path("forward.mlir"), "w") as f:
-        f.write(model(args.ranks, args.placement))
+        f.write(model(args.ranks, args.placement, args.tp))
     with open(path("unplanned.mlir"), "w") as f:
-        f.write(model(args.ranks, args.placement).replace(
+        f.write(model(args.ranks, args.placement, args.tp).replace(
             f", nn.moe_forecast = {args.placement} : i64", ""))
     opts = "--loom-training-pipeline=optimizer=sgd lr=5e-2"
     if args.micro_batches > 1:
@@ -264,7 +297,7 @@ def main():
     ref = run([args.run, "--interpret", path("reference.mlir"), "--entry", step,
                "--output-dir", path("ref")] + common)
     host = run([args.run, "--interpret", path("spmd.mlir"), "--target",
-                "host", "--ranks", str(args.ranks), "--global-entry", step,
+                "host", "--ranks", str(total), "--global-entry", step,
                 "--work-dir", path("host"), "--output-dir", path("out"),
                 "--comm-stats"] + common)
 
@@ -284,11 +317,12 @@ def main():
                                              max(np.linalg.norm(b), 1e-300)))
         k += 1
     # `not x <= y`: a NaN fails.
-    if k != 3 or not (loss_error <= 1e-9 and param_error <= 1e-9):
+    params = 4 if args.tp > 1 else 3
+    if k != params or not (loss_error <= 1e-9 and param_error <= 1e-9):
         sys.exit(f"FAIL: host training differs from the interpreter: loss "
                  f"error {loss_error:.2e}, parameter error "
                  f"{param_error:.2e} over {k} parameters (bound 1e-09)")
-    print(f"host: {args.steps} steps on {args.ranks} ranks: loss error "
+    print(f"host: {args.steps} steps on {total} ranks: loss error "
           f"{loss_error:.2e}, parameter error {param_error:.2e} (bound 1e-09)")
     if args.dense:
         return
@@ -299,22 +333,26 @@ def main():
     want = {kind: [[0, 0] for _ in range(args.ranks)]
             for kind in ("sparse_reduce_scatter", "sparse_all_gather")}
     calls = 2 * args.steps
+    # The expert weights each micro-step fetches and sends home.
+    weights = 2 if args.tp > 1 else 1
     for s in range(args.steps):
         if args.placement:
             # Micro-batch k: rows k, k + K, ...; every call once a
             # micro-step, the exchange's twice.
-            calls = 3 * args.steps * args.micro_batches
+            calls = (2 + weights) * args.steps * args.micro_batches
             plans = set()
             for k in range(args.micro_batches):
                 rows = slice(k, None, args.micro_batches)
                 hosts, lookup = plan_of(args, forecast[s, rows], path)
                 plans.add(tuple(hosts))
                 moved = placed_bytes(experts[s, rows], hosts, lookup,
-                                     args.ranks, args.placement)
+                                     args.ranks, args.placement, args.tp)
                 for kind, parts in (
-                        ("sparse_reduce_scatter", ("dispatch", "dispatch",
-                                                   "home")),
-                        ("sparse_all_gather", ("back", "back", "fetch"))):
+                        ("sparse_reduce_scatter", ("dispatch",
+                                                   "dispatch") +
+                         ("home",) * weights),
+                        ("sparse_all_gather",
+                         ("back", "back") + ("fetch",) * weights)):
                     for part in parts:
                         for r, (sent, received) in enumerate(moved[part]):
                             want[kind][r][0] += sent
@@ -328,16 +366,20 @@ def main():
             for r, (sent, received) in enumerate(moved):
                 want[kind][r][0] += 2 * sent
                 want[kind][r][1] += 2 * received
+    # Rank g is expert-parallel member g // tp: every member of a
+    # tensor-parallel group exchanges its group's rows (whole: the
+    # buffer's width is not split) with the groups of its own index.
     for kind in want:
-        for r in range(args.ranks):
-            m = re.search(rf"^rank {r} {kind}: calls (\d+), bytes sent "
+        for g in range(total):
+            r = g // args.tp
+            m = re.search(rf"^rank {g} {kind}: calls (\d+), bytes sent "
                           rf"(\d+), received (\d+)", host, re.M)
             got = tuple(int(x) for x in m.groups()) if m else None
             expect = (calls, int(want[kind][r][0]), int(want[kind][r][1]))
             if got != expect:
-                sys.exit(f"FAIL: rank {r} {kind} counted {got}; the routing "
+                sys.exit(f"FAIL: rank {g} {kind} counted {got}; the routing "
                          f"implies calls, sent, received {expect}")
-            print(f"rank {r} {kind}: calls {got[0]}, bytes sent {got[1]}, "
+            print(f"rank {g} {kind}: calls {got[0]}, bytes sent {got[1]}, "
                   f"received {got[2]}: equal to the routed entries'")
     # Nothing else moves the buffer's rows: the only all-to-alls left
     # would be dense ones.

@@ -347,6 +347,7 @@ TEST_F(FactorRuleTest, EveryExampleOpHasAValidRule) {
       %21 = nn.reshape %y : tensor<?x6xf32> to tensor<?x2x3xf32>
       %22 = nn.gather %x, %i dim = 1 : tensor<4x8xf32>, tensor<4x8xi64>
       %23 = nn.iota dim = 0 : tensor<5x3xi32>
+      %24 = nn.embedding %t, %ids : tensor<2x8x16xf32>, tensor<2x16xi64>
       return
     })mlir");
   ASSERT_TRUE(module);
@@ -357,7 +358,7 @@ TEST_F(FactorRuleTest, EveryExampleOpHasAValidRule) {
     expectRuleMultipliesOut(op, rule);
     ++count;
   });
-  EXPECT_EQ(count, 24);
+  EXPECT_EQ(count, 25);
 }
 
 /// The coordinates, along each factor of `dims`, of the element at

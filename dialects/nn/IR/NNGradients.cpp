@@ -751,17 +751,19 @@ LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder,
   auto idsType = cast<RankedTensorType>(getIds().getType());
   int64_t tokens = idsType.hasStaticShape() ? idsType.getNumElements()
                                             : ShapedType::kDynamic;
-  int64_t width = tableType.getDimSize(1);
   // dtable = scatter-add of dy's rows into the rows named by ids: a
-  // gather_grad along dimension 0 of [tokens, width] with each id repeated
-  // across the row.
+  // gather_grad along dimension 0 of [tokens, row...] with each id repeated
+  // across its row (a row's dimensions kept: a split of them stays one).
+  SmallVector<int64_t> rowsShape{tokens}, idShape{tokens};
+  llvm::append_range(rowsShape, tableType.getShape().drop_front());
+  idShape.append(tableType.getRank() - 1, 1);
   Value ids = g.reshape(
-      getIds(), RankedTensorType::get({tokens, 1}, idsType.getElementType()));
-  ids = g.broadcast(ids, RankedTensorType::get({tokens, width},
-                                               idsType.getElementType()));
-  Value rows = g.reshape(resultGrads[0],
-                         RankedTensorType::get({tokens, width},
-                                               tableType.getElementType()));
+      getIds(), RankedTensorType::get(idShape, idsType.getElementType()));
+  ids = g.broadcast(ids,
+                    RankedTensorType::get(rowsShape, idsType.getElementType()));
+  Value rows = g.reshape(
+      resultGrads[0],
+      RankedTensorType::get(rowsShape, tableType.getElementType()));
   operandGrads.push_back(GatherGradOp::create(builder, getLoc(), tableType,
                                               rows, ids, /*offset=*/Value(),
                                               builder.getI64IntegerAttr(0)));

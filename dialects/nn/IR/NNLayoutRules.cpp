@@ -764,16 +764,18 @@ FactorRule RopeOp::getFactorRule() {
 /// sums with exactly one non-zero term per id. The op itself leaves an
 /// out-of-range id undefined, so the local op of a split is a masked lookup
 /// (ids shifted by `lo`, zeros outside), not nn.embedding itself. The ids'
-/// dimensions and the width are parallel.
+/// dimensions and each dimension of a row are parallel.
 FactorRule EmbeddingOp::getFactorRule() {
   FactorRule rule;
   ArrayRef<int64_t> table = shapeOf(getTable());
   int64_t vocab = rule.addFactor(table[0], kReduction, PartialKind::Sum);
-  int64_t width = rule.addFactor(table[1], kParallel);
+  SmallVector<int64_t> row = addFactors(rule, table.drop_front());
   SmallVector<int64_t> ids = addFactors(rule, shapeOf(getIds()));
   TensorFactors outFactors = oneEach(ids);
-  outFactors.push_back({width});
-  rule.addOperand({{vocab}, {width}});
+  llvm::append_range(outFactors, oneEach(row));
+  TensorFactors tableFactors = {{vocab}};
+  llvm::append_range(tableFactors, oneEach(row));
+  rule.addOperand(std::move(tableFactors));
   rule.addOperand(oneEach(ids));
   if (getOffset())
     rule.addOperand({});

@@ -822,9 +822,13 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding",
     [NN_Differentiable, NN_LocalView]> {
   let summary = "Look up rows of an embedding table";
   let description = [{
-    `result[i..., :] = table[ids[i...], :]`. The result shape is the shape
-    of `ids` followed by the table width. An id outside `[0, vocab)` gives
-    undefined elements.
+    `result[i..., j...] = table[ids[i...], j...]`. The result shape is the
+    shape of `ids` followed by the shape of a table row (`table`'s
+    dimensions after the first). An id outside `[0, vocab)` gives undefined
+    elements. A table of rank above 2 is looked up row by row as a whole,
+    without a reshape to `[vocab, width]`, so a split of a row's dimensions
+    stays a split of the result's (the replicas' weights of a placed MoE
+    layer under tensor parallelism, docs/moe.md).
 
     With the optional 0-d `i64` operand `offset`, the table holds rows
     `[offset, offset + vocab)` of a larger one: an id in that range reads
@@ -837,15 +841,17 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding",
     // %0 : tensor<8x16x32xf32>
     %1 = nn.embedding %half, %ids offset %start
         : tensor<32x32xf32>, tensor<8x16xi64>
+    %2 = nn.embedding %experts, %lookup : tensor<4x16x12xf32>, tensor<6xi64>
+    // %2 : tensor<6x16x12xf32>
     ```
 
-    Constraints: `table` has rank 2 (`[vocab, width]`); `ids` is an integer
-    tensor.
+    Constraints: `table` has rank 2 or more (`[vocab, row...]`); `ids` is an
+    integer tensor.
 
     Gradient: a scatter-add of `dy` into the rows named by `ids`,
-    `dtable[ids[i...], :] += dy[i..., :]`, built as `nn.gather_grad` along
-    dimension 0 of `dy` reshaped to `[tokens, width]` with `ids` broadcast to
-    the same shape; none for the ids. (Differentiate before specialisation:
+    `dtable[ids[i...], j...] += dy[i..., j...]`, built as `nn.gather_grad`
+    along dimension 0 of `dy` reshaped to `[tokens, row...]` with `ids`
+    broadcast to the same shape; none for the ids. (Differentiate before specialisation:
     a lookup with `offset` has no gradient rule.)
   }];
   let arguments = (ins NN_FloatTensor:$table, NN_IntTensor:$ids,

@@ -603,12 +603,12 @@ LogicalResult EmbeddingOp::inferShape(Adaptor adaptor,
                                diag)))
     return failure();
   RankedTensorType table = types[0], ids = types[1];
-  if (table.getRank() != 2)
-    return diag("operand #0 (table) must have rank 2 ([vocab, width]), got "
-                "rank ",
+  if (table.getRank() < 2)
+    return diag("operand #0 (table) must have rank 2 or more ([vocab, "
+                "row...]), got rank ",
                 table.getRank());
   SmallVector<int64_t> shape(ids.getShape());
-  shape.push_back(table.getDimSize(1));
+  llvm::append_range(shape, table.getShape().drop_front());
   resultTypes.push_back(RankedTensorType::get(shape, table.getElementType()));
   return success();
 }

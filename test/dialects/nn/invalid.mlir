@@ -351,10 +351,19 @@ func.func @dropout_global_smaller(%x: tensor<8x4xf32>, %s: tensor<i64>) {
 
 // -----
 
-// embedding: the table is [vocab, width].
-func.func @embedding_table(%t: tensor<4x64x32xf32>, %ids: tensor<8xi64>) {
-  // expected-error @+1 {{'nn.embedding' op operand #0 (table) must have rank 2 ([vocab, width]), got rank 3}}
-  %0 = nn.embedding %t, %ids : tensor<4x64x32xf32>, tensor<8xi64>
+// embedding: the table is [vocab, row...].
+func.func @embedding_table(%t: tensor<64xf32>, %ids: tensor<8xi64>) {
+  // expected-error @+1 {{'nn.embedding' op operand #0 (table) must have rank 2 or more ([vocab, row...]), got rank 1}}
+  %0 = nn.embedding %t, %ids : tensor<64xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+// embedding: a table of higher rank gives whole rows, not its width.
+func.func @embedding_rows(%t: tensor<4x16x12xf32>, %ids: tensor<6xi64>) {
+  // expected-error @+1 {{'nn.embedding' op result #0 has type 'tensor<6x192xf32>' but the operands imply 'tensor<6x16x12xf32>'}}
+  %0 = "nn.embedding"(%t, %ids) : (tensor<4x16x12xf32>, tensor<6xi64>) -> tensor<6x192xf32>
   return
 }
 

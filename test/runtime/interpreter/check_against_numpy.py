@@ -630,6 +630,12 @@ def family_gather(rng):
             cases.append(Case("embedding with offset", et, [table, ids, offset],
                               f"%r0 = nn.embedding %a0, %a1 offset %a2 : {T(table)}, {T(ids)}",
                               block_lookup, exact=True))
+            # A table of rank 3: whole [4, 3] rows.
+            cube = rng.uniform((5, 4, 3), et)
+            ids = rng.ints((2, 3), "i64", 0, 5)
+            cases.append(Case("embedding rank-3 table", et, [cube, ids],
+                              f"%r0 = nn.embedding %a0, %a1 : {T(cube)}, {T(ids)}",
+                              lambda t, i: t[i], exact=True))
         x = rng.ints((4, 5, 6), "i64", -9, 9) if et == "i64" else rng.uniform((4, 5, 6), et)
         for dim, ishape in ((0, (2, 5, 6)), (1, (4, 7, 6)), (2, (4, 5, 1))):
             idx = rng.ints(ishape, "i64" if dim else "i32", 0, x.shape[dim])

@@ -261,6 +261,10 @@ def cases(rng):
     ids = np.array([[0, 4, 4], [2, 1, 0]], np.int64)
     out.append(Case("embedding (repeated ids)", [table], [ids],
                     f"%y = nn.embedding %p0, %d0 : {T(table)}, {T(ids)}", (2, 3, 3)))
+    cube = u(4, 2, 3)
+    ids = np.array([3, 0, 3], np.int64)
+    out.append(Case("embedding rank-3 table (repeated ids)", [cube], [ids],
+                    f"%y = nn.embedding %p0, %d0 : {T(cube)}, {T(ids)}", (3, 2, 3)))
     # Matmul.
     a, b = u(3, 4), u(4, 2)
     out.append(Case("matmul", [a, b], [], f"%y = nn.matmul %p0, %p1 : {T(a)}, {T(b)}", (3, 2)))
