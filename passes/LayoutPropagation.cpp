@@ -61,6 +61,7 @@
 #include "dialects/hspmd/IR/HSPMDMesh.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/nn/IR/NNDialect.h"
+#include "dialects/nn/IR/NNOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1455,6 +1456,46 @@ LogicalResult FunctionPropagation::writeAttributes(int64_t &numReshards) {
   return failure(walk.wasInterrupted());
 }
 
+/// Gives every use of a broadcast or a fill beyond the first its own copy,
+/// and returns the copies with their originals. Neither holds data of its
+/// own: each copy can take the layout its user needs (along the broadcast
+/// dimensions; anywhere for a fill) with no communication, where one
+/// shared value (CSE merges identical ones, such as the ids the gradients
+/// of two lookups by the same ids scatter by, or two zero gradients of one
+/// shape) must take one layout and a reshard for the other users.
+static SmallVector<std::pair<Operation *, Operation *>>
+untieBroadcasts(func::FuncOp func) {
+  SmallVector<Operation *> shared;
+  func.walk([&](Operation *op) {
+    if (isa<nn::BroadcastOp, nn::FillOp>(op) && !op->hasOneUse() &&
+        !op->use_empty())
+      shared.push_back(op);
+  });
+  SmallVector<std::pair<Operation *, Operation *>> copies;
+  for (Operation *op : shared) {
+    SmallVector<OpOperand *> uses = llvm::map_to_vector(
+        op->getUses(), [](OpOperand &use) { return &use; });
+    OpBuilder builder(op);
+    for (OpOperand *use : ArrayRef(uses).drop_front()) {
+      Operation *copy = builder.clone(*op);
+      use->set(copy->getResult(0));
+      copies.push_back({op, copy});
+    }
+  }
+  return copies;
+}
+
+/// Folds back each copy untieBroadcasts made that took its original's
+/// layouts: only the copies whose users needed another layout stay.
+static void retieBroadcasts(
+    ArrayRef<std::pair<Operation *, Operation *>> copies) {
+  for (auto [original, copy] : copies)
+    if (copy->getAttrDictionary() == original->getAttrDictionary()) {
+      copy->getResult(0).replaceAllUsesWith(original->getResult(0));
+      copy->erase();
+    }
+}
+
 LogicalResult FunctionPropagation::run(bool &skipped, int64_t &numReshards) {
   skipped = false;
   if (func.isExternal()) {
@@ -1498,10 +1539,12 @@ struct LayoutPropagationPass
         continue;
       }
       bool skipped = false;
+      auto copies = untieBroadcasts(func);
       if (failed(propagateWithinGroup(func, skipped, reshards,
                                       PropagationCostModel::getDefault(),
                                       /*uneven=*/true)))
         return signalPassFailure();
+      retieBroadcasts(copies);
       if (!skipped) {
         ++numFunctions;
         numReshards += reshards;
