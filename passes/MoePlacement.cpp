@@ -44,6 +44,7 @@
 
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
+#include "dialects/nn/IR/NNDialect.h"
 #include "dialects/nn/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -69,6 +70,17 @@ hspmd::UnionAttr weightLayout(Value weight) {
       return dyn_cast_or_null<hspmd::UnionAttr>(
           getArgLayoutAttr(func, arg.getArgNumber()));
   return {};
+}
+
+/// A mark no replicas' lookup of `op`'s function carries yet.
+int64_t nextReplicasMark(Operation *op) {
+  int64_t next = 0;
+  op->getParentOfType<func::FuncOp>().walk([&](nn::EmbeddingOp lookup) {
+    if (auto mark = lookup->getAttrOfType<IntegerAttr>(
+            nn::NNDialect::getMoeReplicasAttrName()))
+      next = std::max(next, mark.getInt() + 1);
+  });
+  return next;
 }
 
 /// Checks that `layout` gives every device the experts of one block of
@@ -148,7 +160,7 @@ LogicalResult placeLayer(Layer &layer, int64_t index, Value forecast,
   OpBuilder b(route);
   Location loc = route.getLoc();
   auto plan = nn::MoePlanOp::create(
-      b, loc, forecast, b.getI64IntegerAttr(index),
+      b, loc, forecast, /*previous=*/Value(), b.getI64IntegerAttr(index),
       b.getI64IntegerAttr(blocks), b.getI64IntegerAttr(slots),
       b.getI64IntegerAttr(1), b.getI64IntegerAttr(expertBytes));
   auto placed = nn::MoeRouteOp::create(
@@ -172,8 +184,11 @@ LogicalResult placeLayer(Layer &layer, int64_t index, Value forecast,
       b.setInsertionPoint(gmm);
       Value home = hspmd::AnnotateOp::create(b, loc, weight.getType(), weight,
                                              weightLayout(weight));
-      Value rows = nn::EmbeddingOp::create(b, loc, home, plan.getLookup(),
-                                           Value());
+      auto rows = nn::EmbeddingOp::create(b, loc, home, plan.getLookup(),
+                                          Value());
+      // Marked, for hspmd-moe-resident-replicas (one mark a weight).
+      rows->setAttr(nn::NNDialect::getMoeReplicasAttrName(),
+                    b.getI64IntegerAttr(nextReplicasMark(gmm)));
       replicas = hspmd::AnnotateOp::create(b, loc, rows.getType(), rows,
                                            weightLayout(weight));
     }

@@ -379,6 +379,13 @@ struct MoeSparseExchangePass
     while (Operation *op = ids.getDefiningOp()) {
       if (auto plan = dyn_cast<nn::MoePlanOp>(op))
         return ids == plan.getLookup();
+      // A resident replica's slot reads its device's home expert instead
+      // (hspmd-moe-resident-replicas): the select's false value is the
+      // plan's.
+      if (auto select = dyn_cast<nn::SelectOp>(op)) {
+        ids = select.getFalseValue();
+        continue;
+      }
       if (!isa<hspmd::LocalSliceOp, nn::ReshapeOp, nn::BroadcastOp>(op))
         return false;
       ids = op->getOperand(0);

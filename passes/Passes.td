@@ -163,6 +163,41 @@ def MoePlacementPass : Pass<"hspmd-moe-placement", "mlir::ModuleOp"> {
   let dependentDialects = ["::loom::nn::NNDialect", "::loom::hspmd::HSPMDDialect"];
 }
 
+def MoeResidentReplicasPass
+    : Pass<"hspmd-moe-resident-replicas", "mlir::ModuleOp"> {
+  let summary = "Keeps placed MoE replicas resident from micro-step to "
+                "micro-step";
+  let description = [{
+    On a training step whose micro-batches are unrolled and whose MoE
+    layers are placed per micro-step (`hspmd-moe-placement`, then
+    `nn-training-step micro-batches=K`): each layer's plan after the first
+    takes the previous plan's lookup (`nn.moe_plan ... previous`), so that
+    the planner counts a replica already in a slot as free and keeps it in
+    its slot; each micro-step looks up only the slots whose expert changed
+    (the others take the previous micro-step's replicas); and a replica's
+    gradient stays with it while its slot keeps the expert and goes home
+    once, in the micro-step that moves it or after the last. Partitioned,
+    the sparse fetch and the sparse send home then name the moving
+    replicas alone (docs/moe.md). The step computes the same values, but
+    for the order in which a replica's gradients add up. Runs in
+    `loom-training-pipeline` after `nn-training-step`; a step with one
+    micro-batch, or without placed layers, is left alone.
+
+    ```mlir
+    %h1, %l1 = nn.moe_plan %f1 previous %l0 layer = 0 devices = 2 slots = 3
+        expert_bytes = 6144 : tensor<2x1x4xi64>, tensor<6xi64>
+    %same = nn.compare eq, %l1, %l0 : tensor<6xi64>, tensor<6xi64>
+    %ids = nn.select %same, %home, %l1 : tensor<6xi1>, tensor<6xi64>, tensor<6xi64>
+    %fresh = nn.embedding %w, %ids {nn.moe_replicas = 0 : i64}
+        : tensor<4x16x12xf64>, tensor<6xi64>
+    %r1 = nn.select %same3, %r0, %fresh
+        : tensor<6x1x1xi1>, tensor<6x16x12xf64>, tensor<6x16x12xf64>
+    ```
+  }];
+  let dependentDialects = ["::loom::nn::NNDialect",
+                           "::loom::hspmd::HSPMDDialect"];
+}
+
 def ExpertBlocksPass : Pass<"hspmd-expert-blocks", "mlir::ModuleOp"> {
   let summary = "Puts MoE layers whose experts are split into expert blocks";
   let description = [{

@@ -36,6 +36,8 @@ void loom::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createExpertBlocksPass());
   pm.addPass(createMoePlacementPass());
   pm.addPass(createTrainingStepPass(options.getTrainingStepOptions()));
+  if (options.moeResident)
+    pm.addPass(createMoeResidentReplicasPass());
   pm.addPass(createCSEPass());
 }
 

@@ -89,14 +89,21 @@ struct TrainingOptions : public mlir::PassPipelineOptions<TrainingOptions> {
       *this, "clip-norm",
       llvm::cl::desc("Clip the gradients' global norm to this (0: none)"),
       llvm::cl::init(0.0)};
+  Option<bool> moeResident{
+      *this, "moe-resident",
+      llvm::cl::desc("Keep placed MoE replicas resident from micro-step to "
+                     "micro-step (hspmd-moe-resident-replicas)"),
+      llvm::cl::init(true)};
 
   /// The options of the nn-training-step pass these amount to.
   TrainingStepPassOptions getTrainingStepOptions() const;
 };
 
-/// A training step from a forward function: nn-training-step (forward,
-/// backward through nn-autodiff's code, optimizer update), then CSE, which
-/// merges the constants and recomputations that gradients repeat.
+/// A training step from a forward function: hspmd-expert-blocks,
+/// hspmd-moe-placement, nn-training-step (forward, backward through
+/// nn-autodiff's code, optimizer update), hspmd-moe-resident-replicas
+/// unless `moe-resident=false`, then CSE, which merges the constants and
+/// recomputations that gradients repeat.
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingOptions &options);
 

@@ -589,9 +589,12 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
   if (hspmd::isGlobalViewCollective(op))
     return op->emitError() << "is in the global view; code generation needs "
                               "local programs (run --hspmd-specialize first)";
-  // The runtimes' collectives move f32, f64 and i64.
-  if (op->getDialect() && op->getDialect()->getNamespace() ==
-                              hspmd::HSPMDDialect::getDialectNamespace())
+  // The runtimes' collectives move f32, f64 and i64; a local slice (a copy
+  // on the device, by element size) takes any element type.
+  if (op->getDialect() &&
+      op->getDialect()->getNamespace() ==
+          hspmd::HSPMDDialect::getDialectNamespace() &&
+      !isa<hspmd::LocalSliceOp>(op))
     for (Value value : op->getOperands()) {
       Type element = cast<RankedTensorType>(value.getType()).getElementType();
       if (!element.isF32() && !element.isF64() && !element.isInteger(64))

@@ -229,9 +229,9 @@ void detail::moe_route(Arg slots, Arg counts, Arg experts, Arg hosts,
                c.size() * sizeof(int64_t));
 }
 
-void detail::moe_plan(Arg hosts, Arg lookup, Arg forecast, int64_t devices,
-                      int64_t expertBytes, int64_t layer, int64_t nodes,
-                      int64_t slots) {
+void detail::moe_plan(Arg hosts, Arg lookup, Arg forecast, Arg previous,
+                      int64_t devices, int64_t expertBytes, int64_t layer,
+                      int64_t nodes, int64_t slots) {
   const char *kernel = "moe_plan";
   require(forecast.shape.rank == 3, kernel,
           "a forecast of shape " + shapeText(forecast.shape) +
@@ -246,11 +246,19 @@ void detail::moe_plan(Arg hosts, Arg lookup, Arg forecast, int64_t devices,
   // route).
   synchronize();
   std::vector<int64_t> f(static_cast<size_t>(forecast.shape.numElements()));
-  std::vector<int64_t> h(static_cast<size_t>(devices * slots)), l(h.size());
+  std::vector<int64_t> h(static_cast<size_t>(devices * slots)), l(h.size()),
+      p;
   copyToHost(f.data(), forecast.data, f.size() * sizeof(int64_t));
+  if (previous.data) {
+    requireShape(kernel, "the previous lookup", previous,
+                 Shape{devices * slots});
+    p.resize(h.size());
+    copyToHost(p.data(), previous.data, p.size() * sizeof(int64_t));
+  }
   std::string error = moe::planFromForecast(
       f.data(), forecast.shape[0], forecast.shape[1], forecast.shape[2],
-      layer, devices, slots, nodes, expertBytes, h.data(), l.data());
+      layer, devices, slots, nodes, expertBytes,
+      previous.data ? p.data() : nullptr, h.data(), l.data());
   require(error.empty(), kernel, error);
   copyToDevice(const_cast<void *>(hosts.data), h.data(),
                h.size() * sizeof(int64_t));

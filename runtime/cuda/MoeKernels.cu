@@ -410,7 +410,8 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
 
 void loom::cuda::moe_plan(int64_t *hosts, Shape hostsShape, int64_t *lookup,
                           Shape lookupShape, const int64_t *forecast,
-                          Shape forecastShape, int64_t devices,
+                          Shape forecastShape, const int64_t *previous,
+                          Shape previousShape, int64_t devices,
                           int64_t expertBytes, int64_t layer, int64_t nodes,
                           int64_t slots) {
   // The planner on the host (runtime/moe/Placement.h), from a copy of the
@@ -427,11 +428,19 @@ void loom::cuda::moe_plan(int64_t *hosts, Shape hostsShape, int64_t *lookup,
   checkShape(kernel, "the hosts", hostsShape, Shape{devices * slots});
   checkShape(kernel, "the lookup", lookupShape, Shape{devices * slots});
   std::vector<int64_t> f(static_cast<size_t>(forecastShape.numElements()));
-  std::vector<int64_t> h(static_cast<size_t>(devices * slots)), l(h.size());
+  std::vector<int64_t> h(static_cast<size_t>(devices * slots)), l(h.size()),
+      p;
   copyToHost(f.data(), forecast, f.size() * sizeof(int64_t));
+  if (previous) {
+    checkShape(kernel, "the previous lookup", previousShape,
+               Shape{devices * slots});
+    p.resize(h.size());
+    copyToHost(p.data(), previous, p.size() * sizeof(int64_t));
+  }
   std::string error = loom::moe::planFromForecast(
       f.data(), forecastShape[0], forecastShape[1], forecastShape[2], layer,
-      devices, slots, nodes, expertBytes, h.data(), l.data());
+      devices, slots, nodes, expertBytes, previous ? p.data() : nullptr,
+      h.data(), l.data());
   LOOM_CUDA_CHECK(error.empty(), kernel, "%s", error.c_str());
   copyToDevice(hosts, h.data(), h.size() * sizeof(int64_t));
   copyToDevice(lookup, l.data(), l.size() * sizeof(int64_t));

@@ -106,7 +106,7 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
 }
 
 /// nn.moe_plan: Loom's planner over the forecast's rows of the layer, the
-/// experts' home placement as the previous one.
+/// experts' home placement (or the previous lookup) as the previous one.
 LogicalResult moePlanKernel(nn::MoePlanOp op, KernelCall &call) {
   const Tensor &forecast = call.operand(0);
   if (forecast.getKind() != ElementKind::I64 || forecast.getRank() != 3)
@@ -115,14 +115,25 @@ LogicalResult moePlanKernel(nn::MoePlanOp op, KernelCall &call) {
                             << formatShape(forecast.getShape());
   int64_t devices = static_cast<int64_t>(op.getDevices()),
           slots = static_cast<int64_t>(op.getSlots());
+  const int64_t *previous = nullptr;
+  if (op.getPrevious()) {
+    const Tensor &given = call.operand(1);
+    if (given.getKind() != ElementKind::I64 || given.getRank() != 1 ||
+        given.getShape()[0] != devices * slots)
+      return call.emitError()
+             << "nn.moe_plan: the previous lookup must be i64 of shape ["
+             << devices * slots << "], got shape "
+             << formatShape(given.getShape());
+    previous = given.data<int64_t>();
+  }
   Tensor hosts(ElementKind::I64, {devices * slots}),
       lookup(ElementKind::I64, {devices * slots});
   std::string error = loom::moe::planFromForecast(
       forecast.data<int64_t>(), forecast.getShape()[0], forecast.getShape()[1],
       forecast.getShape()[2], static_cast<int64_t>(op.getLayer()), devices,
       slots, static_cast<int64_t>(op.getNodes()),
-      static_cast<int64_t>(op.getExpertBytes()), hosts.data<int64_t>(),
-      lookup.data<int64_t>());
+      static_cast<int64_t>(op.getExpertBytes()), previous,
+      hosts.data<int64_t>(), lookup.data<int64_t>());
   if (!error.empty())
     return call.emitError() << "nn.moe_plan: " << error;
   call.addResult(std::move(hosts));

@@ -340,7 +340,8 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
 
 void loom::host::moe_plan(int64_t *hosts, Shape hostsShape, int64_t *lookup,
                           Shape lookupShape, const int64_t *forecast,
-                          Shape forecastShape, int64_t devices,
+                          Shape forecastShape, const int64_t *previous,
+                          Shape previousShape, int64_t devices,
                           int64_t expertBytes, int64_t layer, int64_t nodes,
                           int64_t slots) {
   const char *kernel = "moe_plan";
@@ -350,9 +351,12 @@ void loom::host::moe_plan(int64_t *hosts, Shape hostsShape, int64_t *lookup,
                   formatShape(forecastShape, 0));
   checkShape(kernel, "the hosts", hostsShape, Shape{devices * slots});
   checkShape(kernel, "the lookup", lookupShape, Shape{devices * slots});
+  if (previous)
+    checkShape(kernel, "the previous lookup", previousShape,
+               Shape{devices * slots});
   std::string error = moe::planFromForecast(
       forecast, forecastShape.dims[0], forecastShape.dims[1],
-      forecastShape.dims[2], layer, devices, slots, nodes, expertBytes, hosts,
-      lookup);
+      forecastShape.dims[2], layer, devices, slots, nodes, expertBytes,
+      previous, hosts, lookup);
   LOOM_HOST_CHECK(error.empty(), kernel, "%s", error.c_str());
 }

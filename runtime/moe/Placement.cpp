@@ -2525,8 +2525,9 @@ std::string loom::moe::planFromForecast(const int64_t *forecast, int64_t rows,
                                         int64_t layers, int64_t experts,
                                         int64_t layer, int64_t devices,
                                         int64_t slots, int64_t nodes,
-                                        int64_t expertBytes, int64_t *hosts,
-                                        int64_t *lookup) {
+                                        int64_t expertBytes,
+                                        const int64_t *previous,
+                                        int64_t *hosts, int64_t *lookup) {
   std::string where = "layer " + std::to_string(layer) + ": ";
   auto str = [](int64_t n) { return std::to_string(n); };
   if (rows < 0 || layers < 1 || experts < 1)
@@ -2552,8 +2553,20 @@ std::string loom::moe::planFromForecast(const int64_t *forecast, int64_t rows,
       input.tokens[e] += static_cast<double>(count);
     }
   int64_t home = experts / devices;
-  for (int64_t e = 0; e < experts; ++e)
-    input.previous.push_back({e, e / home});
+  if (!previous) {
+    for (int64_t e = 0; e < experts; ++e)
+      input.previous.push_back({e, e / home});
+  } else {
+    // What the slots hold now, in slot order: the planner keeps an expert
+    // in its slot (its rank among the device's holdings) where it can.
+    for (int64_t p = 0; p < devices * slots; ++p) {
+      if (previous[p] < 0 || previous[p] >= experts)
+        return where + "the previous lookup gives slot " + str(p) +
+               " expert " + str(previous[p]) + ", but the layer has " +
+               str(experts) + " experts";
+      input.previous.push_back({previous[p], p / slots});
+    }
+  }
   // At run time, before every micro-step: no small-layer search (tens of
   // microseconds instead of milliseconds; never above the baseline).
   PlacementOptions options;
@@ -2563,7 +2576,9 @@ std::string loom::moe::planFromForecast(const int64_t *forecast, int64_t rows,
     return where + std::string(plan.status().message());
   for (int64_t p = 0; p < devices * slots; ++p) {
     hosts[p] = plan->physicalToLogical[p];
-    lookup[p] = hosts[p] >= 0 ? hosts[p] : (p / slots) * home;
+    lookup[p] = hosts[p] >= 0 ? hosts[p]
+                : previous  ? previous[p]
+                            : (p / slots) * home;
   }
   return {};
 }

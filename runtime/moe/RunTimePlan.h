@@ -22,12 +22,15 @@ namespace loom::moe {
 /// (d + 1) * E / devices)) as the previous one and `expertBytes` an
 /// expert. Writes the plan's slots to `hosts` (devices x slots; -1: empty)
 /// and to `lookup` the same with each empty slot given its device's first
-/// home expert. Returns what is wrong (empty: nothing), naming the layer.
+/// home expert. With `previous` (devices x slots, the previous plan's
+/// lookup; null: none) the previous placement is what those slots hold,
+/// and an empty slot keeps what it holds. Returns what is wrong (empty:
+/// nothing), naming the layer.
 std::string planFromForecast(const int64_t *forecast, int64_t rows,
                              int64_t layers, int64_t experts, int64_t layer,
                              int64_t devices, int64_t slots, int64_t nodes,
-                             int64_t expertBytes, int64_t *hosts,
-                             int64_t *lookup);
+                             int64_t expertBytes, const int64_t *previous,
+                             int64_t *hosts, int64_t *lookup);
 
 } // namespace loom::moe
 

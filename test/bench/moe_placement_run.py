@@ -12,7 +12,11 @@ micro-batches a step, three ways side by side:
   * static: expert parallel, every expert on its home rank;
   * planned: a forecast equal to the routing (the rollout's), R replica
     slots a device, the placement planned before every micro-step
-    (hspmd-moe-placement);
+    (hspmd-moe-placement), replicas resident from one micro-step to the
+    next (hspmd-moe-resident-replicas: each plan after the previous one's
+    lookup, only the changed slots fetched, gradients home once);
+  * fetch-all: planned, without residency (moe-resident=false: every
+    micro-step fetches its replicas and sends their gradients home);
   * wrong: planned from a forecast of other experts (a bad forecast
     costs balance, never correctness).
 
@@ -68,7 +72,7 @@ def forecast_of(experts, wrong):
     return forecast
 
 
-def train(build, work, tag, slots, data, steps):
+def train(build, work, tag, slots, data, steps, resident=True):
     opt = os.path.join(build, "bin", "loom-opt")
     loom_run = os.path.join(build, "bin", "loom-run")
     path = lambda name: os.path.join(work, f"{tag}-{name}")
@@ -76,7 +80,9 @@ def train(build, work, tag, slots, data, steps):
     with open(path("forward.mlir"), "w") as f:
         f.write(text)
     check([opt, path("forward.mlir"), "--loom-training-pipeline=optimizer="
-           f"sgd lr=1e-2 micro-batches={MICRO}", "-o", path("step.mlir")])
+           f"sgd lr=1e-2 micro-batches={MICRO}" +
+           ("" if resident else " moe-resident=false"), "-o",
+           path("step.mlir")])
     check([opt, path("step.mlir"), "--loom-partition-pipeline", "-o",
            path("spmd.mlir")])
     out = check([loom_run, "--interpret", path("spmd.mlir"), "--train",
@@ -90,9 +96,11 @@ def train(build, work, tag, slots, data, steps):
     return statistics.median(rates[1:] or rates), sent, losses
 
 
-def balance(work, experts, forecast, slots):
+def balance(work, experts, forecast, slots, chained=True):
     """Per micro-step, the largest rank's expert rows over the mean, under
-    the plans (read back from nn.moe_plan) and under the home placement."""
+    the plans (read back from nn.moe_plan; each after the previous
+    micro-step's lookup when `chained`, as resident replicas plan) and
+    under the home placement; and the share of slots a plan keeps."""
     class Args:
         pass
     args = Args()
@@ -100,11 +108,17 @@ def balance(work, experts, forecast, slots):
     args.ranks, args.placement = RANKS, slots
     args.expert_bytes = layer.W * layer.W * 4
     path = lambda name: os.path.join(work, name)
-    planned, static = [], []
+    planned, static, kept = [], [], []
     for s in range(experts.shape[0]):
+        previous = None
         for k in range(MICRO):
             rows = slice(k, None, MICRO)
-            hosts, _ = layer.plan_of(args, forecast[s, rows], path)
+            hosts, lookup = layer.plan_of(args, forecast[s, rows], path,
+                                          previous)
+            if previous is not None:
+                kept.append(float(np.mean(lookup == previous)))
+            if chained:
+                previous = lookup
             counts = np.bincount(experts[s, rows].reshape(-1),
                                  minlength=layer.E)
             load = np.zeros(RANKS)
@@ -116,7 +130,8 @@ def balance(work, experts, forecast, slots):
             planned.append(load.max() / load.mean())
             home = counts.reshape(RANKS, -1).sum(1)
             static.append(home.max() / home.mean())
-    return statistics.mean(static), statistics.mean(planned)
+    return (statistics.mean(static), statistics.mean(planned),
+            statistics.mean(kept) if kept else 0.0)
 
 
 def main():
@@ -135,9 +150,11 @@ def main():
                           dtype=np.int64)
     with tempfile.TemporaryDirectory() as work:
         results = {}
-        for tag, slots, wrong in (("static", 0, False),
-                                  ("planned", args.slots, False),
-                                  ("wrong", args.slots, True)):
+        for tag, slots, wrong, resident in (
+                ("static", 0, False, True),
+                ("planned", args.slots, False, True),
+                ("fetch-all", args.slots, False, False),
+                ("wrong", args.slots, True, True)):
             data = os.path.join(work, f"{tag}-data")
             os.makedirs(data)
             np.save(os.path.join(data, "tokens.npy"), tokens)
@@ -146,11 +163,14 @@ def main():
                 np.save(os.path.join(data, "forecast.npy"),
                         forecast_of(experts, wrong))
             results[tag] = train(args.build, work, tag, slots, data,
-                                 args.steps)
-        static_balance, planned_balance = balance(
+                                 args.steps, resident)
+        static_balance, planned_balance, kept = balance(
             work, experts, forecast_of(experts, False), args.slots)
-        _, wrong_balance = balance(work, experts, forecast_of(experts, True),
-                                   args.slots)
+        _, all_balance, _ = balance(work, experts,
+                                    forecast_of(experts, False), args.slots,
+                                    chained=False)
+        _, wrong_balance, _ = balance(
+            work, experts, forecast_of(experts, True), args.slots)
     base = results["static"]
     print(f"one MoE layer: {layer.T} tokens x width {layer.W}, {layer.E} "
           f"experts, top-{layer.K}, {RANKS} host ranks, {MICRO} micro-batches"
@@ -159,11 +179,14 @@ def main():
     print(f"  {'run':<10}{'tokens/s':>12}{'/ static':>10}{'B/step':>12}"
           f"{'loss vs static':>16}{'max/mean rows':>15}")
     for tag, bal in (("static", static_balance),
-                     ("planned", planned_balance), ("wrong", wrong_balance)):
+                     ("planned", planned_balance),
+                     ("fetch-all", all_balance), ("wrong", wrong_balance)):
         rate, sent, losses = results[tag]
         worst = max(abs(a - b) / abs(b) for a, b in zip(losses, base[2]))
         print(f"  {tag:<10}{rate:>12.0f}{rate / base[0]:>10.2f}{sent:>12}"
               f"{worst:>16.1e}{bal:>15.3f}")
+    print(f"  resident plans keep {kept:.0%} of the slots from one "
+          f"micro-step to the next")
 
 
 if __name__ == "__main__":

@@ -102,15 +102,20 @@ func.func @blocked(%e: tensor<16x2xi64> {nn.data}, %x: tensor<16x8xf32> {nn.data
 // RUN: loom-translate --loom-to-ascend-cpp --loom-entry placed %s | FileCheck %s --check-prefix=PASCEND
 
 func.func @placed(%e: tensor<16x2xi64> {nn.data}, %f: tensor<4x1x4xi64> {nn.data})
-    -> (tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>) {
+    -> (tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>, tensor<6xi64>) {
   %hosts, %lookup = nn.moe_plan %f layer = 0 devices = 2 slots = 3 expert_bytes = 1024 : tensor<4x1x4xi64>
   %slots, %counts = nn.moe_route %e hosts %hosts num_experts = 4 blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
-  return %slots, %counts, %lookup : tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>
+  %h2, %l2 = nn.moe_plan %f previous %lookup layer = 0 devices = 2 slots = 3 expert_bytes = 1024 : tensor<4x1x4xi64>, tensor<6xi64>
+  return %slots, %counts, %lookup, %l2 : tensor<16x2xi64>, tensor<6xi64>, tensor<6xi64>, tensor<6xi64>
 }
 
-// PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
+// The plan after another takes its lookup (resident replicas).
+// PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, nullptr, {}, 2, 1024, 0, 1, 3);
 // PCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
-// PCUDA: loom::cuda::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
+// PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, {6}, 2, 1024, 0, 1, 3);
+// PCUDA: loom::cuda::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, nullptr, {}, 2, 1024, 0, 1, 3);
 // PCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
-// PASCEND: loom::ascend::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, 2, 1024, 0, 1, 3);
+// PCUDA: loom::cuda::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, {6}, 2, 1024, 0, 1, 3);
+// PASCEND: loom::ascend::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, 2, 1024, 0, 1, 3);
 // PASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
+// PASCEND: loom::ascend::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, {6}, 2, 1024, 0, 1, 3);

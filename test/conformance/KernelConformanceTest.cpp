@@ -1079,6 +1079,15 @@ std::vector<CaseSet> makeCaseSets() {
                          ty(zeros),
                      {zeros},
                      {ty(ElementKind::I64, {8}), ty(ElementKind::I64, {8})}});
+    // After a previous micro-step's lookup (resident replicas): every
+    // slot holds an expert, some of them twice.
+    Tensor previous = randomInt(ElementKind::I64, {10}, 0, 7);
+    cases.push_back({"moe_plan previous",
+                     "nn.moe_plan %a0 previous %a1 layer = 1 devices = 2 "
+                     "slots = 5 expert_bytes = 4096 : " +
+                         ty(forecast) + ", " + ty(previous),
+                     {forecast, previous},
+                     {ty(ElementKind::I64, {10}), ty(ElementKind::I64, {10})}});
   }});
   // The buffer ops: slots from a permutation of the 32 buffer rows with a
   // dropped entry (-1) and one past the rows (ignored); the grouped matmul

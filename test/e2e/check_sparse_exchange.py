@@ -24,12 +24,16 @@ own counts, or with --wrong-forecast those of other experts (the plan
 replicates experts that get few entries). The training must still equal
 the interpreter's (whose step is not placed), and the bytes follow the
 plan: the plan of each micro-step is read back from nn.moe_plan on the
-interpreter (the same kernel), and then the bytes are computed here: each
+interpreter (the same kernel, each plan after the first given the
+previous micro-step's lookup), and then the bytes are computed here: each
 entry goes to the device of its expert's replica (an expert's entries
-split evenly among its replicas in slot order), each rank fetches the
-weights of the distinct experts it hosts away from their home (an index
-out, a weight back) and sends their gradients home (an index and a
-weight).
+split evenly among its replicas in slot order); replicas stay resident
+(hspmd-moe-resident-replicas), so each rank fetches the weights of the
+distinct experts away from their home that it hosts in slots whose
+expert changed since the previous micro-step (all slots in the first;
+an index out, a weight back), and sends a replica's gradient home (an
+index and a weight) in the micro-step whose plan moves it, by the expert
+it held, or after the last micro-step.
 
 With --tp P the experts are also split inside (tensor parallelism: each
 expert's output columns over P devices, N x P ranks): the rows still move
@@ -37,7 +41,7 @@ whole between the P groups' members of one index, and a replica's weights
 move as the device's column share, W * W / P f64.
 
     check_sparse_exchange.py --opt loom-opt --run loom-run --work-dir DIR
-        [--ranks N] [--tp P] [--steps S] [--dense]
+        [--ranks N] [--tp P [--hidden H]] [--steps S] [--dense]
         [--placement R [--micro-batches K] [--wrong-forecast]]
 """
 
@@ -148,28 +152,36 @@ def expected_bytes(experts, ranks):
     return exchanged(routed(experts, ranks), ranks, W * 8)
 
 
-def plan_of(args, forecast, path):
+def plan_of(args, forecast, path, previous=None):
     """hosts and lookup of nn.moe_plan for `forecast` (rows x 1 x E), on
-    the interpreter: the plan the ranks make."""
+    the interpreter: the plan the ranks make (after a micro-step whose
+    lookup was `previous`, the plan that keeps replicas resident)."""
     rows = forecast.shape[0]
     expert_bytes = getattr(args, "expert_bytes", W * W * 8)
+    p = args.ranks * args.placement
+    after = (f" previous %p", f", %p: tensor<{p}xi64>", f", tensor<{p}xi64>"
+             ) if previous is not None else ("", "", "")
     with open(path("plan.mlir"), "w") as f:
-        f.write(f"""func.func @plan(%f: tensor<{rows}x1x{E}xi64>)
-    -> (tensor<{args.ranks * args.placement}xi64>, tensor<{args.ranks * args.placement}xi64>) {{
-  %h, %l = nn.moe_plan %f layer = 0 devices = {args.ranks} slots = {args.placement} expert_bytes = {expert_bytes} : tensor<{rows}x1x{E}xi64>
-  return %h, %l : tensor<{args.ranks * args.placement}xi64>, tensor<{args.ranks * args.placement}xi64>
+        f.write(f"""func.func @plan(%f: tensor<{rows}x1x{E}xi64>{after[1]})
+    -> (tensor<{p}xi64>, tensor<{p}xi64>) {{
+  %h, %l = nn.moe_plan %f{after[0]} layer = 0 devices = {args.ranks} slots = {args.placement} expert_bytes = {expert_bytes} : tensor<{rows}x1x{E}xi64>{after[2]}
+  return %h, %l : tensor<{p}xi64>, tensor<{p}xi64>
 }}
 """)
     np.save(path("plan-input.npy"), forecast)
+    inputs = ["--input", path("plan-input.npy")]
+    if previous is not None:
+        np.save(path("plan-previous.npy"), previous)
+        inputs += ["--input", path("plan-previous.npy")]
     out = path("plan-out")
     shutil.rmtree(out, ignore_errors=True)
     run([args.run, "--interpret", path("plan.mlir"), "--entry", "plan",
-         "--input", path("plan-input.npy"), "--output-dir", out])
+         "--output-dir", out] + inputs)
     return (np.load(os.path.join(out, "result_0.npy")),
             np.load(os.path.join(out, "result_1.npy")))
 
 
-def placed_bytes(experts, hosts, lookup, ranks, slots, tp=1):
+def placed_bytes(experts, hosts, fetched, sent, ranks, slots, tp=1):
     """Per rank, (sent, received) bytes of one micro-step's sparse
     reduce-scatters (the dispatch and the combine's gradient, each as
     `dispatch`; the replicas' weight gradients home, `home`) and sparse
@@ -198,30 +210,41 @@ def placed_bytes(experts, hosts, lookup, ranks, slots, tp=1):
     for r in range(ranks):
         for j in range(ranks):
             n[r, j] = np.count_nonzero(device[r * per:(r + 1) * per] == j)
-    # Weights: the distinct experts each device looks up, away from home.
+    # Weights: the distinct experts each device names, away from home.
     home = E // ranks
-    f = np.zeros((ranks, ranks), dtype=np.int64)
-    for r in range(ranks):
-        for e in set(int(x) for x in lookup[r * slots:(r + 1) * slots]):
-            if e // home != r:
-                f[r, e // home] += 1
-    # A replica's weights on one device: its tensor-parallel share.
+
+    def away(ids):
+        f = np.zeros((ranks, ranks), dtype=np.int64)
+        for r in range(ranks):
+            for e in set(int(x) for x in ids[r * slots:(r + 1) * slots]):
+                if e // home != r:
+                    f[r, e // home] += 1
+        return f
+
     # A replica's weight on one device: its tensor-parallel share.
     weight = (W * H if tp > 1 else W * W) * 8 // tp
     moved = {"fetch": [], "home": []}
     moved["dispatch"], moved["back"] = exchanged(n, ranks, W * 8)
+    f = away(fetched)
     for r in range(ranks):
         others = [j for j in range(ranks) if j != r]
         moved["fetch"].append(
             (sum(8 + f[r, j] * 8 + f[j, r] * weight for j in others),
              sum(8 + f[j, r] * 8 + f[r, j] * weight for j in others)))
-        moved["home"].append(
-            (sum(8 + f[r, j] * (8 + weight) for j in others),
-             sum(8 + f[j, r] * (8 + weight) for j in others)))
+    # Each send home is one call: the ids it names.
+    for ids in sent:
+        f = away(ids)
+        call = []
+        for r in range(ranks):
+            others = [j for j in range(ranks) if j != r]
+            call.append((sum(8 + f[r, j] * (8 + weight) for j in others),
+                         sum(8 + f[j, r] * (8 + weight) for j in others)))
+        moved["home"].append(call)
     return moved
 
 
 def main():
+    global H
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--opt", required=True)
     ap.add_argument("--run", required=True)
@@ -241,7 +264,12 @@ def main():
     ap.add_argument("--tp", type=int, default=1,
                     help="tensor parallelism inside the experts: --ranks "
                          "expert-parallel devices times this many")
+    ap.add_argument("--hidden", type=int, default=H,
+                    help="with --tp: the experts' hidden width (W gives "
+                         "both weights one shape, whose gradients' ids "
+                         "CSE would share)")
     args = ap.parse_args()
+    H = args.hidden
     total = args.ranks * args.tp
     # Every weight of an expert: the cost of a replica away from home.
     args.expert_bytes = (2 * W * H if args.tp > 1 else W * W) * 8
@@ -340,25 +368,45 @@ def main():
             # Micro-batch k: rows k, k + K, ...; every call once a
             # micro-step, the exchange's twice.
             calls = (2 + weights) * args.steps * args.micro_batches
-            plans = set()
+            plans, kept = set(), 0
+            lookups = []
             for k in range(args.micro_batches):
                 rows = slice(k, None, args.micro_batches)
-                hosts, lookup = plan_of(args, forecast[s, rows], path)
+                hosts, lookup = plan_of(args, forecast[s, rows], path,
+                                        lookups[-1] if lookups else None)
+                lookups.append(lookup)
                 plans.add(tuple(hosts))
-                moved = placed_bytes(experts[s, rows], hosts, lookup,
+                # Resident replicas (hspmd-moe-resident-replicas): a slot
+                # that keeps its expert reads its device's first home
+                # expert instead (no fetch), and a replica's gradient goes
+                # home when its slot changes (by the expert it held) or
+                # after the last micro-step.
+                home = (np.arange(len(lookup)) // args.placement) * (
+                    E // args.ranks)
+                if k == 0:
+                    fetched, sent = lookup, []
+                else:
+                    same = lookup == lookups[k - 1]
+                    kept += int(np.count_nonzero(same))
+                    fetched = np.where(same, home, lookup)
+                    sent = [np.where(same, home, lookups[k - 1])]
+                if k == args.micro_batches - 1:
+                    sent.append(lookup)
+                moved = placed_bytes(experts[s, rows], hosts, fetched, sent,
                                      args.ranks, args.placement, args.tp)
-                for kind, parts in (
-                        ("sparse_reduce_scatter", ("dispatch",
-                                                   "dispatch") +
-                         ("home",) * weights),
-                        ("sparse_all_gather",
-                         ("back", "back") + ("fetch",) * weights)):
-                    for part in parts:
-                        for r, (sent, received) in enumerate(moved[part]):
-                            want[kind][r][0] += sent
+                parts = {"sparse_reduce_scatter":
+                         [moved["dispatch"], moved["dispatch"]] +
+                         moved["home"] * weights,
+                         "sparse_all_gather":
+                         [moved["back"], moved["back"]] +
+                         [moved["fetch"]] * weights}
+                for kind, calls_of in parts.items():
+                    for call in calls_of:
+                        for r, (sent_bytes, received) in enumerate(call):
+                            want[kind][r][0] += sent_bytes
                             want[kind][r][1] += received
             print(f"step {s}: {len(plans)} placements in "
-                  f"{args.micro_batches} micro-steps")
+                  f"{args.micro_batches} micro-steps, {kept} slots kept")
             continue
         scatter, gather = expected_bytes(experts[s], args.ranks)
         for kind, moved in (("sparse_reduce_scatter", scatter),

@@ -42,11 +42,11 @@
 // CHECK: %[[SLOTS:.*]], %[[COUNTS:.*]] = nn.moe_route %{{.*}} hosts %[[HOSTS]] num_experts = 4 blocks = 2 : tensor<8x2xi64>, tensor<6xi64>
 // CHECK: %[[BUF:.*]] = nn.moe_dispatch %{{.*}}, %[[SLOTS]] rows = 32
 // CHECK: %[[H1:.*]] = hspmd.annotate %arg4 : tensor<4x16x12xf64> as #hspmd.union<{[0, 1]: [S0:2]}>
-// CHECK: %[[R1:.*]] = nn.embedding %[[H1]], %[[LOOKUP]] : tensor<4x16x12xf64>, tensor<6xi64>
+// CHECK: %[[R1:.*]] = nn.embedding %[[H1]], %[[LOOKUP]] {nn.moe_replicas = 0 : i64} : tensor<4x16x12xf64>, tensor<6xi64>
 // CHECK: %[[A1:.*]] = hspmd.annotate %[[R1]] : tensor<6x16x12xf64> as #hspmd.union<{[0, 1]: [S0:2]}>
 // CHECK: nn.grouped_matmul %[[BUF]], %[[A1]], %[[COUNTS]] blocks = 2 : tensor<32x16xf64>, tensor<6x16x12xf64>, tensor<6xi64>
 // CHECK: %[[H2:.*]] = hspmd.annotate %arg5 : tensor<4x16x12xf64> as #hspmd.union<{[0, 1]: [S0:2]}>
-// CHECK: nn.embedding %[[H2]], %[[LOOKUP]] : tensor<4x16x12xf64>, tensor<6xi64>
+// CHECK: nn.embedding %[[H2]], %[[LOOKUP]] {nn.moe_replicas = 1 : i64} : tensor<4x16x12xf64>, tensor<6xi64>
 // CHECK: %[[A2:.*]] = hspmd.annotate
 // CHECK: nn.grouped_matmul %{{.*}}, %[[A2]], %[[COUNTS]] transpose_rhs blocks = 2
 // CHECK: nn.grouped_matmul %{{.*}}, %[[A2]], %[[COUNTS]] transpose_rhs blocks = 2
@@ -87,7 +87,7 @@ func.func @layer(%x: tensor<8x16xf64> {nn.data, hspmd.layout = #hspmd.union<{[0,
 
 // CHECK-LABEL: func.func @layer_tp
 // CHECK: %[[H:.*]] = hspmd.annotate %arg4 : tensor<4x16x12xf64> as #hspmd.union<{[0, 1, 2, 3]: [S0:2, S2:2]}>
-// CHECK: nn.embedding %[[H]], %{{.*}} : tensor<4x16x12xf64>, tensor<6xi64>
+// CHECK: nn.embedding %[[H]], %{{.*}} {nn.moe_replicas = 0 : i64} : tensor<4x16x12xf64>, tensor<6xi64>
 
 // LOCALTP-LABEL: func.func @layer_tp_group0
 // LOCALTP: %[[HOSTS:.*]], %[[LOOKUP:.*]] = nn.moe_plan

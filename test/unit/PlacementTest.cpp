@@ -793,8 +793,8 @@ TEST(PlacementTest, PlanFromForecast) {
   const int64_t forecast[] = {1, 1, 1, 1, 30, 1, 0, 1,   // row 0
                               1, 1, 1, 1, 10, 1, 1, 0};  // row 1
   int64_t hosts[6], lookup[6];
-  ASSERT_EQ(planFromForecast(forecast, 2, 2, 4, 1, 2, 3, 1, 0, hosts,
-                                  lookup),
+  ASSERT_EQ(planFromForecast(forecast, 2, 2, 4, 1, 2, 3, 1, 0, nullptr,
+                             hosts, lookup),
             "");
   // The plan is the library's (a run-time plan) for the summed tokens.
   Cluster cluster;
@@ -813,13 +813,58 @@ TEST(PlacementTest, PlanFromForecast) {
     EXPECT_EQ(lookup[p], hosts[p] >= 0 ? hosts[p] : (p / 3) * 2) << p;
   // Bad forecasts name the layer.
   const int64_t negative[] = {1, -2, 1, 1};
-  EXPECT_EQ(planFromForecast(negative, 1, 1, 4, 0, 2, 3, 1, 0, hosts,
-                                  lookup),
+  EXPECT_EQ(planFromForecast(negative, 1, 1, 4, 0, 2, 3, 1, 0, nullptr,
+                             hosts, lookup),
             "layer 0: the forecast gives expert 1 a negative count (-2) in "
             "row 0");
-  EXPECT_NE(planFromForecast(forecast, 2, 2, 4, 0, 3, 3, 1, 0, hosts,
-                                  lookup),
+  EXPECT_NE(planFromForecast(forecast, 2, 2, 4, 0, 3, 3, 1, 0, nullptr,
+                             hosts, lookup),
             "");
+}
+
+// nn.moe_plan with the previous micro-step's lookup: the previous
+// placement is what the slots hold (a replica kept costs nothing), an
+// expert kept stays in its slot, and an empty slot keeps what it holds.
+TEST(PlacementTest, PlanFromThePreviousLookup) {
+  const int64_t first[] = {40, 2, 1, 1};
+  int64_t hosts[6], lookup[6];
+  ASSERT_EQ(planFromForecast(first, 1, 1, 4, 0, 2, 3, 1, 65536, nullptr,
+                             hosts, lookup),
+            "");
+  // The same loads again from the lookup they made: nothing moves, and
+  // every slot holds what it held.
+  int64_t again[6], againLookup[6];
+  ASSERT_EQ(planFromForecast(first, 1, 1, 4, 0, 2, 3, 1, 65536, lookup,
+                             again, againLookup),
+            "");
+  EXPECT_EQ(std::vector<int64_t>(againLookup, againLookup + 6),
+            std::vector<int64_t>(lookup, lookup + 6));
+  // The library's plan with those holdings as the previous placement.
+  const int64_t second[] = {2, 1, 30, 1};
+  int64_t next[6], nextLookup[6];
+  ASSERT_EQ(planFromForecast(second, 1, 1, 4, 0, 2, 3, 1, 65536, lookup, next,
+                             nextLookup),
+            "");
+  Cluster cluster;
+  cluster.topology = {1, 2, 3};
+  cluster.cost.expertBytes = 65536;
+  LayerInput layer;
+  layer.tokens = {2, 1, 30, 1};
+  for (int64_t p = 0; p < 6; ++p)
+    layer.previous.push_back({lookup[p], p / 3});
+  PlacementOptions runTime;
+  runTime.exactSmallLayers = false;
+  absl::StatusOr<Placement> plan = planPlacement(cluster, layer, runTime);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(std::vector<int64_t>(next, next + 6), plan->physicalToLogical);
+  for (int64_t p = 0; p < 6; ++p)
+    EXPECT_EQ(nextLookup[p], next[p] >= 0 ? next[p] : lookup[p]) << p;
+  // A previous lookup naming no expert.
+  int64_t bad[6] = {0, 1, 0, 2, 3, 4};
+  EXPECT_EQ(planFromForecast(second, 1, 1, 4, 0, 2, 3, 1, 0, bad, next,
+                             nextLookup),
+            "layer 0: the previous lookup gives slot 5 expert 4, but the "
+            "layer has 4 experts");
 }
 
 // Run-time plans (no small-layer search, as nn.moe_plan makes them):

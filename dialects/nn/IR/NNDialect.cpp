@@ -303,5 +303,15 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                 "function";
     return success();
   }
+  if (name == getMoeReplicasAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<EmbeddingOp, GatherGradOp>(op) || !value ||
+        value.getValue().isNegative())
+      return op->emitOpError()
+             << "carries '" << name
+             << "', which must be a non-negative integer on an nn.embedding "
+                "or nn.gather_grad";
+    return success();
+  }
   return op->emitOpError() << "has unknown nn attribute '" << name << "'";
 }

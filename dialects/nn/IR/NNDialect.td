@@ -121,6 +121,15 @@ def NN_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getTokensAttrName() {
       return ::llvm::StringLiteral("nn.tokens");
     }
+    /// The integer attribute hspmd-moe-placement puts on the lookup of a
+    /// placed MoE layer's replicas (`nn.embedding` of an expert weight by a
+    /// plan's lookup) and autodiff carries to its gradient (the
+    /// scatter-add): the value tells the weights of a function apart, so
+    /// that hspmd-moe-resident-replicas finds each weight's lookups and
+    /// gradients, micro-step by micro-step.
+    static constexpr ::llvm::StringLiteral getMoeReplicasAttrName() {
+      return ::llvm::StringLiteral("nn.moe_replicas");
+    }
     /// The unit attribute that marks a function result as the loss.
     static constexpr ::llvm::StringLiteral getLossAttrName() {
       return ::llvm::StringLiteral("nn.loss");

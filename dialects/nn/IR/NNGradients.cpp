@@ -764,9 +764,13 @@ LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder,
   Value rows = g.reshape(
       resultGrads[0],
       RankedTensorType::get(rowsShape, tableType.getElementType()));
-  operandGrads.push_back(GatherGradOp::create(builder, getLoc(), tableType,
-                                              rows, ids, /*offset=*/Value(),
-                                              builder.getI64IntegerAttr(0)));
+  auto grad = GatherGradOp::create(builder, getLoc(), tableType, rows, ids,
+                                   /*offset=*/Value(),
+                                   builder.getI64IntegerAttr(0));
+  // A placed MoE layer's replicas' lookup passes its mark on.
+  if (Attribute mark = (*this)->getAttr(NNDialect::getMoeReplicasAttrName()))
+    grad->setAttr(NNDialect::getMoeReplicasAttrName(), mark);
+  operandGrads.push_back(grad);
   operandGrads.push_back(Value());
   return success();
 }

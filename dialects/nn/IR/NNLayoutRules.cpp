@@ -936,6 +936,9 @@ FactorRule MoePlanOp::getFactorRule() {
   hosts.push_back({rule.addFactor(shapeOf(getHosts())[0], kReplicated)});
   lookup.push_back({rule.addFactor(shapeOf(getLookup())[0], kReplicated)});
   rule.addOperand(std::move(in));
+  // The previous lookup, whole on every device like the results.
+  if (getPrevious())
+    rule.addOperand({{rule.addFactor(shapeOf(getPrevious())[0], kReplicated)}});
   rule.addResult(std::move(hosts));
   rule.addResult(std::move(lookup));
   return rule;

@@ -1121,34 +1121,49 @@ def NN_MoePlanOp : NN_InferredOp<"moe_plan", [NN_Differentiable]> {
     given its device's first home expert, whose weights are at hand
     without a fetch (the rows to look the replicas' weights up by).
 
+    With the optional operand `previous` (the `lookup` of the previous
+    micro-step's plan: what each slot holds now) the previous placement is
+    that instead of the home one: a replica already in a slot of its
+    device costs nothing, the plan keeps experts in their previous slots
+    where it can, and a slot the plan leaves empty keeps what it holds
+    (`lookup[p] = previous[p]`), so that replicas stay resident from one
+    micro-step to the next (`nn-moe-resident-replicas` fetches only the
+    slots whose lookup changes). A return home is charged as a fetch there
+    (the home weights are not one of the slots).
+
     Every rank computes the same plan from the same forecast. The plan
     affects only where entries are served: a wrong forecast (the actual
     routing differs) gives the same results, only a worse balance. At run
-    time a negative or non-finite forecast stops the program with the
-    planner's message.
+    time a negative or non-finite forecast, or a previous lookup naming no
+    expert, stops the program with the planner's message.
 
     ```mlir
     %hosts, %lookup = nn.moe_plan %forecast layer = 0 devices = 2 slots = 3
         : tensor<2x1x4xi64>
     // %hosts, %lookup : tensor<6xi64>
+    %hosts2, %lookup2 = nn.moe_plan %forecast2 previous %lookup layer = 0
+        devices = 2 slots = 3 : tensor<2x1x4xi64>, tensor<6xi64>
     ```
 
     Constraints: `forecast` has rank 3 (rows x layers x experts) with a
     static number of experts `E`; `layer` in `[0, layers)`; `devices`,
     `slots` and `nodes` positive, `nodes` divides `devices`, `devices`
-    divides `E` and `devices * slots >= E`; `expert_bytes` non-negative.
+    divides `E` and `devices * slots >= E`; `expert_bytes` non-negative;
+    `previous`, when given, has shape `[devices * slots]`.
 
     Gradient: none (the results are integer).
   }];
-  let arguments = (ins NN_I64Tensor:$forecast, I64Attr:$layer,
+  let arguments = (ins NN_I64Tensor:$forecast,
+                       Optional<NN_I64Tensor>:$previous, I64Attr:$layer,
                        I64Attr:$devices, I64Attr:$slots,
                        DefaultValuedAttr<I64Attr, "1">:$nodes,
                        DefaultValuedAttr<I64Attr, "0">:$expert_bytes);
   let results = (outs NN_I64Tensor:$hosts, NN_I64Tensor:$lookup);
   let assemblyFormat = [{
-    $forecast `layer` `=` $layer `devices` `=` $devices `slots` `=` $slots
-    (`nodes` `=` $nodes^)? (`expert_bytes` `=` $expert_bytes^)? attr-dict
-    `:` type($forecast)
+    $forecast (`previous` $previous^)? `layer` `=` $layer `devices` `=`
+    $devices `slots` `=` $slots (`nodes` `=` $nodes^)?
+    (`expert_bytes` `=` $expert_bytes^)? attr-dict `:` type($forecast)
+    (`,` type($previous)^)?
   }];
   let kernelTypes = [I64];
 }

@@ -931,6 +931,13 @@ LogicalResult MoePlanOp::inferShape(Adaptor adaptor,
                 " experts");
   if (bytes && bytes.getInt() < 0)
     return diag("expert_bytes = ", bytes.getInt(), " must be non-negative");
+  if (Value previous = adaptor.getPrevious()) {
+    auto type = dyn_cast<RankedTensorType>(previous.getType());
+    if (!type || type.getRank() != 1 ||
+        (!type.isDynamicDim(0) && type.getDimSize(0) != d * r))
+      return diag("needs a previous lookup of shape [", d * r,
+                  "] (devices x slots), got ", previous.getType());
+  }
   auto hosts =
       RankedTensorType::get({d * r}, IntegerType::get(forecast.getContext(), 64));
   resultTypes.push_back(hosts);

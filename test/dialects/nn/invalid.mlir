@@ -643,3 +643,12 @@ func.func @tokens_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = nn.relu %x {nn.tokens = 4 : i64} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// nn.moe_replicas marks a replicas' lookup or its gradient, nothing else.
+func.func @moe_replicas_mark(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.exp' op carries 'nn.moe_replicas', which must be a non-negative integer on an nn.embedding or nn.gather_grad}}
+  %0 = nn.exp %x {nn.moe_replicas = 0 : i64} : tensor<4xf32>
+  return
+}

@@ -317,3 +317,12 @@ func.func @plan_bytes(%f: tensor<4x2x8xi64>) {
   %0, %1 = nn.moe_plan %f layer = 0 devices = 4 slots = 3 expert_bytes = -1 : tensor<4x2x8xi64>
   return
 }
+
+// -----
+
+// moe_plan: the previous lookup holds one expert a slot.
+func.func @plan_previous(%f: tensor<4x2x4xi64>, %p: tensor<4xi64>) {
+  // expected-error @+1 {{needs a previous lookup of shape [6] (devices x slots), got 'tensor<4xi64>'}}
+  %0, %1 = nn.moe_plan %f previous %p layer = 0 devices = 2 slots = 3 : tensor<4x2x4xi64>, tensor<4xi64>
+  return
+}

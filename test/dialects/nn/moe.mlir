@@ -107,6 +107,9 @@ func.func @placement(%experts: tensor<16x2xi64>, %forecast: tensor<4x2x4xi64>,
   // CHECK: nn.moe_plan %{{.*}} layer = 0 devices = 2 slots = 2 nodes = 2 expert_bytes = 4096 : tensor<4x2x4xi64>
   %h2, %l2 = nn.moe_plan %forecast layer = 0 devices = 2 slots = 2 nodes = 2
       expert_bytes = 4096 : tensor<4x2x4xi64>
+  // CHECK: nn.moe_plan %{{.*}} previous %[[L]] layer = 1 devices = 2 slots = 3 : tensor<4x2x4xi64>, tensor<6xi64>
+  %h3, %l3 = nn.moe_plan %forecast previous %lookup layer = 1 devices = 2
+      slots = 3 : tensor<4x2x4xi64>, tensor<6xi64>
   // CHECK: nn.moe_route %{{.*}} hosts %[[H]] num_experts = 4 blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
   %slots, %counts = nn.moe_route %experts hosts %hosts num_experts = 4
       blocks = 2 : tensor<16x2xi64>, tensor<6xi64>
