@@ -75,10 +75,26 @@ nn::MoePlanOp planOf(Value ids) {
 /// One micro-step's view of a slot-wise comparison with the previous one.
 struct Step {
   nn::MoePlanOp plan;
-  /// `lookup_m == lookup_m-1`, [P] and [P, 1, ...] (null for m = 0).
-  Value same, sameRows;
+  /// `lookup_m == lookup_m-1`, [P], and reshaped to [P, 1, ...] for
+  /// tables of rank 2, 3, ... (null for m = 0).
+  Value same;
+  DenseMap<int64_t, Value> sameRows;
   /// Each slot's device's first home expert, [P] (null for m = 0).
   Value home;
+
+  /// `same` as [P, 1, ...] of `rank` dimensions, made once.
+  Value rows(int64_t rank) {
+    Value &value = sameRows[rank];
+    if (!value) {
+      OpBuilder b(same.getContext());
+      b.setInsertionPointAfterValue(same);
+      auto type = cast<RankedTensorType>(same.getType());
+      SmallVector<int64_t> shape(rank, 1);
+      shape[0] = type.getDimSize(0);
+      value = nn::ReshapeOp::create(b, same.getLoc(), type.clone(shape), same);
+    }
+    return value;
+  }
 };
 
 class Rewriter {
@@ -109,8 +125,11 @@ public:
       if (steps.size() < 2 || !inOneBlock(steps))
         continue;
       SmallVector<Step> &chain = chains[layer];
-      for (nn::MoePlanOp plan : steps)
-        chain.push_back({plan, Value(), Value(), Value()});
+      for (nn::MoePlanOp plan : steps) {
+        Step step;
+        step.plan = plan;
+        chain.push_back(std::move(step));
+      }
     }
     // Each weight once, with its layer's chain.
     for (auto &[id, ops] : lookups) {
@@ -144,15 +163,26 @@ private:
     return true;
   }
 
+  /// The weights a replicas' lookup reads, under its home annotation.
+  static Value weightsOf(nn::EmbeddingOp op) {
+    Value table = op.getTable();
+    if (auto annotate = table.getDefiningOp<hspmd::AnnotateOp>())
+      return annotate.getInput();
+    return table;
+  }
+
   /// Whether lookup m reads plan m's lookup, for every micro-step, in
-  /// micro-step order.
+  /// micro-step order, and every lookup the same weights: a replica kept
+  /// from micro-step m - 1 must hold what micro-step m would look up (not
+  /// so for weights computed in each micro-batch, say scaled by its data).
   static bool linedUp(MutableArrayRef<nn::EmbeddingOp> ops,
                       ArrayRef<Step> chain) {
     if (ops.size() != chain.size() || !inOrder(ops))
       return false;
+    Value weights = weightsOf(ops.front());
     for (auto [op, step] : llvm::zip(ops, chain))
       if (op.getIds() != nn::MoePlanOp(step.plan).getLookup() ||
-          op.getOffset() ||
+          op.getOffset() || weightsOf(op) != weights ||
           op->getBlock() != step.plan->getBlock())
         return false;
     return true;
@@ -160,7 +190,7 @@ private:
 
   /// `lookup_m == lookup_m-1` for each m > 0, made once a layer (before
   /// the plan's first user), and each plan given the previous lookup.
-  void compare(MutableArrayRef<Step> chain, int64_t rank) {
+  void compare(MutableArrayRef<Step> chain) {
     for (size_t m = 1; m < chain.size(); ++m) {
       Step &step = chain[m];
       if (step.same)
@@ -172,11 +202,6 @@ private:
       Location loc = plan.getLoc();
       step.same = nn::CompareOp::create(b, loc, nn::ComparePredicate::EQ,
                                         plan.getLookup(), before.getLookup());
-      auto type = cast<RankedTensorType>(step.same.getType());
-      SmallVector<int64_t> rows(rank, 1);
-      rows[0] = type.getDimSize(0);
-      step.sameRows =
-          nn::ReshapeOp::create(b, loc, type.clone(rows), step.same);
       // Slot p's device's first home expert: (p / slots) * (E / devices),
       // in f32 (every target has it; exact below 2^24 experts, which
       // run() checks).
@@ -203,7 +228,8 @@ private:
                     MutableArrayRef<Step> chain,
                     MutableArrayRef<nn::GatherGradOp> grads) {
     auto table = cast<RankedTensorType>(ops.front().getTable().getType());
-    compare(chain, table.getRank());
+    compare(chain);
+    int64_t rank = table.getRank();
     StringRef mark = nn::NNDialect::getMoeReplicasAttrName();
     Attribute id = ops.front()->getAttr(mark);
     // The forward: micro-step m > 0 fetches the slots that changed.
@@ -217,7 +243,7 @@ private:
                                        step.plan.getLookup());
       auto fresh = nn::EmbeddingOp::create(b, loc, op.getTable(), ids, Value());
       fresh->setAttr(mark, id);
-      Value replicas = nn::SelectOp::create(b, loc, step.sameRows, previous,
+      Value replicas = nn::SelectOp::create(b, loc, step.rows(rank), previous,
                                             fresh.getResult());
       op.getResult().replaceAllUsesWith(replicas);
       op.erase();
@@ -233,15 +259,27 @@ private:
                  grad.getDim() == 0 && step.plan->isBeforeInBlock(grad);
         }))
       return;
+    // A replica's gradient accumulates in f32 at least, as nn-training-step
+    // sums the micro-batches' gradients of narrower types.
+    Type element =
+        cast<RankedTensorType>(grads.front().getGrad().getType())
+            .getElementType();
+    OpBuilder types(element.getContext());
+    Type wide = element.getIntOrFloatBitWidth() < 32 ? types.getF32Type()
+                                                     : element;
+    auto as = [](OpBuilder &b, Location loc, Value value, Type type) -> Value {
+      auto tensor = cast<RankedTensorType>(value.getType());
+      if (tensor.getElementType() == type)
+        return value;
+      return nn::CastOp::create(b, loc, tensor.clone(type), value);
+    };
     Value acc;
     SmallVector<Value> home;
     for (size_t m = 0; m < grads.size(); ++m) {
       nn::GatherGradOp grad = grads[m];
       OpBuilder b(grad);
       Location loc = grad.getLoc();
-      Value dR = grad.getGrad();
-      auto rowsType = cast<RankedTensorType>(dR.getType());
-      auto scalar = RankedTensorType::get({}, rowsType.getElementType());
+      Value dR = as(b, loc, grad.getGrad(), wide);
       if (m == 0) {
         acc = dR;
         home.push_back(nn::FillOp::create(b, loc, grad.getType(),
@@ -249,14 +287,17 @@ private:
         continue;
       }
       Step &step = chain[m];
-      Value zero = nn::FillOp::create(b, loc, scalar, b.getF64FloatAttr(0.0));
+      Value zero = nn::FillOp::create(b, loc, RankedTensorType::get({}, wide),
+                                      b.getF64FloatAttr(0.0));
       // The slots whose expert changes send what they gathered home, to
       // the expert they held; the others add zeros at home.
-      Value leaving = nn::SelectOp::create(b, loc, step.sameRows, zero, acc);
+      Value leaving =
+          nn::SelectOp::create(b, loc, step.rows(rank), zero, acc);
       Value heldIds = nn::SelectOp::create(b, loc, step.same, step.home,
                                            chain[m - 1].plan.getLookup());
-      Value flushed = scatter(b, loc, grad, leaving, heldIds);
-      Value kept = nn::SelectOp::create(b, loc, step.sameRows, acc, zero);
+      Value flushed =
+          scatter(b, loc, grad, as(b, loc, leaving, element), heldIds);
+      Value kept = nn::SelectOp::create(b, loc, step.rows(rank), acc, zero);
       acc = nn::AddOp::create(b, loc, dR, kept);
       home.push_back(flushed);
     }
@@ -266,16 +307,18 @@ private:
     nn::GatherGradOp last = grads.back();
     OpBuilder b(last);
     Location loc = last.getLoc();
-    Value all = scatter(b, loc, last, acc, chain.back().plan.getLookup());
+    Value all = scatter(b, loc, last, as(b, loc, acc, element),
+                        chain.back().plan.getLookup());
     Value moved = home.back();
     if (last->hasOneUse())
       if (auto annotate = dyn_cast<hspmd::AnnotateOp>(*last->user_begin())) {
         all = hspmd::AnnotateOp::create(b, loc, all, annotate.getLayout());
-        if (chain.size() > 1)
-          moved = hspmd::AnnotateOp::create(b, loc, moved,
-                                            annotate.getLayout());
+        moved =
+            hspmd::AnnotateOp::create(b, loc, moved, annotate.getLayout());
       }
-    home.back() = nn::AddOp::create(b, loc, moved, all);
+    Value sum = nn::AddOp::create(b, loc, as(b, loc, moved, wide),
+                                  as(b, loc, all, wide));
+    home.back() = as(b, loc, sum, element);
     for (auto [grad, value] : llvm::zip(grads, home)) {
       grad.getResult().replaceAllUsesWith(value);
       grad.erase();

@@ -372,6 +372,17 @@ struct MoeSparseExchangePass
     scatter.erase();
   }
 
+  /// Whether `ids` are hspmd-moe-resident-replicas' first home expert of
+  /// each slot's device, `reshape(cast(iota * fill))`: in range.
+  static bool isHomeExperts(Value ids) {
+    auto reshape = ids.getDefiningOp<nn::ReshapeOp>();
+    auto cast = reshape ? reshape.getInput().getDefiningOp<nn::CastOp>()
+                        : nn::CastOp();
+    auto mul = cast ? cast.getInput().getDefiningOp<nn::MulOp>() : nn::MulOp();
+    return mul && mul.getLhs().getDefiningOp<nn::IotaOp>() &&
+           mul.getRhs().getDefiningOp<nn::FillOp>();
+  }
+
   /// Whether `ids` are an nn.moe_plan's lookup (through local slices,
   /// reshapes and broadcasts: the replicas' lookup and its gradient's
   /// indices), which names an expert in every slot (its hosts may be -1).
@@ -379,10 +390,12 @@ struct MoeSparseExchangePass
     while (Operation *op = ids.getDefiningOp()) {
       if (auto plan = dyn_cast<nn::MoePlanOp>(op))
         return ids == plan.getLookup();
-      // A resident replica's slot reads its device's home expert instead
-      // (hspmd-moe-resident-replicas): the select's false value is the
-      // plan's.
+      // A resident replica's slot reads its device's first home expert
+      // instead (hspmd-moe-resident-replicas): the select's false value
+      // is the plan's, its true value those home experts.
       if (auto select = dyn_cast<nn::SelectOp>(op)) {
+        if (!isHomeExperts(select.getTrueValue()))
+          return false;
         ids = select.getFalseValue();
         continue;
       }

@@ -170,8 +170,10 @@ def MoeResidentReplicasPass
   let description = [{
     On a training step whose micro-batches are unrolled and whose MoE
     layers are placed per micro-step (`hspmd-moe-placement`, then
-    `nn-training-step micro-batches=K`): each layer's plan after the first
-    takes the previous plan's lookup (`nn.moe_plan ... previous`), so that
+    `nn-training-step micro-batches=K`): for each weight whose lookups
+    and gradients line up micro-step by micro-step with its layer's plans
+    (the same weights read in every micro-step), its layer's plan after
+    the first takes the previous plan's lookup (`nn.moe_plan ... previous`), so that
     the planner counts a replica already in a slot as free and keeps it in
     its slot; each micro-step looks up only the slots whose expert changed
     (the others take the previous micro-step's replicas); and a replica's
@@ -179,7 +181,8 @@ def MoeResidentReplicasPass
     once, in the micro-step that moves it or after the last. Partitioned,
     the sparse fetch and the sparse send home then name the moving
     replicas alone (docs/moe.md). The step computes the same values, but
-    for the order in which a replica's gradients add up. Runs in
+    for the order in which a replica's gradients add up (in f32 at least,
+    as the micro-batches' gradients do). Runs in
     `loom-training-pipeline` after `nn-training-step`; a step with one
     micro-batch, or without placed layers, is left alone.
 

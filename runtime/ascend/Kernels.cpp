@@ -341,6 +341,16 @@ void detail::embedding(Arg out, Arg table, Arg ids, Arg offset) {
   rows.dims[1] = 1;
   for (int i = 1; i < table.shape.rank; ++i)
     rows.dims[1] *= table.shape[i];
+  Shape expected = ids.shape;
+  for (int i = 1; i < table.shape.rank && expected.rank < host::kMaxRank; ++i)
+    expected.dims[expected.rank++] = table.shape[i];
+  bool fits = table.shape.rank + ids.shape.rank - 1 <= host::kMaxRank &&
+              out.shape.rank == expected.rank;
+  for (int64_t d = 0; fits && d < expected.rank; ++d)
+    fits = out.shape[d] == expected[d];
+  if (!fits)
+    fail("embedding: the result must have the ids' shape and a table "
+         "row's");
   Shape flat = ids.shape;
   flat.dims[flat.rank++] = rows.dims[1];
   int64_t rowStrides[host::kMaxRank], flatStrides[host::kMaxRank];

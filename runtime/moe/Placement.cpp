@@ -2177,15 +2177,14 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
   bool moving = !layer.previous.empty();
   std::vector<char> held(moving ? t.devices * experts : 0, 0),
       nodeHeld(moving ? t.nodes * experts : 0, 0);
-  // The slot of each previous holding (its rank among its device's).
-  std::vector<int64_t> previousSlot(moving ? t.devices * experts : 0, -1),
+  // What each slot held (a holding's slot is its rank among its
+  // device's; an expert may hold several slots of one device).
+  std::vector<int64_t> previousIn(moving ? t.slots() : 0, -1),
       filled(t.devices, 0);
   for (const Holding &h : layer.previous) {
     held[h.device * experts + h.expert] = 1;
     nodeHeld[(h.device / perNode) * experts + h.expert] = 1;
-    int64_t k = filled[h.device]++;
-    if (previousSlot[h.device * experts + h.expert] < 0)
-      previousSlot[h.device * experts + h.expert] = k;
+    previousIn[h.device * slots + filled[h.device]++] = h.expert;
   }
   const CostParams &c = cluster.cost;
   double bytes = c.expertBytes > 0 ? c.expertBytes : 1;
@@ -2369,12 +2368,16 @@ absl::StatusOr<Placement> loom::moe::planPlacement(const Cluster &cluster,
       }
       for (int64_t b = 0; b < unitDevices; ++b) {
         int64_t d = firstDevice + deviceOf[b];
-        // Experts the device held keep their previous slot where they can,
-        // so their physical indices stay put too.
+        // Experts the device held keep their previous slots where they
+        // can (each replica the next one the expert held), so their
+        // physical indices stay put too.
         rest.clear();
         for (int64_t e : bins[b]) {
-          int64_t k = moving ? previousSlot[d * experts + e] : -1;
-          if (k >= 0 && map[d * slots + k] < 0)
+          int64_t k = 0;
+          while (moving && k < slots &&
+                 (previousIn[d * slots + k] != e || map[d * slots + k] >= 0))
+            ++k;
+          if (moving && k < slots)
             map[d * slots + k] = e;
           else
             rest.push_back(e);

@@ -867,6 +867,62 @@ TEST(PlacementTest, PlanFromThePreviousLookup) {
             "layer has 4 experts");
 }
 
+// Chained run-time plans keep what they can where it was: on every device
+// an expert the new plan places there takes the slots it held before
+// (each replica the next one; a replica more goes elsewhere, one fewer
+// leaves one), also when the previous lookup holds an expert twice (an
+// empty slot keeps what it held), and an empty slot keeps its expert.
+TEST(PlacementTest, ChainedPlansKeepTheirSlots) {
+  std::mt19937 random(17);
+  std::uniform_int_distribution<int64_t> load(0, 40), skew(0, 3);
+  int64_t checked = 0, duplicates = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t experts = 8, devices = 2, slots = 6;
+    std::vector<int64_t> previous;
+    for (int micro = 0; micro < 4; ++micro) {
+      std::vector<int64_t> forecast(experts);
+      int64_t hot = skew(random);
+      for (int64_t e = 0; e < experts; ++e)
+        forecast[e] = load(random) * (e == hot ? 6 : 1);
+      int64_t hosts[12], lookup[12];
+      ASSERT_EQ(planFromForecast(forecast.data(), 1, 1, experts, 0, devices,
+                                 slots, 1, 4096,
+                                 previous.empty() ? nullptr : previous.data(),
+                                 hosts, lookup),
+                "");
+      if (!previous.empty()) {
+        for (int64_t d = 0; d < devices; ++d)
+          for (int64_t e = 0; e < experts; ++e) {
+            std::vector<int64_t> before, after;
+            for (int64_t k = 0; k < slots; ++k) {
+              if (previous[d * slots + k] == e)
+                before.push_back(k);
+              if (hosts[d * slots + k] == e)
+                after.push_back(k);
+            }
+            duplicates += before.size() > 1;
+            const std::vector<int64_t> &fewer =
+                after.size() <= before.size() ? after : before;
+            const std::vector<int64_t> &more =
+                after.size() <= before.size() ? before : after;
+            for (int64_t k : fewer)
+              EXPECT_TRUE(std::count(more.begin(), more.end(), k))
+                  << "trial " << trial << " device " << d << " expert " << e
+                  << " slot " << k;
+            ++checked;
+          }
+        for (int64_t p = 0; p < devices * slots; ++p)
+          if (hosts[p] < 0)
+            EXPECT_EQ(lookup[p], previous[p]) << p;
+      }
+      previous.assign(lookup, lookup + devices * slots);
+    }
+  }
+  EXPECT_GT(checked, 0);
+  // The case the rule is for: an expert held twice on a device.
+  EXPECT_GT(duplicates, 0);
+}
+
 // Run-time plans (no small-layer search, as nn.moe_plan makes them):
 // valid, never above the baseline's maximum load, and within 10% of the
 // full planner's modelled time on seeded small layers (measured: 0.2% on

@@ -1127,7 +1127,7 @@ def NN_MoePlanOp : NN_InferredOp<"moe_plan", [NN_Differentiable]> {
     device costs nothing, the plan keeps experts in their previous slots
     where it can, and a slot the plan leaves empty keeps what it holds
     (`lookup[p] = previous[p]`), so that replicas stay resident from one
-    micro-step to the next (`nn-moe-resident-replicas` fetches only the
+    micro-step to the next (`hspmd-moe-resident-replicas` fetches only the
     slots whose lookup changes). A return home is charged as a fetch there
     (the home weights are not one of the slots).
 
