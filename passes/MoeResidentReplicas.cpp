@@ -232,8 +232,19 @@ private:
     int64_t rank = table.getRank();
     StringRef mark = nn::NNDialect::getMoeReplicasAttrName();
     Attribute id = ops.front()->getAttr(mark);
-    // The forward: micro-step m > 0 fetches the slots that changed.
-    Value previous = ops.front().getResult();
+    // The forward: micro-step m > 0 fetches the slots that changed. The
+    // select reads the replicas as annotated (hspmd-moe-placement's
+    // layout of the weights), so that each lookup goes to its devices
+    // before the select: a select of the lookups' partial sums would
+    // leave one dense reduce-scatter of its result.
+    auto annotated = [](Value value) -> Value {
+      for (Operation *user : value.getUsers())
+        if (auto annotate = dyn_cast<hspmd::AnnotateOp>(user))
+          return annotate.getResult();
+      return value;
+    };
+    Value previous = annotated(ops.front().getResult());
+    auto layoutOf = previous.getDefiningOp<hspmd::AnnotateOp>();
     for (size_t m = 1; m < ops.size(); ++m) {
       nn::EmbeddingOp op = ops[m];
       Step &step = chain[m];
@@ -243,11 +254,15 @@ private:
                                        step.plan.getLookup());
       auto fresh = nn::EmbeddingOp::create(b, loc, op.getTable(), ids, Value());
       fresh->setAttr(mark, id);
+      Value fetched = fresh.getResult();
+      if (layoutOf)
+        fetched = hspmd::AnnotateOp::create(b, loc, fetched,
+                                            layoutOf.getLayout());
       Value replicas = nn::SelectOp::create(b, loc, step.rows(rank), previous,
-                                            fresh.getResult());
+                                            fetched);
       op.getResult().replaceAllUsesWith(replicas);
       op.erase();
-      previous = replicas;
+      previous = annotated(replicas);
     }
     // The backward: the gradients go home where the slots change, and
     // after the last micro-step.

@@ -29,7 +29,8 @@
 
 // CHECK-LABEL: func.func @moe_layer_train_step
 // CHECK: %{{.*}}, %[[L0:.*]] = nn.moe_plan %{{.*}} layer = 0 devices = 2 slots = 3 expert_bytes = 128 : tensor<4x1x4xi64>
-// CHECK: %[[R0:.*]] = nn.embedding %[[W:.*]], %[[L0]] {nn.moe_replicas = 0 : i64}
+// CHECK: nn.embedding %[[W:.*]], %[[L0]] {nn.moe_replicas = 0 : i64}
+// CHECK-NEXT: %[[R0:.*]] = hspmd.annotate
 // The first micro-step's replicas' gradient.
 // CHECK: nn.grouped_matmul_grad
 // CHECK-NEXT: %[[D0:.*]] = hspmd.annotate %{{.*}} : tensor<6x4x4xf64>
@@ -43,7 +44,10 @@
 // CHECK-NEXT: %[[HOME:.*]] = nn.reshape %[[CAST]] : tensor<2x3xi64> to tensor<6xi64>
 // CHECK: %[[IDS:.*]] = nn.select %[[SAME]], %[[HOME]], %[[L1]] : tensor<6xi1>, tensor<6xi64>, tensor<6xi64>
 // CHECK-NEXT: %[[FRESH:.*]] = nn.embedding %[[W]], %[[IDS]] {nn.moe_replicas = 0 : i64}
-// CHECK-NEXT: %[[R1:.*]] = nn.select %[[ROWS]], %[[R0]], %[[FRESH]] : tensor<6x1x1xi1>, tensor<6x4x4xf64>, tensor<6x4x4xf64>
+// The select reads both replicas as laid out (each lookup goes to its
+// devices first, not a select of partial sums).
+// CHECK-NEXT: %[[PINNED:.*]] = hspmd.annotate %[[FRESH]] : tensor<6x4x4xf64> as #hspmd.union<{[0, 1]: [S0:2]}>
+// CHECK-NEXT: %[[R1:.*]] = nn.select %[[ROWS]], %[[R0]], %[[PINNED]] : tensor<6x1x1xi1>, tensor<6x4x4xf64>, tensor<6x4x4xf64>
 // CHECK-NEXT: hspmd.annotate %[[R1]]
 // The second micro-step: the slots that change send the first one's
 // gradient home by the expert they held, the others keep it.
