@@ -164,7 +164,8 @@ LogicalResult placeLayer(Layer &layer, int64_t index, Value forecast,
       b.getI64IntegerAttr(blocks), b.getI64IntegerAttr(slots),
       b.getI64IntegerAttr(1), b.getI64IntegerAttr(expertBytes));
   auto placed = nn::MoeRouteOp::create(
-      b, loc, route.getExperts(), plan.getHosts(), route.getNumExpertsAttr(),
+      b, loc, route.getExperts(), plan.getHosts(), /*shares=*/Value(),
+      /*member=*/Value(), route.getNumExpertsAttr(),
       /*capacity=*/IntegerAttr(), route.getBlocksAttr());
   route.getSlots().replaceAllUsesWith(placed.getSlots());
   // Each weight's replicas, looked up once, before its first matmul.

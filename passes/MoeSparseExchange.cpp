@@ -28,7 +28,14 @@
 //    slot dot product of the rows the forward gathered and the device's
 //    own gradient rows (a sum in another order: equal up to rounding);
 //    without such rows it stays dense (a gather of its own would move
-//    more than the dense form).
+//    more than the dense form);
+//
+//  * the routing: a route of the experts all-gathered along the tokens,
+//    whose slots are only sliced back to the device's own tokens, becomes
+//    a route of the device's own share from every member's counts per
+//    expert, all-gathered instead of the choices (shareRoutes; run after
+//    the way back has taken its local slices of the slots); a local slice
+//    of an all-gather over the same members is then the gather's input.
 //
 // "The same on every member" is proved from the program: a value made by
 // an all-gather or all-reduce over (at least) those mesh axes, an argument
@@ -253,6 +260,96 @@ struct MoeSparseExchangePass
     sparseDispatches();
     sparseReplicaLookups();
     getOperation().walk([&](func::FuncOp func) { sparseWayBack(func); });
+    shareRoutes();
+    foldSlicesOfGathers();
+  }
+
+  /// A local slice of an all-gather along the same dimension over the same
+  /// members is the gather's input: the gates' gather, once the way back
+  /// combines each device's own tokens, moves nothing anybody reads.
+  void foldSlicesOfGathers() {
+    SmallVector<hspmd::LocalSliceOp> slices;
+    getOperation().walk([&](hspmd::LocalSliceOp slice) {
+      auto gather = slice.getInput().getDefiningOp<hspmd::AllGatherOp>();
+      if (gather && !gather.getFromAttr() && !slice.getFromAttr() &&
+          gather.getDim() == slice.getDim() &&
+          overOf(gather) == overOf(slice) &&
+          gather.getInput().getType() == slice.getType())
+        slices.push_back(slice);
+    });
+    for (hspmd::LocalSliceOp slice : slices) {
+      auto gather = slice.getInput().getDefiningOp<hspmd::AllGatherOp>();
+      slice.replaceAllUsesWith(gather.getInput());
+      slice.erase();
+      if (gather->use_empty())
+        gather.erase();
+    }
+  }
+
+  /// Every route of experts all-gathered along the tokens whose slots are
+  /// only sliced back to the device's own tokens (over the same members):
+  /// each device routes its own share instead, from every share's counts
+  /// (an all-gather of one row of `num_experts` counts a member instead of
+  /// its tokens' choices). The slots and counts are the same.
+  void shareRoutes() {
+    SmallVector<nn::MoeRouteOp> routes;
+    getOperation().walk([&](nn::MoeRouteOp route) {
+      auto gather = route.getExperts().getDefiningOp<hspmd::AllGatherOp>();
+      if (route.getShares() || !gather || gather.getFromAttr() ||
+          gather.getDim() != 0)
+        return;
+      Over over = overOf(gather);
+      bool ownRows = llvm::all_of(route.getSlots().getUsers(), [&](Operation
+                                                                   *user) {
+        auto slice = dyn_cast<hspmd::LocalSliceOp>(user);
+        return slice && !slice.getFromAttr() && slice.getDim() == 0 &&
+               overOf(slice) == over &&
+               slice.getType() == gather.getInput().getType();
+      });
+      if (ownRows)
+        routes.push_back(route);
+    });
+    for (nn::MoeRouteOp route : routes) {
+      auto gather = route.getExperts().getDefiningOp<hspmd::AllGatherOp>();
+      Value own = gather.getInput();
+      Location loc = route.getLoc();
+      OpBuilder builder(route);
+      Type i64 = builder.getI64Type();
+      int64_t experts = static_cast<int64_t>(route.getNumExperts());
+      int64_t members = cast<RankedTensorType>(gather.getType()).getDimSize(0) /
+                        cast<RankedTensorType>(own.getType()).getDimSize(0);
+      // The share's counts (no capacity: the whole batch's order drops),
+      // one row each, gathered in member order.
+      auto count = nn::MoeRouteOp::create(
+          builder, loc, own, Value(), Value(), Value(),
+          route.getNumExpertsAttr(), IntegerAttr(),
+          builder.getI64IntegerAttr(1));
+      auto row = nn::ReshapeOp::create(
+          builder, loc, RankedTensorType::get({1, experts}, i64),
+          count.getCounts());
+      auto table = hspmd::AllGatherOp::create(
+          builder, loc, RankedTensorType::get({members, experts}, i64),
+          row.getResult(), builder.getI64IntegerAttr(0), gather.getAxesAttr(),
+          gather.getMeshAttr(), nullptr, nullptr);
+      copyDiscardable(gather, table);
+      auto member = hspmd::AxisIndexOp::create(
+          builder, loc, RankedTensorType::get({}, i64), gather.getAxesAttr(),
+          gather.getMeshAttr(), builder.getI64IntegerAttr(1),
+          builder.getI64IntegerAttr(0));
+      auto share = nn::MoeRouteOp::create(
+          builder, loc, own, route.getHosts(), table.getResult(),
+          member.getResult(), route.getNumExpertsAttr(),
+          route.getCapacityAttr(), route.getBlocksAttr());
+      for (Operation *user :
+           llvm::make_early_inc_range(route.getSlots().getUsers())) {
+        user->getResult(0).replaceAllUsesWith(share.getSlots());
+        user->erase();
+      }
+      route.getCounts().replaceAllUsesWith(share.getCounts());
+      route.erase();
+      if (gather->use_empty())
+        gather.erase();
+    }
   }
 
   /// The replicas' weights of a placed MoE layer (hspmd-moe-placement):

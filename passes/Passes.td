@@ -109,7 +109,17 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
     * an `nn.moe_slot_dot` of that width-split buffer and a width-split
       gradient, reduce-scattered along the tokens, becomes the slot dot
       product of the gathered rows and the device's own gradient rows
-      (equal within rounding: the width is summed at once).
+      (equal within rounding: the width is summed at once);
+    * an `nn.moe_route` of experts all-gathered along the tokens, whose
+      slots are only sliced back to the device's own tokens over the same
+      members, becomes a route of the device's own share (`nn.moe_route
+      ... shares %table at %member`) from a table of every member's counts
+      per expert, all-gathered in place of the choices: the same slots and
+      counts, with `num_experts` counts moved a member instead of its
+      tokens' choices;
+    * an `hspmd.local_slice` of an `hspmd.all_gather` along the same
+      dimension over the same members is the gather's input (the gates'
+      gather, once the way back combines each device's own tokens).
 
     "The same on every member" is proved from the program: made by an
     all-gather or all-reduce over (at least) those mesh axes, or by

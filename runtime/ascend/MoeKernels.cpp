@@ -187,7 +187,8 @@ void detail::topk(Arg out, Arg in, int64_t k) {
 }
 
 void detail::moe_route(Arg slots, Arg counts, Arg experts, Arg hosts,
-                       int64_t blocks, int64_t capacity, int64_t numExperts) {
+                       Arg shares, Arg member, int64_t blocks,
+                       int64_t capacity, int64_t numExperts) {
   const char *kernel = "moe_route";
   require(experts.shape.rank == 2 && numExperts >= 1, kernel,
           "experts of shape " + shapeText(experts.shape) + " and " +
@@ -219,9 +220,28 @@ void detail::moe_route(Arg slots, Arg counts, Arg experts, Arg hosts,
       c(static_cast<size_t>(counts.shape[0]));
   copyToHost(e.data(), experts.data, e.size() * sizeof(int64_t));
   copyToHost(h.data(), hosts.data, h.size() * sizeof(int64_t));
+  // One share of a batch: the table of every share's counts and the
+  // member, copied too.
+  std::vector<int64_t> table;
+  moe::RouteShares share;
+  if (shares.data || shares.shape.rank != 0) {
+    require(shares.shape.rank == 2 && shares.shape[0] >= 1 &&
+                shares.shape[1] == numExperts && member.data &&
+                member.shape.rank == 0,
+            kernel,
+            "shares of shape " + shapeText(shares.shape) +
+                " and a member of shape " + shapeText(member.shape) +
+                ": they must be [members, " + std::to_string(numExperts) +
+                "] and []");
+    table.resize(static_cast<size_t>(shares.shape.numElements()));
+    copyToHost(table.data(), shares.data, table.size() * sizeof(int64_t));
+    int64_t m = 0;
+    copyToHost(&m, member.data, sizeof(int64_t));
+    share = {table.data(), shares.shape[0], m};
+  }
   std::string error = moe::routeEntries(
       e.data(), n, numExperts, capacity == INT64_MIN ? 0 : capacity, blocks,
-      placed, h.data(), hostCount, s.data(), c.data());
+      placed, h.data(), hostCount, s.data(), c.data(), share);
   require(error.empty(), kernel, error);
   copyToDevice(const_cast<void *>(slots.data), s.data(),
                s.size() * sizeof(int64_t));

@@ -360,7 +360,9 @@ void loom::cuda::topk(int64_t *result, Shape resultShape, const double *input,
 void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
                            Shape expertsShape, const int64_t *hosts,
-                           Shape hostsShape, int64_t blocks,
+                           Shape hostsShape, const int64_t *shares,
+                           Shape sharesShape, const int64_t *member,
+                           Shape memberShape, int64_t blocks,
                            int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
   checkValid(kernel, "the experts", expertsShape);
@@ -373,23 +375,49 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
   int64_t limit = capacity == INT64_MIN ? INT64_MAX : capacity;
   LOOM_CUDA_CHECK(limit >= 1, kernel, "a capacity of %lld",
                   static_cast<long long>(capacity));
-  // By a placement: on the host, the shared routine, from copies (the
-  // slots of a placed route are needed before anything else of the layer,
-  // and nn.moe_plan's hosts are made on the host too).
-  if (hosts != nullptr || hostsShape.rank != 0) {
-    checkValid(kernel, "the hosts", hostsShape);
-    LOOM_CUDA_CHECK(hostsShape.rank == 1, kernel,
-                    "hosts of rank %lld must have rank 1",
-                    static_cast<long long>(hostsShape.rank));
-    int64_t placed = hostsShape[0];
-    checkShape(kernel, "the counts", countsShape, Shape{placed});
+  // By a placement, or one share of a batch: on the host, the shared
+  // routine, from copies (the slots of a placed route are needed before
+  // anything else of the layer, nn.moe_plan's hosts are made on the host
+  // too, and a share's table has come through the host's exchange).
+  bool placed = hosts != nullptr || hostsShape.rank != 0;
+  bool shared = shares != nullptr || sharesShape.rank != 0;
+  if (placed || shared) {
+    int64_t hostCount = 0;
+    if (placed) {
+      checkValid(kernel, "the hosts", hostsShape);
+      LOOM_CUDA_CHECK(hostsShape.rank == 1, kernel,
+                      "hosts of rank %lld must have rank 1",
+                      static_cast<long long>(hostsShape.rank));
+      hostCount = hostsShape[0];
+    }
+    checkShape(kernel, "the counts", countsShape,
+               Shape{placed ? hostCount : num_experts});
     std::vector<int64_t> e(static_cast<size_t>(entries)),
-        h(static_cast<size_t>(placed)), s(e.size()), c(h.size());
+        h(static_cast<size_t>(hostCount)), s(e.size()),
+        c(static_cast<size_t>(countsShape[0])), table;
     copyToHost(e.data(), experts, e.size() * sizeof(int64_t));
     copyToHost(h.data(), hosts, h.size() * sizeof(int64_t));
+    loom::moe::RouteShares share;
+    if (shared) {
+      checkValid(kernel, "the shares", sharesShape);
+      LOOM_CUDA_CHECK(sharesShape.rank == 2 && sharesShape[0] >= 1 &&
+                          sharesShape[1] == num_experts && member &&
+                          memberShape.rank == 0,
+                      kernel,
+                      "shares of rank %lld and a member of rank %lld: they "
+                      "must be [members, %lld] and []",
+                      static_cast<long long>(sharesShape.rank),
+                      static_cast<long long>(memberShape.rank),
+                      static_cast<long long>(num_experts));
+      table.resize(static_cast<size_t>(sharesShape.numElements()));
+      copyToHost(table.data(), shares, table.size() * sizeof(int64_t));
+      int64_t m = 0;
+      copyToHost(&m, member, sizeof(int64_t));
+      share = {table.data(), sharesShape[0], m};
+    }
     std::string error = loom::moe::routeEntries(
         e.data(), entries, num_experts, capacity == INT64_MIN ? 0 : capacity,
-        blocks, true, h.data(), placed, s.data(), c.data());
+        blocks, placed, h.data(), hostCount, s.data(), c.data(), share);
     LOOM_CUDA_CHECK(error.empty(), kernel, "%s", error.c_str());
     copyToDevice(slots, s.data(), s.size() * sizeof(int64_t));
     copyToDevice(counts, c.data(), c.size() * sizeof(int64_t));

@@ -81,12 +81,28 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
     return call.emitError() << "nn.moe_route: the experts must be i64";
   const int64_t *hosts = nullptr;
   int64_t hostCount = 0;
+  unsigned next = 1;
   if (op.getHosts()) {
-    const Tensor &placement = call.operand(1);
+    const Tensor &placement = call.operand(next++);
     if (placement.getKind() != ElementKind::I64 || placement.getRank() != 1)
       return call.emitError() << "nn.moe_route: hosts must be i64 of rank 1";
     hosts = placement.data<int64_t>();
     hostCount = placement.getNumElements();
+  }
+  loom::moe::RouteShares shares;
+  if (op.getShares()) {
+    const Tensor &table = call.operand(next++);
+    const Tensor &member = call.operand(next++);
+    if (table.getKind() != ElementKind::I64 || table.getRank() != 2 ||
+        table.getShape()[1] != numExperts || table.getShape()[0] < 1 ||
+        member.getKind() != ElementKind::I64 || member.getRank() != 0)
+      return call.emitError()
+             << "nn.moe_route: the shares must be i64 of shape [members, "
+             << numExperts << "] and the member a 0-d i64, got "
+             << formatShape(table.getShape()) << " and "
+             << formatShape(member.getShape());
+    shares = {table.data<int64_t>(), table.getShape()[0],
+              member.data<int64_t>()[0]};
   }
   // (Both results made before they are added: adding one may move the
   // other.)
@@ -97,7 +113,7 @@ LogicalResult moeRouteKernel(nn::MoeRouteOp op, KernelCall &call) {
       experts.data<int64_t>(), experts.getNumElements(), numExperts,
       op.getCapacity() ? static_cast<int64_t>(*op.getCapacity()) : 0,
       static_cast<int64_t>(op.getBlocks()), placed, hosts, hostCount,
-      slots.data<int64_t>(), counts.data<int64_t>());
+      slots.data<int64_t>(), counts.data<int64_t>(), shares);
   if (!error.empty())
     return call.emitError() << "nn.moe_route: " << error;
   call.addResult(std::move(slots));

@@ -250,6 +250,25 @@ void groupedMatmulGradImpl(T *result, const Shape &resultShape, const T *lhs,
   }
 }
 
+/// nn.moe_route's share of a batch (`shares` null: the whole batch), its
+/// shapes checked.
+moe::RouteShares routeShares(const char *kernel, const int64_t *shares,
+                             const Shape &sharesShape, const int64_t *member,
+                             const Shape &memberShape, int64_t experts) {
+  if (!shares && sharesShape.rank == 0)
+    return {};
+  checkValid(kernel, "the shares", sharesShape);
+  LOOM_HOST_CHECK(sharesShape.rank == 2 && sharesShape[0] >= 1 &&
+                      sharesShape[1] == experts && member &&
+                      memberShape.rank == 0,
+                  kernel,
+                  "shares of shape %s and a member of shape %s: they must "
+                  "be [members, %lld] and []",
+                  formatShape(sharesShape, 0), formatShape(memberShape, 1),
+                  static_cast<long long>(experts));
+  return {shares, sharesShape[0], *member};
+}
+
 } // namespace
 
 #define LOOM_MOE_FLOAT_KERNELS(T)                                              \
@@ -306,7 +325,9 @@ void loom::host::topk(int64_t *result, Shape resultShape, const double *input,
 void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
                            Shape countsShape, const int64_t *experts,
                            Shape expertsShape, const int64_t *hosts,
-                           Shape hostsShape, int64_t blocks,
+                           Shape hostsShape, const int64_t *shares,
+                           Shape sharesShape, const int64_t *member,
+                           Shape memberShape, int64_t blocks,
                            int64_t capacity, int64_t num_experts) {
   const char *kernel = "moe_route";
   checkValid(kernel, "the experts", expertsShape);
@@ -334,7 +355,9 @@ void loom::host::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
   std::string error = moe::routeEntries(
       experts, expertsShape.numElements(), num_experts,
       capacity == INT64_MIN ? 0 : capacity, blocks, placed, hosts, hostCount,
-      slots, counts);
+      slots, counts,
+      routeShares(kernel, shares, sharesShape, member, memberShape,
+                  num_experts));
   LOOM_HOST_CHECK(error.empty(), kernel, "%s", error.c_str());
 }
 

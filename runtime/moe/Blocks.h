@@ -83,6 +83,14 @@ inline GroupRows groupRows(const int64_t *counts, int64_t experts,
   return groups;
 }
 
+/// One share of a batch routed as one (nn.moe_route ... shares): member
+/// `member` of `members`, and `table` (members x experts, row-major) each
+/// share's entries per expert. A null table: the whole batch is routed.
+struct RouteShares {
+  const int64_t *table = nullptr;
+  int64_t members = 1, member = 0;
+};
+
 /// nn.moe_route (docs/generated/nn.md): each of the `entries` choices
 /// `experts` (row-major) gets a buffer row in `slots` (-1: dropped) and
 /// each group its rows in `counts`. Without `hosts` the groups are the
@@ -90,15 +98,20 @@ inline GroupRows groupRows(const int64_t *counts, int64_t experts,
 /// replica slots (`hostCount / blocks` a block, entry p the expert of slot
 /// p, outside [0, numExperts) an empty one), each expert's kept entries
 /// split evenly among its replicas in slot order; `placed` says which
-/// (`hosts` may be null for none of them). `capacity < 1`: none.
+/// (`hosts` may be null for none of them). `capacity < 1`: none. With
+/// `shares.table`, the entries are one share of a batch routed as one:
+/// each entry's rank among its expert's entries counts the shares before
+/// it, and the counts and block rows are the whole batch's.
 /// Returns what is wrong (empty: nothing): blocks that do not divide the
-/// groups, an expert with entries and no replica, or (never for valid
+/// groups, an expert with entries and no replica, a share table that
+/// disagrees with the entries or cannot be a batch's, or (never for valid
 /// attributes) a block overfilled.
 inline std::string routeEntries(const int64_t *experts, int64_t entries,
                                 int64_t numExperts, int64_t capacity,
                                 int64_t blocks, bool placed,
                                 const int64_t *hosts, int64_t hostCount,
-                                int64_t *slots, int64_t *counts) {
+                                int64_t *slots, int64_t *counts,
+                                const RouteShares &shares = {}) {
   if (!placed)
     hosts = nullptr, hostCount = 0;
   int64_t groups = placed ? hostCount : numExperts;
@@ -106,11 +119,59 @@ inline std::string routeEntries(const int64_t *experts, int64_t entries,
     return "blocks = " + std::to_string(blocks) + " does not divide the " +
            std::to_string(groups) + (placed ? " replica slots" : " experts");
   int64_t limit = capacity < 1 ? INT64_MAX : capacity;
-  // Each entry's rank among its expert's kept entries.
-  std::vector<int64_t> kept(static_cast<size_t>(numExperts), 0);
+  // Each expert's entries in this share; with shares, those of the shares
+  // before it (where its entries' ranks start) and of the whole batch.
+  std::vector<int64_t> own(static_cast<size_t>(numExperts), 0),
+      before(own.size(), 0);
+  for (int64_t i = 0; i < entries; ++i)
+    if (experts[i] >= 0 && experts[i] < numExperts)
+      ++own[experts[i]];
+  std::vector<int64_t> total = own;
+  int64_t batch = entries;
+  if (shares.table) {
+    if (shares.members < 1 || shares.member < 0 ||
+        shares.member >= shares.members)
+      return "member " + std::to_string(shares.member) + " of " +
+             std::to_string(shares.members) + " shares";
+    if (entries > INT64_MAX / shares.members)
+      return std::to_string(shares.members) + " shares of " +
+             std::to_string(entries) + " entries: too many entries";
+    batch = entries * shares.members;
+    std::fill(total.begin(), total.end(), 0);
+    for (int64_t m = 0; m < shares.members; ++m) {
+      // (Each share has `entries` entries: a row summing to more is no
+      // share's, and bounding it keeps every sum below `batch`.)
+      int64_t rowSum = 0;
+      for (int64_t e = 0; e < numExperts; ++e) {
+        int64_t n = shares.table[m * numExperts + e];
+        if (n < 0 || n > entries - rowSum)
+          return "share " + std::to_string(m) + " gives expert " +
+                 std::to_string(e) + " " + std::to_string(n) +
+                 " entries, after " + std::to_string(rowSum) +
+                 " for the experts before it, in a share of " +
+                 std::to_string(entries) + " entries";
+        rowSum += n;
+        total[e] += n;
+        if (m < shares.member)
+          before[e] += n;
+      }
+    }
+    for (int64_t e = 0; e < numExperts; ++e)
+      if (shares.table[shares.member * numExperts + e] != own[e])
+        return "the shares' table gives member " +
+               std::to_string(shares.member) + " " +
+               std::to_string(shares.table[shares.member * numExperts + e]) +
+               " entries of expert " + std::to_string(e) + " but its " +
+               "share has " + std::to_string(own[e]);
+  }
+  // Each entry's rank among its expert's entries of the batch, and each
+  // expert's kept entries.
+  std::vector<int64_t> seen = before, kept(own.size());
+  for (int64_t e = 0; e < numExperts; ++e)
+    kept[e] = std::min(total[e], limit);
   for (int64_t i = 0; i < entries; ++i) {
     int64_t e = experts[i];
-    slots[i] = e < 0 || e >= numExperts || kept[e] >= limit ? -1 : kept[e]++;
+    slots[i] = e < 0 || e >= numExperts || seen[e] >= limit ? -1 : seen[e]++;
   }
   // Each group's rows: an expert's own count, or a replica's even share.
   std::vector<std::vector<int64_t>> replicas(
@@ -130,7 +191,7 @@ inline std::string routeEntries(const int64_t *experts, int64_t entries,
       counts[replicas[e][i]] = kept[e] / r + (i < kept[e] % r ? 1 : 0);
   }
   int64_t perBlock = groups / blocks;
-  int64_t blockRowsOf = blockRows(entries, groups, blocks, capacity);
+  int64_t blockRowsOf = blockRows(batch, groups, blocks, capacity);
   std::vector<int64_t> start(static_cast<size_t>(groups), 0);
   for (int64_t g = 0; g < groups; ++g) {
     start[g] = g % perBlock == 0 ? (g / perBlock) * blockRowsOf

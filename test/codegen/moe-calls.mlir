@@ -24,17 +24,17 @@ func.func @step(%s: tensor<16x4xf32> {nn.data})
 }
 
 // CHECK: call_opaque "loom.kernel.topk"(%0, %1) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{16, 4}">, 2]} : (!emitc.ptr<i64>, !emitc.ptr<f32>) -> ()
-// CHECK: call_opaque "loom.kernel.moe_route"(%2, %3, %4) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 1, #emitc.opaque<"loom::kAbsent">, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
-// CHECK: call_opaque "loom.kernel.moe_route"(%5, %6, %7) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 1, 3, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
+// CHECK: call_opaque "loom.kernel.moe_route"(%2, %3, %4) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 1, #emitc.opaque<"loom::kAbsent">, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
+// CHECK: call_opaque "loom.kernel.moe_route"(%5, %6, %7) {args = [0 : index, #emitc.opaque<"{16, 2}">, 1 : index, #emitc.opaque<"{4}">, 2 : index, #emitc.opaque<"{16, 2}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, #emitc.opaque<"nullptr">, #emitc.opaque<"{}">, 1, 3, 4]} : (!emitc.ptr<i64>, !emitc.ptr<i64>, !emitc.ptr<i64>) -> ()
 
 // CPP: loom::host::topk(result_0, {16, 2}, s, {16, 4}, 2);
-// CPP: loom::host::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
-// CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, nullptr, {}, 1, 3, 4);
+// CPP: loom::host::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 1, loom::kAbsent, 4);
+// CPP: loom::host::moe_route(result_3, {16, 2}, result_4, {4}, result_0, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 1, 3, 4);
 
 // CUDA: loom::cuda::topk(result_0, {16, 2}, s, {16, 4}, 2);
 // ASCEND: loom::ascend::topk(result_0, {16, 2}, s, {16, 4}, 2);
-// CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
-// ASCEND: loom::ascend::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, 1, loom::kAbsent, 4);
+// CUDA: loom::cuda::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 1, loom::kAbsent, 4);
+// ASCEND: loom::ascend::moe_route(result_1, {16, 2}, result_2, {4}, result_0, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 1, loom::kAbsent, 4);
 
 // The buffer ops: an absent weights operand is a null pointer with an
 // empty shape, the counts an int64_t buffer, an absent transpose_rhs
@@ -85,11 +85,11 @@ func.func @blocked(%e: tensor<16x2xi64> {nn.data}, %x: tensor<16x8xf32> {nn.data
   return %h, %g : tensor<64x12xf32>, tensor<4x8x12xf32>
 }
 
-// BCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
+// BCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 2, loom::kAbsent, 4);
 // BCPP: loom::host::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
 // BCPP: loom::host::grouped_matmul_grad(result_1, {4, 8, 12}, {{.*}}, {64, 8}, result_0, {64, 12}, {{.*}}, {4}, 2);
-// BCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
-// BASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, 2, loom::kAbsent, 4);
+// BCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 2, loom::kAbsent, 4);
+// BASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {4}, e, {16, 2}, nullptr, {}, nullptr, {}, nullptr, {}, 2, loom::kAbsent, 4);
 // BCUDA: loom::cuda::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
 // BASCEND: loom::ascend::grouped_matmul(result_0, {64, 12}, {{.*}}, {64, 8}, w1, {4, 8, 12}, {{.*}}, {4}, 2, loom::kAbsent);
 
@@ -111,11 +111,30 @@ func.func @placed(%e: tensor<16x2xi64> {nn.data}, %f: tensor<4x1x4xi64> {nn.data
 
 // The plan after another takes its lookup (resident replicas).
 // PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, nullptr, {}, 2, 1024, 0, 1, 3);
-// PCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
+// PCPP: loom::host::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, nullptr, {}, nullptr, {}, 2, loom::kAbsent, 4);
 // PCPP: loom::host::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, {6}, 2, 1024, 0, 1, 3);
 // PCUDA: loom::cuda::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, nullptr, {}, 2, 1024, 0, 1, 3);
-// PCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
+// PCUDA: loom::cuda::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, nullptr, {}, nullptr, {}, 2, loom::kAbsent, 4);
 // PCUDA: loom::cuda::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, {6}, 2, 1024, 0, 1, 3);
 // PASCEND: loom::ascend::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, 2, 1024, 0, 1, 3);
-// PASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, 2, loom::kAbsent, 4);
+// PASCEND: loom::ascend::moe_route({{.*}}, {16, 2}, {{.*}}, {6}, e, {16, 2}, {{.*}}, {6}, nullptr, {}, nullptr, {}, 2, loom::kAbsent, 4);
 // PASCEND: loom::ascend::moe_plan({{.*}}, {6}, {{.*}}, {6}, f, {4, 1, 4}, {{.*}}, {6}, 2, 1024, 0, 1, 3);
+
+// One share of a batch (hspmd-moe-sparse-exchange): the shares' table and
+// the member after the hosts, each a pointer and its shape.
+// RUN: loom-translate --loom-to-host-cpp --loom-entry share %s | FileCheck %s --check-prefix=SCPP
+// RUN: loom-translate --loom-to-cuda-cpp --loom-entry share %s | FileCheck %s --check-prefix=SCUDA
+// RUN: loom-translate --loom-to-ascend-cpp --loom-entry share %s | FileCheck %s --check-prefix=SASCEND
+
+func.func @share(%e: tensor<8x2xi64> {nn.data}, %t: tensor<2x4xi64> {nn.data},
+                 %m: tensor<i64> {nn.data}, %hosts: tensor<6xi64> {nn.data})
+    -> (tensor<8x2xi64>, tensor<4xi64>, tensor<6xi64>) {
+  %slots, %counts = nn.moe_route %e shares(%t : tensor<2x4xi64>) at %m num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %placed, %replicas = nn.moe_route %e hosts %hosts shares(%t : tensor<2x4xi64>) at %m num_experts = 4 capacity = 3 blocks = 2 : tensor<8x2xi64>, tensor<6xi64>
+  return %slots, %counts, %replicas : tensor<8x2xi64>, tensor<4xi64>, tensor<6xi64>
+}
+
+// SCPP: loom::host::moe_route({{.*}}, {8, 2}, {{.*}}, {4}, e, {8, 2}, nullptr, {}, t, {2, 4}, m, {}, 2, loom::kAbsent, 4);
+// SCPP: loom::host::moe_route({{.*}}, {8, 2}, {{.*}}, {6}, e, {8, 2}, hosts, {6}, t, {2, 4}, m, {}, 2, 3, 4);
+// SCUDA: loom::cuda::moe_route({{.*}}, {8, 2}, {{.*}}, {4}, e, {8, 2}, nullptr, {}, t, {2, 4}, m, {}, 2, loom::kAbsent, 4);
+// SASCEND: loom::ascend::moe_route({{.*}}, {8, 2}, {{.*}}, {4}, e, {8, 2}, nullptr, {}, t, {2, 4}, m, {}, 2, loom::kAbsent, 4);

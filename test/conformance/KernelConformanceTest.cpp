@@ -1042,6 +1042,43 @@ std::vector<CaseSet> makeCaseSets() {
                        {routed, hosts},
                        {ty(ElementKind::I64, {16, 2}),
                         ty(ElementKind::I64, {8})}});
+    // One share of a batch routed as one: member 1 of 3, the other
+    // shares' counts random (expert 5 never chosen, as the placement
+    // needs), its own row its share's counts; plain, in blocks, with a
+    // capacity, by the placement.
+    auto tableFor = [](const Tensor &share) {
+      Tensor table = randomInt(ElementKind::I64, {3, 6}, 0, 5);
+      for (int64_t m = 0; m < 3; ++m)
+        table.setDouble(m * 6 + 5, 0);
+      for (int64_t e = 0; e < 6; ++e)
+        table.setDouble(6 + e, 0);
+      for (int64_t i = 0; i < share.getNumElements(); ++i) {
+        auto e = static_cast<int64_t>(share.getDouble(i));
+        if (e >= 0 && e < 6)
+          table.setDouble(6 + e, table.getDouble(6 + e) + 1);
+      }
+      return table;
+    };
+    Tensor member(ElementKind::I64, {});
+    member.setDouble(0, 1);
+    Tensor plainTable = tableFor(experts), placedTable = tableFor(routed);
+    for (const char *variant : {"", " capacity = 5", " blocks = 2"})
+      cases.push_back({std::string("moe_route shares") + variant,
+                       "nn.moe_route %a0 shares(%a1 : " + ty(plainTable) +
+                           ") at %a2 num_experts = 6" + variant + " : " +
+                           ty(experts),
+                       {experts, plainTable, member},
+                       {ty(ElementKind::I64, {16, 2}),
+                        ty(ElementKind::I64, {6})}});
+    cases.push_back({"moe_route hosts shares",
+                     "nn.moe_route %a0 hosts %a1 shares(%a2 : " +
+                         ty(placedTable) +
+                         ") at %a3 num_experts = 6 capacity = 5 blocks = 2 "
+                         ": " +
+                         ty(routed) + ", " + ty(hosts),
+                     {routed, hosts, placedTable, member},
+                     {ty(ElementKind::I64, {16, 2}),
+                      ty(ElementKind::I64, {8})}});
     // No entries at all, with and without a capacity.
     Tensor none(ElementKind::I64, {0, 2});
     for (const char *capacity : {"", " capacity = 1"})

@@ -79,12 +79,19 @@ func.func @dispatch(%x: tensor<4x4xf64>, %experts: tensor<8x2xi64>,
 // WSPARSE-NOT: reduce_scatter
 // WSPARSE: rank 0 sparse_all_gather: calls 1, bytes sent {{[0-9]+}}, received {{[0-9]+}}
 
+// The slots are then only sliced back to the device's own tokens, so the
+// route becomes one of the device's own share, from a table of both
+// members' counts gathered in place of the choices; the gates' local
+// slice of their gather is the device's own gates.
 // CHECK-LABEL: func.func @way_back
-// CHECK: %[[EG:.*]] = hspmd.all_gather %{{.*}} dim 0 over [0] of [2]
-// CHECK: %[[GG:.*]] = hspmd.all_gather %{{.*}} dim 0 over [0] of [2]
-// CHECK: %[[WL:.*]] = hspmd.local_slice %[[GG]] dim 0 over [0] of [2] : tensor<8x2xf64> -> tensor<4x2xf64>
-// CHECK: %[[SLOTS:.*]], %{{.*}} = nn.moe_route %[[EG]]
-// CHECK-NEXT: %[[SL:.*]] = hspmd.local_slice %[[SLOTS]] dim 0 over [0] of [2] : tensor<8x2xi64> -> tensor<4x2xi64>
+// CHECK-SAME: %[[E:arg1]]: tensor<4x2xi64> {nn.name = "e"}, %[[WL:arg2]]: tensor<4x2xf64>
+// CHECK-NOT: hspmd.all_gather
+// CHECK: %{{.*}}, %[[OWN:.*]] = nn.moe_route %[[E]] num_experts = 4 : tensor<4x2xi64>
+// CHECK-NEXT: %[[ROW:.*]] = nn.reshape %[[OWN]] : tensor<4xi64> to tensor<1x4xi64>
+// CHECK-NEXT: %[[TABLE:.*]] = hspmd.all_gather %[[ROW]] dim 0 over [0] of [2] : tensor<1x4xi64> -> tensor<2x4xi64>
+// CHECK-NEXT: %[[ME:.*]] = hspmd.axis_index over [0] of [2] : tensor<i64>
+// CHECK-NEXT: %[[SL:.*]], %{{.*}} = nn.moe_route %[[E]] shares(%[[TABLE]] : tensor<2x4xi64>) at %[[ME]] num_experts = 4 blocks = 2 : tensor<4x2xi64>
+// CHECK-NOT: hspmd.local_slice
 // CHECK: %[[FULL:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[SL]] over [0] of [2] : tensor<16x4xf64>, tensor<4x2xi64> -> tensor<32x4xf64>
 // CHECK-NEXT: %[[C:.*]] = nn.moe_combine %[[FULL]], %[[SL]] weights %[[WL]] : tensor<32x4xf64>, tensor<4x2xi64>, tensor<4x2xf64>
 // CHECK-NEXT: %[[DOT:.*]] = nn.moe_slot_dot %[[FULL]], %{{.*}}, %[[SL]] : tensor<32x4xf64>, tensor<4x4xf64>, tensor<4x2xi64>
@@ -128,6 +135,64 @@ func.func @way_back_kept(%y: tensor<16x4xf64>, %slots: tensor<8x2xi64>,
   %o3 = hspmd.all_to_all %c3 split 0 concat 1 over [0] of [2] : tensor<8x2xf64> -> tensor<4x4xf64>
   %half = nn.slice %c3 offsets = [0, 0] sizes = [8, 1] strides = [1, 1] : tensor<8x2xf64>
   return %o, %o2, %o3, %half : tensor<4x4xf64>, tensor<4x4xf64>, tensor<4x4xf64>, tensor<8x1xf64>
+}
+
+// Routing from exchanged counts: on 2 simulated ranks, with and without
+// the pass, each rank's slots and the counts are the same bits, plain
+// (capacity 3, 2 blocks) and by a placement; experts drawn from [-1, 5)
+// (some out of range, dropped either way). Each all-gather of the
+// choices (64 bytes a rank) becomes one of the counts (32).
+// RUN: loom-run --interpret %s --entry route --simulate 2 --random-inputs --int-range -1,5 --comm-stats --output-dir %t.rdense2 | FileCheck %s --check-prefix=RDENSE
+// RUN: loom-opt %s --hspmd-moe-sparse-exchange | loom-run --interpret - --entry route --simulate 2 --random-inputs --int-range -1,5 --comm-stats --output-dir %t.rshare | FileCheck %s --check-prefix=RSHARE
+// RUN: %python -c "import numpy as np, sys; d, s = sys.argv[1:]; print(all(np.array_equal(np.load(f'{d}/rank_{r}/result_{i}.npy'), np.load(f'{s}/rank_{r}/result_{i}.npy')) for r in (0, 1) for i in range(4)))" %t.rdense2 %t.rshare | FileCheck %s --check-prefix=RSAME
+// RDENSE: rank 0 all_gather: calls 2, bytes sent 128, received 128
+// RSHARE: rank 0 all_gather: calls 2, bytes sent 64, received 64
+// RSAME: True
+
+// CHECK-LABEL: func.func @route(
+// CHECK-NOT: tensor<8x2xi64>
+// CHECK: return
+func.func @route(%experts: tensor<4x2xi64>)
+    -> (tensor<4x2xi64>, tensor<4xi64>, tensor<4x2xi64>, tensor<6xi64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %hosts = arith.constant dense<[0, 1, -1, 0, 2, 3]> : tensor<6xi64>
+  %all = hspmd.all_gather %experts dim 0 over [0] of [2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %slots, %counts = nn.moe_route %all num_experts = 4 capacity = 3 blocks = 2 : tensor<8x2xi64>
+  %own = hspmd.local_slice %slots dim 0 over [0] of [2] : tensor<8x2xi64> -> tensor<4x2xi64>
+  %all2 = hspmd.all_gather %experts dim 0 over [0] of [2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %placed, %replicas = nn.moe_route %all2 hosts %hosts num_experts = 4 blocks = 2 : tensor<8x2xi64>, tensor<6xi64>
+  %mine = hspmd.local_slice %placed dim 0 over [0] of [2] : tensor<8x2xi64> -> tensor<4x2xi64>
+  return %own, %counts, %mine, %replicas : tensor<4x2xi64>, tensor<4xi64>, tensor<4x2xi64>, tensor<6xi64>
+}
+
+// A table that is not the shares' counts (a wrong exchange) fails the
+// route at the op, naming the disagreement.
+// RUN: %python -c "import numpy as np; np.save('%t.be.npy', np.array([[0, 1], [1, 2]], dtype=np.int64)); np.save('%t.bt.npy', np.array([[1, 1, 2, 0], [0, 0, 4, 0]], dtype=np.int64))"
+// RUN: not loom-run --interpret %s --entry bad_table --input %t.be.npy --input %t.bt.npy 2>&1 | FileCheck %s --check-prefix=BADTABLE
+// BADTABLE: hspmd-moe-sparse-exchange.mlir:[[@LINE+3]]:12: error: 'nn.moe_route' op nn.moe_route: the shares' table gives member 0 1 entries of expert 1 but its share has 2
+func.func @bad_table(%e: tensor<2x2xi64>, %t: tensor<2x4xi64>) -> tensor<2x2xi64> {
+  %m = arith.constant dense<0> : tensor<i64>
+  %s, %c = nn.moe_route %e shares(%t : tensor<2x4xi64>) at %m num_experts = 4 : tensor<2x2xi64>
+  return %s : tensor<2x2xi64>
+}
+
+// The route stays where a user reads the slots of every token, the slice
+// is over other members, or the experts are gathered along the choices.
+// CHECK-LABEL: func.func @route_kept
+// CHECK-NOT: shares
+// CHECK: return
+func.func @route_kept(%experts: tensor<4x2xi64>, %e4: tensor<4x2xi64>)
+    -> (tensor<4x2xi64>, tensor<8x2xi64>, tensor<4x2xi64>, tensor<4x4xi64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1, 2, 3]>} {
+  %all = hspmd.all_gather %experts dim 0 over [0] of [2, 2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %slots, %counts = nn.moe_route %all num_experts = 4 : tensor<8x2xi64>
+  %own = hspmd.local_slice %slots dim 0 over [0] of [2, 2] : tensor<8x2xi64> -> tensor<4x2xi64>
+  %g = hspmd.all_gather %e4 dim 0 over [0] of [2, 2] : tensor<4x2xi64> -> tensor<8x2xi64>
+  %s2, %n2 = nn.moe_route %g num_experts = 4 : tensor<8x2xi64>
+  %other = hspmd.local_slice %s2 dim 0 over [1] of [2, 2] : tensor<8x2xi64> -> tensor<4x2xi64>
+  %wide = hspmd.all_gather %e4 dim 1 over [0] of [2, 2] : tensor<4x2xi64> -> tensor<4x4xi64>
+  %s3, %n3 = nn.moe_route %wide num_experts = 4 : tensor<4x4xi64>
+  return %own, %slots, %other, %s3 : tensor<4x2xi64>, tensor<8x2xi64>, tensor<4x2xi64>, tensor<4x4xi64>
 }
 
 func.func @dispatch_raw(%x: tensor<4x4xf64>, %slots: tensor<4x2xi64>)

@@ -968,6 +968,25 @@ TEST(HostKernels, TreeAttentionKeepsNaNsWhereTheyAreSeen) {
   EXPECT_TRUE(std::isnan(dq[2][(140 * heads) * dim]));
 }
 
+// A share's route whose table disagrees with the share (a wrong exchange)
+// fails with the routine's message; so does a table of the wrong shape.
+TEST(HostKernelsDeathTest, ShareRouteChecksTheTable) {
+  const int64_t experts[] = {0, 1, 1, 2};
+  const int64_t table[] = {1, 1, 2, 0, 0, 4};
+  const int64_t member = 0;
+  int64_t slots[4], counts[3];
+  EXPECT_DEATH(host::moe_route(slots, {2, 2}, counts, {3}, experts, {2, 2},
+                               nullptr, {}, table, {2, 3}, &member, {}, 1,
+                               INT64_MIN, 3),
+               "loom::host::moe_route: the shares' table gives member 0 1 "
+               "entries of expert 1 but its share has 2");
+  EXPECT_DEATH(host::moe_route(slots, {2, 2}, counts, {3}, experts, {2, 2},
+                               nullptr, {}, table, {3, 2}, &member, {}, 1,
+                               INT64_MIN, 3),
+               "loom::host::moe_route: shares of shape \\[3, 2\\] and a "
+               "member of shape \\[\\]");
+}
+
 TEST(HostKernelsDeathTest, FailureNamesTheRankAndTheKernel) {
   float out[4], lhs[6], rhs[6];
   EXPECT_DEATH(

@@ -786,6 +786,99 @@ TEST(PlacementTest, RouteByPlacement) {
   EXPECT_EQ(slots[4], -1);
 }
 
+// nn.moe_route ... shares: each member routing its own share from the
+// table of every share's counts gets the rows of the whole batch's route
+// (slots and counts to the bit), on seeded random batches with and without
+// a capacity, blocks and a placement, experts out of range included.
+TEST(PlacementTest, ShareRoutesAreTheWholeRoute) {
+  std::mt19937_64 rng(20261207);
+  const int64_t numExperts = 4, k = 2;
+  // Device 0: experts 0, 1 (and an empty slot); device 1: 0, 2, 3.
+  const int64_t hosts[] = {0, 1, -1, 0, 2, 3};
+  int tried = 0;
+  for (int64_t members : {1, 2, 3, 4})
+    for (int64_t capacity : {0, 1, 3, 5})
+      for (int64_t blocks : {1, 2})
+        for (bool placed : {false, true}) {
+          const int64_t tokens = 3, entries = tokens * k;
+          int64_t groups = placed ? 6 : numExperts;
+          // Experts in [-1, 4]: one in six out of range.
+          std::uniform_int_distribution<int64_t> pick(-1, numExperts);
+          std::vector<int64_t> batch(static_cast<size_t>(members * entries));
+          for (int64_t &e : batch)
+            e = pick(rng);
+          std::vector<int64_t> whole(batch.size()),
+              wholeCounts(static_cast<size_t>(groups));
+          ASSERT_EQ(routeEntries(batch.data(), members * entries, numExperts,
+                                 capacity, blocks, placed, hosts, 6,
+                                 whole.data(), wholeCounts.data()),
+                    "");
+          // Each share's counts, as a plain route of it gives them.
+          std::vector<int64_t> table(static_cast<size_t>(members * numExperts));
+          for (int64_t m = 0; m < members; ++m) {
+            std::vector<int64_t> slots(static_cast<size_t>(entries));
+            ASSERT_EQ(routeEntries(batch.data() + m * entries, entries,
+                                   numExperts, 0, 1, false, nullptr, 0,
+                                   slots.data(),
+                                   table.data() + m * numExperts),
+                      "");
+          }
+          for (int64_t m = 0; m < members; ++m) {
+            std::vector<int64_t> slots(static_cast<size_t>(entries)),
+                counts(static_cast<size_t>(groups));
+            ASSERT_EQ(routeEntries(batch.data() + m * entries, entries,
+                                   numExperts, capacity, blocks, placed,
+                                   hosts, 6, slots.data(), counts.data(),
+                                   {table.data(), members, m}),
+                      "");
+            EXPECT_EQ(slots, std::vector<int64_t>(
+                                 whole.begin() + m * entries,
+                                 whole.begin() + (m + 1) * entries))
+                << members << " members, member " << m << ", capacity "
+                << capacity << ", blocks " << blocks << ", placed " << placed;
+            EXPECT_EQ(counts, wholeCounts);
+            ++tried;
+          }
+        }
+  EXPECT_EQ(tried, 2 * 4 * 2 * (1 + 2 + 3 + 4));
+}
+
+// What a share's table cannot be: a member outside the shares, a row that
+// is not its share's counts, a count no share of that size has.
+TEST(PlacementTest, ShareRoutesCheckTheTable) {
+  const int64_t experts[] = {0, 1, 1, 2};  // 2 tokens x top-2
+  int64_t slots[4], counts[3];
+  const int64_t table[] = {1, 2, 1,   // member 0: this share
+                           2, 0, 2};  // member 1
+  EXPECT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
+                         counts, {table, 2, 2}),
+            "member 2 of 2 shares");
+  EXPECT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
+                         counts, {table, 2, 1}),
+            "the shares' table gives member 1 2 entries of expert 0 but its "
+            "share has 1");
+  const int64_t negative[] = {1, 2, 1, 5, -1, 0};
+  EXPECT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
+                         counts, {negative, 2, 0}),
+            "share 1 gives expert 0 5 entries, after 0 for the experts "
+            "before it, in a share of 4 entries");
+  // (A huge count would overflow the sums without the bound.)
+  const int64_t huge[] = {1, 2, 1, 3, INT64_MAX, 0};
+  EXPECT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
+                         counts, {huge, 2, 0}),
+            "share 1 gives expert 1 9223372036854775807 entries, after 3 "
+            "for the experts before it, in a share of 4 entries");
+  ASSERT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
+                         counts, {table, 2, 0}),
+            "");
+  // Member 0 of 2: block rows 8; expert 0 from row 0 (3 entries), 1 from
+  // 3, 2 from 5.
+  EXPECT_EQ(std::vector<int64_t>(slots, slots + 4),
+            (std::vector<int64_t>{0, 3, 4, 5}));
+  EXPECT_EQ(std::vector<int64_t>(counts, counts + 3),
+            (std::vector<int64_t>{3, 2, 3}));
+}
+
 // nn.moe_plan: the rows of the layer summed, the home placement as the
 // previous one, empty slots looked up at home.
 TEST(PlacementTest, PlanFromForecast) {

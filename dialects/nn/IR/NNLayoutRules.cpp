@@ -921,6 +921,14 @@ FactorRule MoeRouteOp::getFactorRule() {
     placement.push_back({rule.addFactor(shapeOf(hosts)[0], kReplicated)});
     rule.addOperand(std::move(placement));
   }
+  // (A share's route is a local program's: its table whole everywhere.)
+  if (Value shares = getShares()) {
+    TensorFactors table;
+    for (int64_t size : shapeOf(shares))
+      table.push_back({rule.addFactor(size, kReplicated)});
+    rule.addOperand(std::move(table));
+    rule.addOperand({});
+  }
   rule.addResult(std::move(slots));
   rule.addResult(std::move(counts));
   return rule;

@@ -363,16 +363,28 @@ LogicalResult GroupedMatmulGradOp::verify() {
                           getBlocks());
 }
 
-int64_t MoeRouteOp::getBlockRows() {
+int64_t MoeRouteOp::getBatchEntries() {
   auto type = cast<RankedTensorType>(getExperts().getType());
   if (!type.hasStaticShape())
+    return ShapedType::kDynamic;
+  if (!getShares())
+    return type.getNumElements();
+  // (The verifier bounds the product.)
+  int64_t members = cast<ShapedType>(getShares().getType()).getDimSize(0);
+  return ShapedType::isDynamic(members) ? ShapedType::kDynamic
+                                        : members * type.getNumElements();
+}
+
+int64_t MoeRouteOp::getBlockRows() {
+  int64_t entries = getBatchEntries();
+  if (ShapedType::isDynamic(entries))
     return ShapedType::kDynamic;
   std::optional<uint64_t> capacity = getCapacity();
   // (With hosts, the groups of a block are its replicas.)
   int64_t groups = cast<ShapedType>(getCounts().getType()).getDimSize(0);
   if (ShapedType::isDynamic(groups))
     return ShapedType::kDynamic;
-  return moe::blockRows(type.getNumElements(), groups, getBlocks(),
+  return moe::blockRows(entries, groups, getBlocks(),
                         capacity ? static_cast<int64_t>(*capacity) : 0);
 }
 

@@ -1018,7 +1018,8 @@ def NN_TopkOp : NN_InferredOp<"topk", [NN_Differentiable]> {
   let assemblyFormat = "$input `k` `=` $k attr-dict `:` type($input)";
 }
 
-def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
+def NN_MoeRouteOp
+    : NN_InferredOp<"moe_route", [AttrSizedOperandSegments, NN_Differentiable]> {
   let summary = "Buffer slots of routed tokens, grouped by expert";
   let description = [{
     `experts[t, j]` is the expert of token `t`'s `j`-th choice (of `k`).
@@ -1074,26 +1075,56 @@ def NN_MoeRouteOp : NN_InferredOp<"moe_route", [NN_Differentiable]> {
     // %counts : tensor<6xi64>
     ```
 
+    With `shares` and `member`, `experts` is one share of a batch of `M`
+    equal shares routed as one, in member order: member `member`'s (a 0-d
+    `i64`), and `shares[m, e]` (`[M, num_experts]`) is how many of share
+    `m`'s entries name expert `e` (in range, before any capacity). The
+    results are what routing the whole batch gives: `slots` the rows of
+    its slots that are this share's, `counts` its counts, and `S` counts
+    the whole batch's entries (`M * T * k`). The table is what each
+    member's share would give as the counts of a plain route, exchanged
+    (`hspmd-moe-sparse-exchange` writes this form on local programs in
+    place of a route of the all-gathered experts, docs/moe.md), so the
+    experts themselves need not move. A row `member` that differs from
+    the share's own counts, or a member outside `[0, M)`, is an error at
+    run time.
+
+    ```mlir
+    // Member %m of 2, each routing 8 tokens of the 16: its rows of the
+    // 16 tokens' slots, and their counts.
+    %slots, %counts = nn.moe_route %experts
+        shares(%table : tensor<2x4xi64>) at %m num_experts = 4 blocks = 2
+        : tensor<8x2xi64>
+    ```
+
     Constraints: `experts` has rank 2; `num_experts` is positive;
     `capacity`, when given, is positive; `blocks` is positive and divides
     `num_experts` (without `hosts`) or the entries of `hosts` (with it);
-    `hosts` has rank 1.
+    `hosts` has rank 1; `shares` and `member` come together, `shares` of
+    shape `[M, num_experts]` with `M` at least 1.
 
     Gradient: none (the results are integer).
   }];
   let arguments = (ins NN_I64Tensor:$experts, Optional<NN_I64Tensor>:$hosts,
+                       Optional<NN_I64Tensor>:$shares,
+                       Optional<NN_I64Scalar>:$member,
                        I64Attr:$num_experts,
                        OptionalAttr<I64Attr>:$capacity,
                        DefaultValuedAttr<I64Attr, "1">:$blocks);
   let results = (outs NN_I64Tensor:$slots, NN_I64Tensor:$counts);
   let assemblyFormat = [{
-    $experts (`hosts` $hosts^)? `num_experts` `=` $num_experts
+    $experts (`hosts` $hosts^)?
+    (`shares` `(` $shares^ `:` type($shares) `)` `at` $member)?
+    `num_experts` `=` $num_experts
     (`capacity` `=` $capacity^)? (`blocks` `=` $blocks^)? attr-dict `:`
     type($experts) (`,` type($hosts)^)?
   }];
   let extraClassDeclaration = [{
     /// The rows of one block of the buffer (`S` in the description).
     int64_t getBlockRows();
+    /// The entries of the whole batch routed (`M * T * k` with shares,
+    /// else `T * k`); dynamic when unknown.
+    int64_t getBatchEntries();
   }];
   let kernelTypes = [I64];
 }

@@ -878,6 +878,25 @@ LogicalResult MoeRouteOp::inferShape(Adaptor adaptor,
                          groups, ShapedType::kDynamic, diag,
                          adaptor.getHosts() ? "replica slots" : "experts")))
     return failure();
+  // One share of a batch routed as one: the table of every share's counts.
+  if (static_cast<bool>(adaptor.getShares()) !=
+      static_cast<bool>(adaptor.getMember()))
+    return diag("needs shares and a member together");
+  if (Value shares = adaptor.getShares()) {
+    SmallVector<RankedTensorType> shareTypes;
+    if (failed(getRankedOperands({shares}, shareTypes, diag)))
+      return failure();
+    RankedTensorType table = shareTypes[0];
+    int64_t members = table.getRank() == 2 ? table.getDimSize(0) : 0;
+    if (table.getRank() != 2 || table.getDimSize(1) != numAttr.getInt() ||
+        (!ShapedType::isDynamic(members) && members < 1))
+      return diag("needs shares of shape [members, ", numAttr.getInt(),
+                  "] (each share's entries per expert), got ", Type(table));
+    if (!ShapedType::isDynamic(members) && experts.hasStaticShape() &&
+        experts.getNumElements() > INT64_MAX / members)
+      return diag("routes ", members, " shares of ", Type(experts),
+                  ": too many entries");
+  }
   Type i64 = IntegerType::get(experts.getContext(), 64);
   resultTypes.push_back(RankedTensorType::get(experts.getShape(), i64));
   resultTypes.push_back(RankedTensorType::get({groups}, i64));

@@ -224,6 +224,55 @@ func.func @dispatch_route_rows(%x: tensor<16x8xf32>, %e: tensor<16x2xi64>) {
 
 // -----
 
+// A share's buffer has the whole batch's rows: 2 shares of 8 tokens x 2
+// in 2 blocks of 32 rows need 64.
+func.func @dispatch_share_rows(%x: tensor<8x8xf32>, %e: tensor<8x2xi64>,
+                               %t: tensor<2x4xi64>, %m: tensor<i64>) {
+  %s, %c = nn.moe_route %e shares(%t : tensor<2x4xi64>) at %m num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  // expected-error @+1 {{has a buffer of 32 rows but its nn.moe_route's 2 blocks of 32 rows need 64}}
+  %0 = nn.moe_dispatch %x, %s rows = 32 : tensor<8x8xf32>, tensor<8x2xi64>
+  return
+}
+
+// -----
+
+// The shares' table is members x experts.
+func.func @route_shares_shape(%e: tensor<8x2xi64>, %t: tensor<2x3xi64>,
+                              %m: tensor<i64>) {
+  // expected-error @+1 {{needs shares of shape [members, 4] (each share's entries per expert), got 'tensor<2x3xi64>'}}
+  %0, %1 = nn.moe_route %e shares(%t : tensor<2x3xi64>) at %m num_experts = 4 : tensor<8x2xi64>
+  return
+}
+
+// -----
+
+func.func @route_shares_none(%e: tensor<8x2xi64>, %t: tensor<0x4xi64>,
+                             %m: tensor<i64>) {
+  // expected-error @+1 {{needs shares of shape [members, 4]}}
+  %0, %1 = nn.moe_route %e shares(%t : tensor<0x4xi64>) at %m num_experts = 4 : tensor<8x2xi64>
+  return
+}
+
+// -----
+
+// The member is a 0-d i64, and comes with the shares.
+func.func @route_member(%e: tensor<8x2xi64>, %t: tensor<2x4xi64>,
+                        %m: tensor<1xi64>) {
+  // expected-error @+1 {{operand #2 must be 0-d i64 tensor}}
+  %0:2 = "nn.moe_route"(%e, %t, %m) <{num_experts = 4 : i64, blocks = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1>}> : (tensor<8x2xi64>, tensor<2x4xi64>, tensor<1xi64>) -> (tensor<8x2xi64>, tensor<4xi64>)
+  return
+}
+
+// -----
+
+func.func @route_member_alone(%e: tensor<8x2xi64>, %t: tensor<2x4xi64>) {
+  // expected-error @+1 {{needs shares and a member together}}
+  %0:2 = "nn.moe_route"(%e, %t) <{num_experts = 4 : i64, blocks = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0>}> : (tensor<8x2xi64>, tensor<2x4xi64>) -> (tensor<8x2xi64>, tensor<4xi64>)
+  return
+}
+
+// -----
+
 // The grouped matmul reads the route's blocks.
 func.func @gmm_route_blocks(%x: tensor<64x8xf32>, %w: tensor<4x8x12xf32>, %e: tensor<16x2xi64>) {
   %s, %c = nn.moe_route %e num_experts = 4 blocks = 2 : tensor<16x2xi64>

@@ -94,6 +94,24 @@ func.func @blocks(%experts: tensor<16x2xi64>, %x: tensor<16x8xf32>,
   return %h, %dw1, %capped : tensor<64x12xf32>, tensor<4x8x12xf32>, tensor<16x2xi64>
 }
 
+// One share of a batch routed as one (member %m of 2 shares of 8 tokens):
+// its dispatch's buffer has the whole batch's 2 blocks of 2 x 8 x 2 rows.
+// CHECK-LABEL: func.func @shares
+func.func @shares(%experts: tensor<8x2xi64>, %table: tensor<2x4xi64>,
+                  %m: tensor<i64>, %hosts: tensor<6xi64>, %x: tensor<8x8xf32>)
+    -> (tensor<64x8xf32>, tensor<6xi64>) {
+  // CHECK: nn.moe_route %{{.*}} shares(%{{.*}} : tensor<2x4xi64>) at %{{.*}} num_experts = 4 blocks = 2 : tensor<8x2xi64>
+  %slots, %counts = nn.moe_route %experts shares(%table : tensor<2x4xi64>) at %m num_experts = 4
+      blocks = 2 : tensor<8x2xi64>
+  %buffer = nn.moe_dispatch %x, %slots rows = 64
+      : tensor<8x8xf32>, tensor<8x2xi64>
+  // CHECK: nn.moe_route %{{.*}} hosts %{{.*}} shares(%{{.*}} : tensor<2x4xi64>) at %{{.*}} num_experts = 4 capacity = 3 blocks = 2 : tensor<8x2xi64>, tensor<6xi64>
+  %placed, %replicas = nn.moe_route %experts hosts %hosts shares(%table : tensor<2x4xi64>) at %m
+      num_experts = 4 capacity = 3 blocks = 2
+      : tensor<8x2xi64>, tensor<6xi64>
+  return %buffer, %replicas : tensor<64x8xf32>, tensor<6xi64>
+}
+
 // Placement per micro-step: a plan of 2 devices of 3 replica slots from a
 // forecast (rows x layers x experts), and a route by it: one count a
 // replica slot, block b the replicas of device b.
