@@ -316,8 +316,7 @@ struct MoeSparseExchangePass
       OpBuilder builder(route);
       Type i64 = builder.getI64Type();
       int64_t experts = static_cast<int64_t>(route.getNumExperts());
-      int64_t members = cast<RankedTensorType>(gather.getType()).getDimSize(0) /
-                        cast<RankedTensorType>(own.getType()).getDimSize(0);
+      int64_t members = gather.getSubgroupSize();
       // The share's counts (no capacity: the whole batch's order drops),
       // one row each, gathered in member order.
       auto count = nn::MoeRouteOp::create(
@@ -336,6 +335,8 @@ struct MoeSparseExchangePass
           builder, loc, RankedTensorType::get({}, i64), gather.getAxesAttr(),
           gather.getMeshAttr(), builder.getI64IntegerAttr(1),
           builder.getI64IntegerAttr(0));
+      // (A merged program tags what runs over a group other than its cell.)
+      copyDiscardable(gather, member);
       auto share = nn::MoeRouteOp::create(
           builder, loc, own, route.getHosts(), table.getResult(),
           member.getResult(), route.getNumExpertsAttr(),

@@ -113,7 +113,7 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
     * an `nn.moe_route` of experts all-gathered along the tokens, whose
       slots are only sliced back to the device's own tokens over the same
       members, becomes a route of the device's own share (`nn.moe_route
-      ... shares %table at %member`) from a table of every member's counts
+      ... shares(%table : type) at %member`) from a table of every member's counts
       per expert, all-gathered in place of the choices: the same slots and
       counts, with `num_experts` counts moved a member instead of its
       tokens' choices;

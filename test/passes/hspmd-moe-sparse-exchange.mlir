@@ -165,6 +165,21 @@ func.func @route(%experts: tensor<4x2xi64>)
   return %own, %counts, %mine, %replicas : tensor<4x2xi64>, tensor<4xi64>, tensor<4x2xi64>, tensor<6xi64>
 }
 
+// In a merged program (hspmd-merge-devices: a cell of 4 devices, the layer
+// on the group of 0 and 1) the table's gather and the member's index run
+// over that group, tagged as the gather was.
+// CHECK-LABEL: func.func @route_merged
+// CHECK: hspmd.all_gather %{{.*}} dim 0 over [0] of [2] : tensor<1x4xi64> -> tensor<2x4xi64> {hspmd.group = #hspmd.group<[0, 1]>}
+// CHECK-NEXT: hspmd.axis_index over [0] of [2] {hspmd.group = #hspmd.group<[0, 1]>} : tensor<i64>
+// CHECK-NEXT: nn.moe_route %{{.*}} shares(
+func.func @route_merged(%experts: tensor<4x2xi64>) -> tensor<4x2xi64>
+    attributes {hspmd.group = #hspmd.group<[0, 1, 2, 3]>} {
+  %all = hspmd.all_gather %experts dim 0 over [0] of [2] : tensor<4x2xi64> -> tensor<8x2xi64> {hspmd.group = #hspmd.group<[0, 1]>}
+  %slots, %counts = nn.moe_route %all num_experts = 4 : tensor<8x2xi64>
+  %own = hspmd.local_slice %slots dim 0 over [0] of [2] : tensor<8x2xi64> -> tensor<4x2xi64> {hspmd.group = #hspmd.group<[0, 1]>}
+  return %own : tensor<4x2xi64>
+}
+
 // A table that is not the shares' counts (a wrong exchange) fails the
 // route at the op, naming the disagreement.
 // RUN: %python -c "import numpy as np; np.save('%t.be.npy', np.array([[0, 1], [1, 2]], dtype=np.int64)); np.save('%t.bt.npy', np.array([[1, 1, 2, 0], [0, 0, 4, 0]], dtype=np.int64))"

@@ -862,6 +862,11 @@ TEST(PlacementTest, ShareRoutesCheckTheTable) {
                          counts, {negative, 2, 0}),
             "share 1 gives expert 0 5 entries, after 0 for the experts "
             "before it, in a share of 4 entries");
+  const int64_t below[] = {1, 2, 1, -1, 5, 0};
+  EXPECT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
+                         counts, {below, 2, 0}),
+            "share 1 gives expert 0 -1 entries, after 0 for the experts "
+            "before it, in a share of 4 entries");
   // (A huge count would overflow the sums without the bound.)
   const int64_t huge[] = {1, 2, 1, 3, INT64_MAX, 0};
   EXPECT_EQ(routeEntries(experts, 4, 3, 0, 1, false, nullptr, 0, slots,
