@@ -9,7 +9,8 @@
 //
 //   * the blocks of a route are the finest cut of the experts that every
 //     device's share of every grouped matmul weight using its counts falls
-//     on: B = E / gcd(E, every shard's first expert and size);
+//     on: B = E / gcd(E, every shard's first expert and size), under every
+//     strategy of a strategy set;
 //   * the route gets `blocks = B`, its dispatches `rows = B * S`, its grouped
 //     matmuls (and weight gradients) `blocks = B`, and every value whose
 //     type follows the buffer's rows (element-wise ops, the second grouped
@@ -185,9 +186,11 @@ FailureOr<SmallVector<Value>> bufferValues(nn::MoeRouteOp route) {
 }
 
 /// Folds the expert cuts of `gmm`'s weight layout (an argument's
-/// hspmd.layout or the hspmd.annotate that makes it) into `cut`. A strategy
-/// set that splits the experts is refused: the pass runs before strategies
-/// are specialised, and one program cannot have each strategy's blocks.
+/// hspmd.layout or the hspmd.annotate that makes it) into `cut`. Under a
+/// strategy set, every strategy's: the pass runs before strategies are
+/// specialised, so one program's blocks must serve them all (a strategy
+/// that splits the experts less, or not at all, runs with the finer
+/// blocks, B times the buffer rows of the plain form).
 LogicalResult foldWeightCuts(nn::GroupedMatmulOp gmm, int64_t &cut) {
   Value weight = gmm.getWeight();
   Attribute layout;
@@ -197,17 +200,9 @@ LogicalResult foldWeightCuts(nn::GroupedMatmulOp gmm, int64_t &cut) {
     if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
       layout = getArgLayoutAttr(func, arg.getArgNumber());
   if (auto set = dyn_cast_or_null<hspmd::StrategySetAttr>(layout)) {
-    int64_t experts = cast<ShapedType>(weight.getType()).getDimSize(0);
-    for (hspmd::UnionAttr strategy : set.getLayouts()) {
-      int64_t own = experts;
-      if (failed(foldExpertCuts(gmm, weight, strategy, own)))
+    for (hspmd::UnionAttr strategy : set.getLayouts())
+      if (failed(foldExpertCuts(gmm, weight, strategy, cut)))
         return failure();
-      if (own != experts)
-        return gmm.emitOpError()
-               << "has an expert weight whose strategy set splits the "
-               << "experts; expert blocks under strategy sets are not "
-               << "supported yet";
-    }
     return success();
   }
   return foldExpertCuts(gmm, weight, dyn_cast_or_null<hspmd::UnionAttr>(layout),

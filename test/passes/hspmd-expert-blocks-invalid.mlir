@@ -79,18 +79,3 @@ func.func @mixed(%x: tensor<8x16xf32>, %e: tensor<8x2xi64>, %other: tensor<16x12
   %y = nn.moe_combine %a, %slots : tensor<16x12xf32>, tensor<8x2xi64>
   return %y : tensor<8x12xf32>
 }
-
-// -----
-
-// Strategy sets are specialised after this pass: one program cannot take
-// each strategy's blocks.
-func.func @strategies(%x: tensor<8x16xf32>, %e: tensor<8x2xi64>,
-                      %w1: tensor<4x16x12xf32> {hspmd.layout = #hspmd.strategies<["ep" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "ep">})
-    -> tensor<8x12xf32> {
-  %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<8x2xi64>
-  %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<8x16xf32>, tensor<8x2xi64>
-  // expected-error @+1 {{has an expert weight whose strategy set splits the experts; expert blocks under strategy sets are not supported yet}}
-  %h = nn.grouped_matmul %buf, %w1, %counts : tensor<16x16xf32>, tensor<4x16x12xf32>, tensor<4xi64>
-  %y = nn.moe_combine %h, %slots : tensor<16x12xf32>, tensor<8x2xi64>
-  return %y : tensor<8x12xf32>
-}

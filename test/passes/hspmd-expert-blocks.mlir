@@ -72,3 +72,23 @@ func.func @unsplit(%x: tensor<8x16xf32>, %e: tensor<8x2xi64>,
   %h = nn.grouped_matmul %buf, %w1, %counts : tensor<16x16xf32>, tensor<4x16x12xf32>, tensor<4xi64>
   return %h : tensor<16x12xf32>
 }
+
+// -----
+
+// A strategy set: the blocks are the finest cut every strategy's shares
+// fall on (EP over 2 and EP over 4 with the others whole: 4 blocks), so
+// one program serves every strategy specialised after this pass; the
+// data-parallel strategy runs with them too.
+// CHECK-LABEL: func.func @strategies
+// CHECK: nn.moe_route %{{.*}} num_experts = 4 blocks = 4 : tensor<8x2xi64>
+// CHECK: nn.moe_dispatch %{{.*}} rows = 64 : tensor<8x16xf32>, tensor<8x2xi64>
+// CHECK: nn.grouped_matmul %{{.*}} blocks = 4 : tensor<64x16xf32>, tensor<4x16x12xf32>, tensor<4xi64>
+func.func @strategies(%x: tensor<8x16xf32>, %e: tensor<8x2xi64>,
+                      %w1: tensor<4x16x12xf32> {hspmd.layout = #hspmd.strategies<["ep" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1]: [D:2]}>, "ep4" = <{[0, 1, 2, 3]: [S0:4]}>], optimizer = "ep">})
+    -> tensor<8x12xf32> {
+  %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<8x2xi64>
+  %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<8x16xf32>, tensor<8x2xi64>
+  %h = nn.grouped_matmul %buf, %w1, %counts : tensor<16x16xf32>, tensor<4x16x12xf32>, tensor<4xi64>
+  %y = nn.moe_combine %h, %slots : tensor<16x12xf32>, tensor<8x2xi64>
+  return %y : tensor<8x12xf32>
+}
