@@ -225,9 +225,9 @@ void detail::moe_route(Arg slots, Arg counts, Arg experts, Arg hosts,
   std::vector<int64_t> table;
   moe::RouteShares share;
   if (shares.data || shares.shape.rank != 0) {
-    require(shares.shape.rank == 2 && shares.shape[0] >= 1 &&
-                shares.shape[1] == numExperts && member.data &&
-                member.shape.rank == 0,
+    require(moe::shareShapesFit(shares.shape.rank, shares.shape.dims,
+                                member.data != nullptr, member.shape.rank,
+                                numExperts),
             kernel,
             "shares of shape " + shapeText(shares.shape) +
                 " and a member of shape " + shapeText(member.shape) +

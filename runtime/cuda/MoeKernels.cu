@@ -400,9 +400,9 @@ void loom::cuda::moe_route(int64_t *slots, Shape slotsShape, int64_t *counts,
     loom::moe::RouteShares share;
     if (shared) {
       checkValid(kernel, "the shares", sharesShape);
-      LOOM_CUDA_CHECK(sharesShape.rank == 2 && sharesShape[0] >= 1 &&
-                          sharesShape[1] == num_experts && member &&
-                          memberShape.rank == 0,
+      LOOM_CUDA_CHECK(loom::moe::shareShapesFit(sharesShape.rank,
+                                                sharesShape.dims, member,
+                                                memberShape.rank, num_experts),
                       kernel,
                       "shares of rank %lld and a member of rank %lld: they "
                       "must be [members, %lld] and []",

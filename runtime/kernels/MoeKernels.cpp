@@ -258,9 +258,8 @@ moe::RouteShares routeShares(const char *kernel, const int64_t *shares,
   if (!shares && sharesShape.rank == 0)
     return {};
   checkValid(kernel, "the shares", sharesShape);
-  LOOM_HOST_CHECK(sharesShape.rank == 2 && sharesShape[0] >= 1 &&
-                      sharesShape[1] == experts && member &&
-                      memberShape.rank == 0,
+  LOOM_HOST_CHECK(moe::shareShapesFit(sharesShape.rank, sharesShape.dims,
+                                      member, memberShape.rank, experts),
                   kernel,
                   "shares of shape %s and a member of shape %s: they must "
                   "be [members, %lld] and []",

@@ -91,6 +91,16 @@ struct RouteShares {
   int64_t members = 1, member = 0;
 };
 
+/// Whether a share route's operands have their shapes (every target's
+/// check): the table `[members >= 1, experts]` (`tableDims` its sizes), the
+/// member given and 0-d.
+inline bool shareShapesFit(int64_t tableRank, const int64_t *tableDims,
+                           bool memberGiven, int64_t memberRank,
+                           int64_t experts) {
+  return tableRank == 2 && tableDims[0] >= 1 && tableDims[1] == experts &&
+         memberGiven && memberRank == 0;
+}
+
 /// nn.moe_route (docs/generated/nn.md): each of the `entries` choices
 /// `experts` (row-major) gets a buffer row in `slots` (-1: dropped) and
 /// each group its rows in `counts`. Without `hosts` the groups are the
