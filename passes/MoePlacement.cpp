@@ -61,15 +61,20 @@ namespace {
 
 constexpr llvm::StringLiteral kForecastAttr = "nn.moe_forecast";
 
-/// The layout of an expert weight: its hspmd.annotate's or its argument's.
-hspmd::UnionAttr weightLayout(Value weight) {
+/// The layout attribute of an expert weight: its hspmd.annotate's or its
+/// argument's (a union, a strategy set, or null).
+Attribute weightLayoutAttr(Value weight) {
   if (auto annotate = weight.getDefiningOp<hspmd::AnnotateOp>())
-    return dyn_cast<hspmd::UnionAttr>(annotate.getLayout());
+    return annotate.getLayout();
   if (auto arg = dyn_cast<BlockArgument>(weight))
     if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-      return dyn_cast_or_null<hspmd::UnionAttr>(
-          getArgLayoutAttr(func, arg.getArgNumber()));
+      return getArgLayoutAttr(func, arg.getArgNumber());
   return {};
+}
+
+/// The layout of an expert weight, where it is one union.
+hspmd::UnionAttr weightLayout(Value weight) {
+  return dyn_cast_or_null<hspmd::UnionAttr>(weightLayoutAttr(weight));
 }
 
 /// A mark no replicas' lookup of `op`'s function carries yet.
@@ -143,6 +148,12 @@ LogicalResult placeLayer(Layer &layer, int64_t index, Value forecast,
   for (nn::GroupedMatmulOp gmm : layer.matmuls) {
     Value weight = gmm.getWeight();
     auto type = dyn_cast<RankedTensorType>(weight.getType());
+    // (A plan's devices are one layout's blocks; a strategy set has a
+    // layout per strategy, and the expert blocks serve them all.)
+    if (isa_and_nonnull<hspmd::StrategySetAttr>(weightLayoutAttr(weight)))
+      return gmm.emitOpError()
+             << "has an expert weight laid out by a strategy set: placement "
+             << "per micro-step under strategy sets is not supported yet";
     hspmd::UnionAttr layout = weightLayout(weight);
     if (!type || !type.hasStaticShape() || !layout)
       return gmm.emitOpError()

@@ -247,9 +247,11 @@ def ExpertBlocksPass : Pass<"hspmd-expert-blocks", "mlir::ModuleOp"> {
     other operands do not have its rows), casts, the route's grouped
     matmuls, combines and slot dot products. Anything else (a slice or a
     mean over the rows, a return, a call) is an error before anything
-    changes, as are a route without static tokens and an expert weight
-    whose strategy set splits the experts (strategies are specialised
-    later).
+    changes, as is a route without static tokens. Under a strategy set
+    (specialised later, by `hspmd-specialize-strategies`) the blocks are
+    the finest cut every strategy's shares fall on, so one program serves
+    every strategy; one that splits the experts less runs with them too,
+    its buffer `B` times the plain form's rows.
   }];
   let dependentDialects = ["::loom::nn::NNDialect"];
 }

@@ -92,3 +92,21 @@ func.func @strategies(%x: tensor<8x16xf32>, %e: tensor<8x2xi64>,
   %y = nn.moe_combine %h, %slots : tensor<16x12xf32>, tensor<8x2xi64>
   return %y : tensor<8x12xf32>
 }
+
+// -----
+
+// Six experts split 2 ways under one strategy and 3 ways under another:
+// the cut both fall on is one expert (6 blocks), not either strategy's.
+// CHECK-LABEL: func.func @strategies_gcd
+// CHECK: nn.moe_route %{{.*}} num_experts = 6 blocks = 6 : tensor<8x2xi64>
+// CHECK: nn.grouped_matmul %{{.*}} blocks = 6 : tensor<96x16xf32>, tensor<6x16x12xf32>, tensor<6xi64>
+func.func @strategies_gcd(%x: tensor<8x16xf32>, %e: tensor<8x2xi64>,
+                          %w: tensor<6x16x12xf32>)
+    -> tensor<8x12xf32> {
+  %w1 = hspmd.annotate %w : tensor<6x16x12xf32> as #hspmd.strategies<["ep2" = <{[0, 1]: [S0:2]}>, "ep3" = <{[0, 1, 2]: [S0:3]}>], optimizer = "ep2">
+  %slots, %counts = nn.moe_route %e num_experts = 6 : tensor<8x2xi64>
+  %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<8x16xf32>, tensor<8x2xi64>
+  %h = nn.grouped_matmul %buf, %w1, %counts : tensor<16x16xf32>, tensor<6x16x12xf32>, tensor<6xi64>
+  %y = nn.moe_combine %h, %slots : tensor<16x12xf32>, tensor<8x2xi64>
+  return %y : tensor<8x12xf32>
+}

@@ -128,3 +128,19 @@ func.func @many_slots(%x: tensor<8x16xf64>, %e: tensor<8x2xi64>,
   %y = nn.moe_combine %h, %slots : tensor<16x12xf64>, tensor<8x2xi64>
   return %y : tensor<8x12xf64>
 }
+
+// -----
+
+// Expert weights laid out by a strategy set: a plan's devices would be one
+// strategy's.
+func.func @strategies(%x: tensor<8x16xf64>, %e: tensor<8x2xi64>,
+                      %forecast: tensor<1x1x4xi64> {nn.data, nn.moe_forecast},
+                      %w1: tensor<4x16x12xf64> {nn.param, hspmd.layout = #hspmd.strategies<["ep" = <{[0, 1]: [S0:2]}>, "dp" = <{[0, 1]: [D:2]}>], optimizer = "ep">})
+    -> tensor<8x12xf64> {
+  %slots, %counts = nn.moe_route %e num_experts = 4 : tensor<8x2xi64>
+  %buf = nn.moe_dispatch %x, %slots rows = 16 : tensor<8x16xf64>, tensor<8x2xi64>
+  // expected-error @+1 {{has an expert weight laid out by a strategy set: placement per micro-step under strategy sets is not supported yet}}
+  %h = nn.grouped_matmul %buf, %w1, %counts : tensor<16x16xf64>, tensor<4x16x12xf64>, tensor<4xi64>
+  %y = nn.moe_combine %h, %slots : tensor<16x12xf64>, tensor<8x2xi64>
+  return %y : tensor<8x12xf64>
+}
