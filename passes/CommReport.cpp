@@ -245,6 +245,36 @@ accountExchange(hspmd::ExchangeOp op, hspmd::DeviceGroupAttr group,
   return success();
 }
 
+/// Adds to `traffic` the most sparse exchange `op` can make each device
+/// of `group` move (it depends on the rows named).
+LogicalResult
+accountSparseExchange(hspmd::SparseExchangeOp op, hspmd::DeviceGroupAttr group,
+                      std::vector<std::map<std::string, Traffic>> &traffic) {
+  auto input = op.getInput().getType();
+  if (!input.hasStaticShape() || !op.getRows().getType().hasStaticShape())
+    return op->emitError("has a dynamic buffer; its bytes are unknown");
+  ArrayRef<int64_t> among = op.getAmong();
+  layout::RowBlocks blocks =
+      layout::RowBlocks::fromPairs(op.getBlocks().data(), among.size());
+  int64_t rows = input.getDimSize(0);
+  int64_t rowBytes = rows ? getBytes(input) / rows : 0;
+  for (auto [index, device] : llvm::enumerate(group.getDevices())) {
+    auto it = llvm::find(among, device);
+    if (it == among.end())
+      return op->emitError("runs on device ")
+             << device << ", which is not among its devices";
+    layout::Traffic moved = layout::getSparseTrafficBound(
+        layout::SparseRows::Scatter, op.getRows().getType().getNumElements(),
+        blocks, rowBytes, it - among.begin());
+    Traffic &entry = traffic[index]["sparse_exchange"];
+    ++entry.calls;
+    entry.sent += moved.sent;
+    entry.received += moved.received;
+    entry.bound = true;
+  }
+  return success();
+}
+
 struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
   using CommReportPassBase::CommReportPassBase;
   void runOnOperation() override {
@@ -260,6 +290,10 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
       WalkResult walk = func.walk([&](Operation *op) {
         if (auto exchange = dyn_cast<hspmd::ExchangeOp>(op))
           return failed(accountExchange(exchange, group, traffic))
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        if (auto sparse = dyn_cast<hspmd::SparseExchangeOp>(op))
+          return failed(accountSparseExchange(sparse, group, traffic))
                      ? WalkResult::interrupt()
                      : WalkResult::advance();
         if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,

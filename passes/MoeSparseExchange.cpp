@@ -51,6 +51,7 @@
 #include "dialects/hspmd/IR/HSPMDLayout.h"
 #include "dialects/hspmd/IR/HSPMDOps.h"
 #include "dialects/nn/IR/NNOps.h"
+#include "runtime/layout/Collectives.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -257,6 +258,7 @@ std::optional<WayBack> getWayBack(nn::MoeCombineOp combine, const Over &over) {
 struct MoeSparseExchangePass
     : loom::impl::MoeSparseExchangePassBase<MoeSparseExchangePass> {
   void runOnOperation() override {
+    sparseExchanges();
     sparseDispatches();
     sparseReplicaLookups();
     getOperation().walk([&](func::FuncOp func) { sparseWayBack(func); });
@@ -502,6 +504,231 @@ struct MoeSparseExchangePass
       ids = op->getOperand(0);
     }
     return false;
+  }
+
+  /// A dispatch's buffer that reaches each device's expert rows through
+  /// an exchange across device groups, in one group's function: the
+  /// dispatch, the value its users read, the rows each device of the
+  /// group holds of it, and the chain's ops.
+  struct AcrossGroups {
+    nn::MoeDispatchOp dispatch;
+    Value block;
+    std::map<int64_t, std::pair<int64_t, int64_t>> rows;
+    SmallVector<Operation *> chain;
+  };
+
+  /// The AcrossGroups of `exchange` in `func` (group `devices`), if it is
+  /// one: before it, reduce-scatters (sum) of a dispatch's buffer over
+  /// sub-groups that together span the group (the buffer's sum within the
+  /// group); the exchange sums across the groups (`from` partial) and
+  /// hands each device a box of the whole buffer (`to`); after it,
+  /// single-use all-to-alls, all-gathers and local slices within the
+  /// group, ending in a value whose every device holds whole rows.
+  static std::optional<AcrossGroups>
+  getAcrossGroups(hspmd::ExchangeOp exchange, ArrayRef<int64_t> devices) {
+    auto untagged = [](Operation *op) {
+      return !op->hasAttr(hspmd::HSPMDDialect::getGroupAttrName());
+    };
+    if (exchange.getSource().getRelation() != hspmd::UnionRelation::Partial ||
+        !untagged(exchange))
+      return std::nullopt;
+    AcrossGroups found;
+    // Back to the dispatch: the reduce-scatters' sub-groups must span the
+    // group, so that the exchange's operand is the group's whole sum.
+    int64_t spanned = 1;
+    SmallVector<Operation *> before;
+    Value walk = exchange.getInput();
+    while (auto scatter = walk.getDefiningOp<hspmd::ReduceScatterOp>()) {
+      if (scatter.getFromAttr() || !untagged(scatter) ||
+          scatter.getReduction() != hspmd::ReductionKind::Sum ||
+          !scatter->hasOneUse())
+        return std::nullopt;
+      for (int64_t axis : scatter.getAxes())
+        spanned *= scatter.getMesh()[axis];
+      before.push_back(scatter);
+      walk = scatter.getInput();
+    }
+    found.chain.assign(before.rbegin(), before.rend());
+    found.dispatch = walk.getDefiningOp<nn::MoeDispatchOp>();
+    if (!found.dispatch || spanned != static_cast<int64_t>(devices.size()) ||
+        found.dispatch.getType().getShape() != exchange.getShape())
+      return std::nullopt;
+    found.chain.push_back(exchange);
+    // The boxes the exchange hands the group's devices.
+    ArrayRef<int64_t> shape = exchange.getShape();
+    std::vector<hspmd::Shard> boxes;
+    for (int64_t device : devices) {
+      std::optional<hspmd::Shard> shard =
+          hspmd::getShard(exchange.getTarget(), shape, device);
+      if (!shard)
+        return std::nullopt;
+      boxes.push_back(*shard);
+    }
+    // Each device's sub-group over `mesh` and `axes`, as indices into the
+    // group, and its position.
+    auto subgroupOf = [&](ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
+                          size_t index) {
+      return layout::getSubgroup(std::vector<int64_t>(mesh.begin(), mesh.end()),
+                                 std::vector<int64_t>(axes.begin(), axes.end()),
+                                 static_cast<int64_t>(index));
+    };
+    // Dimension `dim` of every box cut in k, each device taking its part.
+    auto cut = [&](std::vector<hspmd::Shard> &next, ArrayRef<int64_t> mesh,
+                   ArrayRef<int64_t> axes, int64_t dim) {
+      for (size_t i = 0; i < boxes.size(); ++i) {
+        layout::Subgroup sub = subgroupOf(mesh, axes, i);
+        int64_t k = sub.members.size();
+        if (boxes[i].sizes[dim] % k != 0)
+          return false;
+        next[i].sizes[dim] = boxes[i].sizes[dim] / k;
+        next[i].offsets[dim] += sub.position * next[i].sizes[dim];
+      }
+      return true;
+    };
+    // Dimension `dim` of every box joined with its sub-group's, in order.
+    auto join = [&](std::vector<hspmd::Shard> &next, ArrayRef<int64_t> mesh,
+                    ArrayRef<int64_t> axes, int64_t dim) {
+      for (size_t i = 0; i < boxes.size(); ++i) {
+        layout::Subgroup sub = subgroupOf(mesh, axes, i);
+        const hspmd::Shard &head = boxes[sub.members.front()];
+        int64_t end = head.offsets[dim];
+        for (int64_t member : sub.members) {
+          const hspmd::Shard &box = boxes[member];
+          if (box.offsets[dim] != end)
+            return false;
+          for (size_t d = 0; d < box.sizes.size(); ++d)
+            if (d != static_cast<size_t>(dim) &&
+                (box.offsets[d] != head.offsets[d] ||
+                 box.sizes[d] != head.sizes[d]))
+              return false;
+          end += box.sizes[dim];
+        }
+        next[i].offsets[dim] = head.offsets[dim];
+        next[i].sizes[dim] = end - head.offsets[dim];
+      }
+      return true;
+    };
+    int64_t groupSize = static_cast<int64_t>(devices.size());
+    auto fits = [&](ArrayRef<int64_t> mesh) {
+      int64_t size = 1;
+      for (int64_t n : mesh)
+        size *= n;
+      return size == groupSize;
+    };
+    Value value = exchange.getResult();
+    while (value.hasOneUse()) {
+      Operation *user = *value.getUsers().begin();
+      if (!untagged(user))
+        break;
+      std::vector<hspmd::Shard> next = boxes;
+      bool ok = true;
+      if (auto all = dyn_cast<hspmd::AllToAllOp>(user)) {
+        if (all.getFromAttr() || !fits(all.getMesh()))
+          break;
+        ok = join(next, all.getMesh(), all.getAxes(), all.getConcatDim());
+        boxes.swap(next);
+        next = boxes;
+        ok = ok && cut(next, all.getMesh(), all.getAxes(), all.getSplitDim());
+      } else if (auto gather = dyn_cast<hspmd::AllGatherOp>(user)) {
+        if (gather.getFromAttr() || !fits(gather.getMesh()))
+          break;
+        ok = join(next, gather.getMesh(), gather.getAxes(), gather.getDim());
+      } else if (auto slice = dyn_cast<hspmd::LocalSliceOp>(user)) {
+        if (slice.getFromAttr() || !fits(slice.getMesh()))
+          break;
+        ok = cut(next, slice.getMesh(), slice.getAxes(), slice.getDim());
+      } else {
+        break;
+      }
+      if (!ok)
+        return std::nullopt;
+      boxes.swap(next);
+      found.chain.push_back(user);
+      value = user->getResult(0);
+    }
+    // Whole rows, the value's own shape on every device.
+    auto type = cast<RankedTensorType>(value.getType());
+    for (auto [device, box] : llvm::zip(devices, boxes)) {
+      if (ArrayRef<int64_t>(box.sizes) != type.getShape())
+        return std::nullopt;
+      for (size_t d = 1; d < shape.size(); ++d)
+        if (box.offsets[d] != 0 || box.sizes[d] != shape[d])
+          return std::nullopt;
+      found.rows[device] = {box.offsets[0], box.sizes[0]};
+    }
+    found.block = value;
+    return found;
+  }
+
+  /// Expert parallelism across device groups: per global function, the
+  /// dispatches whose buffers every group's function moves to the experts
+  /// through the same exchange (the n-th of each, as the runtimes pair
+  /// them) become one hspmd.sparse_exchange in each, at the exchange's
+  /// place: the routed rows alone, from every device to every device
+  /// whose block holds them. Only where every group's function qualifies:
+  /// a group that kept the exchange would wait for the others forever.
+  void sparseExchanges() {
+    std::map<std::string, SmallVector<func::FuncOp>> families;
+    for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
+      if (func->hasAttr(hspmd::HSPMDDialect::getGroupAttrName()))
+        if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
+                hspmd::HSPMDDialect::getSpecializesAttrName()))
+          families[of.getValue().str()].push_back(func);
+    for (auto &[name, funcs] : families) {
+      if (funcs.size() < 2)
+        continue;
+      std::vector<SmallVector<hspmd::ExchangeOp>> exchanges;
+      for (func::FuncOp func : funcs) {
+        exchanges.emplace_back();
+        func.walk([&](hspmd::ExchangeOp op) { exchanges.back().push_back(op); });
+      }
+      size_t count = exchanges.front().size();
+      if (llvm::any_of(exchanges, [&](auto &list) {
+            return list.size() != count;
+          }))
+        continue;
+      for (size_t n = 0; n < count; ++n) {
+        SmallVector<AcrossGroups> found;
+        std::map<int64_t, std::pair<int64_t, int64_t>> rows;
+        for (auto [func, list] : llvm::zip(funcs, exchanges)) {
+          hspmd::ExchangeOp op = list[n];
+          hspmd::ExchangeOp head = exchanges.front()[n];
+          if (op.getSource() != head.getSource() ||
+              op.getTarget() != head.getTarget() ||
+              op.getShape() != head.getShape())
+            break;
+          auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
+              hspmd::HSPMDDialect::getGroupAttrName());
+          std::optional<AcrossGroups> across =
+              getAcrossGroups(op, group.getDevices());
+          if (!across)
+            break;
+          rows.insert(across->rows.begin(), across->rows.end());
+          found.push_back(std::move(*across));
+        }
+        if (found.size() != funcs.size())
+          continue;
+        SmallVector<int64_t> among, blocks;
+        for (auto &[device, block] : rows) {
+          among.push_back(device);
+          blocks.push_back(block.first);
+          blocks.push_back(block.second);
+        }
+        for (auto [across, list] : llvm::zip(found, exchanges)) {
+          hspmd::ExchangeOp op = list[n];
+          OpBuilder builder(op);
+          auto sparse = hspmd::SparseExchangeOp::create(
+              builder, op.getLoc(), across.block.getType(),
+              across.dispatch.getResult(), across.dispatch.getSlots(),
+              builder.getDenseI64ArrayAttr(among),
+              builder.getDenseI64ArrayAttr(blocks));
+          across.block.replaceAllUsesWith(sparse.getResult());
+          for (Operation *dead : llvm::reverse(across.chain))
+            if (dead->use_empty())
+              dead->erase();
+        }
+      }
+    }
   }
 
   /// Every reduce-scatter (sum, rows) of a dispatch's buffer.

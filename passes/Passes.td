@@ -120,6 +120,15 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
     * an `hspmd.local_slice` of an `hspmd.all_gather` along the same
       dimension over the same members is the gather's input (the gates'
       gather, once the way back combines each device's own tokens).
+    * across device groups of different sizes, a dispatch's buffer that
+      reaches each device's expert rows through reduce-scatters summing
+      it over the group, an `hspmd.exchange` summing it across the groups,
+      then all-to-alls, all-gathers or local slices inside the group
+      ending in whole rows, becomes one `hspmd.sparse_exchange` among
+      every device, each device's rows read off the exchange's target
+      and the collectives after it; only where every group's function of
+      the global function has such a chain at the same exchange (the
+      n-th of each), which the new op replaces in place.
 
     "The same on every member" is proved from the program: made by an
     all-gather or all-reduce over (at least) those mesh axes, or by

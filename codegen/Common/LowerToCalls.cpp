@@ -80,6 +80,10 @@ private:
   /// The communicator field of a collective's sub-group.
   FailureOr<Value> commRef(Operation *op, ArrayRef<int64_t> mesh,
                            ArrayRef<int64_t> axes);
+  /// The communicator field of `group` (the op's, when empty) as a mesh
+  /// of `mesh`, sub-groups over `axes`.
+  FailureOr<Value> commRef(Operation *op, ArrayRef<int64_t> group,
+                           ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes);
   FailureOr<Value> exchangeRef(hspmd::ExchangeOp op);
   /// A call at the location of the op being lowered (the function's
   /// otherwise), so that a target's diagnostics point at the op.
@@ -358,7 +362,15 @@ ProgramLowering::addAttributeArg(Operation *op, StringRef name,
 
 FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
                                           ArrayRef<int64_t> axes) {
-  SmallVector<int64_t> group = groupOf(op);
+  return commRef(op, {}, mesh, axes);
+}
+
+FailureOr<Value> ProgramLowering::commRef(Operation *op,
+                                          ArrayRef<int64_t> devices,
+                                          ArrayRef<int64_t> mesh,
+                                          ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> group =
+      devices.empty() ? groupOf(op) : SmallVector<int64_t>(devices);
   // The runtimes take a mesh, its axes (and a permute's lists) as shapes.
   if (mesh.size() > static_cast<size_t>(kMaxCallRank))
     return op->emitOpError()
@@ -620,6 +632,21 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     return collective(sparse.getMesh(), sparse.getAxes(), {});
   if (auto sparse = dyn_cast<hspmd::SparseAllGatherOp>(op))
     return collective(sparse.getMesh(), sparse.getAxes(), {});
+  if (auto sparse = dyn_cast<hspmd::SparseExchangeOp>(op)) {
+    // One sub-group of every device named, in order, and their blocks.
+    results();
+    inputs();
+    int64_t members = sparse.getAmong().size();
+    FailureOr<Value> comm =
+        commRef(op, sparse.getAmong(), {members}, {int64_t(0)});
+    if (failed(comm))
+      return failure();
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(*comm);
+    args.push_back(opaque(formatIntList(sparse.getBlocks())));
+    call("loom.comm.sparse_exchange", operands, args);
+    return success();
+  }
   if (auto permute = dyn_cast<hspmd::PermuteOp>(op)) {
     // The permutation and the sizes of the axes it permutes: each rank
     // finds its source and destination from its place in the sub-group.

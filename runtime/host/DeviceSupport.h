@@ -18,9 +18,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace loom::host::device {
 
@@ -192,12 +194,12 @@ void stagedExchange(const Target &target, host::ExchangePlan &plan, void *out,
                     int64_t elementBytes, rt::ElementType type);
 /// The host runtime's collective of rows named by an index tensor
 /// (host::sparseReduceScatterBytes, host::sparseAllGatherBytes).
-using SparseRowsCollective = void (*)(void *out, Shape outShape,
-                                      const void *in, Shape inShape,
-                                      const int64_t *rows, Shape rowsShape,
-                                      rt::ElementType type,
-                                      rt::Communicator *comm);
-/// hspmd.sparse_reduce_scatter and hspmd.sparse_all_gather: `collective`
+using SparseRowsCollective = std::function<void(
+    void *out, Shape outShape, const void *in, Shape inShape,
+    const int64_t *rows, Shape rowsShape, rt::ElementType type,
+    rt::Communicator *comm)>;
+/// hspmd.sparse_reduce_scatter, hspmd.sparse_all_gather and
+/// hspmd.sparse_exchange: `collective`
 /// on host copies of the device buffers, over the members' MPI
 /// communicator. Their messages have data-dependent sizes, which the
 /// libraries' fixed-count collectives take only after the counts have
@@ -314,6 +316,21 @@ private:
     ::loom::host::device::stagedSparseRows(                                    \
         target(), comm->getMpi(), &host::sparseReduceScatterBytes, out,        \
         outShape, in, inShape, rows, rowsShape, host::elementTypeOf<T>());     \
+  }                                                                            \
+  template <typename T>                                                        \
+  void sparse_exchange(T *out, Shape outShape, const T *in, Shape inShape,     \
+                       const int64_t *rows, Shape rowsShape,                   \
+                       Communicator *comm, Ints blocks) {                      \
+    std::vector<int64_t> bounds(blocks);                                       \
+    ::loom::host::device::stagedSparseRows(                                    \
+        target(), comm->getMpi(),                                              \
+        [&bounds](void *o, Shape os, const void *i, Shape is,                  \
+                  const int64_t *r, Shape rs, rt::ElementType t,               \
+                  rt::Communicator *c) {                                       \
+          host::sparseExchangeBytes(o, os, i, is, r, rs, t, c, bounds);        \
+        },                                                                     \
+        out, outShape, in, inShape, rows, rowsShape,                           \
+        host::elementTypeOf<T>());                                             \
   }                                                                            \
   template <typename T>                                                        \
   void sparse_all_gather(T *out, Shape outShape, const T *in, Shape inShape,   \

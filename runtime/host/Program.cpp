@@ -499,15 +499,25 @@ struct NamedRows {
 /// more rows than a block holds, ends the rank.
 NamedRows exchangeNamedRows(const char *kind, const int64_t *rows,
                             int64_t count, int64_t numRows,
-                            Communicator *comm) {
+                            Communicator *comm,
+                            const layout::RowBlocks *blocks = nullptr) {
   Runtime &runtime = Runtime::get();
   int k = comm->getSize();
   int me = comm->getRank();
   NamedRows named;
   std::string error;
-  if (!layout::getSparseRowsByMember(rows, count, numRows, k, named.mine,
-                                     error))
+  if (blocks) {
+    if (blocks->members() != k)
+      runtime.fail(std::string(kind) + ": blocks for " +
+                   std::to_string(blocks->members()) + " members over " +
+                   std::to_string(k));
+    // A row in several members' blocks goes to each.
+    layout::getSparseRowsByBlock(rows, count, numRows, *blocks,
+                                 /*firstOnly=*/false, named.mine);
+  } else if (!layout::getSparseRowsByMember(rows, count, numRows, k,
+                                            named.mine, error)) {
     runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
+  }
   named.counts.resize(k);
   named.theirs.assign(k, 0);
   for (int j = 0; j < k; ++j)
@@ -521,7 +531,7 @@ NamedRows exchangeNamedRows(const char *kind, const int64_t *rows,
   }
   if (k > 1)
     comm->sendRecv(kind, sends, receives, /*countCall=*/false);
-  int64_t block = numRows / k;
+  int64_t block = blocks ? blocks->size[me] : numRows / k;
   for (int j = 0; j < k; ++j)
     if (j != me && (named.theirs[j] < 0 || named.theirs[j] > block))
       runtime.fail(std::string(kind) + ": member " + std::to_string(j) +
@@ -544,12 +554,14 @@ void checkInBlock(const char *kind, int64_t row, int64_t first, int64_t block,
 
 } // namespace
 
-void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
-                                          const void *in, Shape inShape,
-                                          const int64_t *rows, Shape rowsShape,
-                                          ElementType type,
-                                          Communicator *comm) {
-  const char *kind = "sparse_reduce_scatter";
+namespace {
+
+/// hspmd.sparse_reduce_scatter (`blocks` null: the equal blocks of the
+/// sub-group) and hspmd.sparse_exchange (`blocks`: each member's rows).
+void scatterNamedRows(const char *kind, void *out, Shape outShape,
+                      const void *in, Shape inShape, const int64_t *rows,
+                      Shape rowsShape, ElementType type, Communicator *comm,
+                      const layout::RowBlocks *blocks) {
   CommSpan span(kind);
   Runtime &runtime = Runtime::get();
   runtime.count(kind).calls += 1;
@@ -558,15 +570,17 @@ void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
   int64_t numRows = inShape.rank > 0 ? inShape[0] : 0;
   int64_t rowElements = numRows > 0 ? inShape.numElements() / numRows : 0;
   int64_t rowBytes = rowElements * rt::getElementSize(type);
-  int64_t block = numRows / k;
-  if (numRows % k != 0 || outShape.numElements() != block * rowElements)
+  int64_t block = blocks ? blocks->size[me] : numRows / k;
+  bool divides = blocks ? blocks->first[me] + block <= numRows
+                        : numRows % k == 0;
+  if (!divides || outShape.numElements() != block * rowElements)
     runtime.fail(std::string(kind) + ": a result of " +
                  std::to_string(outShape.numElements()) + " elements for " +
                  std::to_string(numRows) + " rows of " +
                  std::to_string(rowElements) + " over " + std::to_string(k) +
                  " members");
-  NamedRows named =
-      exchangeNamedRows(kind, rows, rowsShape.numElements(), numRows, comm);
+  NamedRows named = exchangeNamedRows(kind, rows, rowsShape.numElements(),
+                                      numRows, comm, blocks);
   // Per member one message: the indices, then the rows.
   const char *source = static_cast<const char *>(in);
   std::vector<std::vector<char>> outgoing(k), incoming(k);
@@ -600,7 +614,7 @@ void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
     std::memset(result, 0, static_cast<size_t>(block * rowBytes));
   if (rowBytes == 0)
     return;
-  int64_t first = me * block;
+  int64_t first = blocks ? blocks->first[me] : me * block;
   for (int j = 0; j < k; ++j) {
     if (j == me) {
       for (int64_t row : named.mine[me])
@@ -618,6 +632,32 @@ void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
                     at + n * 8 + i * rowBytes, rowElements, type);
     }
   }
+}
+
+} // namespace
+
+void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
+                                          const void *in, Shape inShape,
+                                          const int64_t *rows, Shape rowsShape,
+                                          ElementType type,
+                                          Communicator *comm) {
+  scatterNamedRows("sparse_reduce_scatter", out, outShape, in, inShape, rows,
+                   rowsShape, type, comm, /*blocks=*/nullptr);
+}
+
+void loom::host::sparseExchangeBytes(void *out, Shape outShape, const void *in,
+                                     Shape inShape, const int64_t *rows,
+                                     Shape rowsShape, ElementType type,
+                                     Communicator *comm,
+                                     const std::vector<int64_t> &blocks) {
+  if (static_cast<int64_t>(blocks.size()) != 2 * comm->getSize())
+    Runtime::get().fail("sparse_exchange: " + std::to_string(blocks.size()) +
+                        " block bounds for " +
+                        std::to_string(comm->getSize()) + " members");
+  layout::RowBlocks rowBlocks =
+      layout::RowBlocks::fromPairs(blocks.data(), comm->getSize());
+  scatterNamedRows("sparse_exchange", out, outShape, in, inShape, rows,
+                   rowsShape, type, comm, &rowBlocks);
 }
 
 void loom::host::sparseAllGatherBytes(void *out, Shape outShape,

@@ -157,6 +157,14 @@ void sparseReduceScatterBytes(void *out, Shape outShape, const void *in,
                               Shape inShape, const int64_t *rows,
                               Shape rowsShape, rt::ElementType type,
                               rt::Communicator *comm);
+/// hspmd.sparse_exchange: sparseReduceScatterBytes over `comm`, the
+/// op's `among` devices in order, member j holding the rows
+/// [blocks[2j], blocks[2j] + blocks[2j+1]) (a row in several blocks goes
+/// to each). Counted as `sparse_exchange`.
+void sparseExchangeBytes(void *out, Shape outShape, const void *in,
+                         Shape inShape, const int64_t *rows, Shape rowsShape,
+                         rt::ElementType type, rt::Communicator *comm,
+                         const std::vector<int64_t> &blocks);
 /// hspmd.sparse_all_gather: `out` (the whole rows) is zero but for the rows
 /// `rows` names (outside [0, rows): none), each fetched from the member whose block (`in`)
 /// holds it: the counts to every member first, then one message of row
@@ -233,6 +241,13 @@ void sparse_reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,
                            rt::Communicator *comm) {
   sparseReduceScatterBytes(out, outShape, in, inShape, rows, rowsShape,
                            elementTypeOf<T>(), comm);
+}
+template <typename T>
+void sparse_exchange(T *out, Shape outShape, const T *in, Shape inShape,
+                     const int64_t *rows, Shape rowsShape,
+                     rt::Communicator *comm, Ints blocks) {
+  sparseExchangeBytes(out, outShape, in, inShape, rows, rowsShape,
+                      elementTypeOf<T>(), comm, blocks);
 }
 template <typename T>
 void sparse_all_gather(T *out, Shape outShape, const T *in, Shape inShape,

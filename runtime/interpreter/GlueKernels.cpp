@@ -158,7 +158,8 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
         hspmd::LocalSliceOp::getOperationName(),
         hspmd::MakePartialOp::getOperationName(),
         hspmd::SparseReduceScatterOp::getOperationName(),
-        hspmd::SparseAllGatherOp::getOperationName()})
+        hspmd::SparseAllGatherOp::getOperationName(),
+        hspmd::SparseExchangeOp::getOperationName()})
     registry.add(name, globalCollectiveKernel);
   registry.add(exchangeKernel);
   registry.add(axisIndexKernel);

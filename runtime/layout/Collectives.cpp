@@ -360,20 +360,53 @@ bool loom::layout::getSparseRowsByMember(
             " rows do not divide among " + std::to_string(k) + " members";
     return false;
   }
-  int64_t block = rows / k;
+  getSparseRowsByBlock(named, count, rows, RowBlocks::equal(rows, k),
+                       /*firstOnly=*/true, byMember);
+  return true;
+}
+
+loom::layout::RowBlocks loom::layout::RowBlocks::equal(int64_t rows,
+                                                       int64_t k) {
+  RowBlocks blocks;
+  int64_t block = k > 0 ? rows / k : 0;
+  for (int64_t j = 0; j < k; ++j) {
+    blocks.first.push_back(j * block);
+    blocks.size.push_back(block);
+  }
+  return blocks;
+}
+
+loom::layout::RowBlocks loom::layout::RowBlocks::fromPairs(const int64_t *pairs,
+                                                           int64_t members) {
+  RowBlocks blocks;
+  for (int64_t j = 0; j < members; ++j) {
+    blocks.first.push_back(pairs[2 * j]);
+    blocks.size.push_back(pairs[2 * j + 1]);
+  }
+  return blocks;
+}
+
+void loom::layout::getSparseRowsByBlock(
+    const int64_t *named, int64_t count, int64_t rows, const RowBlocks &blocks,
+    bool firstOnly, std::vector<std::vector<int64_t>> &byMember) {
+  int64_t k = blocks.members();
   byMember.assign(static_cast<size_t>(k), {});
   for (int64_t i = 0; i < count; ++i) {
     // As the MoE ops read slots: an index outside the rows names none.
     int64_t row = named[i];
     if (row < 0 || row >= rows)
       continue;
-    byMember[static_cast<size_t>(row / block)].push_back(row);
+    for (int64_t j = 0; j < k; ++j)
+      if (blocks.holds(j, row)) {
+        byMember[static_cast<size_t>(j)].push_back(row);
+        if (firstOnly)
+          break;
+      }
   }
   for (std::vector<int64_t> &list : byMember) {
     std::sort(list.begin(), list.end());
     list.erase(std::unique(list.begin(), list.end()), list.end());
   }
-  return true;
 }
 
 namespace {
@@ -419,4 +452,19 @@ Traffic loom::layout::getSparseTrafficBound(SparseRows kind, int64_t count,
   // and min(count, block) from each other member.
   return sparseTraffic(kind, k - 1, std::min(count, (k - 1) * block),
                        (k - 1) * std::min(count, block), rowBytes);
+}
+
+Traffic loom::layout::getSparseTrafficBound(SparseRows kind, int64_t count,
+                                            const RowBlocks &blocks,
+                                            int64_t rowBytes,
+                                            int64_t position) {
+  int64_t mine = 0, theirs = 0, others = 0;
+  for (int64_t j = 0; j < blocks.members(); ++j) {
+    if (j == position)
+      continue;
+    ++others;
+    mine += std::min(count, blocks.size[j]);
+    theirs += blocks.size[position];
+  }
+  return sparseTraffic(kind, others, mine, theirs, rowBytes);
 }

@@ -152,6 +152,27 @@ bool getSparseRowsByMember(const int64_t *named, int64_t count, int64_t rows,
                            int64_t k,
                            std::vector<std::vector<int64_t>> &byMember,
                            std::string &error);
+/// The rows each member of a sparse collective holds: member j the rows
+/// [first[j], first[j] + size[j]) of the buffer (hspmd.sparse_exchange:
+/// blocks of any sizes, which may overlap).
+struct RowBlocks {
+  std::vector<int64_t> first, size;
+  /// `k` blocks of rows / k rows each (the sub-group collectives).
+  static RowBlocks equal(int64_t rows, int64_t k);
+  /// From [first0, size0, first1, size1, ...].
+  static RowBlocks fromPairs(const int64_t *pairs, int64_t members);
+  int64_t members() const { return static_cast<int64_t>(first.size()); }
+  bool holds(int64_t member, int64_t row) const {
+    return row >= first[member] && row < first[member] + size[member];
+  }
+};
+/// getSparseRowsByMember for any blocks: the distinct rows named by
+/// `named` (outside [0, rows): none) under each member whose block holds
+/// them, ascending (a row in several blocks under each; with `firstOnly`,
+/// under the first member holding it alone).
+void getSparseRowsByBlock(const int64_t *named, int64_t count, int64_t rows,
+                          const RowBlocks &blocks, bool firstOnly,
+                          std::vector<std::vector<int64_t>> &byMember);
 /// The two sparse collectives of rows: hspmd.sparse_reduce_scatter sends
 /// the rows a member names to the members whose blocks hold them;
 /// hspmd.sparse_all_gather asks those members for them (indices one way,
@@ -170,6 +191,13 @@ Traffic getSparseTraffic(SparseRows kind, const std::vector<int64_t> &mine,
 /// named in its block by each other member.
 Traffic getSparseTrafficBound(SparseRows kind, int64_t count, int64_t rows,
                               int64_t rowBytes, int64_t k);
+/// The most member `position` of a scatter over `blocks` can move when it
+/// names `count` indices: all its named rows, to every other member that
+/// can hold them (no more than min(count, size[j]) to member j), and from
+/// each other member at most its own block's rows.
+Traffic getSparseTrafficBound(SparseRows kind, int64_t count,
+                              const RowBlocks &blocks, int64_t rowBytes,
+                              int64_t position);
 
 //===----------------------------------------------------------------------===//
 // Combining contributions

@@ -100,6 +100,8 @@ struct Simulator::Impl {
       registry.add(name, [this](KernelCall &call) { return collective(call); });
     registry.add(hspmd::ExchangeOp::getOperationName(),
                  [this](KernelCall &call) { return exchange(call); });
+    registry.add(hspmd::SparseExchangeOp::getOperationName(),
+                 [this](KernelCall &call) { return sparseExchange(call); });
     registry.add(hspmd::AxisIndexOp::getOperationName(),
                  [this](KernelCall &call) { return axisIndex(call); });
     for (int64_t r = 0; r < numRanks; ++r) {
@@ -112,6 +114,9 @@ struct Simulator::Impl {
   LogicalResult collective(KernelCall &call);
   /// hspmd.exchange: a layout change across device groups, by its plan.
   LogicalResult exchange(KernelCall &call);
+  /// hspmd.sparse_exchange: a reduce-scatter of named rows among devices
+  /// of any groups (device d is rank d).
+  LogicalResult sparseExchange(KernelCall &call);
   /// Meets the other `members` (simulator ranks) of the collective `call`
   /// runs, `input` being the rank's operand and `position` its place among
   /// them; the last to arrive carries the collective out (`complete`).
@@ -350,16 +355,26 @@ void Simulator::Impl::complete(Pending &entry) {
       return;
     for (int64_t p = 0; p < k; ++p)
       entry.outputs[p] = getBlock(*sum, op.getDim(), k, p);
-  } else if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp>(
-                 first)) {
+  } else if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp,
+                 hspmd::SparseExchangeOp>(first)) {
     // Each member's distinct named rows, by the member whose block holds
-    // them (layout::getSparseRowsByMember).
+    // them (layout::getSparseRowsByBlock; a sparse exchange's blocks are
+    // its own and may overlap: a row goes to each).
     const Tensor &input = *entry.inputs.front();
     bool gather = isa<hspmd::SparseAllGatherOp>(first);
+    auto across = dyn_cast<hspmd::SparseExchangeOp>(first);
     int64_t inputRows = input.getShape()[0];
-    int64_t block = gather ? inputRows : inputRows / k;
-    int64_t numRows = block * k;
+    int64_t numRows = gather ? inputRows * k : inputRows;
     int64_t rowBytes = inputRows ? bytes / inputRows : 0;
+    if (!across && !gather && inputRows % k != 0) {
+      entry.error = "sparse collective: " + std::to_string(inputRows) +
+                    " rows do not divide among " + std::to_string(k) +
+                    " members";
+      return;
+    }
+    layout::RowBlocks blocks =
+        across ? layout::RowBlocks::fromPairs(across.getBlocks().data(), k)
+               : layout::RowBlocks::equal(numRows, k);
     std::vector<std::vector<std::vector<int64_t>>> named(k);
     for (int64_t q = 0; q < k; ++q) {
       const Tensor &rows = *entry.rows[q];
@@ -368,13 +383,13 @@ void Simulator::Impl::complete(Pending &entry) {
                       "; expected i64";
         return;
       }
-      if (!layout::getSparseRowsByMember(rows.data<int64_t>(),
-                                         rows.getNumElements(), numRows, k,
-                                         named[q], entry.error))
-        return;
+      layout::getSparseRowsByBlock(rows.data<int64_t>(), rows.getNumElements(),
+                                   numRows, blocks, /*firstOnly=*/!across,
+                                   named[q]);
     }
     layout::DType dtype = toLayoutType(input.getKind());
     for (int64_t p = 0; p < k; ++p) {
+      int64_t block = blocks.size[p];
       SmallVector<int64_t> shape(input.getShape());
       shape[0] = gather ? numRows : block;
       Tensor out(input.getKind(), shape);
@@ -388,13 +403,14 @@ void Simulator::Impl::complete(Pending &entry) {
             if (rowBytes > 0)
               std::memcpy(out.rawData() + row * rowBytes,
                           entry.inputs[q]->rawData() +
-                              (row - q * block) * rowBytes,
+                              (row - blocks.first[q]) * rowBytes,
                           rowBytes);
           continue;
         }
         // The rows every member sends p, summed in member order into zeros.
         for (int64_t row : named[q][p])
-          layout::combineInto(out.rawData() + (row - p * block) * rowBytes,
+          layout::combineInto(out.rawData() +
+                                  (row - blocks.first[p]) * rowBytes,
                               entry.inputs[q]->rawData() + row * rowBytes,
                               rowBytes / elementSize, dtype,
                               layout::Reduction::Sum);
@@ -484,6 +500,23 @@ LogicalResult Simulator::Impl::exchange(KernelCall &call) {
   int64_t position = it - members.begin();
   return join(call, rank, std::move(members), position, call.operand(0),
               "exchange");
+}
+
+LogicalResult Simulator::Impl::sparseExchange(KernelCall &call) {
+  auto op = cast<hspmd::SparseExchangeOp>(call.getOp());
+  int64_t rank = rankOf.lookup(&call.getInterpreter());
+  std::vector<int64_t> members(op.getAmong().begin(), op.getAmong().end());
+  if (members.back() >= numRanks)
+    return call.emitError() << "runs among devices up to " << members.back()
+                            << " but the simulator has " << numRanks
+                            << " ranks (rank d is device d)";
+  auto it = llvm::find(members, rank);
+  if (it == members.end())
+    return call.emitError() << "runs on rank " << rank
+                            << ", which is not among its devices";
+  int64_t position = it - members.begin();
+  return join(call, rank, std::move(members), position, call.operand(0),
+              "sparse_exchange", &call.operand(1));
 }
 
 namespace {

@@ -66,7 +66,14 @@ def run(cmd):
     return proc.stdout
 
 
-def model(ranks, slots=0, tp=1):
+# --groups: the devices of GROUPS[g] hold the tokens TOKENS_OF[d] and the
+# experts' blocks OWNER[e] says.
+GROUPS = [[0, 1], [2]]
+TOKENS_OF = [(0, T // 4), (T // 4, T // 2), (T // 2, T)]
+OWNER = [0, 1, 2, 2]
+
+
+def model(ranks, slots=0, tp=1, groups=False):
     split = "[" + ", ".join(str(r) for r in range(ranks * tp)) + "]"
     inner = f", D:{tp}" if tp > 1 else ""
     layout = f"#hspmd.union<{{{split}: [S0:{ranks}{inner}]}}>"
@@ -75,6 +82,13 @@ def model(ranks, slots=0, tp=1):
     experts = (f"#hspmd.union<{{{split}: [S0:{ranks}, S2:{tp}]}}>" if tp > 1
                else layout)
     whole = f"#hspmd.union<{{{split}: [D:{ranks * tp}]}}>"
+    if groups:
+        # A group of 2 devices (tokens and experts split) and one device:
+        # the tokens 1:1 between the groups, the experts 2:2.
+        inner = "{[0, 1]: [S0:2]}, {[2]: []}"
+        layout = f"#hspmd.union<split(0) shares [1, 1]: {inner}>"
+        experts = f"#hspmd.union<split(0) shares [2, 2]: {inner}>"
+        whole = "#hspmd.union<replicated: {[0, 1]: [D:2]}, {[2]: []}>"
     # With tensor parallelism the experts are two matmuls, W -> H column-
     # then H -> W row-parallel (a partial sum over the inner axis comes
     # back), as in a transformer's MLP.
@@ -142,6 +156,17 @@ def exchanged(n, ranks, row):
         gather.append((sum(8 + n[r, j] * 8 + n[j, r] * row for j in others),
                        sum(8 + n[j, r] * 8 + n[r, j] * row for j in others)))
     return scatter, gather
+
+
+def routed_groups(experts):
+    """routed() for --groups: n[r, j] entries of device r's tokens routed
+    to device j's experts."""
+    owner = np.array(OWNER)[experts]
+    n = np.zeros((3, 3), dtype=np.int64)
+    for r, (lo, hi) in enumerate(TOKENS_OF):
+        for j in range(3):
+            n[r, j] = np.count_nonzero(owner[lo:hi] == j)
+    return n
 
 
 def expected_bytes(experts, ranks):
@@ -252,6 +277,10 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--groups", action="store_true",
+                    help="expert parallelism over two device groups of 2 "
+                         "and 1 devices (3 ranks): the dispatch by "
+                         "hspmd.sparse_exchange")
     ap.add_argument("--dense", action="store_true",
                     help="partition with moe-sparse=false (the dense "
                          "reduce-scatter) and check only the training")
@@ -270,6 +299,8 @@ def main():
                          "CSE would share)")
     args = ap.parse_args()
     H = args.hidden
+    if args.groups:
+        args.ranks = 3
     total = args.ranks * args.tp
     # Every weight of an expert: the cost of a replica away from home.
     args.expert_bytes = (2 * W * H if args.tp > 1 else W * W) * 8
@@ -298,9 +329,9 @@ def main():
         np.save(os.path.join(data, "forecast.npy"), forecast)
 
     with open(path("forward.mlir"), "w") as f:
-        f.write(model(args.ranks, args.placement, args.tp))
+        f.write(model(args.ranks, args.placement, args.tp, args.groups))
     with open(path("unplanned.mlir"), "w") as f:
-        f.write(model(args.ranks, args.placement, args.tp).replace(
+        f.write(model(args.ranks, args.placement, args.tp, args.groups).replace(
             f", nn.moe_forecast = {args.placement} : i64", ""))
     opts = "--loom-training-pipeline=optimizer=sgd lr=5e-2"
     if args.micro_batches > 1:
@@ -315,7 +346,8 @@ def main():
     run([args.opt, path("step.mlir"), partition, "-o", path("spmd.mlir")])
     with open(path("spmd.mlir")) as f:
         spmd = f.read()
-    for kind in ("sparse_reduce_scatter", "sparse_all_gather"):
+    for kind in ("sparse_reduce_scatter", "sparse_all_gather",
+                 "sparse_exchange"):
         print(f"{kind} in the program: "
               f"{len(re.findall(rf'hspmd[.]{kind} ', spmd))}")
 
@@ -358,8 +390,9 @@ def main():
     # Two calls of each a step: the dispatch and the combine's gradient (a
     # dispatch) scatter; the combine and the dispatch's gradient (a
     # combine) gather, the gates' gradient reusing the forward's rows.
-    want = {kind: [[0, 0] for _ in range(args.ranks)]
-            for kind in ("sparse_reduce_scatter", "sparse_all_gather")}
+    kinds = (("sparse_exchange",) if args.groups else
+             ("sparse_reduce_scatter", "sparse_all_gather"))
+    want = {kind: [[0, 0] for _ in range(args.ranks)] for kind in kinds}
     calls = 2 * args.steps
     # The expert weights each micro-step fetches and sends home.
     weights = 2 if args.tp > 1 else 1
@@ -408,6 +441,14 @@ def main():
             print(f"step {s}: {len(plans)} placements in "
                   f"{args.micro_batches} micro-steps, {kept} slots kept")
             continue
+        if args.groups:
+            # Across the groups: the dispatch and the combine's gradient,
+            # the rows to the devices whose blocks hold them.
+            scatter, _ = exchanged(routed_groups(experts[s]), 3, W * 8)
+            for r, (sent, received) in enumerate(scatter):
+                want["sparse_exchange"][r][0] += 2 * sent
+                want["sparse_exchange"][r][1] += 2 * received
+            continue
         scatter, gather = expected_bytes(experts[s], args.ranks)
         for kind, moved in (("sparse_reduce_scatter", scatter),
                             ("sparse_all_gather", gather)):
@@ -429,6 +470,14 @@ def main():
                          f"implies calls, sent, received {expect}")
             print(f"rank {g} {kind}: calls {got[0]}, bytes sent {got[1]}, "
                   f"received {got[2]}: equal to the routed entries'")
+    if args.groups:
+        # The way back across groups is still dense (docs/moe.md): list
+        # what each rank's other collectives move.
+        for line in host.splitlines():
+            if re.match(r"rank \d+ (all_to_all|reduce_scatter|exchange):",
+                        line):
+                print(line)
+        return
     # Nothing else moves the buffer's rows: the only all-to-alls left
     # would be dense ones.
     if re.search(r"^rank \d+ (all_to_all|reduce_scatter):", host, re.M):

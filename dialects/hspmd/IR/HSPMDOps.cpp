@@ -400,6 +400,48 @@ LogicalResult SparseAllGatherOp::verify() {
   return verifySparseRows(*this, /*divide=*/false);
 }
 
+LogicalResult SparseExchangeOp::verify() {
+  auto input = getInput().getType();
+  auto result = getResult().getType();
+  if (input.getRank() < 1)
+    return emitOpError("needs an operand of rank 1 or more (its rows)");
+  if (!getRows().getType().getElementType().isInteger(64))
+    return emitOpError("`rows` must hold i64 row indices, got ")
+           << getRows().getType().getElementType();
+  if (result.getRank() != input.getRank() ||
+      result.getElementType() != input.getElementType() ||
+      input.getShape().drop_front() != result.getShape().drop_front())
+    return emitOpError("result ")
+           << result << " must be rows of the operand " << input;
+  ArrayRef<int64_t> among = getAmong(), blocks = getBlocks();
+  if (among.empty())
+    return emitOpError("needs at least one device in `among`");
+  for (auto [i, device] : llvm::enumerate(among)) {
+    if (device < 0)
+      return emitOpError("device ids must be non-negative, got ") << device;
+    if (i > 0 && device <= among[i - 1])
+      return emitOpError("`among` must list devices in increasing order");
+  }
+  if (blocks.size() != 2 * among.size())
+    return emitOpError("`blocks` needs a first row and a size per member (")
+           << 2 * among.size() << " values), got " << blocks.size();
+  int64_t rows = input.getDimSize(0);
+  bool some = false;
+  for (size_t j = 0; j < among.size(); ++j) {
+    int64_t first = blocks[2 * j], size = blocks[2 * j + 1];
+    if (first < 0 || size < 0 ||
+        (!ShapedType::isDynamic(rows) && first + size > rows))
+      return emitOpError("the block of device ")
+             << among[j] << ", rows [" << first << ", " << first + size
+             << "), is not inside the operand's " << rows << " rows";
+    some |= size == result.getDimSize(0);
+  }
+  if (!some)
+    return emitOpError("result of ")
+           << result.getDimSize(0) << " rows is no member's block";
+  return success();
+}
+
 LogicalResult AxisIndexOp::verify() {
   ArrayRef<int64_t> mesh = getMesh(), axes = getAxes();
   if (mesh.empty())

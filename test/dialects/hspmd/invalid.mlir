@@ -768,3 +768,75 @@ func.func @gather_element(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
   %0 = hspmd.sparse_all_gather %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf64>
   return
 }
+
+// -----
+
+func.func @exchange_rows_type(%x: tensor<8x4xf32>, %r: tensor<4xi32>) {
+  // expected-error @+1 {{`rows` must hold i64 row indices, got 'i32'}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_scalar(%x: tensor<f32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{needs an operand of rank 1 or more (its rows)}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0] blocks [0, 1] : tensor<f32>, tensor<4xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @exchange_width(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{result 'tensor<4x2xf32>' must be rows of the operand 'tensor<8x4xf32>'}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_order(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{`among` must list devices in increasing order}}
+  %0 = hspmd.sparse_exchange %x rows %r among [1, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_negative(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{device ids must be non-negative, got -1}}
+  %0 = hspmd.sparse_exchange %x rows %r among [-1, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_empty(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{needs at least one device in `among`}}
+  %0 = hspmd.sparse_exchange %x rows %r among [] blocks [] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_pairs(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{`blocks` needs a first row and a size per member (4 values), got 3}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_outside(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{the block of device 1, rows [4, 10), is not inside the operand's 8 rows}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 6] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_result(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{result of 3 rows is no member's block}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 2, 2, 6] : tensor<8x4xf32>, tensor<4xi64> -> tensor<3x4xf32>
+  return
+}

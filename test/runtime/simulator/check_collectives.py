@@ -85,6 +85,8 @@ class Case:
             s[0] //= self.k
         elif self.kind == "sparse_all_gather":
             s[0] *= self.k
+        elif self.kind == "sparse_exchange":
+            s[0] = a["blocks"][1]
         elif self.kind == "make_partial" and "dim" in a:
             s[a["dim"]] *= self.k
         elif self.kind == "all_to_all":
@@ -97,9 +99,12 @@ class Case:
         tin, tout = ttype(self.shape, self.et), ttype(self.out_shape(), self.et)
         if self.kind.startswith("sparse_"):
             trows = ttype(a["rows"], "i64")
+            over = (f"among {list(range(self.k))} blocks {a['blocks']}"
+                    if self.kind == "sparse_exchange" else
+                    f"over {self.axes} of {self.mesh}")
             return (f"func.func @main(%x: {tin}, %r: {trows}) -> {tout} {{\n"
-                    f"  %y = hspmd.{self.kind} %x rows %r over "
-                    f"{self.axes} of {self.mesh} : {tin}, {trows} -> {tout}\n"
+                    f"  %y = hspmd.{self.kind} %x rows %r {over}"
+                    f" : {tin}, {trows} -> {tout}\n"
                     f"  return %y : {tout}\n}}\n")
         prefix = {"all_reduce": f"{a.get('red')} %x",
                   "all_gather": f"%x dim {a.get('dim')}",
@@ -138,6 +143,30 @@ class Case:
                         out[row - pos * block] = out[row - pos * block] + \
                             xs[q][row]
             count = lambda q, p: sum(1 for row in rows[q] if row // block == p)
+            sent = sum(8 + count(pos, p) * (8 + row_bytes)
+                       for p in range(k) if p != pos)
+            received = sum(8 + count(q, pos) * (8 + row_bytes)
+                           for q in range(k) if q != pos)
+            return out, (sent, received)
+        if self.kind == "sparse_exchange":
+            # Member p holds rows [first_p, first_p + size_p), blocks that
+            # may overlap: each member's distinct named rows go to every
+            # member whose block holds them, added in member order.
+            bl = a["blocks"]
+            first = bl[0::2]
+            size = bl[1::2]
+            holds = lambda p, row: first[p] <= row < first[p] + size[p]
+            row_bytes = nbytes // xs[pos].shape[0]
+            n = xs[pos].shape[0]
+            rows = [sorted({int(v) for v in named[m].ravel() if 0 <= v < n})
+                    for m in members]
+            out = np.zeros((size[pos],) + xs[pos].shape[1:], xs[pos].dtype)
+            for q in range(k):
+                for row in rows[q]:
+                    if holds(pos, row):
+                        out[row - first[pos]] = out[row - first[pos]] + \
+                            xs[q][row]
+            count = lambda q, p: sum(1 for row in rows[q] if holds(p, row))
             sent = sum(8 + count(pos, p) * (8 + row_bytes)
                        for p in range(k) if p != pos)
             received = sum(8 + count(q, pos) * (8 + row_bytes)
@@ -252,6 +281,14 @@ CASES = [
          {"rows": [3, 2], "range": "-1,8"}),
     Case("sparse_all_gather i64 [2,2] over [0]", "sparse_all_gather",
          [2, 2], [0], [3], "i64", {"rows": [4], "range": "-1,6"}),
+    # Blocks of one size (one function runs on every rank) at offsets of
+    # their own, overlapping: rows 3 and 4 go to two members each.
+    Case("sparse_exchange f64 among 3, overlapping blocks", "sparse_exchange",
+         [3], [0], [9, 2], "f64",
+         {"rows": [4, 2], "range": "-2,11", "blocks": [0, 5, 3, 5, 4, 5]}),
+    Case("sparse_exchange f32 among 2, 2-D rows", "sparse_exchange",
+         [2], [0], [6, 2, 2], "f32",
+         {"rows": [5], "range": "-1,7", "blocks": [3, 3, 0, 3]}),
 ]
 
 
