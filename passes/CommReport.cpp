@@ -256,16 +256,21 @@ accountSparseExchange(hspmd::SparseExchangeOp op, hspmd::DeviceGroupAttr group,
   ArrayRef<int64_t> among = op.getAmong();
   layout::RowBlocks blocks =
       layout::RowBlocks::fromPairs(op.getBlocks().data(), among.size());
-  int64_t rows = input.getDimSize(0);
-  int64_t rowBytes = rows ? getBytes(input) / rows : 0;
+  int64_t elements = 1;
+  for (int64_t size : input.getShape().drop_front())
+    elements *= size;
+  int64_t rowBytes =
+      elements * ((input.getElementType().getIntOrFloatBitWidth() + 7) / 8);
   for (auto [index, device] : llvm::enumerate(group.getDevices())) {
     auto it = llvm::find(among, device);
     if (it == among.end())
       return op->emitError("runs on device ")
              << device << ", which is not among its devices";
     layout::Traffic moved = layout::getSparseTrafficBound(
-        layout::SparseRows::Scatter, op.getRows().getType().getNumElements(),
-        blocks, rowBytes, it - among.begin());
+        op.getGather() ? layout::SparseRows::Gather
+                       : layout::SparseRows::Scatter,
+        op.getRows().getType().getNumElements(), blocks, rowBytes,
+        it - among.begin());
     Traffic &entry = traffic[index]["sparse_exchange"];
     ++entry.calls;
     entry.sent += moved.sent;

@@ -37,6 +37,17 @@
 //    the way back has taken its local slices of the slots); a local slice
 //    of an all-gather over the same members is then the gather's input.
 //
+//  * across device groups of different sizes (sparseExchanges): an
+//    exchange that moves a dispatch's buffer to the experts' rows, with
+//    the in-group collectives around it, becomes an
+//    `hspmd.sparse_exchange` among every device of the groups; one that
+//    brings the experts' rows to a combine's width split becomes a
+//    gathering one of the rows the combine's slots name, then a slice of
+//    the group's columns. Each device's rows come from the exchange's
+//    layouts and the in-group collectives (GroupBoxes); every group's
+//    function must qualify at the same exchange, which the new op
+//    replaces in place.
+//
 // "The same on every member" is proved from the program: a value made by
 // an all-gather or all-reduce over (at least) those mesh axes, an argument
 // whose global layout gives every device the whole tensor, or
@@ -60,6 +71,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <map>
+#include <set>
 
 namespace loom {
 #define GEN_PASS_DEF_MOESPARSEEXCHANGEPASS
@@ -506,75 +518,23 @@ struct MoeSparseExchangePass
     return false;
   }
 
-  /// A dispatch's buffer that reaches each device's expert rows through
-  /// an exchange across device groups, in one group's function: the
-  /// dispatch, the value its users read, the rows each device of the
-  /// group holds of it, and the chain's ops.
-  struct AcrossGroups {
-    nn::MoeDispatchOp dispatch;
-    Value block;
-    std::map<int64_t, std::pair<int64_t, int64_t>> rows;
-    SmallVector<Operation *> chain;
-  };
-
-  /// The AcrossGroups of `exchange` in `func` (group `devices`), if it is
-  /// one: before it, reduce-scatters (sum) of a dispatch's buffer over
-  /// sub-groups that together span the group (the buffer's sum within the
-  /// group); the exchange sums across the groups (`from` partial) and
-  /// hands each device a box of the whole buffer (`to`); after it,
-  /// single-use all-to-alls, all-gathers and local slices within the
-  /// group, ending in a value whose every device holds whole rows.
-  static std::optional<AcrossGroups>
-  getAcrossGroups(hspmd::ExchangeOp exchange, ArrayRef<int64_t> devices) {
-    auto untagged = [](Operation *op) {
-      return !op->hasAttr(hspmd::HSPMDDialect::getGroupAttrName());
-    };
-    if (exchange.getSource().getRelation() != hspmd::UnionRelation::Partial ||
-        !untagged(exchange))
-      return std::nullopt;
-    AcrossGroups found;
-    // Back to the dispatch: the reduce-scatters' sub-groups must span the
-    // group, so that the exchange's operand is the group's whole sum.
-    int64_t spanned = 1;
-    SmallVector<Operation *> before;
-    Value walk = exchange.getInput();
-    while (auto scatter = walk.getDefiningOp<hspmd::ReduceScatterOp>()) {
-      if (scatter.getFromAttr() || !untagged(scatter) ||
-          scatter.getReduction() != hspmd::ReductionKind::Sum ||
-          !scatter->hasOneUse())
-        return std::nullopt;
-      for (int64_t axis : scatter.getAxes())
-        spanned *= scatter.getMesh()[axis];
-      before.push_back(scatter);
-      walk = scatter.getInput();
-    }
-    found.chain.assign(before.rbegin(), before.rend());
-    found.dispatch = walk.getDefiningOp<nn::MoeDispatchOp>();
-    if (!found.dispatch || spanned != static_cast<int64_t>(devices.size()) ||
-        found.dispatch.getType().getShape() != exchange.getShape())
-      return std::nullopt;
-    found.chain.push_back(exchange);
-    // The boxes the exchange hands the group's devices.
-    ArrayRef<int64_t> shape = exchange.getShape();
+  /// The boxes of one tensor that a group's devices hold (in the group's
+  /// device order), moved by the group's own collectives.
+  struct GroupBoxes {
     std::vector<hspmd::Shard> boxes;
-    for (int64_t device : devices) {
-      std::optional<hspmd::Shard> shard =
-          hspmd::getShard(exchange.getTarget(), shape, device);
-      if (!shard)
-        return std::nullopt;
-      boxes.push_back(*shard);
+
+    /// Each device's sub-group over `axes` of `mesh`, as indices into the
+    /// group.
+    static layout::Subgroup subgroupOf(ArrayRef<int64_t> mesh,
+                                       ArrayRef<int64_t> axes, size_t index) {
+      return layout::getSubgroup(
+          std::vector<int64_t>(mesh.begin(), mesh.end()),
+          std::vector<int64_t>(axes.begin(), axes.end()),
+          static_cast<int64_t>(index));
     }
-    // Each device's sub-group over `mesh` and `axes`, as indices into the
-    // group, and its position.
-    auto subgroupOf = [&](ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
-                          size_t index) {
-      return layout::getSubgroup(std::vector<int64_t>(mesh.begin(), mesh.end()),
-                                 std::vector<int64_t>(axes.begin(), axes.end()),
-                                 static_cast<int64_t>(index));
-    };
-    // Dimension `dim` of every box cut in k, each device taking its part.
-    auto cut = [&](std::vector<hspmd::Shard> &next, ArrayRef<int64_t> mesh,
-                   ArrayRef<int64_t> axes, int64_t dim) {
+    /// Dimension `dim` of every box cut in k, each device taking its part.
+    bool cut(ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes, int64_t dim) {
+      std::vector<hspmd::Shard> next = boxes;
       for (size_t i = 0; i < boxes.size(); ++i) {
         layout::Subgroup sub = subgroupOf(mesh, axes, i);
         int64_t k = sub.members.size();
@@ -583,11 +543,13 @@ struct MoeSparseExchangePass
         next[i].sizes[dim] = boxes[i].sizes[dim] / k;
         next[i].offsets[dim] += sub.position * next[i].sizes[dim];
       }
+      boxes.swap(next);
       return true;
-    };
-    // Dimension `dim` of every box joined with its sub-group's, in order.
-    auto join = [&](std::vector<hspmd::Shard> &next, ArrayRef<int64_t> mesh,
-                    ArrayRef<int64_t> axes, int64_t dim) {
+    }
+    /// Dimension `dim` of every box joined with its sub-group's, in member
+    /// order (which must tile it, the other dimensions equal).
+    bool join(ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes, int64_t dim) {
+      std::vector<hspmd::Shard> next = boxes;
       for (size_t i = 0; i < boxes.size(); ++i) {
         layout::Subgroup sub = subgroupOf(mesh, axes, i);
         const hspmd::Shard &head = boxes[sub.members.front()];
@@ -606,67 +568,257 @@ struct MoeSparseExchangePass
         next[i].offsets[dim] = head.offsets[dim];
         next[i].sizes[dim] = end - head.offsets[dim];
       }
+      boxes.swap(next);
       return true;
-    };
+    }
+    /// Moves the boxes through in-group collective `op` (forward), or back
+    /// from its result to its operand; false for an op that is not an
+    /// untagged local-view all-to-all, all-gather or local slice over the
+    /// whole group of `devices` devices, or boxes it cannot move.
+    bool step(Operation *op, int64_t devices, bool backward) {
+      if (op->hasAttr(hspmd::HSPMDDialect::getGroupAttrName()))
+        return false;
+      auto fits = [&](ArrayRef<int64_t> mesh) {
+        int64_t size = 1;
+        for (int64_t n : mesh)
+          size *= n;
+        return size == devices;
+      };
+      if (auto all = dyn_cast<hspmd::AllToAllOp>(op)) {
+        if (all.getFromAttr() || !fits(all.getMesh()))
+          return false;
+        int64_t from = backward ? all.getSplitDim() : all.getConcatDim();
+        int64_t to = backward ? all.getConcatDim() : all.getSplitDim();
+        return join(all.getMesh(), all.getAxes(), from) &&
+               cut(all.getMesh(), all.getAxes(), to);
+      }
+      if (auto gather = dyn_cast<hspmd::AllGatherOp>(op)) {
+        if (gather.getFromAttr() || !fits(gather.getMesh()))
+          return false;
+        return backward ? cut(gather.getMesh(), gather.getAxes(),
+                              gather.getDim())
+                        : join(gather.getMesh(), gather.getAxes(),
+                               gather.getDim());
+      }
+      if (auto slice = dyn_cast<hspmd::LocalSliceOp>(op)) {
+        if (slice.getFromAttr() || !fits(slice.getMesh()))
+          return false;
+        return backward ? join(slice.getMesh(), slice.getAxes(),
+                               slice.getDim())
+                        : cut(slice.getMesh(), slice.getAxes(),
+                              slice.getDim());
+      }
+      return false;
+    }
+    /// Whether every box is `type`'s shape.
+    bool fit(Type type) const {
+      auto shape = cast<RankedTensorType>(type).getShape();
+      return llvm::all_of(boxes, [&](const hspmd::Shard &box) {
+        return ArrayRef<int64_t>(box.sizes) == shape;
+      });
+    }
+    /// Each device's rows, where every box holds whole rows of `shape`.
+    std::optional<std::map<int64_t, std::pair<int64_t, int64_t>>>
+    wholeRows(ArrayRef<int64_t> devices, ArrayRef<int64_t> shape) const {
+      std::map<int64_t, std::pair<int64_t, int64_t>> rows;
+      for (auto [device, box] : llvm::zip(devices, boxes)) {
+        for (size_t d = 1; d < shape.size(); ++d)
+          if (box.offsets[d] != 0 || box.sizes[d] != shape[d])
+            return std::nullopt;
+        rows[device] = {box.offsets[0], box.sizes[0]};
+      }
+      return rows;
+    }
+  };
+
+  /// The boxes `layout` gives the group's `devices` of a tensor of
+  /// `shape`; none where a device holds nothing of it.
+  static std::optional<GroupBoxes> boxesOf(hspmd::UnionAttr layout,
+                                           ArrayRef<int64_t> shape,
+                                           ArrayRef<int64_t> devices) {
+    GroupBoxes boxes;
+    for (int64_t device : devices) {
+      std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
+      if (!shard)
+        return std::nullopt;
+      boxes.boxes.push_back(*shard);
+    }
+    return boxes;
+  }
+
+  /// An exchange across device groups that moves an MoE buffer between
+  /// the experts' rows and the tokens, in one group's function: how to
+  /// replace it with an hspmd.sparse_exchange among every device.
+  struct AcrossGroups {
+    /// The buffer to send (the dispatch's) or the expert rows to fetch
+    /// from, the row indices this device names, and the value the new op
+    /// stands for (before any column slice).
+    Value input, named, replaced;
+    bool gather = false;
+    /// The rows each device of the group holds of the expert rows.
+    std::map<int64_t, std::pair<int64_t, int64_t>> rows;
+    /// Gather: the columns of the full rows the replaced value holds.
+    SmallVector<int64_t> offsets;
+    /// The ops the new op makes dead, in program order.
+    SmallVector<Operation *> chain;
+  };
+
+  /// The way to the experts (an AcrossGroups scatter), if `exchange` in a
+  /// function of the group of `devices` is one: before it, reduce-scatters
+  /// (sum) of a dispatch's buffer over sub-groups that together span the
+  /// group (the buffer's sum within the group); the exchange sums across
+  /// the groups (`from` partial) and hands each device a box of the whole
+  /// buffer (`to`); after it, single-use all-to-alls, all-gathers and local
+  /// slices within the group, ending in a value whose every device holds
+  /// whole rows.
+  static std::optional<AcrossGroups> getToExperts(hspmd::ExchangeOp exchange,
+                                                  ArrayRef<int64_t> devices) {
+    if (exchange.getSource().getRelation() != hspmd::UnionRelation::Partial)
+      return std::nullopt;
+    AcrossGroups found;
+    // Back to the dispatch: the reduce-scatters run over one mesh of the
+    // group, on distinct axes that together are all of it, so that the
+    // exchange's operand is the group's whole sum.
+    SmallVector<int64_t> mesh;
+    std::set<int64_t> axes;
+    SmallVector<Operation *> before;
+    Value walk = exchange.getInput();
+    while (auto scatter = walk.getDefiningOp<hspmd::ReduceScatterOp>()) {
+      if (scatter.getFromAttr() ||
+          scatter->hasAttr(hspmd::HSPMDDialect::getGroupAttrName()) ||
+          scatter.getReduction() != hspmd::ReductionKind::Sum ||
+          !scatter->hasOneUse() ||
+          (!mesh.empty() && scatter.getMesh() != ArrayRef<int64_t>(mesh)))
+        return std::nullopt;
+      mesh.assign(scatter.getMesh().begin(), scatter.getMesh().end());
+      for (int64_t axis : scatter.getAxes())
+        if (!axes.insert(axis).second)
+          return std::nullopt;
+      before.push_back(scatter);
+      walk = scatter.getInput();
+    }
+    int64_t spanned = 1, meshSize = 1;
+    for (int64_t axis : axes)
+      spanned *= mesh[axis];
+    for (int64_t size : mesh)
+      meshSize *= size;
     int64_t groupSize = static_cast<int64_t>(devices.size());
-    auto fits = [&](ArrayRef<int64_t> mesh) {
-      int64_t size = 1;
-      for (int64_t n : mesh)
-        size *= n;
-      return size == groupSize;
-    };
+    auto dispatch = walk.getDefiningOp<nn::MoeDispatchOp>();
+    if (!dispatch || spanned != groupSize ||
+        (!mesh.empty() && meshSize != groupSize) ||
+        dispatch.getType().getShape() != exchange.getShape())
+      return std::nullopt;
+    found.input = dispatch.getResult();
+    found.named = dispatch.getSlots();
+    found.chain.assign(before.rbegin(), before.rend());
+    found.chain.push_back(exchange);
+    ArrayRef<int64_t> shape = exchange.getShape();
+    std::optional<GroupBoxes> boxes =
+        boxesOf(exchange.getTarget(), shape, devices);
+    if (!boxes)
+      return std::nullopt;
     Value value = exchange.getResult();
     while (value.hasOneUse()) {
       Operation *user = *value.getUsers().begin();
-      if (!untagged(user))
+      GroupBoxes moved = *boxes;
+      if (!moved.step(user, devices.size(), /*backward=*/false))
         break;
-      std::vector<hspmd::Shard> next = boxes;
-      bool ok = true;
-      if (auto all = dyn_cast<hspmd::AllToAllOp>(user)) {
-        if (all.getFromAttr() || !fits(all.getMesh()))
-          break;
-        ok = join(next, all.getMesh(), all.getAxes(), all.getConcatDim());
-        boxes.swap(next);
-        next = boxes;
-        ok = ok && cut(next, all.getMesh(), all.getAxes(), all.getSplitDim());
-      } else if (auto gather = dyn_cast<hspmd::AllGatherOp>(user)) {
-        if (gather.getFromAttr() || !fits(gather.getMesh()))
-          break;
-        ok = join(next, gather.getMesh(), gather.getAxes(), gather.getDim());
-      } else if (auto slice = dyn_cast<hspmd::LocalSliceOp>(user)) {
-        if (slice.getFromAttr() || !fits(slice.getMesh()))
-          break;
-        ok = cut(next, slice.getMesh(), slice.getAxes(), slice.getDim());
-      } else {
-        break;
-      }
-      if (!ok)
-        return std::nullopt;
-      boxes.swap(next);
+      *boxes = std::move(moved);
       found.chain.push_back(user);
       value = user->getResult(0);
     }
-    // Whole rows, the value's own shape on every device.
-    auto type = cast<RankedTensorType>(value.getType());
-    for (auto [device, box] : llvm::zip(devices, boxes)) {
-      if (ArrayRef<int64_t>(box.sizes) != type.getShape())
-        return std::nullopt;
-      for (size_t d = 1; d < shape.size(); ++d)
-        if (box.offsets[d] != 0 || box.sizes[d] != shape[d])
-          return std::nullopt;
-      found.rows[device] = {box.offsets[0], box.sizes[0]};
-    }
-    found.block = value;
+    std::optional<std::map<int64_t, std::pair<int64_t, int64_t>>> rows =
+        boxes->wholeRows(devices, shape);
+    if (!boxes->fit(value.getType()) || !rows)
+      return std::nullopt;
+    found.rows = std::move(*rows);
+    found.replaced = value;
     return found;
   }
 
-  /// Expert parallelism across device groups: per global function, the
-  /// dispatches whose buffers every group's function moves to the experts
-  /// through the same exchange (the n-th of each, as the runtimes pair
-  /// them) become one hspmd.sparse_exchange in each, at the exchange's
-  /// place: the routed rows alone, from every device to every device
-  /// whose block holds them. Only where every group's function qualifies:
-  /// a group that kept the exchange would wait for the others forever.
+  /// The way back (an AcrossGroups gather), if `exchange` in a function of
+  /// the group of `devices` is one: before it, single-use in-group
+  /// collectives from a value whose every device holds whole rows (the
+  /// experts' output rows); the exchange hands each device the same
+  /// columns of every row, the same for the whole group; its result is
+  /// read only as the buffer of nn.moe_combine and nn.moe_slot_dot ops of
+  /// one slots value, defined before the exchange. Those read the rows the
+  /// slots name alone, which the new op fetches whole.
+  static std::optional<AcrossGroups> getFromExperts(hspmd::ExchangeOp exchange,
+                                                    ArrayRef<int64_t> devices) {
+    if (exchange.getSource().getRelation() == hspmd::UnionRelation::Partial)
+      return std::nullopt;
+    ArrayRef<int64_t> shape = exchange.getShape();
+    std::optional<GroupBoxes> boxes =
+        boxesOf(exchange.getSource(), shape, devices);
+    if (!boxes)
+      return std::nullopt;
+    AcrossGroups found;
+    found.gather = true;
+    SmallVector<Operation *> before;
+    Value walk = exchange.getInput();
+    while (Operation *def = walk.getDefiningOp()) {
+      GroupBoxes moved = *boxes;
+      if (!def->hasOneUse() ||
+          !moved.step(def, devices.size(), /*backward=*/true))
+        break;
+      *boxes = std::move(moved);
+      before.push_back(def);
+      walk = def->getOperand(0);
+    }
+    std::optional<std::map<int64_t, std::pair<int64_t, int64_t>>> rows =
+        boxes->wholeRows(devices, shape);
+    if (!boxes->fit(walk.getType()) || !rows)
+      return std::nullopt;
+    found.input = walk;
+    found.rows = std::move(*rows);
+    found.chain.assign(before.rbegin(), before.rend());
+    found.chain.push_back(exchange);
+    // What the exchange hands out: every row, the group's columns.
+    std::optional<GroupBoxes> target =
+        boxesOf(exchange.getTarget(), shape, devices);
+    if (!target || !target->fit(exchange.getType()))
+      return std::nullopt;
+    const hspmd::Shard &head = target->boxes.front();
+    if (head.offsets[0] != 0 || head.sizes[0] != shape[0] ||
+        llvm::any_of(target->boxes, [&](const hspmd::Shard &box) {
+          return box.offsets != head.offsets || box.sizes != head.sizes;
+        }))
+      return std::nullopt;
+    found.offsets.assign(head.offsets.begin(), head.offsets.end());
+    // Its readers: MoE ops reading the rows of one slots value.
+    Value slots;
+    for (OpOperand &use : exchange->getUses()) {
+      Value named;
+      if (auto combine = dyn_cast<nn::MoeCombineOp>(use.getOwner());
+          combine && use.getOperandNumber() == 0)
+        named = combine.getSlots();
+      else if (auto dot = dyn_cast<nn::MoeSlotDotOp>(use.getOwner());
+               dot && use.getOperandNumber() == 0)
+        named = dot.getSlots();
+      if (!named || (slots && named != slots))
+        return std::nullopt;
+      slots = named;
+    }
+    if (!slots)
+      return std::nullopt;
+    Operation *def = slots.getDefiningOp();
+    if (def && (def->getBlock() != exchange->getBlock() ||
+                !def->isBeforeInBlock(exchange)))
+      return std::nullopt;
+    found.named = slots;
+    found.replaced = exchange.getResult();
+    return found;
+  }
+
+  /// Expert parallelism across device groups: per global function, an
+  /// exchange that every group's function uses to move an MoE buffer to
+  /// the experts (getToExperts) or back (getFromExperts), the same way in
+  /// each (the n-th exchange of each, as the runtimes pair them), becomes
+  /// one hspmd.sparse_exchange in each, at the exchange's place: the
+  /// routed rows alone, to (or from) the devices whose blocks hold them.
+  /// Only where every group's function qualifies: a group that kept the
+  /// exchange would wait for the others forever.
   void sparseExchanges() {
     std::map<std::string, SmallVector<func::FuncOp>> families;
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
@@ -674,60 +826,122 @@ struct MoeSparseExchangePass
         if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
                 hspmd::HSPMDDialect::getSpecializesAttrName()))
           families[of.getValue().str()].push_back(func);
+    auto groupOf = [](func::FuncOp func) {
+      return func->getAttrOfType<hspmd::DeviceGroupAttr>(
+                     hspmd::HSPMDDialect::getGroupAttrName())
+          .getDevices();
+    };
     for (auto &[name, funcs] : families) {
       if (funcs.size() < 2)
         continue;
-      std::vector<SmallVector<hspmd::ExchangeOp>> exchanges;
-      for (func::FuncOp func : funcs) {
-        exchanges.emplace_back();
-        func.walk([&](hspmd::ExchangeOp op) { exchanges.back().push_back(op); });
-      }
-      size_t count = exchanges.front().size();
-      if (llvm::any_of(exchanges, [&](auto &list) {
-            return list.size() != count;
-          }))
-        continue;
-      for (size_t n = 0; n < count; ++n) {
-        SmallVector<AcrossGroups> found;
-        std::map<int64_t, std::pair<int64_t, int64_t>> rows;
-        for (auto [func, list] : llvm::zip(funcs, exchanges)) {
-          hspmd::ExchangeOp op = list[n];
-          hspmd::ExchangeOp head = exchanges.front()[n];
-          if (op.getSource() != head.getSource() ||
-              op.getTarget() != head.getTarget() ||
-              op.getShape() != head.getShape())
-            break;
-          auto group = func->getAttrOfType<hspmd::DeviceGroupAttr>(
-              hspmd::HSPMDDialect::getGroupAttrName());
-          std::optional<AcrossGroups> across =
-              getAcrossGroups(op, group.getDevices());
-          if (!across)
-            break;
-          rows.insert(across->rows.begin(), across->rows.end());
-          found.push_back(std::move(*across));
+      // The runtimes pair exchanges by their devices: per device set, each
+      // function's exchanges over it, in order.
+      std::map<std::vector<int64_t>, std::map<size_t, SmallVector<hspmd::ExchangeOp>>>
+          bySet;
+      for (auto [index, func] : llvm::enumerate(funcs))
+        func.walk([&](hspmd::ExchangeOp op) {
+          std::set<int64_t> devices;
+          for (hspmd::UnionAttr layout : {op.getSource(), op.getTarget()})
+            for (int64_t device : layout.getAllDevices())
+              devices.insert(device);
+          bySet[std::vector<int64_t>(devices.begin(), devices.end())][index]
+              .push_back(op);
+        });
+      for (auto &[members, perFunc] : bySet) {
+        // Every member's function takes part, and no other.
+        std::set<int64_t> covered;
+        bool whole = true;
+        for (auto [index, func] : llvm::enumerate(funcs)) {
+          ArrayRef<int64_t> group = groupOf(func);
+          bool inside = llvm::all_of(group, [&](int64_t device) {
+            return llvm::is_contained(members, device);
+          });
+          bool touches = llvm::any_of(group, [&](int64_t device) {
+            return llvm::is_contained(members, device);
+          });
+          if (touches && (!inside || !perFunc.count(index)))
+            whole = false;
+          if (inside)
+            covered.insert(group.begin(), group.end());
         }
-        if (found.size() != funcs.size())
+        if (!whole || covered != std::set<int64_t>(members.begin(),
+                                                   members.end()))
           continue;
-        SmallVector<int64_t> among, blocks;
-        for (auto &[device, block] : rows) {
-          among.push_back(device);
-          blocks.push_back(block.first);
-          blocks.push_back(block.second);
-        }
-        for (auto [across, list] : llvm::zip(found, exchanges)) {
-          hspmd::ExchangeOp op = list[n];
-          OpBuilder builder(op);
-          auto sparse = hspmd::SparseExchangeOp::create(
-              builder, op.getLoc(), across.block.getType(),
-              across.dispatch.getResult(), across.dispatch.getSlots(),
-              builder.getDenseI64ArrayAttr(among),
-              builder.getDenseI64ArrayAttr(blocks));
-          across.block.replaceAllUsesWith(sparse.getResult());
-          for (Operation *dead : llvm::reverse(across.chain))
-            if (dead->use_empty())
-              dead->erase();
-        }
+        size_t count = perFunc.begin()->second.size();
+        if (llvm::any_of(perFunc, [&](auto &entry) {
+              return entry.second.size() != count;
+            }))
+          continue;
+        for (size_t n = 0; n < count; ++n)
+          sparseExchange(funcs, perFunc, n, members);
       }
+    }
+  }
+
+  /// The n-th exchange over `members` of each function of `funcs` (those
+  /// in `perFunc`), as one sparse exchange in each, where all qualify.
+  static void
+  sparseExchange(ArrayRef<func::FuncOp> funcs,
+                 const std::map<size_t, SmallVector<hspmd::ExchangeOp>> &perFunc,
+                 size_t n, ArrayRef<int64_t> members) {
+    SmallVector<std::pair<hspmd::ExchangeOp, AcrossGroups>> found;
+    std::map<int64_t, std::pair<int64_t, int64_t>> rows;
+    hspmd::ExchangeOp head = perFunc.begin()->second[n];
+    for (auto &[index, list] : perFunc) {
+      hspmd::ExchangeOp op = list[n];
+      if (op.getSource() != head.getSource() ||
+          op.getTarget() != head.getTarget() ||
+          op.getShape() != head.getShape() ||
+          op->hasAttr(hspmd::HSPMDDialect::getGroupAttrName()))
+        return;
+      ArrayRef<int64_t> devices =
+          funcs[index]
+              ->getAttrOfType<hspmd::DeviceGroupAttr>(
+                  hspmd::HSPMDDialect::getGroupAttrName())
+              .getDevices();
+      std::optional<AcrossGroups> across = getToExperts(op, devices);
+      if (!across)
+        across = getFromExperts(op, devices);
+      if (!across ||
+          (!found.empty() && across->gather != found[0].second.gather))
+        return;
+      rows.insert(across->rows.begin(), across->rows.end());
+      found.emplace_back(op, std::move(*across));
+    }
+    SmallVector<int64_t> among, blocks;
+    for (auto &[device, block] : rows) {
+      among.push_back(device);
+      blocks.push_back(block.first);
+      blocks.push_back(block.second);
+    }
+    if (!llvm::equal(among, members))
+      return;
+    for (auto &[op, across] : found) {
+      OpBuilder builder(op);
+      Location loc = op.getLoc();
+      auto inputType = cast<RankedTensorType>(across.input.getType());
+      Type type = across.gather
+                      ? RankedTensorType::get(op.getShape(),
+                                              inputType.getElementType())
+                      : across.replaced.getType();
+      Value result = hspmd::SparseExchangeOp::create(
+          builder, loc, type, across.input, across.named,
+          builder.getDenseI64ArrayAttr(among),
+          builder.getDenseI64ArrayAttr(blocks), across.gather);
+      // The way back: the columns the readers had.
+      auto replacedType = cast<RankedTensorType>(across.replaced.getType());
+      if (result.getType() != replacedType) {
+        SmallVector<int64_t> ones(replacedType.getRank(), 1);
+        result = nn::SliceOp::create(
+            builder, loc, replacedType, result,
+            builder.getDenseI64ArrayAttr(across.offsets),
+            builder.getDenseI64ArrayAttr(replacedType.getShape()),
+            builder.getDenseI64ArrayAttr(ones));
+      }
+      across.replaced.replaceAllUsesWith(result);
+      for (Operation *dead : llvm::reverse(across.chain))
+        if (dead->use_empty())
+          dead->erase();
     }
   }
 

@@ -125,10 +125,15 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
       it over the group, an `hspmd.exchange` summing it across the groups,
       then all-to-alls, all-gathers or local slices inside the group
       ending in whole rows, becomes one `hspmd.sparse_exchange` among
-      every device, each device's rows read off the exchange's target
-      and the collectives after it; only where every group's function of
-      the global function has such a chain at the same exchange (the
-      n-th of each), which the new op replaces in place.
+      every device; the experts' output rows that reach a combine's
+      width split through in-group collectives and an exchange become an
+      `hspmd.sparse_exchange gather` of the rows the combine's slots name
+      and a slice of the group's columns (the exchange's result read only
+      by combines and slot dot products of those slots). Each device's
+      rows are read off the exchange's layouts and the in-group
+      collectives; only where every group's function of the global
+      function has such a chain at the same exchange (the n-th of each),
+      which the new op replaces in place.
 
     "The same on every member" is proved from the program: made by an
     all-gather or all-reduce over (at least) those mesh axes, or by

@@ -31,6 +31,9 @@ inline constexpr llvm::StringLiteral kSpecializesAttr = "loom.specializes";
 inline constexpr llvm::StringLiteral kCommAttr = "loom.comm";
 inline constexpr llvm::StringLiteral kMeshAttr = "loom.mesh";
 inline constexpr llvm::StringLiteral kAxesAttr = "loom.axes";
+/// On a communicator field: the host runtime's MPI communicator on every
+/// target (no library communicator).
+inline constexpr llvm::StringLiteral kMpiOnlyAttr = "loom.mpi_only";
 
 /// An exchange field: its plan.
 inline constexpr llvm::StringLiteral kExchangeAttr = "loom.exchange";

@@ -186,10 +186,13 @@ LogicalResult loom::codegen::emitForTargets(
           return formatIntList(
               op->getAttrOfType<DenseI64ArrayAttr>(name).asArrayRef());
         };
-        field.setType(opaqueType(target.commType));
+        bool mpiOnly = op->hasAttr(kMpiOnlyAttr);
+        field.setType(
+            opaqueType(mpiOnly ? "loom::rt::Communicator*" : target.commType));
         field.setInitialValueAttr(opaque(
-            std::string(target.ns) + "::subgroup(" + get(kDevicesAttr) +
-            ", " + get(kMeshAttr) + ", " + get(kAxesAttr) + ")"));
+            std::string(mpiOnly ? "loom::host" : target.ns) + "::subgroup(" +
+            get(kDevicesAttr) + ", " + get(kMeshAttr) + ", " + get(kAxesAttr) +
+            ")"));
       } else if (auto plan =
                      op->getAttrOfType<DenseI64ArrayAttr>(kExchangeAttr)) {
         auto members = op->getAttrOfType<DenseI64ArrayAttr>(kDevicesAttr);
@@ -200,7 +203,7 @@ LogicalResult loom::codegen::emitForTargets(
                    formatIntList(plan.asArrayRef()) + ")"));
       }
       for (StringRef name :
-           {kArenaAttr, kBytesAttr, kOffsetAttr, kCommAttr,
+           {kArenaAttr, kBytesAttr, kOffsetAttr, kCommAttr, kMpiOnlyAttr,
             kDevicesAttr, kMeshAttr, kAxesAttr, kExchangeAttr,
             kPersistentBytesAttr, kTransientPeakAttr})
         op->removeAttr(name);

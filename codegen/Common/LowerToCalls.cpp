@@ -81,9 +81,12 @@ private:
   FailureOr<Value> commRef(Operation *op, ArrayRef<int64_t> mesh,
                            ArrayRef<int64_t> axes);
   /// The communicator field of `group` (the op's, when empty) as a mesh
-  /// of `mesh`, sub-groups over `axes`.
+  /// of `mesh`, sub-groups over `axes`; with `mpiOnly`, the host
+  /// runtime's MPI communicator on every target (no library communicator:
+  /// a group spanning several programs, which may be of other targets).
   FailureOr<Value> commRef(Operation *op, ArrayRef<int64_t> group,
-                           ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes);
+                           ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
+                           bool mpiOnly = false);
   FailureOr<Value> exchangeRef(hspmd::ExchangeOp op);
   /// A call at the location of the op being lowered (the function's
   /// otherwise), so that a target's diagnostics point at the op.
@@ -368,7 +371,8 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op, ArrayRef<int64_t> mesh,
 FailureOr<Value> ProgramLowering::commRef(Operation *op,
                                           ArrayRef<int64_t> devices,
                                           ArrayRef<int64_t> mesh,
-                                          ArrayRef<int64_t> axes) {
+                                          ArrayRef<int64_t> axes,
+                                          bool mpiOnly) {
   SmallVector<int64_t> group =
       devices.empty() ? groupOf(op) : SmallVector<int64_t>(devices);
   // The runtimes take a mesh, its axes (and a permute's lists) as shapes.
@@ -382,13 +386,15 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op,
   if (size != static_cast<int64_t>(group.size()))
     return op->emitOpError() << "runs over a mesh of " << size
                              << " devices but its group has " << group.size();
-  std::string key =
-      formatIntList(group) + formatIntList(mesh) + formatIntList(axes);
+  std::string key = formatIntList(group) + formatIntList(mesh) +
+                    formatIntList(axes) + (mpiOnly ? "mpi" : "");
   auto it = commFields.find(key);
   if (it == commFields.end()) {
     std::string name = "comm_" + std::to_string(commFields.size());
     NamedAttrList attrs;
     attrs.append(kCommAttr, UnitAttr::get(context));
+    if (mpiOnly)
+      attrs.append(kMpiOnlyAttr, UnitAttr::get(context));
     attrs.append(kDevicesAttr, builder.getDenseI64ArrayAttr(group));
     attrs.append(kMeshAttr, builder.getDenseI64ArrayAttr(mesh));
     attrs.append(kAxesAttr, builder.getDenseI64ArrayAttr(axes));
@@ -633,17 +639,21 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
   if (auto sparse = dyn_cast<hspmd::SparseAllGatherOp>(op))
     return collective(sparse.getMesh(), sparse.getAxes(), {});
   if (auto sparse = dyn_cast<hspmd::SparseExchangeOp>(op)) {
-    // One sub-group of every device named, in order, and their blocks.
+    // One sub-group of every device named, in order (the host runtime's
+    // MPI communicator: the devices run several programs, perhaps of other
+    // targets, and the device targets stage the rows through host memory),
+    // and their blocks.
     results();
     inputs();
     int64_t members = sparse.getAmong().size();
-    FailureOr<Value> comm =
-        commRef(op, sparse.getAmong(), {members}, {int64_t(0)});
+    FailureOr<Value> comm = commRef(op, sparse.getAmong(), {members},
+                                    {int64_t(0)}, /*mpiOnly=*/true);
     if (failed(comm))
       return failure();
     args.push_back(operandIndex(operands.size()));
     operands.push_back(*comm);
     args.push_back(opaque(formatIntList(sparse.getBlocks())));
+    args.push_back(opaque(sparse.getGather() ? "true" : "false"));
     call("loom.comm.sparse_exchange", operands, args);
     return success();
   }

@@ -193,15 +193,17 @@ void stagedExchange(const Target &target, host::ExchangePlan &plan, void *out,
                     int64_t outElements, const void *in, int64_t inElements,
                     int64_t elementBytes, rt::ElementType type);
 /// The host runtime's collective of rows named by an index tensor
-/// (host::sparseReduceScatterBytes, host::sparseAllGatherBytes).
+/// (host::sparseReduceScatterBytes, host::sparseAllGatherBytes,
+/// host::sparseExchangeBytes with the op's blocks).
 using SparseRowsCollective = std::function<void(
     void *out, Shape outShape, const void *in, Shape inShape,
     const int64_t *rows, Shape rowsShape, rt::ElementType type,
     rt::Communicator *comm)>;
 /// hspmd.sparse_reduce_scatter, hspmd.sparse_all_gather and
-/// hspmd.sparse_exchange: `collective`
-/// on host copies of the device buffers, over the members' MPI
-/// communicator. Their messages have data-dependent sizes, which the
+/// hspmd.sparse_exchange: `collective` on host copies of the device
+/// buffers, over the members' MPI communicator (a sparse exchange's is
+/// the host runtime's alone: its members run several programs, perhaps
+/// of other targets, so no library communicator spans them). Their messages have data-dependent sizes, which the
 /// libraries' fixed-count collectives take only after the counts have
 /// reached the host anyway (a device-resident path is future work).
 void stagedSparseRows(const Target &target, rt::Communicator &mpi,
@@ -320,14 +322,15 @@ private:
   template <typename T>                                                        \
   void sparse_exchange(T *out, Shape outShape, const T *in, Shape inShape,     \
                        const int64_t *rows, Shape rowsShape,                   \
-                       Communicator *comm, Ints blocks) {                      \
+                       rt::Communicator *mpi, Ints blocks, bool gather) {      \
     std::vector<int64_t> bounds(blocks);                                       \
     ::loom::host::device::stagedSparseRows(                                    \
-        target(), comm->getMpi(),                                              \
-        [&bounds](void *o, Shape os, const void *i, Shape is,                  \
-                  const int64_t *r, Shape rs, rt::ElementType t,               \
-                  rt::Communicator *c) {                                       \
-          host::sparseExchangeBytes(o, os, i, is, r, rs, t, c, bounds);        \
+        target(), *mpi,                                                        \
+        [&bounds, gather](void *o, Shape os, const void *i, Shape is,          \
+                          const int64_t *r, Shape rs, rt::ElementType t,       \
+                          rt::Communicator *c) {                               \
+          host::sparseExchangeBytes(o, os, i, is, r, rs, t, c, bounds,         \
+                                    gather);                                   \
         },                                                                     \
         out, outShape, in, inShape, rows, rowsShape,                           \
         host::elementTypeOf<T>());                                             \

@@ -500,7 +500,8 @@ struct NamedRows {
 NamedRows exchangeNamedRows(const char *kind, const int64_t *rows,
                             int64_t count, int64_t numRows,
                             Communicator *comm,
-                            const layout::RowBlocks *blocks = nullptr) {
+                            const layout::RowBlocks *blocks = nullptr,
+                            bool firstOnly = false) {
   Runtime &runtime = Runtime::get();
   int k = comm->getSize();
   int me = comm->getRank();
@@ -511,9 +512,10 @@ NamedRows exchangeNamedRows(const char *kind, const int64_t *rows,
       runtime.fail(std::string(kind) + ": blocks for " +
                    std::to_string(blocks->members()) + " members over " +
                    std::to_string(k));
-    // A row in several members' blocks goes to each.
-    layout::getSparseRowsByBlock(rows, count, numRows, *blocks,
-                                 /*firstOnly=*/false, named.mine);
+    // A scatter's row in several members' blocks goes to each; a gather
+    // asks the first.
+    layout::getSparseRowsByBlock(rows, count, numRows, *blocks, firstOnly,
+                                 named.mine);
   } else if (!layout::getSparseRowsByMember(rows, count, numRows, k,
                                             named.mine, error)) {
     runtime.fail(error + " at step " + std::to_string(runtime.getStep()));
@@ -645,44 +647,66 @@ void loom::host::sparseReduceScatterBytes(void *out, Shape outShape,
                    rowsShape, type, comm, /*blocks=*/nullptr);
 }
 
+namespace {
+void gatherNamedRows(const char *kind, void *out, Shape outShape,
+                     const void *in, Shape inShape, const int64_t *rows,
+                     Shape rowsShape, ElementType type, Communicator *comm,
+                     const layout::RowBlocks *blocks);
+} // namespace
+
 void loom::host::sparseExchangeBytes(void *out, Shape outShape, const void *in,
                                      Shape inShape, const int64_t *rows,
                                      Shape rowsShape, ElementType type,
                                      Communicator *comm,
-                                     const std::vector<int64_t> &blocks) {
+                                     const std::vector<int64_t> &blocks,
+                                     bool gather) {
   if (static_cast<int64_t>(blocks.size()) != 2 * comm->getSize())
     Runtime::get().fail("sparse_exchange: " + std::to_string(blocks.size()) +
                         " block bounds for " +
                         std::to_string(comm->getSize()) + " members");
   layout::RowBlocks rowBlocks =
       layout::RowBlocks::fromPairs(blocks.data(), comm->getSize());
-  scatterNamedRows("sparse_exchange", out, outShape, in, inShape, rows,
-                   rowsShape, type, comm, &rowBlocks);
+  if (gather)
+    gatherNamedRows("sparse_exchange", out, outShape, in, inShape, rows,
+                    rowsShape, type, comm, &rowBlocks);
+  else
+    scatterNamedRows("sparse_exchange", out, outShape, in, inShape, rows,
+                     rowsShape, type, comm, &rowBlocks);
 }
 
-void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
-                                      const void *in, Shape inShape,
-                                      const int64_t *rows, Shape rowsShape,
-                                      ElementType type, Communicator *comm) {
-  const char *kind = "sparse_all_gather";
+namespace {
+
+/// hspmd.sparse_all_gather (`blocks` null: the equal blocks of the
+/// sub-group) and hspmd.sparse_exchange gather (`blocks`: each member's
+/// rows; a row from the first member holding it).
+void gatherNamedRows(const char *kind, void *out, Shape outShape,
+                     const void *in, Shape inShape, const int64_t *rows,
+                     Shape rowsShape, ElementType type, Communicator *comm,
+                     const layout::RowBlocks *blocks) {
   CommSpan span(kind);
   Runtime &runtime = Runtime::get();
   runtime.count(kind).calls += 1;
   int k = comm->getSize();
   int me = comm->getRank();
   int64_t block = inShape.rank > 0 ? inShape[0] : 0;
-  int64_t numRows = block * k;
-  int64_t rowElements = block > 0 ? inShape.numElements() / block : 0;
+  int64_t numRows = blocks ? (outShape.rank > 0 ? outShape[0] : 0) : block * k;
+  int64_t rowElements =
+      block > 0 ? inShape.numElements() / block
+                : (numRows > 0 ? outShape.numElements() / numRows : 0);
   int64_t rowBytes = rowElements * rt::getElementSize(type);
-  if (outShape.numElements() != numRows * rowElements)
+  if (outShape.numElements() != numRows * rowElements ||
+      (blocks && (blocks->size[me] != block ||
+                  blocks->first[me] + block > numRows)))
     runtime.fail(std::string(kind) + ": a result of " +
                  std::to_string(outShape.numElements()) + " elements for " +
                  std::to_string(numRows) + " rows of " +
-                 std::to_string(rowElements));
+                 std::to_string(rowElements) + " from a block of " +
+                 std::to_string(block));
   // The rows to ask each member for (its block holds them), and how many
   // each asks of this rank; then the indices asked.
-  NamedRows named =
-      exchangeNamedRows(kind, rows, rowsShape.numElements(), numRows, comm);
+  NamedRows named = exchangeNamedRows(kind, rows, rowsShape.numElements(),
+                                      numRows, comm, blocks,
+                                      /*firstOnly=*/true);
   std::vector<std::vector<int64_t>> asked(k);
   std::vector<Communicator::Message> sends, receives;
   for (int j = 0; j < k; ++j) {
@@ -698,7 +722,7 @@ void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
     comm->sendRecv(kind, sends, receives, /*countCall=*/false);
   // The rows asked of this rank go back; those it asked for come in.
   const char *source = static_cast<const char *>(in);
-  int64_t first = me * block;
+  int64_t first = blocks ? blocks->first[me] : me * block;
   std::vector<std::vector<char>> answers(k), answered(k);
   sends.clear();
   receives.clear();
@@ -736,6 +760,16 @@ void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
       std::memcpy(result + row * rowBytes, from,
                   static_cast<size_t>(rowBytes));
     }
+}
+
+} // namespace
+
+void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
+                                      const void *in, Shape inShape,
+                                      const int64_t *rows, Shape rowsShape,
+                                      ElementType type, Communicator *comm) {
+  gatherNamedRows("sparse_all_gather", out, outShape, in, inShape, rows,
+                  rowsShape, type, comm, /*blocks=*/nullptr);
 }
 
 void loom::host::localSliceBytes(void *out, Shape outShape, const void *in,

@@ -157,14 +157,15 @@ void sparseReduceScatterBytes(void *out, Shape outShape, const void *in,
                               Shape inShape, const int64_t *rows,
                               Shape rowsShape, rt::ElementType type,
                               rt::Communicator *comm);
-/// hspmd.sparse_exchange: sparseReduceScatterBytes over `comm`, the
-/// op's `among` devices in order, member j holding the rows
-/// [blocks[2j], blocks[2j] + blocks[2j+1]) (a row in several blocks goes
-/// to each). Counted as `sparse_exchange`.
+/// hspmd.sparse_exchange: sparseReduceScatterBytes (with `gather`,
+/// sparseAllGatherBytes) over `comm`, the op's `among` devices in order,
+/// member j holding the rows [blocks[2j], blocks[2j] + blocks[2j+1]) (a
+/// scattered row in several blocks goes to each; a gathered one comes from
+/// the first). Counted as `sparse_exchange`.
 void sparseExchangeBytes(void *out, Shape outShape, const void *in,
                          Shape inShape, const int64_t *rows, Shape rowsShape,
                          rt::ElementType type, rt::Communicator *comm,
-                         const std::vector<int64_t> &blocks);
+                         const std::vector<int64_t> &blocks, bool gather);
 /// hspmd.sparse_all_gather: `out` (the whole rows) is zero but for the rows
 /// `rows` names (outside [0, rows): none), each fetched from the member whose block (`in`)
 /// holds it: the counts to every member first, then one message of row
@@ -245,9 +246,9 @@ void sparse_reduce_scatter(T *out, Shape outShape, const T *in, Shape inShape,
 template <typename T>
 void sparse_exchange(T *out, Shape outShape, const T *in, Shape inShape,
                      const int64_t *rows, Shape rowsShape,
-                     rt::Communicator *comm, Ints blocks) {
+                     rt::Communicator *comm, Ints blocks, bool gather) {
   sparseExchangeBytes(out, outShape, in, inShape, rows, rowsShape,
-                      elementTypeOf<T>(), comm, blocks);
+                      elementTypeOf<T>(), comm, blocks, gather);
 }
 template <typename T>
 void sparse_all_gather(T *out, Shape outShape, const T *in, Shape inShape,

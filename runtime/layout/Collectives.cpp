@@ -360,8 +360,19 @@ bool loom::layout::getSparseRowsByMember(
             " rows do not divide among " + std::to_string(k) + " members";
     return false;
   }
-  getSparseRowsByBlock(named, count, rows, RowBlocks::equal(rows, k),
-                       /*firstOnly=*/true, byMember);
+  // Equal blocks: the member is the row's block, found at once.
+  int64_t block = rows / k;
+  byMember.assign(static_cast<size_t>(k), {});
+  for (int64_t i = 0; i < count; ++i) {
+    // As the MoE ops read slots: an index outside the rows names none.
+    int64_t row = named[i];
+    if (row >= 0 && row < rows)
+      byMember[static_cast<size_t>(row / block)].push_back(row);
+  }
+  for (std::vector<int64_t> &list : byMember) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
   return true;
 }
 

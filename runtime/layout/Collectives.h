@@ -191,10 +191,11 @@ Traffic getSparseTraffic(SparseRows kind, const std::vector<int64_t> &mine,
 /// named in its block by each other member.
 Traffic getSparseTrafficBound(SparseRows kind, int64_t count, int64_t rows,
                               int64_t rowBytes, int64_t k);
-/// The most member `position` of a scatter over `blocks` can move when it
-/// names `count` indices: all its named rows, to every other member that
-/// can hold them (no more than min(count, size[j]) to member j), and from
-/// each other member at most its own block's rows.
+/// The most member `position` of a sparse collective over `blocks` can
+/// move when it names `count` indices: its named rows, to (or from) every
+/// other member that can hold them (no more than min(count, size[j]) with
+/// member j), and with each other member at most its own block's rows the
+/// other way.
 Traffic getSparseTrafficBound(SparseRows kind, int64_t count,
                               const RowBlocks &blocks, int64_t rowBytes,
                               int64_t position);

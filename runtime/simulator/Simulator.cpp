@@ -303,12 +303,19 @@ void Simulator::Impl::complete(Pending &entry) {
   int64_t k = entry.members.size();
   // Every member must run the same collective on the same kind of buffer.
   Operation *first = entry.ops.front();
+  // (A sparse exchange's gather takes each member's block, of its size.)
+  auto across = dyn_cast<hspmd::SparseExchangeOp>(first);
+  bool blocksDiffer = across && across.getGather();
   for (int64_t p = 1; p < k; ++p) {
     Operation *other = entry.ops[p];
+    ArrayRef<int64_t> shape = entry.inputs[p]->getShape();
+    ArrayRef<int64_t> head = entry.inputs[0]->getShape();
     if (other->getName() != first->getName() ||
         other->getAttrDictionary() != first->getAttrDictionary() ||
         entry.inputs[p]->getKind() != entry.inputs[0]->getKind() ||
-        entry.inputs[p]->getShape() != entry.inputs[0]->getShape()) {
+        (blocksDiffer ? shape.size() != head.size() ||
+                            shape.drop_front() != head.drop_front()
+                      : shape != head)) {
       std::string text;
       llvm::raw_string_ostream os(text);
       os << "ranks " << entry.members[0] << " and " << entry.members[p]
@@ -361,11 +368,15 @@ void Simulator::Impl::complete(Pending &entry) {
     // them (layout::getSparseRowsByBlock; a sparse exchange's blocks are
     // its own and may overlap: a row goes to each).
     const Tensor &input = *entry.inputs.front();
-    bool gather = isa<hspmd::SparseAllGatherOp>(first);
-    auto across = dyn_cast<hspmd::SparseExchangeOp>(first);
+    bool gather = isa<hspmd::SparseAllGatherOp>(first) ||
+                  (across && across.getGather());
     int64_t inputRows = input.getShape()[0];
-    int64_t numRows = gather ? inputRows * k : inputRows;
-    int64_t rowBytes = inputRows ? bytes / inputRows : 0;
+    int64_t numRows =
+        across && gather
+            ? cast<RankedTensorType>(first->getResult(0).getType()).getDimSize(0)
+        : gather ? inputRows * k
+                 : inputRows;
+    int64_t rowBytes = product(input.getShape().drop_front()) * elementSize;
     if (!across && !gather && inputRows % k != 0) {
       entry.error = "sparse collective: " + std::to_string(inputRows) +
                     " rows do not divide among " + std::to_string(k) +
@@ -383,9 +394,11 @@ void Simulator::Impl::complete(Pending &entry) {
                       "; expected i64";
         return;
       }
+      // A scattered row goes to each member holding it, a gathered one
+      // comes from the first.
       layout::getSparseRowsByBlock(rows.data<int64_t>(), rows.getNumElements(),
-                                   numRows, blocks, /*firstOnly=*/!across,
-                                   named[q]);
+                                   numRows, blocks,
+                                   /*firstOnly=*/!across || gather, named[q]);
     }
     layout::DType dtype = toLayoutType(input.getKind());
     for (int64_t p = 0; p < k; ++p) {

@@ -66,10 +66,12 @@ def run(cmd):
     return proc.stdout
 
 
-# --groups: the devices of GROUPS[g] hold the tokens TOKENS_OF[d] and the
-# experts' blocks OWNER[e] says.
-GROUPS = [[0, 1], [2]]
+# --groups: device d holds the tokens TOKENS_OF[d] and the experts' blocks
+# OWNER[e] says. Group partitioning splits the combine's width between the
+# groups, so each device combines the tokens COMBINES[d] (the pair splits
+# every token between its two devices, the single device takes them all).
 TOKENS_OF = [(0, T // 4), (T // 4, T // 2), (T // 2, T)]
+COMBINES = [(0, T // 2), (T // 2, T), (0, T)]
 OWNER = [0, 1, 2, 2]
 
 
@@ -158,12 +160,12 @@ def exchanged(n, ranks, row):
     return scatter, gather
 
 
-def routed_groups(experts):
-    """routed() for --groups: n[r, j] entries of device r's tokens routed
-    to device j's experts."""
+def routed_groups(experts, tokens=TOKENS_OF):
+    """routed() for --groups: n[r, j] entries of device r's `tokens`
+    routed to device j's experts."""
     owner = np.array(OWNER)[experts]
     n = np.zeros((3, 3), dtype=np.int64)
-    for r, (lo, hi) in enumerate(TOKENS_OF):
+    for r, (lo, hi) in enumerate(tokens):
         for j in range(3):
             n[r, j] = np.count_nonzero(owner[lo:hi] == j)
     return n
@@ -279,8 +281,8 @@ def main():
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--groups", action="store_true",
                     help="expert parallelism over two device groups of 2 "
-                         "and 1 devices (3 ranks): the dispatch by "
-                         "hspmd.sparse_exchange")
+                         "and 1 devices (3 ranks): the rows by "
+                         "hspmd.sparse_exchange both ways")
     ap.add_argument("--dense", action="store_true",
                     help="partition with moe-sparse=false (the dense "
                          "reduce-scatter) and check only the training")
@@ -393,7 +395,7 @@ def main():
     kinds = (("sparse_exchange",) if args.groups else
              ("sparse_reduce_scatter", "sparse_all_gather"))
     want = {kind: [[0, 0] for _ in range(args.ranks)] for kind in kinds}
-    calls = 2 * args.steps
+    calls = (4 if args.groups else 2) * args.steps
     # The expert weights each micro-step fetches and sends home.
     weights = 2 if args.tp > 1 else 1
     for s in range(args.steps):
@@ -442,12 +444,18 @@ def main():
                   f"{args.micro_batches} micro-steps, {kept} slots kept")
             continue
         if args.groups:
-            # Across the groups: the dispatch and the combine's gradient,
-            # the rows to the devices whose blocks hold them.
+            # Across the groups, a step's sparse exchanges: the dispatch and
+            # the combine's gradient send each device's own tokens' rows to
+            # the devices whose blocks hold them; the combine and the
+            # dispatch's gradient fetch the rows of the tokens each device
+            # combines.
             scatter, _ = exchanged(routed_groups(experts[s]), 3, W * 8)
-            for r, (sent, received) in enumerate(scatter):
-                want["sparse_exchange"][r][0] += 2 * sent
-                want["sparse_exchange"][r][1] += 2 * received
+            _, gather = exchanged(routed_groups(experts[s], COMBINES), 3,
+                                  W * 8)
+            for moved in (scatter, gather):
+                for r, (sent, received) in enumerate(moved):
+                    want["sparse_exchange"][r][0] += 2 * sent
+                    want["sparse_exchange"][r][1] += 2 * received
             continue
         scatter, gather = expected_bytes(experts[s], args.ranks)
         for kind, moved in (("sparse_reduce_scatter", scatter),
@@ -471,8 +479,8 @@ def main():
             print(f"rank {g} {kind}: calls {got[0]}, bytes sent {got[1]}, "
                   f"received {got[2]}: equal to the routed entries'")
     if args.groups:
-        # The way back across groups is still dense (docs/moe.md): list
-        # what each rank's other collectives move.
+        # What else moves: the routing, the gates and the combine's output
+        # (a width split between the groups, the tokens' rows), listed.
         for line in host.splitlines():
             if re.match(r"rank \d+ (all_to_all|reduce_scatter|exchange):",
                         line):

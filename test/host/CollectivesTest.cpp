@@ -5,7 +5,8 @@
 // sub-group, and each rank checks its result and the bytes it counted
 // against the simulator's formulas (runtime/simulator/Simulator.h).
 // On 4 ranks, hspmd.permute as generated code calls it (Program.h): the
-// world read as a 2 x 2 mesh, its two axes swapped.
+// world read as a 2 x 2 mesh, its two axes swapped; and
+// hspmd.sparse_exchange both ways over blocks that overlap.
 // `--hang-rank R`: rank R sleeps before a collective instead of joining
 // it; the others must end with Loom's error (the fault test).
 // `--crash-after-success R`: rank R aborts after printing its success line
@@ -458,6 +459,120 @@ void checkPermute() {
         static_cast<long>(bytes), static_cast<long>(bytes));
 }
 
+/// hspmd.sparse_exchange on 4 ranks as generated code calls it: blocks
+/// of their own sizes that overlap (rank 0 holds rows [0, 4), rank 1
+/// [2, 6), rank 2 [6, 9), rank 3 [9, 11); row 11 is nobody's). Each rank
+/// names rows me, me + 3 and 2 me + 1 twice, -1 and 11. Scattered, a
+/// named row goes to every rank holding it and the holders add what they
+/// get in rank order; gathered, it comes from the first rank holding it.
+void checkSparseExchange(Communicator &world) {
+  Runtime &runtime = Runtime::get();
+  int me = world.getRank();
+  const int64_t rows = 12, width = 2, rowBytes = width * 8;
+  const std::vector<int64_t> blocks = {0, 4, 2, 4, 6, 3, 9, 2};
+  auto first = [&](int r) { return blocks[2 * r]; };
+  auto size = [&](int r) { return blocks[2 * r + 1]; };
+  auto holds = [&](int r, int64_t row) {
+    return row >= first(r) && row < first(r) + size(r);
+  };
+  auto namedBy = [&](int r) {
+    std::vector<int64_t> named = {r, r + 3, 2 * r + 1, 2 * r + 1, -1, 11};
+    return named;
+  };
+  // The distinct rows rank r names that rank p holds (first holder only,
+  // for the gather).
+  auto count = [&](int r, int p, bool firstOnly) {
+    std::vector<int64_t> named = namedBy(r);
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    int64_t n = 0;
+    for (int64_t row : named) {
+      if (row < 0 || row >= rows || !holds(p, row))
+        continue;
+      bool earlier = false;
+      for (int q = 0; q < p; ++q)
+        earlier |= holds(q, row);
+      n += !(firstOnly && earlier);
+    }
+    return n;
+  };
+  std::map<std::string, Traffic> before = runtime.getTraffic();
+  // Scattered: rank q's row r is 100 q + r (+ 0.5 in column 1), zero
+  // outside the rows it names.
+  std::vector<int64_t> named = namedBy(me);
+  std::vector<double> buffer(rows * width, 0.0);
+  for (int64_t row : named)
+    if (row >= 0 && row < rows)
+      for (int64_t c = 0; c < width; ++c)
+        buffer[row * width + c] = 100.0 * me + row + 0.5 * c;
+  std::vector<double> block(size(me) * width, -1.0);
+  loom::host::sparse_exchange<double>(
+      block.data(), {size(me), width}, buffer.data(), {rows, width},
+      named.data(), {6}, &world, {0, 4, 2, 4, 6, 3, 9, 2}, false);
+  for (int64_t i = 0; i < size(me); ++i) {
+    int64_t row = first(me) + i;
+    for (int64_t c = 0; c < width; ++c) {
+      double want = 0.0;
+      for (int q = 0; q < 4; ++q) {
+        std::vector<int64_t> theirs = namedBy(q);
+        if (std::find(theirs.begin(), theirs.end(), row) != theirs.end())
+          want += 100.0 * q + row + 0.5 * c;
+      }
+      CHECK(block[i * width + c] == want,
+            "sparse_exchange row %ld column %ld: %g, want %g",
+            static_cast<long>(row), static_cast<long>(c), block[i * width + c],
+            want);
+    }
+  }
+  // Gathered: rank p's block holds 1000 p + row; a row comes from its
+  // first holder, a row nobody holds (11) stays zero.
+  std::vector<double> mine(size(me) * width);
+  for (int64_t i = 0; i < size(me); ++i)
+    for (int64_t c = 0; c < width; ++c)
+      mine[i * width + c] = 1000.0 * me + first(me) + i + 0.5 * c;
+  std::vector<double> whole(rows * width, -1.0);
+  loom::host::sparse_exchange<double>(
+      whole.data(), {rows, width}, mine.data(), {size(me), width},
+      named.data(), {6}, &world, {0, 4, 2, 4, 6, 3, 9, 2}, true);
+  for (int64_t row = 0; row < rows; ++row) {
+    bool asked = std::find(named.begin(), named.end(), row) != named.end();
+    int owner = -1;
+    for (int p = 3; p >= 0; --p)
+      if (holds(p, row))
+        owner = p;
+    for (int64_t c = 0; c < width; ++c) {
+      double want =
+          asked && owner >= 0 ? 1000.0 * owner + row + 0.5 * c : 0.0;
+      CHECK(whole[row * width + c] == want,
+            "sparse_exchange gather row %ld column %ld: %g, want %g",
+            static_cast<long>(row), static_cast<long>(c),
+            whole[row * width + c], want);
+    }
+  }
+  // Bytes: a count each way with every other rank; scattered, an index
+  // and a row per row sent or received; gathered, an index one way and a
+  // row the other.
+  int64_t sent = 0, received = 0;
+  for (int p = 0; p < 4; ++p) {
+    if (p == me)
+      continue;
+    sent += 8 + count(me, p, false) * (8 + rowBytes);
+    received += 8 + count(p, me, false) * (8 + rowBytes);
+    sent += 8 + count(me, p, true) * 8 + count(p, me, true) * rowBytes;
+    received += 8 + count(p, me, true) * 8 + count(me, p, true) * rowBytes;
+  }
+  Traffic now = runtime.getTraffic().at("sparse_exchange");
+  Traffic was = before.count("sparse_exchange") ? before.at("sparse_exchange")
+                                                : Traffic();
+  CHECK(now.calls - was.calls == 2 && now.bytesSent - was.bytesSent == sent &&
+            now.bytesReceived - was.bytesReceived == received,
+        "sparse_exchange: calls %ld, sent %ld, received %ld; want 2, %ld, %ld",
+        static_cast<long>(now.calls - was.calls),
+        static_cast<long>(now.bytesSent - was.bytesSent),
+        static_cast<long>(now.bytesReceived - was.bytesReceived),
+        static_cast<long>(sent), static_cast<long>(received));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -524,8 +639,10 @@ int main(int argc, char **argv) {
   checkPermutePeers({1, 0}, {2, 2});
   checkPermutePeers({2, 0, 1}, {2, 2, 2});
   checkPermutePeers({0, 3, 1, 2}, {3, 2, 2, 2});
-  if (world == 4)
+  if (world == 4) {
     checkPermute();
+    checkSparseExchange(runtime.getGroup(everyone));
+  }
   // The cache gives the same communicator again.
   CHECK(&runtime.getGroup(everyone) == &runtime.getGroup(everyone),
         "the world's communicator is made once");

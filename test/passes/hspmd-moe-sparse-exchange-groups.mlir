@@ -7,14 +7,21 @@
 // rows; the pass makes that one hspmd.sparse_exchange in each group's
 // function, at the exchange's place, every device's rows in `blocks`
 // (device 0 rows [0, 32), device 1 [32, 64), device 2 [64, 128)). The
-// simulated ranks give the same bits with and without it, and equal the
-// global function (--global-entry); the dense way back stays.
+// experts' output comes back to the combine, which group partitioning
+// splits by width between the groups (the pair's devices each combine
+// half the tokens, the single device all of them), through an all-gather
+// in the pair and an exchange to the width split: the pass makes that a
+// gathering sparse exchange of the rows the combine's slots name (whole
+// rows), then a slice of the group's columns. The simulated ranks give
+// the same bits with and without it, and equal the global function
+// (--global-entry).
 // RUN: split-file %s %t
 // RUN: loom-opt %t/layer.mlir --loom-partition-pipeline=moe-sparse=false -o %t/dense.mlir
 // RUN: loom-opt %t/dense.mlir --hspmd-moe-sparse-exchange -o %t/sparse.mlir
 // RUN: FileCheck %s < %t/sparse.mlir
 // RUN: loom-run --interpret %t/dense.mlir --global-entry layer --simulate 3 --random-inputs --int-range 0,4 --comm-stats --output-dir %t/d | FileCheck %s --check-prefix=DENSE
-// RUN: loom-run --interpret %t/sparse.mlir --global-entry layer --simulate 3 --random-inputs --int-range 0,4 --comm-stats --output-dir %t/s | FileCheck %s --check-prefix=SPARSE
+// RUN: loom-run --interpret %t/sparse.mlir --global-entry layer --simulate 3 --random-inputs --int-range 0,4 --comm-stats --output-dir %t/s > %t/s.stats
+// RUN: FileCheck %s --check-prefix=SPARSE < %t/s.stats
 // RUN: cmp %t/d/result_0.npy %t/s/result_0.npy
 // RUN: loom-opt %t/sparse.mlir --hspmd-comm-report -o /dev/null | FileCheck %s --check-prefix=REPORT
 // The pipeline runs it by default.
@@ -25,25 +32,38 @@
 // CHECK-NOT: hspmd.reduce_scatter
 // CHECK: hspmd.sparse_exchange %[[BUF]] rows %[[SLOTS]] among [0, 1, 2] blocks [0, 32, 32, 32, 64, 64] : tensor<128x4xf64>, tensor<4x2xi64> -> tensor<32x4xf64>
 // CHECK-NOT: hspmd.exchange %{{.*}} shape [128, 4] : tensor<128x2xf64> -> tensor<64x2xf64>
-// CHECK: nn.grouped_matmul
+// CHECK: %[[OUT:.*]] = nn.grouped_matmul
+// CHECK-NOT: hspmd.all_gather
+// CHECK: %[[FULL:.*]] = hspmd.sparse_exchange gather %[[OUT]] rows %[[CSLOTS:.*]] among [0, 1, 2] blocks [0, 32, 32, 32, 64, 64] : tensor<32x4xf64>, tensor<8x2xi64> -> tensor<128x4xf64>
+// CHECK-NEXT: %[[COLS:.*]] = nn.slice %[[FULL]] offsets = [0, 0] sizes = [128, 2] strides = [1, 1] : tensor<128x4xf64>
+// CHECK: nn.moe_combine %[[COLS]], %[[CSLOTS]] weights
 // CHECK-LABEL: func.func @layer_group1
 // CHECK: %[[BUF1:.*]] = nn.moe_dispatch %{{.*}}, %[[SLOTS1:.*]] rows = 128 : tensor<8x4xf64>, tensor<8x2xi64>
 // CHECK-NEXT: hspmd.sparse_exchange %[[BUF1]] rows %[[SLOTS1]] among [0, 1, 2] blocks [0, 32, 32, 32, 64, 64] : tensor<128x4xf64>, tensor<8x2xi64> -> tensor<64x4xf64>
-// CHECK: nn.grouped_matmul
+// CHECK: %[[OUT1:.*]] = nn.grouped_matmul
+// CHECK: %[[FULL1:.*]] = hspmd.sparse_exchange gather %[[OUT1]] rows %[[CSLOTS1:.*]] among [0, 1, 2] blocks [0, 32, 32, 32, 64, 64] : tensor<64x4xf64>, tensor<16x2xi64> -> tensor<128x4xf64>
+// CHECK-NEXT: %[[COLS1:.*]] = nn.slice %[[FULL1]] offsets = [0, 2] sizes = [128, 2] strides = [1, 1] : tensor<128x4xf64>
+// CHECK: nn.moe_combine %[[COLS1]], %[[CSLOTS1]] weights
+// CHECK-NOT: hspmd.exchange %{{.*}} shape [128, 4]
 
+// DENSE: rank 0 all_gather: calls 2
 // DENSE: rank 0 reduce_scatter: calls 1
 // DENSE-NOT: sparse_exchange
-// SPARSE-NOT: reduce_scatter
 // SPARSE: result #0: tensor<16x4xf64> norm-wise relative error {{.*}}
-// SPARSE: rank 0 sparse_exchange: calls 1
-// SPARSE: rank 2 sparse_exchange: calls 1
+// SPARSE: rank 0 all_gather: calls 1
+// SPARSE: rank 0 sparse_exchange: calls 2
+// SPARSE: rank 2 sparse_exchange: calls 2
+// SPARSE-NOT: reduce_scatter
+// RUN: not grep reduce_scatter %t/s.stats
 
-// The report's bound: a device of the pair names 8 rows (4 tokens, top-2),
-// the single device 16, and a row is 32 bytes and its index 8: at most
-// every named row to each other member (no more than its block), a count
-// of 8 bytes each way with each; in, at most a whole block from each.
-// REPORT: rank 0 sparse_exchange: calls 1, bytes sent at most 656, received at most 2576
-// REPORT: rank 2 sparse_exchange: calls 1, bytes sent at most 1296, received at most 5136
+// The report's bound: to the experts a device of the pair names 8 rows (4
+// tokens, top-2), the single device 16, and a row is 32 bytes and its
+// index 8: at most every named row to each other member (no more than its
+// block), a count of 8 bytes each way with each; in, at most a whole block
+// from each. Back, the pair's devices name 16 rows, the single device 32,
+// and rows go the other way.
+// REPORT: rank 0 sparse_exchange: calls 2, bytes sent at most 2976, received at most 4128
+// REPORT: rank 2 sparse_exchange: calls 2, bytes sent at most 5920, received at most 8224
 
 // PIPELINE: hspmd.sparse_exchange
 

@@ -408,11 +408,14 @@ LogicalResult SparseExchangeOp::verify() {
   if (!getRows().getType().getElementType().isInteger(64))
     return emitOpError("`rows` must hold i64 row indices, got ")
            << getRows().getType().getElementType();
+  if (!input.hasStaticShape() || !result.hasStaticShape())
+    return emitOpError("needs static shapes");
   if (result.getRank() != input.getRank() ||
       result.getElementType() != input.getElementType() ||
       input.getShape().drop_front() != result.getShape().drop_front())
     return emitOpError("result ")
-           << result << " must be rows of the operand " << input;
+           << result << " and operand " << input
+           << " must be rows of one tensor";
   ArrayRef<int64_t> among = getAmong(), blocks = getBlocks();
   if (among.empty())
     return emitOpError("needs at least one device in `among`");
@@ -420,12 +423,16 @@ LogicalResult SparseExchangeOp::verify() {
     if (device < 0)
       return emitOpError("device ids must be non-negative, got ") << device;
     if (i > 0 && device <= among[i - 1])
-      return emitOpError("`among` must list devices in increasing order");
+      return emitOpError(
+          "`among` must list devices in strictly increasing order");
   }
   if (blocks.size() != 2 * among.size())
     return emitOpError("`blocks` needs a first row and a size per member (")
            << 2 * among.size() << " values), got " << blocks.size();
-  int64_t rows = input.getDimSize(0);
+  // The whole rows, and the block of this device.
+  RankedTensorType whole = getGather() ? result : input;
+  RankedTensorType block = getGather() ? input : result;
+  int64_t rows = whole.getDimSize(0);
   bool some = false;
   for (size_t j = 0; j < among.size(); ++j) {
     int64_t first = blocks[2 * j], size = blocks[2 * j + 1];
@@ -433,12 +440,33 @@ LogicalResult SparseExchangeOp::verify() {
         (!ShapedType::isDynamic(rows) && first + size > rows))
       return emitOpError("the block of device ")
              << among[j] << ", rows [" << first << ", " << first + size
-             << "), is not inside the operand's " << rows << " rows";
-    some |= size == result.getDimSize(0);
+             << "), is not inside the " << (getGather() ? "result" : "operand")
+             << "'s " << rows << " rows";
+    some |= size == block.getDimSize(0);
   }
   if (!some)
-    return emitOpError("result of ")
-           << result.getDimSize(0) << " rows is no member's block";
+    return emitOpError(getGather() ? "operand" : "result")
+           << " of " << block.getDimSize(0) << " rows is no member's block";
+  // In a device group's function (or a merged program's op of a group),
+  // every device of the group is a member with a block of this size.
+  DeviceGroupAttr group;
+  for (Operation *scope = getOperation(); scope && !group;
+       scope = scope->getParentOp())
+    group = scope->getAttrOfType<DeviceGroupAttr>(
+        HSPMDDialect::getGroupAttrName());
+  if (group)
+    for (int64_t device : group.getDevices()) {
+      const int64_t *at = llvm::find(among, device);
+      if (at == among.end())
+        return emitOpError("runs on device ")
+               << device << " of its group, which is not among its devices";
+      int64_t size = blocks[2 * (at - among.begin()) + 1];
+      if (size != block.getDimSize(0))
+        return emitOpError("device ")
+               << device << " of its group has a block of " << size
+               << " rows, but the " << (getGather() ? "operand" : "result")
+               << " has " << block.getDimSize(0);
+    }
   return success();
 }
 

@@ -336,48 +336,67 @@ def HSPMD_SparseAllGatherOp : HSPMD_Op<"sparse_all_gather", [Pure]> {
   let hasVerifier = 1;
 }
 
-def HSPMD_SparseExchangeOp : HSPMD_Op<"sparse_exchange", [Pure]> {
-  let summary = "A reduce-scatter of rows across device groups, sending only the named rows";
+def HSPMD_SparseExchangeOp : HSPMD_Op<"sparse_exchange"> {
+  let summary = "Named rows to or from blocks of any sizes, across device groups";
   let description = [{
-    The sum over every device in `among` (global device ids, of any device
-    groups, in increasing order: device d is member d's position) of their buffers, each device getting its block of rows
-    (dimension 0): `blocks` gives, per member in order, its first row and
-    its row count, `[first0, size0, first1, size1, ...]`. Blocks may
-    differ in size (groups of different sizes hold different shares of
-    the experts) and may overlap (a row held by several devices goes to
-    each). Like `hspmd.sparse_reduce_scatter`, for buffers that are zero
-    outside the rows each device names in `rows` (an i64 tensor of row
-    indices; an index outside the rows names none): a device sends each
-    named row, once, with its index, to every member whose block holds it
-    (the counts to every member first), and the receiver adds them, in
-    member order, into zeros. The bytes moved depend on the indices (the
-    communication report gives their bound).
+    A collective of rows among the devices `among` (global device ids, of
+    any device groups, strictly increasing; member j is the j-th), each
+    holding a block of the
+    rows (dimension 0): `blocks` gives, per member in order, its first row
+    and its row count, `[first0, size0, first1, size1, ...]`. Blocks may
+    differ in size (groups of different sizes hold different shares of the
+    experts) and may overlap. `rows` is an i64 tensor of row indices; an
+    index outside the rows, such as -1, names none, as the MoE ops read
+    slots; a row no block holds moves nowhere (gathered, it stays zero).
 
-    `hspmd-moe-sparse-exchange` makes it where expert parallelism spans
-    device groups: an `nn.moe_dispatch`'s partial buffer reaches each
-    device's expert rows through an `hspmd.exchange` (docs/moe.md). It is
-    a local-view op: the operand is one device's buffer, the result its
-    block; every member's group function holds the same op, at the same
-    place among its exchanges.
+    Without `gather`, `hspmd.sparse_reduce_scatter` over these blocks: the
+    operand is the device's buffer of all the rows, zero outside the rows
+    it names; the result is its block of the sum over the members. A
+    device sends each named row, once, with its index, to every member
+    whose block holds it (the counts to every member first), and the
+    receiver adds them, in member order, into zeros.
+
+    With `gather`, `hspmd.sparse_all_gather` over these blocks: the
+    operand is the device's block, the result all the rows, zero but for
+    the rows the device names, each fetched from the first member whose
+    block holds it (the counts to every member first, then the indices,
+    then the rows back).
+
+    The bytes moved depend on the indices (the communication report gives
+    their bound). `hspmd-moe-sparse-exchange` makes both where expert
+    parallelism spans device groups of different sizes: an
+    `nn.moe_dispatch`'s partial buffer reaching the experts' rows, and the
+    experts' output rows coming back to the combine, through
+    `hspmd.exchange` (docs/moe.md). It is a local-view op; every member's
+    group function holds the same op, at the same place among its
+    exchanges. Like `hspmd.exchange` it is not pure: every member must run
+    it, so no function may drop or merge its copy alone.
 
     ```mlir
     %b = hspmd.sparse_exchange %buf rows %slots among [0, 1, 2]
         blocks [0, 256, 256, 256, 512, 512]
         : tensor<1024x32xf64>, tensor<32x2xi64> -> tensor<256x32xf64>
+    %full = hspmd.sparse_exchange gather %b rows %slots among [0, 1, 2]
+        blocks [0, 256, 256, 256, 512, 512]
+        : tensor<256x32xf64>, tensor<64x2xi64> -> tensor<1024x32xf64>
     ```
 
     Constraints: operand and result have one element type and rank (at
-    least 1) and the same sizes past the rows; `among` names at least one
-    device, in increasing order, none negative; `blocks` has two entries a member,
-    each block inside the operand's rows; the result's rows are some
-    member's block size; `rows` has i64 elements.
+    least 1), static shapes and the same sizes past the rows; `among`
+    names at least one device, strictly increasing, none negative;
+    `blocks` has two entries a member, each block inside the whole rows
+    (the operand's, or with `gather` the result's); the block (the result,
+    or with `gather` the operand) has some member's block size, and in a
+    function (or op) of a device group, every device's of the group, each
+    of which is among the members; `rows` has i64 elements.
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$rows,
-                       DenseI64ArrayAttr:$among, DenseI64ArrayAttr:$blocks);
+                       DenseI64ArrayAttr:$among, DenseI64ArrayAttr:$blocks,
+                       UnitAttr:$gather);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `rows` $rows `among` $among `blocks` $blocks `:` type($input) `,`
-    type($rows) `->` type($result) attr-dict
+    (`gather` $gather^)? $input `rows` $rows `among` $among `blocks` $blocks
+    `:` type($input) `,` type($rows) `->` type($result) attr-dict
   }];
   let hasVerifier = 1;
 }

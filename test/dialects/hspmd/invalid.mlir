@@ -788,7 +788,7 @@ func.func @exchange_scalar(%x: tensor<f32>, %r: tensor<4xi64>) {
 // -----
 
 func.func @exchange_width(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
-  // expected-error @+1 {{result 'tensor<4x2xf32>' must be rows of the operand 'tensor<8x4xf32>'}}
+  // expected-error @+1 {{result 'tensor<4x2xf32>' and operand 'tensor<8x4xf32>' must be rows of one tensor}}
   %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x2xf32>
   return
 }
@@ -796,7 +796,7 @@ func.func @exchange_width(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
 // -----
 
 func.func @exchange_order(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
-  // expected-error @+1 {{`among` must list devices in increasing order}}
+  // expected-error @+1 {{`among` must list devices in strictly increasing order}}
   %0 = hspmd.sparse_exchange %x rows %r among [1, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
   return
 }
@@ -838,5 +838,47 @@ func.func @exchange_outside(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
 func.func @exchange_result(%x: tensor<8x4xf32>, %r: tensor<4xi64>) {
   // expected-error @+1 {{result of 3 rows is no member's block}}
   %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 2, 2, 6] : tensor<8x4xf32>, tensor<4xi64> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_gather_outside(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{the block of device 1, rows [4, 8), is not inside the result's 6 rows}}
+  %0 = hspmd.sparse_exchange gather %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<4x4xf32>, tensor<4xi64> -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_gather_block(%x: tensor<3x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{operand of 3 rows is no member's block}}
+  %0 = hspmd.sparse_exchange gather %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<3x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_group_member(%x: tensor<8x4xf32>, %r: tensor<4xi64>)
+    attributes {hspmd.group = #hspmd.group<[0, 3]>} {
+  // expected-error @+1 {{runs on device 3 of its group, which is not among its devices}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_group_block(%x: tensor<8x4xf32>, %r: tensor<4xi64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  // expected-error @+1 {{device 1 of its group has a block of 6 rows, but the result has 2}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 2, 2, 6] : tensor<8x4xf32>, tensor<4xi64> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @exchange_dynamic(%x: tensor<?x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{needs static shapes}}
+  %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<?x4xf32>, tensor<4xi64> -> tensor<4x4xf32>
   return
 }

@@ -86,7 +86,7 @@ class Case:
         elif self.kind == "sparse_all_gather":
             s[0] *= self.k
         elif self.kind == "sparse_exchange":
-            s[0] = a["blocks"][1]
+            s[0] = a["whole"] if a.get("gather") else a["blocks"][1]
         elif self.kind == "make_partial" and "dim" in a:
             s[a["dim"]] *= self.k
         elif self.kind == "all_to_all":
@@ -103,7 +103,8 @@ class Case:
                     if self.kind == "sparse_exchange" else
                     f"over {self.axes} of {self.mesh}")
             return (f"func.func @main(%x: {tin}, %r: {trows}) -> {tout} {{\n"
-                    f"  %y = hspmd.{self.kind} %x rows %r {over}"
+                    f"  %y = hspmd.{self.kind}"
+                    f"{' gather' if a.get('gather') else ''} %x rows %r {over}"
                     f" : {tin}, {trows} -> {tout}\n"
                     f"  return %y : {tout}\n}}\n")
         prefix = {"all_reduce": f"{a.get('red')} %x",
@@ -147,6 +148,30 @@ class Case:
                        for p in range(k) if p != pos)
             received = sum(8 + count(q, pos) * (8 + row_bytes)
                            for q in range(k) if q != pos)
+            return out, (sent, received)
+        if self.kind == "sparse_exchange" and a.get("gather"):
+            # Zeros but the rank's distinct named rows, each from the first
+            # member whose block holds it; per other member a count and an
+            # index per row asked, the rows asked the other way.
+            bl = a["blocks"]
+            first, size = bl[0::2], bl[1::2]
+            n = a["whole"]
+            row_bytes = nbytes // xs[pos].shape[0]
+            owner = lambda row: next((p for p in range(k)
+                                      if first[p] <= row < first[p] + size[p]),
+                                     None)
+            # (A row no block holds is fetched from nobody: zero.)
+            rows = [sorted({int(v) for v in named[m].ravel()
+                            if 0 <= v < n and owner(int(v)) is not None})
+                    for m in members]
+            out = np.zeros((n,) + xs[pos].shape[1:], xs[pos].dtype)
+            for row in rows[pos]:
+                out[row] = xs[owner(row)][row - first[owner(row)]]
+            count = lambda q, p: sum(1 for row in rows[q] if owner(row) == p)
+            sent = sum(8 + count(pos, p) * 8 + count(p, pos) * row_bytes
+                       for p in range(k) if p != pos)
+            received = sum(8 + count(p, pos) * 8 + count(pos, p) * row_bytes
+                           for p in range(k) if p != pos)
             return out, (sent, received)
         if self.kind == "sparse_exchange":
             # Member p holds rows [first_p, first_p + size_p), blocks that
@@ -289,6 +314,12 @@ CASES = [
     Case("sparse_exchange f32 among 2, 2-D rows", "sparse_exchange",
          [2], [0], [6, 2, 2], "f32",
          {"rows": [5], "range": "-1,7", "blocks": [3, 3, 0, 3]}),
+    # Gathered: overlapping blocks, a row from the first member holding it
+    # (rows 2 and 3 from member 0, not 1); rows 8 and 9 held by none.
+    Case("sparse_exchange gather f64 among 3, overlapping blocks",
+         "sparse_exchange", [3], [0], [4, 2], "f64",
+         {"rows": [5, 2], "range": "-2,12", "blocks": [0, 4, 2, 4, 4, 4],
+          "gather": True, "whole": 10}),
 ]
 
 
