@@ -639,7 +639,8 @@ struct MoeSparseExchangePass
     GroupBoxes boxes;
     for (int64_t device : devices) {
       std::optional<hspmd::Shard> shard = hspmd::getShard(layout, shape, device);
-      if (!shard)
+      // (A partial sum is not the tensor's rows.)
+      if (!shard || shard->numPartials != 1)
         return std::nullopt;
       boxes.boxes.push_back(*shard);
     }
@@ -802,9 +803,10 @@ struct MoeSparseExchangePass
     }
     if (!slots)
       return std::nullopt;
+    // The new op takes the exchange's place: the slots come before it.
     Operation *def = slots.getDefiningOp();
-    if (def && (def->getBlock() != exchange->getBlock() ||
-                !def->isBeforeInBlock(exchange)))
+    if (slots.getParentBlock() != exchange->getBlock() ||
+        (def && !def->isBeforeInBlock(exchange)))
       return std::nullopt;
     found.named = slots;
     found.replaced = exchange.getResult();
@@ -814,7 +816,8 @@ struct MoeSparseExchangePass
   /// Expert parallelism across device groups: per global function, an
   /// exchange that every group's function uses to move an MoE buffer to
   /// the experts (getToExperts) or back (getFromExperts), the same way in
-  /// each (the n-th exchange of each, as the runtimes pair them), becomes
+  /// each (the n-th exchange over the same devices in each, as the runtimes
+  /// pair them), becomes
   /// one hspmd.sparse_exchange in each, at the exchange's place: the
   /// routed rows alone, to (or from) the devices whose blocks hold them.
   /// Only where every group's function qualifies: a group that kept the
@@ -822,7 +825,8 @@ struct MoeSparseExchangePass
   void sparseExchanges() {
     std::map<std::string, SmallVector<func::FuncOp>> families;
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
-      if (func->hasAttr(hspmd::HSPMDDialect::getGroupAttrName()))
+      if (func->getAttrOfType<hspmd::DeviceGroupAttr>(
+              hspmd::HSPMDDialect::getGroupAttrName()))
         if (auto of = func->getAttrOfType<FlatSymbolRefAttr>(
                 hspmd::HSPMDDialect::getSpecializesAttrName()))
           families[of.getValue().str()].push_back(func);

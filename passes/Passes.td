@@ -132,8 +132,8 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
       by combines and slot dot products of those slots). Each device's
       rows are read off the exchange's layouts and the in-group
       collectives; only where every group's function of the global
-      function has such a chain at the same exchange (the n-th of each),
-      which the new op replaces in place.
+      function has such a chain at the same exchange (the n-th over the
+      same devices in each), which the new op replaces in place.
 
     "The same on every member" is proved from the program: made by an
     all-gather or all-reduce over (at least) those mesh axes, or by

@@ -386,6 +386,27 @@ void Simulator::Impl::complete(Pending &entry) {
     layout::RowBlocks blocks =
         across ? layout::RowBlocks::fromPairs(across.getBlocks().data(), k)
                : layout::RowBlocks::equal(numRows, k);
+    // Each member's block is its own rows (operand or result).
+    for (int64_t p = 0; across && p < k; ++p) {
+      int64_t held =
+          gather ? entry.inputs[p]->getShape()[0]
+                 : cast<RankedTensorType>(entry.ops[p]->getResult(0).getType())
+                       .getDimSize(0);
+      int64_t whole =
+          cast<RankedTensorType>(
+              (gather ? entry.ops[p]->getResult(0) : entry.ops[p]->getOperand(0))
+                  .getType())
+              .getDimSize(0);
+      if (held != blocks.size[p] || whole != numRows) {
+        entry.error = "sparse_exchange: rank " +
+                      std::to_string(entry.members[p]) + " holds " +
+                      std::to_string(held) + " rows of " +
+                      std::to_string(whole) + " where its block is " +
+                      std::to_string(blocks.size[p]) + " rows of " +
+                      std::to_string(numRows);
+        return;
+      }
+    }
     std::vector<std::vector<std::vector<int64_t>>> named(k);
     for (int64_t q = 0; q < k; ++q) {
       const Tensor &rows = *entry.rows[q];

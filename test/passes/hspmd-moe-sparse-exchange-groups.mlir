@@ -79,6 +79,28 @@
 // RUN: sed -e '/nn.add %b, %b/d' -e 's/exchange %c/exchange %b/' %t/mismatch.mlir | loom-opt --hspmd-moe-sparse-exchange | FileCheck %s --check-prefix=MATCH
 // MATCH-COUNT-2: hspmd.sparse_exchange %{{.*}} among [0, 1, 2] blocks [0, 16, 16, 16, 32, 32]
 
+// The way back the same way: group 1's exchange result has a reader that
+// is not a combine (an add), so neither group's exchange becomes a
+// gather; without it, both do, each slicing its group's columns.
+// RUN: loom-opt %t/back.mlir --hspmd-moe-sparse-exchange | FileCheck %s --check-prefix=BACKMISMATCH
+// BACKMISMATCH-NOT: hspmd.sparse_exchange
+// BACKMISMATCH: hspmd.exchange
+// BACKMISMATCH: hspmd.exchange
+// BACKMISMATCH-NOT: hspmd.sparse_exchange
+// RUN: sed -e 's/%d = nn.add %e, %e : tensor<64x2xf64>, tensor<64x2xf64>/%d = nn.fill 1.0 : tensor<64x2xf64>/' %t/back.mlir | loom-opt --hspmd-moe-sparse-exchange | FileCheck %s --check-prefix=BACKMATCH
+// BACKMATCH: hspmd.sparse_exchange gather %{{.*}} rows %{{.*}} among [0, 1, 2] blocks [0, 16, 16, 16, 32, 32] : tensor<16x4xf64>, tensor<4x2xi64> -> tensor<64x4xf64>
+// BACKMATCH-NEXT: nn.slice %{{.*}} offsets = [0, 0] sizes = [64, 2]
+// BACKMATCH: hspmd.sparse_exchange gather %{{.*}} rows %{{.*}} among [0, 1, 2] blocks [0, 16, 16, 16, 32, 32] : tensor<32x4xf64>, tensor<8x2xi64> -> tensor<64x4xf64>
+// BACKMATCH-NEXT: nn.slice %{{.*}} offsets = [0, 2] sizes = [64, 2]
+// Slots made after the exchange: the new op could not take its place.
+// RUN: sed -e 's/%d = nn.add %e, %e : tensor<64x2xf64>, tensor<64x2xf64>/%d = nn.fill 1.0 : tensor<64x2xf64>/' -e 's/^  %k1 = nn.reshape/  %k1y = nn.reshape/' -e 's/^  %k1x = nn.reshape/  %k1 = nn.reshape/' %t/back.mlir | loom-opt --hspmd-moe-sparse-exchange | FileCheck %s --check-prefix=BACKMISMATCH
+
+// The simulator checks each member's block against the op's blocks (a
+// function of no group escapes the verifier's check): a diagnostic, not a
+// read past the block.
+// RUN: not loom-run --interpret %t/badblocks.mlir --entry main --simulate 2 --random-inputs --int-range 900,999 2>&1 | FileCheck %s --check-prefix=BADBLOCKS
+// BADBLOCKS: sparse_exchange: rank 1 holds 4 rows of 1000 where its block is 996 rows of 1000
+
 //--- layer.mlir
 #tok = #hspmd.union<split(0) shares [1, 1]: {[0, 1]: [S0:2]}, {[2]: []}>
 #exp = #hspmd.union<split(0) shares [2, 2]: {[0, 1]: [S0:2]}, {[2]: []}>
@@ -112,4 +134,33 @@ func.func @m_group1(%x: tensor<4x4xf64>, %s: tensor<4x2xi64>) -> tensor<32x4xf64
   %c = nn.add %b, %b : tensor<64x4xf64>, tensor<64x4xf64>
   %e = hspmd.exchange %c shape [64, 4] : tensor<64x4xf64> -> tensor<32x4xf64> from <partial(sum): {[0, 1]: [S1:2]}, {[2]: []}> to <split(0) shares [1, 1]: {[0, 1]: [S1:2]}, {[2]: []}>
   return %e : tensor<32x4xf64>
+}
+
+//--- back.mlir
+func.func @b(%y: tensor<64x4xf64>) -> tensor<64x4xf64> {
+  return %y : tensor<64x4xf64>
+}
+func.func @b_group0(%y: tensor<16x4xf64>, %s: tensor<4x2xi64>, %w: tensor<4x2xf64>)
+    -> (tensor<4x2xf64>, tensor<4x2xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>, hspmd.specializes = @b} {
+  %g = hspmd.all_gather %y dim 0 over [0] of [2] : tensor<16x4xf64> -> tensor<32x4xf64>
+  %e = hspmd.exchange %g shape [64, 4] : tensor<32x4xf64> -> tensor<64x2xf64> from <split(0) shares [1, 1]: {[0, 1]: [D:2]}, {[2]: []}> to <split(1) shares [1, 1]: {[0, 1]: [D:2]}, {[2]: []}>
+  %c = nn.moe_combine %e, %s weights %w : tensor<64x2xf64>, tensor<4x2xi64>, tensor<4x2xf64>
+  return %c, %c : tensor<4x2xf64>, tensor<4x2xf64>
+}
+func.func @b_group1(%y: tensor<32x4xf64>, %k0: tensor<16xi64>, %w: tensor<8x2xf64>)
+    -> (tensor<8x2xf64>, tensor<64x2xf64>)
+    attributes {hspmd.group = #hspmd.group<[2]>, hspmd.specializes = @b} {
+  %k1 = nn.reshape %k0 : tensor<16xi64> to tensor<8x2xi64>
+  %e = hspmd.exchange %y shape [64, 4] : tensor<32x4xf64> -> tensor<64x2xf64> from <split(0) shares [1, 1]: {[0, 1]: [D:2]}, {[2]: []}> to <split(1) shares [1, 1]: {[0, 1]: [D:2]}, {[2]: []}>
+  %k1x = nn.reshape %k0 : tensor<16xi64> to tensor<8x2xi64>
+  %c = nn.moe_combine %e, %k1 weights %w : tensor<64x2xf64>, tensor<8x2xi64>, tensor<8x2xf64>
+  %d = nn.add %e, %e : tensor<64x2xf64>, tensor<64x2xf64>
+  return %c, %d : tensor<8x2xf64>, tensor<64x2xf64>
+}
+
+//--- badblocks.mlir
+func.func @main(%x: tensor<4x2xf64>, %r: tensor<3xi64>) -> tensor<1000x2xf64> {
+  %y = hspmd.sparse_exchange gather %x rows %r among [0, 1] blocks [0, 4, 4, 996] : tensor<4x2xf64>, tensor<3xi64> -> tensor<1000x2xf64>
+  return %y : tensor<1000x2xf64>
 }

@@ -369,7 +369,7 @@ def HSPMD_SparseExchangeOp : HSPMD_Op<"sparse_exchange"> {
     experts' output rows coming back to the combine, through
     `hspmd.exchange` (docs/moe.md). It is a local-view op; every member's
     group function holds the same op, at the same place among its
-    exchanges. Like `hspmd.exchange` it is not pure: every member must run
+    exchanges over the same devices (the runtimes pair those in order). Like `hspmd.exchange` it is not pure: every member must run
     it, so no function may drop or merge its copy alone.
 
     ```mlir
