@@ -15,6 +15,7 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt",
 
 config.substitutions.append(("%loom_src_root", config.loom_src_root))
 config.substitutions.append(("%mlir_include_dir", config.mlir_include_dir))
+config.substitutions.append(("%loom_build_root", config.loom_obj_root))
 # Print -> parse -> print is stable in custom, generic and bytecode form.
 config.substitutions.append(
     ("%check-round-trip",

@@ -2,10 +2,13 @@
 
 #include "runtime/cuda/CudaSupport.cuh"
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
 
 using namespace loom::cuda;
 using namespace loom::cuda::detail;
@@ -25,9 +28,69 @@ void loom::cuda::setContext(void *stream, void *cublasHandle) {
   givenHandle = static_cast<cublasHandle_t>(cublasHandle);
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel times
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// LOOM_CUDA_KERNEL_TIMES=FILE: the stream is drained after every launch
+/// and the wall time since the previous one (or since the last
+/// synchronize) goes to the kernel's name; at exit FILE gets a line per
+/// kernel: name, launches, seconds. Serialised: launch latency included,
+/// no overlap; for profiling runs only.
+struct KernelTimes {
+  std::string file;
+  std::map<std::string, std::pair<int64_t, double>> totals;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+
+  static KernelTimes *get() {
+    static KernelTimes *times = [] {
+      const char *file = std::getenv("LOOM_CUDA_KERNEL_TIMES");
+      if (!file || !*file)
+        return static_cast<KernelTimes *>(nullptr);
+      auto *made = new KernelTimes; // written at exit, never freed
+      made->file = file;
+      std::atexit([] { get()->write(); });
+      return made;
+    }();
+    return times;
+  }
+
+  void write() const {
+    FILE *out = std::fopen(file.c_str(), "w");
+    if (!out) {
+      std::fprintf(stderr, "loom::cuda: cannot write the kernel times to %s\n",
+                   file.c_str());
+      return;
+    }
+    for (const auto &[name, total] : totals)
+      std::fprintf(out, "%s %lld %.9f\n", name.c_str(),
+                   static_cast<long long>(total.first), total.second);
+    std::fclose(out);
+  }
+};
+
+} // namespace
+
+void detail::recordKernel(const char *kernel) {
+  KernelTimes *times = KernelTimes::get();
+  if (!times)
+    return;
+  checkCuda(cudaStreamSynchronize(currentStream), kernel,
+            "cudaStreamSynchronize");
+  auto now = std::chrono::steady_clock::now();
+  auto &total = times->totals[kernel];
+  total.first += 1;
+  total.second += std::chrono::duration<double>(now - times->last).count();
+  times->last = now;
+}
+
 void loom::cuda::synchronize() {
   checkCuda(cudaStreamSynchronize(currentStream), "synchronize",
             "cudaStreamSynchronize");
+  if (KernelTimes *times = KernelTimes::get())
+    times->last = std::chrono::steady_clock::now();
 }
 
 cudaStream_t detail::stream() { return currentStream; }
@@ -119,6 +182,7 @@ void detail::checkLaunch(const char *kernel) {
   cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess)
     fatal(kernel, "kernel launch failed: %s", cudaGetErrorString(error));
+  recordKernel(kernel);
 }
 
 const char *detail::formatShape(const Shape &shape, int slot) {

@@ -50,7 +50,12 @@ cublasHandle_t cublas();
 /// Ends the process when a CUDA call failed.
 void checkCuda(cudaError_t error, const char *kernel, const char *what);
 /// Ends the process when the last launch failed (cudaGetLastError).
+/// Then records the launch's time where LOOM_CUDA_KERNEL_TIMES asks.
 void checkLaunch(const char *kernel);
+/// Under LOOM_CUDA_KERNEL_TIMES=FILE, drains the stream and charges the
+/// time since the previous record to `kernel` (FILE, written at exit: a
+/// line per kernel, name launches seconds); nothing otherwise.
+void recordKernel(const char *kernel);
 
 /// `[4, 8]`, into a thread-local buffer valid until the next call on the
 /// thread with the same `slot` (0..3).

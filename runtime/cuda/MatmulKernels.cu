@@ -57,6 +57,7 @@ void gemmBatched(const char *kernel, bool transA, bool transB, int64_t m,
   LOOM_CUDA_CHECK(status == CUBLAS_STATUS_SUCCESS, kernel,
                   "cublasGemmStridedBatchedEx failed: %s",
                   cublasGetStatusString(status));
+  recordKernel(kernel);
 }
 
 template <typename T>

@@ -4,7 +4,9 @@
 
 #include "runtime/kernels/GemmBlocks.h"
 
+#ifndef LOOM_PORTABLE_GEMM
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -29,7 +31,9 @@ namespace {
 /// number.
 int gemmThreads() {
   static const int threads = [] {
+#ifndef LOOM_PORTABLE_GEMM
     openblas_set_num_threads(1);
+#endif
     long value = 1;
     if (const char *text = std::getenv("LOOM_HOST_THREADS")) {
       char *end = nullptr;
@@ -39,6 +43,7 @@ int gemmThreads() {
     }
     // A sequential OpenBLAS (openblas_get_parallel() == 0) is not built to
     // be entered from several threads at once: its GEMMs stay on one.
+#ifndef LOOM_PORTABLE_GEMM
     if (value > 1 && openblas_get_parallel() == 0) {
       std::fprintf(stderr,
                    "loom: LOOM_HOST_THREADS=%ld ignored: this OpenBLAS is "
@@ -46,6 +51,7 @@ int gemmThreads() {
                    value);
       value = 1;
     }
+#endif
     return static_cast<int>(std::min(value, 256L));
   }();
   return threads;
@@ -133,6 +139,33 @@ void scaleOnly(int64_t m, int64_t n, T beta, T *c, int64_t ldc) {
       c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
 }
 
+#ifdef LOOM_PORTABLE_GEMM
+/// Built without a BLAS (the device bundle on a node that has none): a
+/// plain GEMM, i-k-j so that the inner loop runs along rows of B and C.
+/// Slower than OpenBLAS and rounding in another order: it serves the
+/// bundle's CPU reference runs and the CUDA kernel tests' host side, which
+/// compare within tolerances.
+template <typename T>
+void call(bool transA, bool transB, int m, int n, int k, T alpha, const T *a,
+          int lda, const T *b, int ldb, T beta, T *c, int ldc) {
+  std::vector<T> row(static_cast<size_t>(n));
+  for (int i = 0; i < m; ++i) {
+    std::fill(row.begin(), row.end(), T(0));
+    for (int p = 0; p < k; ++p) {
+      T scale = transA ? a[p * lda + i] : a[i * lda + p];
+      if (transB)
+        for (int j = 0; j < n; ++j)
+          row[j] += scale * b[j * ldb + p];
+      else
+        for (int j = 0; j < n; ++j)
+          row[j] += scale * b[p * ldb + j];
+    }
+    for (int j = 0; j < n; ++j)
+      c[i * ldc + j] = alpha * row[j] +
+                       (beta == T(0) ? T(0) : beta * c[i * ldc + j]);
+  }
+}
+#else
 CBLAS_TRANSPOSE op(bool transpose) {
   return transpose ? CblasTrans : CblasNoTrans;
 }
@@ -150,6 +183,7 @@ void call(bool transA, bool transB, int m, int n, int k, double alpha,
   cblas_dgemm(CblasRowMajor, op(transA), op(transB), m, n, k, alpha, a, lda,
               b, ldb, beta, c, ldc);
 }
+#endif
 
 template <typename T>
 void blockedGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,

@@ -717,6 +717,20 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
   if (!train.outputDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(train.outputDir))
       return fail("cannot create '" + train.outputDir + "': " + ec.message());
+    // Which argument each parameter is (the driver's arg<i>.bin in the
+    // work folder's out/; scripts/device-bundle.sh reads it).
+    std::string manifest;
+    for (auto [k, i] : llvm::enumerate(setup.params))
+      manifest += std::to_string(k) + " " + std::to_string(i) + "\n";
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream file(train.outputDir + "/params.txt", ec,
+                                llvm::sys::fs::OF_Text);
+      if (ec)
+        return fail("cannot write '" + train.outputDir +
+                    "/params.txt': " + ec.message());
+      file << manifest;
+    }
     for (auto [k, i] : llvm::enumerate(setup.params)) {
       auto type = cast<RankedTensorType>(global.getArgumentTypes()[i]);
       FailureOr<std::string> bytes =

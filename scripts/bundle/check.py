@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Runs the built bundle (run.sh calls it) and compares with the host results.
+
+For every program under programs/: the host executable on this CPU (the MPI
+of one process, the portable GEMM) and, with a GPU, the CUDA executable,
+each for the bundle's steps from the same inputs, against the host target's
+results where the bundle was written: every step's loss within 1e-4
+relative, every parameter within 1e-3 norm-wise (f32; GEMMs round in other
+orders), anything not finite a failure. Then tokens/s, a profiling run
+(serialised kernel times, phase times from the trace) and the GEMM
+benchmark. Prints a report, writes BUILD/report.json, exits 1 if a check
+failed. Python's standard library only.
+"""
+import argparse
+import array
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+LOSS_BOUND = 1e-4
+PARAM_BOUND = 1e-3
+TIMEOUT_S = 300
+
+
+def read_array(path, code):
+    values = array.array(code)
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) % values.itemsize:
+        raise ValueError(f"{path}: {len(data)} bytes is not a whole number of elements")
+    values.frombytes(data)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+def relative_norm(got, want):
+    if len(got) != len(want):
+        return math.inf
+    if not all(math.isfinite(x) for x in got) or not all(math.isfinite(x) for x in want):
+        return math.inf
+    diff = sum((float(a) - float(b)) ** 2 for a, b in zip(got, want))
+    norm = sum(float(b) ** 2 for b in want)
+    return math.sqrt(diff) / max(math.sqrt(norm), 1e-30)
+
+
+def run(command, log, env=None, timeout=TIMEOUT_S):
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    start = time.time()
+    with open(log, "w") as out:
+        try:
+            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
+                                  env=env, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            code = "timeout"
+    with open(log) as f:
+        text = f.read()
+    return code, text, time.time() - start
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else 0.0
+
+
+class Program:
+    def __init__(self, bundle, name):
+        self.name = name
+        self.dir = os.path.join(bundle, "programs", name)
+        with open(os.path.join(self.dir, "steps")) as f:
+            self.steps = int(f.read())
+        ref = os.path.join(self.dir, "reference")
+        self.losses = read_array(os.path.join(ref, "loss.bin"), "d")
+        self.params = []
+        with open(os.path.join(ref, "params.txt")) as f:
+            for line in f:
+                k, i = line.split()
+                self.params.append((int(k), int(i), read_array(os.path.join(ref, f"arg{i}.bin"), "f")))
+        with open(os.path.join(ref, "steps.jsonl")) as f:
+            self.log = [json.loads(line) for line in f if line.strip()]
+        self.tokens = self.log[0]["tokens"] if self.log else 0
+        self.reference_rate = median([s["tokens_per_s"] for s in self.log[1:]])
+
+    def compare(self, out):
+        """The worst loss and parameter errors of a run's outputs."""
+        losses = read_array(os.path.join(out, "loss.bin"), "d")
+        if len(losses) != len(self.losses):
+            return math.inf, math.inf, f"{len(losses)} losses for {len(self.losses)} steps"
+        loss_error = 0.0
+        for got, want in zip(losses, self.losses):
+            err = (abs(got - want) / max(abs(want), 1e-30)
+                   if math.isfinite(got) and math.isfinite(want) else math.inf)
+            loss_error = max(loss_error, err)
+        param_error = 0.0
+        for k, i, want in self.params:
+            got = read_array(os.path.join(out, f"arg{i}.bin"), "f")
+            param_error = max(param_error, relative_norm(got, want))
+        return loss_error, param_error, ""
+
+    def rate(self, out):
+        with open(os.path.join(out, "rank0", "times.txt")) as f:
+            seconds = [float(line) for line in f if line.strip()]
+        steady = median(seconds[1:] if len(seconds) > 1 else seconds)
+        return self.tokens / steady if steady > 0 else 0.0
+
+
+def phase_times(trace_path):
+    """Mean milliseconds per step of each phase span in a Chrome trace."""
+    with open(trace_path) as f:
+        events = json.load(f)
+    if isinstance(events, dict):
+        events = events.get("traceEvents", [])
+    totals, counts = {}, {}
+    for event in events:
+        if event.get("ph") != "X" or "dur" not in event:
+            continue
+        name = event.get("name", "?")
+        totals[name] = totals.get(name, 0.0) + event["dur"] / 1e3
+        counts[name] = counts.get(name, 0) + 1
+    return {name: (totals[name] / counts[name], counts[name]) for name in totals}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bundle", required=True)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--cuda", default="ON")
+    parser.add_argument("--gpu", type=int, default=0)
+    args = parser.parse_args()
+    bundle, build = args.bundle, args.build
+    cuda = args.cuda == "ON"
+    runs = os.path.join(build, "runs")
+    os.makedirs(runs, exist_ok=True)
+    report = {"gpu": bool(args.gpu), "cuda_built": cuda, "programs": {}}
+    failures = []
+
+    def fail(message):
+        failures.append(message)
+        print(f"FAIL: {message}")
+
+    # 1. The CUDA kernel tests.
+    if cuda:
+        code, text, seconds = run([os.path.join(build, "cuda-kernel-tests")],
+                                  os.path.join(runs, "cuda-kernel-tests.log"))
+        summary = [l for l in text.splitlines() if " test" in l and (
+            l.startswith("[  PASSED  ]") or l.startswith("[  SKIPPED ]") or
+            l.startswith("[  FAILED  ]"))]
+        skipped = any(l.startswith("[  SKIPPED ]") for l in summary)
+        state = "failed" if code != 0 else ("skipped (no GPU)" if skipped and not args.gpu else "passed")
+        print(f"cuda kernel tests: {state} in {seconds:.1f} s: " + "; ".join(summary[:3]))
+        report["kernel_tests"] = {"state": state, "summary": summary}
+        if code != 0:
+            fail("the CUDA kernel tests (" + os.path.join(runs, "cuda-kernel-tests.log") + ")")
+        elif args.gpu and skipped:
+            fail("the CUDA kernel tests skipped on a node with a GPU")
+
+    # 2. The programs.
+    names = sorted(os.listdir(os.path.join(bundle, "programs")))
+    for name in names:
+        program = Program(bundle, name)
+        entry = {"steps": program.steps, "tokens_per_step": program.tokens,
+                 "reference_host_tokens_per_s": program.reference_rate}
+        report["programs"][name] = entry
+        targets = ["host"] + (["cuda"] if cuda else [])
+        for target in targets:
+            out = os.path.join(runs, name, target)
+            command = [os.path.join(build, f"{name}-{target}"), "--steps", str(program.steps),
+                       "--in", os.path.join(program.dir, "in"), "--out", out, "--save-args"]
+            code, text, seconds = run(command, out + ".log")
+            where = f"{name} on {'this CPU' if target == 'host' else 'the GPU'}"
+            if target == "cuda" and not args.gpu:
+                if code != 0 and "no CUDA device" in text:
+                    print(f"{name}, cuda: skipped (no GPU; the program built and said so)")
+                    entry["cuda"] = {"state": "skipped (no GPU)"}
+                else:
+                    fail(f"{where}: without a GPU it must end with 'no CUDA device' (exit {code}): {text[-500:]}")
+                continue
+            if code != 0:
+                fail(f"{where}: exit {code}: {text[-1500:]}")
+                entry[target] = {"state": "failed"}
+                continue
+            loss_error, param_error, problem = program.compare(out)
+            rate = program.rate(out)
+            ok = loss_error <= LOSS_BOUND and param_error <= PARAM_BOUND and not problem
+            entry[target] = {"state": "passed" if ok else "failed", "loss_error": loss_error,
+                             "param_error": param_error, "tokens_per_s": rate}
+            print(f"{name}, {target}: {program.steps} steps, loss error {loss_error:.2e} "
+                  f"(bound {LOSS_BOUND:g}), {len(program.params)} parameters error "
+                  f"{param_error:.2e} (bound {PARAM_BOUND:g}), {rate:.0f} tokens/s "
+                  f"{'' if ok else problem or '-- OUT OF BOUNDS'}")
+            if not ok:
+                fail(f"{where}: loss error {loss_error:.3e}, parameter error {param_error:.3e} {problem}")
+        if cuda and args.gpu and entry.get("cuda", {}).get("state") == "passed":
+            cuda_rate = entry["cuda"]["tokens_per_s"]
+            host_rate = entry["host"].get("tokens_per_s", 0) if "host" in entry else 0
+            print(f"{name}: tokens/s GPU {cuda_rate:.0f}, this CPU {host_rate:.0f} "
+                  f"(x{cuda_rate / max(host_rate, 1e-9):.1f}), the host target where the "
+                  f"bundle was made {program.reference_rate:.0f} (x{cuda_rate / max(program.reference_rate, 1e-9):.1f})")
+            # A profiling run: serialised kernel times and the phases' spans.
+            out = os.path.join(runs, name, "profile")
+            times_file = os.path.join(runs, name, "kernel-times.txt")
+            env = dict(os.environ, LOOM_CUDA_KERNEL_TIMES=times_file)
+            command = [os.path.join(build, f"{name}-cuda"), "--steps", str(program.steps),
+                       "--in", os.path.join(program.dir, "in"), "--out", out, "--trace"]
+            code, text, _ = run(command, out + ".log", env=env)
+            if code != 0:
+                fail(f"{name}: the profiling run failed (exit {code}): {text[-1000:]}")
+                continue
+            kernels = []
+            with open(times_file) as f:
+                for line in f:
+                    kernel, launches, seconds = line.split()
+                    kernels.append((float(seconds), kernel, int(launches)))
+            kernels.sort(reverse=True)
+            total = sum(s for s, _, _ in kernels) or 1.0
+            print(f"{name}: kernel times over {program.steps} steps (serialised: the stream "
+                  f"drained after each launch), top 12 of {len(kernels)}:")
+            for seconds, kernel, launches in kernels[:12]:
+                print(f"  {kernel:24s} {launches:7d} launches {seconds * 1e3:9.2f} ms "
+                      f"{seconds / launches * 1e6:8.1f} us each {seconds / total:6.1%}")
+            entry["kernel_times"] = [{"kernel": k, "launches": n, "seconds": s} for s, k, n in kernels]
+            phases = phase_times(os.path.join(out, "rank0", "trace.json"))
+            print(f"{name}: phases (mean ms per span): " +
+                  ", ".join(f"{p} {ms:.3f}" for p, (ms, _) in sorted(phases.items())))
+            entry["phases_ms"] = {p: ms for p, (ms, _) in phases.items()}
+
+    # 3. GEMM throughput against cuBLAS.
+    if cuda and args.gpu:
+        gemms = [os.path.join(bundle, "programs", n, "gemms.txt") for n in names]
+        code, text, _ = run([os.path.join(build, "gemm-bench")] + gemms,
+                            os.path.join(runs, "gemm-bench.log"))
+        print(text, end="")
+        report["gemm_bench"] = text
+        if code != 0:
+            fail("the GEMM benchmark")
+    elif cuda:
+        print("gemm benchmark: skipped (no GPU)")
+
+    with open(os.path.join(build, "report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    if failures:
+        print(f"bundle: {len(failures)} check(s) failed")
+        return 1
+    print("bundle: all checks passed" + ("" if args.gpu else " (the GPU part skipped: no GPU)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
