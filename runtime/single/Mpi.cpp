@@ -44,6 +44,15 @@ bool validType(MPI_Datatype type) {
   return type > 16 && type % 16 != 0 && type / 16 <= 8;
 }
 
+/// The checks every call with a buffer makes: MPI_SUCCESS or the error.
+int checkBuffer(MPI_Comm comm, MPI_Datatype type, int count) {
+  if (!valid(comm))
+    return MPI_ERR_COMM;
+  if (!validType(type))
+    return MPI_ERR_TYPE;
+  return count < 0 ? MPI_ERR_COUNT : MPI_SUCCESS;
+}
+
 int newComm(MPI_Comm *out) {
   *out = nextComm++;
   live.insert(*out);
@@ -84,12 +93,8 @@ int post(bool send, const void *from, void *into, int count,
          MPI_Datatype type, int peer, int tag, MPI_Comm comm,
          MPI_Request *request) {
   *request = MPI_REQUEST_NULL;
-  if (!valid(comm))
-    return MPI_ERR_COMM;
-  if (!validType(type))
-    return MPI_ERR_TYPE;
-  if (count < 0)
-    return MPI_ERR_COUNT;
+  if (int error = checkBuffer(comm, type, count))
+    return error;
   if (peer != 0 && !(peer == MPI_ANY_SOURCE && !send))
     return MPI_ERR_RANK;
   auto *posted = new LoomSingleRequest;
@@ -281,12 +286,8 @@ int MPI_Errhandler_free(MPI_Errhandler *handler) {
 
 int MPI_Allreduce(const void *in, void *out, int count, MPI_Datatype type,
                   MPI_Op, MPI_Comm comm) {
-  if (!valid(comm))
-    return MPI_ERR_COMM;
-  if (!validType(type))
-    return MPI_ERR_TYPE;
-  if (count < 0)
-    return MPI_ERR_COUNT;
+  if (int error = checkBuffer(comm, type, count))
+    return error;
   // The reduction of one contribution is itself.
   if (in != MPI_IN_PLACE && count > 0)
     std::memmove(out, in, static_cast<size_t>(count * sizeOf(type)));
@@ -326,12 +327,8 @@ int MPI_Allgatherv(const void *in, int inCount, MPI_Datatype inType,
 }
 
 int MPI_Bcast(void *, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  if (!valid(comm))
-    return MPI_ERR_COMM;
-  if (!validType(type))
-    return MPI_ERR_TYPE;
-  if (count < 0)
-    return MPI_ERR_COUNT;
+  if (int error = checkBuffer(comm, type, count))
+    return error;
   return root == 0 ? MPI_SUCCESS : MPI_ERR_ROOT;
 }
 
