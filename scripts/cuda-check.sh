@@ -19,7 +19,6 @@ fi
 "$root/scripts/setup.sh"
 "$root/scripts/configure.sh" "$build" release
 cmake --build "$build" --target loom-opt loom-run loom-translate
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-LOOM_BUILD_DIR=$build "$root/scripts/device-bundle.sh" "$work/bundle" --steps 10
-"$work/bundle/run.sh"
+# (In the build folder: its build/runs/ and build/report.json stay.)
+LOOM_BUILD_DIR=$build "$root/scripts/device-bundle.sh" "$build/device-bundle" --steps 10
+"$build/device-bundle/run.sh"

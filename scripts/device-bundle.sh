@@ -42,12 +42,23 @@ fi
 for tool in loom-opt loom-run; do
   [[ -x $build/bin/$tool ]] || { echo "device-bundle: no $build/bin/$tool" >&2; exit 1; }
 done
+if ! grep -q '^LOOM_ENABLE_CUDA:BOOL=ON$' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "device-bundle: $build has no CUDA target (configure where nvcc, cuBLAS and NCCL are installed)" >&2
+  exit 1
+fi
 for inc in runtime/kernels/HostKernels.h.inc runtime/cuda/CudaKernels.h.inc; do
-  [[ -f $build/$inc ]] || { echo "device-bundle: $build has no $inc (configure with the CUDA target: nvcc must be installed)" >&2; exit 1; }
+  [[ -f $build/$inc ]] || { echo "device-bundle: $build has no $inc; build it first" >&2; exit 1; }
 done
 
+# OUT is replaced only when it is empty or an earlier bundle.
+if [[ -e $out && ! -f $out/.loom-device-bundle ]] &&
+   [[ -n $(ls -A "$out" 2>/dev/null) || ! -d $out ]]; then
+  echo "device-bundle: $out exists and is not a device bundle; not replacing it" >&2
+  exit 1
+fi
 rm -rf "$out"
 mkdir -p "$out"
+touch "$out/.loom-device-bundle"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -75,10 +86,16 @@ cp "$root/scripts/bundle/CMakeLists.txt" "$root/scripts/bundle/run.sh" \
 absl=$out/third_party/absl
 mkdir -p "$absl/include" "$absl/lib"
 cp -r /usr/include/absl "$absl/include/"
-libdir=$(dirname "$(readlink -f /usr/lib/x86_64-linux-gnu/libabsl_statusor.so)")
+libdir=$(pkg-config --variable=libdir absl_statusor 2>/dev/null || true)
+[[ -n $libdir ]] || libdir=/usr/lib/x86_64-linux-gnu
+# The archives StatusOr needs: its shared library's Abseil dependencies.
+if ! deps=$(ldd "$libdir/libabsl_statusor.so"); then
+  echo "device-bundle: cannot list what $libdir/libabsl_statusor.so needs (libabsl-dev)" >&2
+  exit 1
+fi
 for name in absl_statusor absl_status \
-            $(ldd "$libdir/libabsl_statusor.so" | sed -n 's/^\s*lib\(absl_[a-z0-9_]*\)\.so.*/\1/p'); do
-  archive=/usr/lib/x86_64-linux-gnu/lib$name.a
+            $(sed -n 's/^\s*lib\(absl_[a-z0-9_]*\)\.so.*/\1/p' <<< "$deps"); do
+  archive=$libdir/lib$name.a
   [[ -f $archive ]] || { echo "device-bundle: no $archive (libabsl-dev)" >&2; exit 1; }
   cp "$archive" "$absl/lib/"
 done
@@ -104,7 +121,8 @@ for name in gpt_mini llama_mini; do
   cp "$work/$name-cuda/program.cpp" "$dir/cuda.cpp"
   cp -r "$work/$name-host/in" "$dir/in"
   cp "$work/$name-host/out/loss.bin" "$work/$name-params/params.txt" "$dir/reference/"
-  grep '^{' "$work/$name-host.log" > "$dir/reference/steps.jsonl"
+  grep '^{' "$work/$name-host.log" > "$dir/reference/steps.jsonl" ||
+    { echo "device-bundle: the host run of $name printed no steps" >&2; exit 1; }
   while read -r k i; do
     cp "$work/$name-host/out/arg$i.bin" "$dir/reference/"
   done < "$work/$name-params/params.txt"

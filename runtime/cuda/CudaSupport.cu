@@ -86,11 +86,17 @@ void detail::recordKernel(const char *kernel) {
   times->last = now;
 }
 
+/// Under LOOM_CUDA_KERNEL_TIMES, what came before (the stream drained, a
+/// blocking copy) is charged to no kernel.
+static void restartKernelClock() {
+  if (KernelTimes *times = KernelTimes::get())
+    times->last = std::chrono::steady_clock::now();
+}
+
 void loom::cuda::synchronize() {
   checkCuda(cudaStreamSynchronize(currentStream), "synchronize",
             "cudaStreamSynchronize");
-  if (KernelTimes *times = KernelTimes::get())
-    times->last = std::chrono::steady_clock::now();
+  restartKernelClock();
 }
 
 cudaStream_t detail::stream() { return currentStream; }
@@ -142,6 +148,7 @@ void loom::cuda::copyToDevice(void *device, const void *host, size_t bytes) {
   if (bytes)
     checkCuda(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice),
               "copyToDevice", "cudaMemcpy");
+  restartKernelClock();
 }
 
 void loom::cuda::copyToHost(void *host, const void *device, size_t bytes) {
@@ -149,6 +156,7 @@ void loom::cuda::copyToHost(void *host, const void *device, size_t bytes) {
   if (bytes)
     checkCuda(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost),
               "copyToHost", "cudaMemcpy");
+  restartKernelClock();
 }
 
 //===----------------------------------------------------------------------===//

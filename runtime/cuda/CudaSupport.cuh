@@ -53,8 +53,11 @@ void checkCuda(cudaError_t error, const char *kernel, const char *what);
 /// Then records the launch's time where LOOM_CUDA_KERNEL_TIMES asks.
 void checkLaunch(const char *kernel);
 /// Under LOOM_CUDA_KERNEL_TIMES=FILE, drains the stream and charges the
-/// time since the previous record to `kernel` (FILE, written at exit: a
-/// line per kernel, name launches seconds); nothing otherwise.
+/// time since the previous record, synchronize or blocking copy to
+/// `kernel` (FILE, written at exit: a line per kernel, name launches
+/// seconds); nothing otherwise. Every launch, cuBLAS call and device copy
+/// of a kernel records; what the runtime itself queues between kernels
+/// (collectives, packing copies) falls to the next kernel.
 void recordKernel(const char *kernel);
 
 /// `[4, 8]`, into a thread-local buffer valid until the next call on the

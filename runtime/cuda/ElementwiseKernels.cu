@@ -169,6 +169,7 @@ void copyImpl(T *out, const Shape &outShape, const T *in,
     checkCuda(cudaMemcpyAsync(out, in, static_cast<size_t>(count) * sizeof(T),
                               cudaMemcpyDeviceToDevice, stream()),
               "copy", "cudaMemcpyAsync");
+  recordKernel("copy");
 }
 
 } // namespace

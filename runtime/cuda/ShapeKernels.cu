@@ -152,6 +152,7 @@ void reshapeImpl(T *result, const Shape &resultShape, const T *input,
                               static_cast<size_t>(count) * sizeof(T),
                               cudaMemcpyDeviceToDevice, stream()),
               "reshape", "cudaMemcpyAsync");
+  recordKernel("reshape");
 }
 
 template <typename T>

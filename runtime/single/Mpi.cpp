@@ -31,13 +31,23 @@ struct LoomSingleRequest {
 
 namespace {
 
-bool initialized = false, finalized = false;
-std::set<MPI_Comm> live = {MPI_COMM_WORLD};
-MPI_Comm nextComm = MPI_COMM_WORLD + 1;
-// Posted and not yet matched, in posting order.
-std::deque<LoomSingleRequest *> sends, receives;
+/// The process's MPI state, made on first use (so that MPI may be called
+/// from other files' static constructors) and never destroyed (nor from
+/// their destructors).
+struct State {
+  bool initialized = false, finalized = false;
+  std::set<MPI_Comm> live = {MPI_COMM_WORLD};
+  MPI_Comm nextComm = MPI_COMM_WORLD + 1;
+  // Posted and not yet matched, in posting order.
+  std::deque<LoomSingleRequest *> sends, receives;
+};
 
-bool valid(MPI_Comm comm) { return live.count(comm) != 0; }
+State &state() {
+  static State *made = new State;
+  return *made;
+}
+
+bool valid(MPI_Comm comm) { return state().live.count(comm) != 0; }
 
 int64_t sizeOf(MPI_Datatype type) { return type / 16; }
 bool validType(MPI_Datatype type) {
@@ -54,20 +64,24 @@ int checkBuffer(MPI_Comm comm, MPI_Datatype type, int count) {
 }
 
 int newComm(MPI_Comm *out) {
-  *out = nextComm++;
-  live.insert(*out);
+  *out = state().nextComm++;
+  state().live.insert(*out);
   return MPI_SUCCESS;
 }
 
 void forget(LoomSingleRequest *request) {
-  std::deque<LoomSingleRequest *> &queue = request->send ? sends : receives;
+  State &mpi = state();
+  std::deque<LoomSingleRequest *> &queue =
+      request->send ? mpi.sends : mpi.receives;
   queue.erase(std::remove(queue.begin(), queue.end(), request), queue.end());
 }
 
 /// Matches `posted` with the oldest opposite request of its communicator
 /// and tag, copying the message.
 void match(LoomSingleRequest *posted) {
-  std::deque<LoomSingleRequest *> &other = posted->send ? receives : sends;
+  State &mpi = state();
+  std::deque<LoomSingleRequest *> &other =
+      posted->send ? mpi.receives : mpi.sends;
   for (auto it = other.begin(); it != other.end(); ++it) {
     LoomSingleRequest *peer = *it;
     if (peer->comm != posted->comm ||
@@ -86,7 +100,7 @@ void match(LoomSingleRequest *posted) {
     other.erase(it);
     return;
   }
-  (posted->send ? sends : receives).push_back(posted);
+  (posted->send ? mpi.sends : mpi.receives).push_back(posted);
 }
 
 int post(bool send, const void *from, void *into, int count,
@@ -123,22 +137,22 @@ void fill(MPI_Status *status, const LoomSingleRequest *request) {
 extern "C" {
 
 int MPI_Init(int *, char ***) {
-  initialized = true;
+  state().initialized = true;
   return MPI_SUCCESS;
 }
 
 int MPI_Initialized(int *flag) {
-  *flag = initialized;
+  *flag = state().initialized;
   return MPI_SUCCESS;
 }
 
 int MPI_Finalize(void) {
-  finalized = true;
+  state().finalized = true;
   return MPI_SUCCESS;
 }
 
 int MPI_Finalized(int *flag) {
-  *flag = finalized;
+  *flag = state().finalized;
   return MPI_SUCCESS;
 }
 
@@ -205,7 +219,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *copy) {
 int MPI_Comm_free(MPI_Comm *comm) {
   if (!valid(*comm) || *comm == MPI_COMM_WORLD)
     return MPI_ERR_COMM;
-  live.erase(*comm);
+  state().live.erase(*comm);
   *comm = MPI_COMM_NULL;
   return MPI_SUCCESS;
 }
@@ -413,6 +427,8 @@ int MPI_Request_free(MPI_Request *request) {
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype type, int *count) {
   if (!validType(type))
     return MPI_ERR_TYPE;
+  if (!status)
+    return MPI_ERR_OTHER; // MPI_STATUS_IGNORE holds no count
   int64_t size = sizeOf(type);
   *count = status->loomBytes % size ? MPI_UNDEFINED
                                     : static_cast<int>(status->loomBytes / size);

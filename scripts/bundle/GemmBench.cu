@@ -8,8 +8,12 @@
 // repeat count that makes a run last about a millisecond, and prints both
 // throughputs and Loom's fraction of cuBLAS's. Shapes whose batch
 // dimensions broadcast other than whole (an operand's batch absent or
-// equal to the result's) are timed for Loom alone.
+// equal to the result's) are timed for Loom alone. Loom's matmul is itself
+// a cuBLAS GEMM (cublasGemmStridedBatchedEx, f32 compute) behind its shape
+// checks and its batching (one call per row of a broadcast batch): the
+// fraction is what Loom's kernel costs over calling cuBLAS directly.
 //   gemm-bench GEMMS.txt...
+//   gemm-bench --devices      prints the number of CUDA devices
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,8 +90,12 @@ double timeCalls(cudaStream_t stream, int repeats,
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: gemm-bench GEMMS.txt...\n");
+    std::fprintf(stderr, "usage: gemm-bench GEMMS.txt... | --devices\n");
     return 2;
+  }
+  if (std::string(argv[1]) == "--devices") {
+    std::printf("%d\n", loom::cuda::deviceCount());
+    return 0;
   }
   if (loom::cuda::deviceCount() == 0) {
     std::printf("gemm-bench: no CUDA device; skipped\n");
@@ -170,8 +178,9 @@ int main(int argc, char **argv) {
         int64_t lda = lhs[lhs.rank - 1], ldb = rhs[rhs.rank - 1];
         long long strideA = lhs.rank == 2 ? 0 : lhs[lhs.rank - 2] * lda;
         long long strideB = rhs.rank == 2 ? 0 : rhs[rhs.rank - 2] * ldb;
+        cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
         auto blasCall = [&] {
-          cublasSgemmStridedBatched(
+          cublasStatus_t got = cublasSgemmStridedBatched(
               blas, transRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
               transLhs ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
               static_cast<int>(m), static_cast<int>(k), &one, buffers[2],
@@ -179,10 +188,16 @@ int main(int argc, char **argv) {
               static_cast<int>(lda), strideA, &zero, buffers[0],
               static_cast<int>(n), static_cast<long long>(m * n),
               static_cast<int>(batch));
+          if (got != CUBLAS_STATUS_SUCCESS)
+            status = got; // a failure is kept
         };
         blasCall();
-        check(cudaGetLastError(), "cublasSgemmStridedBatched");
         blasTime = timeCalls(stream, repeats, blasCall);
+        if (status != CUBLAS_STATUS_SUCCESS) {
+          std::fprintf(stderr, "gemm-bench: cublasSgemmStridedBatched: %s\n",
+                       cublasGetStatusString(status));
+          return 1;
+        }
         loomSeconds += loomTime;
         blasSeconds += blasTime;
         flopsTotal += flops;

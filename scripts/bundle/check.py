@@ -6,9 +6,10 @@ of one process, the portable GEMM) and, with a GPU, the CUDA executable,
 each for the bundle's steps from the same inputs, against the host target's
 results where the bundle was written: every step's loss within 1e-4
 relative, every parameter within 1e-3 norm-wise (f32; GEMMs round in other
-orders), anything not finite a failure. Then tokens/s, a profiling run
-(serialised kernel times, phase times from the trace) and the GEMM
-benchmark. Prints a report, writes BUILD/report.json, exits 1 if a check
+orders), anything not finite a failure. Then tokens/s, profiling runs
+(serialised kernel times of steps 2..N: a run of N steps less a run of 1;
+phase times from the trace) and the GEMM benchmark. Whether there is a GPU
+is the CUDA runtime's answer (gemm-bench --devices). Prints a report, writes BUILD/report.json, exits 1 if a check
 failed. Python's standard library only.
 """
 import argparse
@@ -16,6 +17,7 @@ import array
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -47,7 +49,11 @@ def relative_norm(got, want):
     return math.sqrt(diff) / max(math.sqrt(norm), 1e-30)
 
 
-def run(command, log, env=None, timeout=TIMEOUT_S):
+def run(command, log, env=None, timeout=TIMEOUT_S, out=None):
+    """Runs `command` with its output in `log`; `out`, the folder the run
+    writes, is emptied first (a rerun must not read an earlier run's)."""
+    if out:
+        shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.dirname(log), exist_ok=True)
     start = time.time()
     with open(log, "w") as out:
@@ -108,19 +114,22 @@ class Program:
 
 
 def phase_times(trace_path):
-    """Mean milliseconds per step of each phase span in a Chrome trace."""
+    """Mean milliseconds of each phase's spans in a Chrome trace, the first
+    span of each (step 1's) left out where there are more."""
     with open(trace_path) as f:
         events = json.load(f)
     if isinstance(events, dict):
         events = events.get("traceEvents", [])
-    totals, counts = {}, {}
+    spans = {}
     for event in events:
         if event.get("ph") != "X" or "dur" not in event:
             continue
-        name = event.get("name", "?")
-        totals[name] = totals.get(name, 0.0) + event["dur"] / 1e3
-        counts[name] = counts.get(name, 0) + 1
-    return {name: (totals[name] / counts[name], counts[name]) for name in totals}
+        spans.setdefault(event.get("name", "?"), []).append(event["dur"] / 1e3)
+    result = {}
+    for name, durations in spans.items():
+        steady = durations[1:] if len(durations) > 1 else durations
+        result[name] = (sum(steady) / len(steady), len(steady))
+    return result
 
 
 def main():
@@ -128,13 +137,19 @@ def main():
     parser.add_argument("--bundle", required=True)
     parser.add_argument("--build", required=True)
     parser.add_argument("--cuda", default="ON")
-    parser.add_argument("--gpu", type=int, default=0)
     args = parser.parse_args()
     bundle, build = args.bundle, args.build
     cuda = args.cuda == "ON"
     runs = os.path.join(build, "runs")
     os.makedirs(runs, exist_ok=True)
-    report = {"gpu": bool(args.gpu), "cuda_built": cuda, "programs": {}}
+    gpu = False
+    if cuda:
+        code, text, _ = run([os.path.join(build, "gemm-bench"), "--devices"],
+                            os.path.join(runs, "devices.log"))
+        gpu = code == 0 and text.strip().isdigit() and int(text.strip()) > 0
+        print(f"cuda devices: {text.strip() if code == 0 else 'unknown (exit %s)' % code}")
+    args.gpu = gpu
+    report = {"gpu": gpu, "cuda_built": cuda, "programs": {}}
     failures = []
 
     def fail(message):
@@ -169,7 +184,7 @@ def main():
             out = os.path.join(runs, name, target)
             command = [os.path.join(build, f"{name}-{target}"), "--steps", str(program.steps),
                        "--in", os.path.join(program.dir, "in"), "--out", out, "--save-args"]
-            code, text, seconds = run(command, out + ".log")
+            code, text, seconds = run(command, out + ".log", out=out)
             where = f"{name} on {'this CPU' if target == 'host' else 'the GPU'}"
             if target == "cuda" and not args.gpu:
                 if code != 0 and "no CUDA device" in text:
@@ -182,8 +197,13 @@ def main():
                 fail(f"{where}: exit {code}: {text[-1500:]}")
                 entry[target] = {"state": "failed"}
                 continue
-            loss_error, param_error, problem = program.compare(out)
-            rate = program.rate(out)
+            try:
+                loss_error, param_error, problem = program.compare(out)
+                rate = program.rate(out)
+            except (OSError, ValueError) as error:
+                fail(f"{where}: cannot read its results: {error}")
+                entry[target] = {"state": "failed"}
+                continue
             ok = loss_error <= LOSS_BOUND and param_error <= PARAM_BOUND and not problem
             entry[target] = {"state": "passed" if ok else "failed", "loss_error": loss_error,
                              "param_error": param_error, "tokens_per_s": rate}
@@ -199,31 +219,51 @@ def main():
             print(f"{name}: tokens/s GPU {cuda_rate:.0f}, this CPU {host_rate:.0f} "
                   f"(x{cuda_rate / max(host_rate, 1e-9):.1f}), the host target where the "
                   f"bundle was made {program.reference_rate:.0f} (x{cuda_rate / max(program.reference_rate, 1e-9):.1f})")
-            # A profiling run: serialised kernel times and the phases' spans.
-            out = os.path.join(runs, name, "profile")
-            times_file = os.path.join(runs, name, "kernel-times.txt")
-            env = dict(os.environ, LOOM_CUDA_KERNEL_TIMES=times_file)
-            command = [os.path.join(build, f"{name}-cuda"), "--steps", str(program.steps),
-                       "--in", os.path.join(program.dir, "in"), "--out", out, "--trace"]
-            code, text, _ = run(command, out + ".log", env=env)
-            if code != 0:
-                fail(f"{name}: the profiling run failed (exit {code}): {text[-1000:]}")
+            # Profiling runs: serialised kernel times of steps 2..N (N steps
+            # less 1, which pays for module loading and cuBLAS's set-up),
+            # and the phases' spans.
+            profile = {}
+            for count in (1, program.steps):
+                out = os.path.join(runs, name, f"profile{count}")
+                times_file = out + "-kernel-times.txt"
+                if os.path.exists(times_file):
+                    os.remove(times_file)
+                env = dict(os.environ, LOOM_CUDA_KERNEL_TIMES=times_file)
+                command = [os.path.join(build, f"{name}-cuda"), "--steps", str(count),
+                           "--in", os.path.join(program.dir, "in"), "--out", out, "--trace"]
+                code, text, _ = run(command, out + ".log", env=env, out=out)
+                try:
+                    if code != 0:
+                        raise OSError(f"exit {code}: {text[-1000:]}")
+                    with open(times_file) as f:
+                        for line in f:
+                            kernel, launches, seconds = line.split()
+                            sign = 1 if count == program.steps else -1
+                            n, t = profile.get(kernel, (0, 0.0))
+                            profile[kernel] = (n + sign * int(launches), t + sign * float(seconds))
+                except (OSError, ValueError) as error:
+                    fail(f"{name}: the profiling run of {count} step(s) failed: {error}")
+                    profile = None
+                    break
+            if profile is None:
                 continue
-            kernels = []
-            with open(times_file) as f:
-                for line in f:
-                    kernel, launches, seconds = line.split()
-                    kernels.append((float(seconds), kernel, int(launches)))
-            kernels.sort(reverse=True)
-            total = sum(s for s, _, _ in kernels) or 1.0
-            print(f"{name}: kernel times over {program.steps} steps (serialised: the stream "
-                  f"drained after each launch), top 12 of {len(kernels)}:")
+            steady = program.steps - 1 if program.steps > 1 else 1
+            kernels = sorted(((max(t, 0.0), k, n) for k, (n, t) in profile.items() if n > 0),
+                             reverse=True)
+            total = sum(t for t, _, _ in kernels) or 1.0
+            print(f"{name}: kernel times of steps 2..{program.steps} (serialised: the stream "
+                  f"drained after each launch), per step, top 12 of {len(kernels)}:")
             for seconds, kernel, launches in kernels[:12]:
-                print(f"  {kernel:24s} {launches:7d} launches {seconds * 1e3:9.2f} ms "
+                print(f"  {kernel:24s} {launches / steady:7.0f} launches {seconds / steady * 1e3:9.3f} ms "
                       f"{seconds / launches * 1e6:8.1f} us each {seconds / total:6.1%}")
-            entry["kernel_times"] = [{"kernel": k, "launches": n, "seconds": s} for s, k, n in kernels]
-            phases = phase_times(os.path.join(out, "rank0", "trace.json"))
-            print(f"{name}: phases (mean ms per span): " +
+            entry["kernel_times_per_step"] = [
+                {"kernel": k, "launches": n / steady, "seconds": t / steady} for t, k, n in kernels]
+            try:
+                phases = phase_times(os.path.join(out, "rank0", "trace.json"))
+            except (OSError, ValueError) as error:
+                fail(f"{name}: cannot read the trace: {error}")
+                continue
+            print(f"{name}: phases (mean ms per span, steps 2..{program.steps}): " +
                   ", ".join(f"{p} {ms:.3f}" for p, (ms, _) in sorted(phases.items())))
             entry["phases_ms"] = {p: ms for p, (ms, _) in phases.items()}
 
