@@ -842,16 +842,20 @@ struct MoeSparseExchangePass
       // function's exchanges over it, in order.
       std::map<std::vector<int64_t>, std::map<size_t, SmallVector<hspmd::ExchangeOp>>>
           bySet;
-      for (auto [index, func] : llvm::enumerate(funcs))
+      for (auto [index, func] : llvm::enumerate(funcs)) {
+        size_t at = index;
         func.walk([&](hspmd::ExchangeOp op) {
           std::set<int64_t> devices;
           for (hspmd::UnionAttr layout : {op.getSource(), op.getTarget()})
             for (int64_t device : layout.getAllDevices())
               devices.insert(device);
-          bySet[std::vector<int64_t>(devices.begin(), devices.end())][index]
+          bySet[std::vector<int64_t>(devices.begin(), devices.end())][at]
               .push_back(op);
         });
-      for (auto &[members, perFunc] : bySet) {
+      }
+      for (auto &set : bySet) {
+        const std::vector<int64_t> &members = set.first;
+        auto &perFunc = set.second;
         // Every member's function takes part, and no other.
         std::set<int64_t> covered;
         bool whole = true;

@@ -190,9 +190,10 @@ LogicalResult FactorRule::verify(Operation *op) const {
     if (factor.kind != FactorKind::Reduction)
       continue;
     bool everywhere = !results.empty();
+    int64_t reduced = static_cast<int64_t>(index);
     for (const TensorFactors &result : results)
       everywhere &= llvm::any_of(result, [&](const DimFactors &dim) {
-        return llvm::is_contained(dim, static_cast<int64_t>(index));
+        return llvm::is_contained(dim, reduced);
       });
     if (everywhere)
       return op->emitOpError("factor rule: reduction factor ")

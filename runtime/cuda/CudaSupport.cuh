@@ -57,7 +57,8 @@ void checkLaunch(const char *kernel);
 /// `kernel` (FILE, written at exit: a line per kernel, name launches
 /// seconds); nothing otherwise. Every launch, cuBLAS call and device copy
 /// of a kernel records; what the runtime itself queues between kernels
-/// (collectives, packing copies) falls to the next kernel.
+/// (collectives, packing copies) falls to the next kernel, or to none
+/// where a blocking copy waits for it first.
 void recordKernel(const char *kernel);
 
 /// `[4, 8]`, into a thread-local buffer valid until the next call on the

@@ -165,11 +165,12 @@ template <typename T>
 void copyImpl(T *out, const Shape &outShape, const T *in,
               const Shape &inShape) {
   checkSameCount("copy", outShape, inShape);
-  if (int64_t count = outShape.numElements())
+  if (int64_t count = outShape.numElements()) {
     checkCuda(cudaMemcpyAsync(out, in, static_cast<size_t>(count) * sizeof(T),
                               cudaMemcpyDeviceToDevice, stream()),
               "copy", "cudaMemcpyAsync");
-  recordKernel("copy");
+    recordKernel("copy");
+  }
 }
 
 } // namespace

@@ -147,12 +147,13 @@ template <typename T>
 void reshapeImpl(T *result, const Shape &resultShape, const T *input,
                  const Shape &inputShape) {
   checkSameCount("reshape", resultShape, inputShape);
-  if (int64_t count = resultShape.numElements())
+  if (int64_t count = resultShape.numElements()) {
     checkCuda(cudaMemcpyAsync(result, input,
                               static_cast<size_t>(count) * sizeof(T),
                               cudaMemcpyDeviceToDevice, stream()),
               "reshape", "cudaMemcpyAsync");
-  recordKernel("reshape");
+    recordKernel("reshape");
+  }
 }
 
 template <typename T>

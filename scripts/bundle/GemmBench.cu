@@ -94,7 +94,18 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (std::string(argv[1]) == "--devices") {
-    std::printf("%d\n", loom::cuda::deviceCount());
+    // No device is 0; any other error (a driver too old for this CUDA)
+    // is an error.
+    int count = 0;
+    cudaError_t code = cudaGetDeviceCount(&count);
+    if (code == cudaErrorNoDevice)
+      count = 0;
+    else if (code != cudaSuccess) {
+      std::fprintf(stderr, "gemm-bench: cudaGetDeviceCount: %s\n",
+                   cudaGetErrorString(code));
+      return 1;
+    }
+    std::printf("%d\n", count);
     return 0;
   }
   if (loom::cuda::deviceCount() == 0) {

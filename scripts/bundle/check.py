@@ -62,6 +62,9 @@ def run(command, log, env=None, timeout=TIMEOUT_S, out=None):
                                   env=env, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             code = "timeout"
+        except OSError as error:
+            out.write(f"cannot run {command[0]}: {error}\n")
+            code = "not run"
     with open(log) as f:
         text = f.read()
     return code, text, time.time() - start
@@ -137,24 +140,45 @@ def main():
     parser.add_argument("--bundle", required=True)
     parser.add_argument("--build", required=True)
     parser.add_argument("--cuda", default="ON")
+    parser.add_argument("--nvidia-smi-gpu", type=int, default=0,
+                        help="1: nvidia-smi lists a GPU (run.sh asks it)")
     args = parser.parse_args()
     bundle, build = args.bundle, args.build
     cuda = args.cuda == "ON"
     runs = os.path.join(build, "runs")
     os.makedirs(runs, exist_ok=True)
-    gpu = False
-    if cuda:
-        code, text, _ = run([os.path.join(build, "gemm-bench"), "--devices"],
-                            os.path.join(runs, "devices.log"))
-        gpu = code == 0 and text.strip().isdigit() and int(text.strip()) > 0
-        print(f"cuda devices: {text.strip() if code == 0 else 'unknown (exit %s)' % code}")
-    args.gpu = gpu
-    report = {"gpu": gpu, "cuda_built": cuda, "programs": {}}
+    report_path = os.path.join(build, "report.json")
+    if os.path.exists(report_path):
+        os.remove(report_path)
     failures = []
 
     def fail(message):
         failures.append(message)
         print(f"FAIL: {message}")
+
+    # Whether there is a GPU: the CUDA runtime's answer. Without a driver it
+    # answers with an error (no libcuda: "driver version is insufficient"),
+    # which is "no GPU" where nvidia-smi lists none either; where nvidia-smi
+    # lists a GPU the runtime cannot use (a driver too old for this CUDA),
+    # that is a failure.
+    gpu = False
+    if cuda:
+        code, text, _ = run([os.path.join(build, "gemm-bench"), "--devices"],
+                            os.path.join(runs, "devices.log"))
+        lines = text.strip().splitlines()
+        count = lines[-1].strip() if lines else ""
+        if code == 0 and count.isdigit():
+            gpu = int(count) > 0
+            print(f"cuda devices: {count}")
+        elif not args.nvidia_smi_gpu:
+            print(f"cuda devices: 0 (the CUDA runtime: {count or 'exit %s' % code})")
+        else:
+            fail(f"nvidia-smi lists a GPU but the CUDA runtime cannot count the devices "
+                 f"(exit {code}): {text.strip()[-500:]}")
+        if args.nvidia_smi_gpu and not gpu and code == 0:
+            fail("nvidia-smi lists a GPU but the CUDA runtime finds none")
+    args.gpu = gpu
+    report = {"gpu": gpu, "cuda_built": cuda, "programs": {}}
 
     # 1. The CUDA kernel tests.
     if cuda:
@@ -216,14 +240,16 @@ def main():
         if cuda and args.gpu and entry.get("cuda", {}).get("state") == "passed":
             cuda_rate = entry["cuda"]["tokens_per_s"]
             host_rate = entry["host"].get("tokens_per_s", 0) if "host" in entry else 0
+            ratio = lambda rate: f"x{cuda_rate / rate:.1f}" if rate > 0 else "n/a"
             print(f"{name}: tokens/s GPU {cuda_rate:.0f}, this CPU {host_rate:.0f} "
-                  f"(x{cuda_rate / max(host_rate, 1e-9):.1f}), the host target where the "
-                  f"bundle was made {program.reference_rate:.0f} (x{cuda_rate / max(program.reference_rate, 1e-9):.1f})")
+                  f"({ratio(host_rate)}), the host target where the bundle was made "
+                  f"{program.reference_rate:.0f} ({ratio(program.reference_rate)})")
             # Profiling runs: serialised kernel times of steps 2..N (N steps
             # less 1, which pays for module loading and cuBLAS's set-up),
             # and the phases' spans.
             profile = {}
-            for count in (1, program.steps):
+            counts = (1, program.steps) if program.steps > 1 else (1,)
+            for count in counts:
                 out = os.path.join(runs, name, f"profile{count}")
                 times_file = out + "-kernel-times.txt"
                 if os.path.exists(times_file):
@@ -238,7 +264,7 @@ def main():
                     with open(times_file) as f:
                         for line in f:
                             kernel, launches, seconds = line.split()
-                            sign = 1 if count == program.steps else -1
+                            sign = 1 if count == counts[-1] else -1
                             n, t = profile.get(kernel, (0, 0.0))
                             profile[kernel] = (n + sign * int(launches), t + sign * float(seconds))
                 except (OSError, ValueError) as error:
@@ -251,7 +277,9 @@ def main():
             kernels = sorted(((max(t, 0.0), k, n) for k, (n, t) in profile.items() if n > 0),
                              reverse=True)
             total = sum(t for t, _, _ in kernels) or 1.0
-            print(f"{name}: kernel times of steps 2..{program.steps} (serialised: the stream "
+            which = (f"steps 2..{program.steps}" if program.steps > 1
+                     else "step 1 (set-up included)")
+            print(f"{name}: kernel times of {which} (serialised: the stream "
                   f"drained after each launch), per step, top 12 of {len(kernels)}:")
             for seconds, kernel, launches in kernels[:12]:
                 print(f"  {kernel:24s} {launches / steady:7.0f} launches {seconds / steady * 1e3:9.3f} ms "
@@ -263,7 +291,8 @@ def main():
             except (OSError, ValueError) as error:
                 fail(f"{name}: cannot read the trace: {error}")
                 continue
-            print(f"{name}: phases (mean ms per span, steps 2..{program.steps}): " +
+            print(f"{name}: phases (mean ms per span, each name's first span left out; "
+                  f"serialised kernels): " +
                   ", ".join(f"{p} {ms:.3f}" for p, (ms, _) in sorted(phases.items())))
             entry["phases_ms"] = {p: ms for p, (ms, _) in phases.items()}
 
@@ -279,7 +308,7 @@ def main():
     elif cuda:
         print("gemm benchmark: skipped (no GPU)")
 
-    with open(os.path.join(build, "report.json"), "w") as f:
+    with open(report_path, "w") as f:
         json.dump(report, f, indent=1)
     if failures:
         print(f"bundle: {len(failures)} check(s) failed")

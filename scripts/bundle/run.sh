@@ -15,7 +15,8 @@ cuda=ON
 [[ ${1:-} == --no-cuda ]] && cuda=OFF
 
 # (nvidia-smi picks the architecture to compile for; whether the GPU part
-# runs, check.py asks the CUDA runtime itself.)
+# runs, check.py asks the CUDA runtime itself, and fails where nvidia-smi
+# lists a GPU the runtime cannot use.)
 gpu=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   gpu=1
@@ -58,4 +59,5 @@ cmake -S "$here" -B "$build" "${args[@]}" > "$build.configure.log" 2>&1 ||
 cmake --build "$build" -j "$(nproc)" > "$build.build.log" 2>&1 ||
   { tail -50 "$build.build.log" >&2; echo "bundle: building failed (all of it: $build.build.log)" >&2; exit 1; }
 echo "bundle: built in $(( $(date +%s) - start )) s (cuda $cuda)"
-exec python3 "$here/check.py" --bundle "$here" --build "$build" --cuda "$cuda"
+exec python3 "$here/check.py" --bundle "$here" --build "$build" --cuda "$cuda" \
+     --nvidia-smi-gpu "$gpu"

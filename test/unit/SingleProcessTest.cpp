@@ -145,6 +145,9 @@ TEST(SingleProcessMpi, ErrorsNotHangs) {
             MPI_SUCCESS);
   EXPECT_EQ(MPI_Wait(&receive, MPI_STATUS_IGNORE), MPI_ERR_TRUNCATE);
   EXPECT_EQ(MPI_Wait(&send, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  int count = 0;
+  EXPECT_EQ(MPI_Get_count(MPI_STATUS_IGNORE, MPI_BYTE, &count),
+            MPI_ERR_OTHER);
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(MPI_ERR_PENDING, text, &length);
