@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA target on a machine with one NVIDIA GPU that can build Loom:
 # writes the device bundle (scripts/device-bundle.sh) from this build and
-# runs it here: the CUDA kernel tests, the GPT-mini and the LLaMA-mini
-# trained on 1 rank from the generated CUDA code against the host target
+# runs it here: the CUDA kernel tests, the GPT-mini, the LLaMA-mini and the
+# MoE GPT-mini trained on 1 rank from the generated CUDA code against the host target
 # (f32; 1e-4 relative for the losses, 1e-3 norm-wise for the parameters:
 # GEMMs differ between cuBLAS and OpenBLAS), tokens/s, kernel times and
 # GEMM throughput against cuBLAS. Skips (exit 0) where there is no GPU.

@@ -6,8 +6,8 @@
 #
 #   scripts/device-bundle.sh OUT [--steps N]
 #
-# It holds, per program (the GPT-mini and the LLaMA-mini AdamW training
-# steps, 1 rank, f32): the generated C++ for the CUDA and the host target,
+# It holds, per program (the GPT-mini, LLaMA-mini and MoE GPT-mini AdamW
+# training steps, 1 rank, f32): the generated C++ for the CUDA and the host target,
 # the initial parameters and every step's data, and the host target's
 # results on this machine (loss per step, final parameters); the MLIR-free
 # runtime sources (runtime/kernels, host, driver, layout, moe, cuda, the MPI
@@ -106,7 +106,7 @@ cp -r /usr/src/googletest/googletest/src /usr/src/googletest/googletest/include 
 # 3. The programs: each training step's C++ for both targets, its inputs
 # and the host target's results here.
 export OPENBLAS_NUM_THREADS=1
-for name in gpt_mini llama_mini; do
+for name in gpt_mini llama_mini moe_gpt_mini; do
   dir=$out/programs/$name
   mkdir -p "$dir/reference"
   "$build/bin/loom-opt" "$root/examples/$name.mlir" \
