@@ -206,6 +206,12 @@ def main():
         targets = ["host"] + (["cuda"] if cuda else [])
         for target in targets:
             out = os.path.join(runs, name, target)
+            if not os.path.exists(os.path.join(build, f"{name}-{target}")):
+                # (The CUDA programs need NCCL: CMake says when it found none.)
+                fail(f"{name}, {target}: not built (for cuda: no NCCL found; see "
+                     f"the configure log, set NCCL_ROOT)")
+                entry[target] = {"state": "not built"}
+                continue
             command = [os.path.join(build, f"{name}-{target}"), "--steps", str(program.steps),
                        "--in", os.path.join(program.dir, "in"), "--out", out, "--save-args"]
             code, text, seconds = run(command, out + ".log", out=out)

@@ -45,7 +45,9 @@ for base in sys.path:
 PY
 )
   fi
-  [[ -n $nccl ]] && args+=(-DNCCL_ROOT="$nccl")
+  # (Always given, empty too: a cached NCCL_ROOT of an earlier run must not
+  # stay.)
+  args+=(-DNCCL_ROOT="$nccl")
   # The GPU's own architecture where nvidia-smi names it, else H100/H200's.
   if [[ $gpu == 1 ]]; then
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' || true)
