@@ -83,7 +83,7 @@ LogicalResult account(Operation *op,
   for (Value operand : op->getOperands())
     if (!cast<RankedTensorType>(operand.getType()).hasStaticShape())
       return op->emitError("has a dynamic buffer; its bytes are unknown");
-  std::string kind = op->getName().stripDialect().str();
+  std::string kind = hspmd::getCollectiveKind(op);
   int64_t bytes = getBytes(op->getOperand(0).getType());
   int64_t elements =
       cast<RankedTensorType>(op->getOperand(0).getType()).getNumElements();
@@ -97,9 +97,11 @@ LogicalResult account(Operation *op,
     ++entry.calls;
     // What the layout core says the collective moves.
     layout::Traffic moved;
-    if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp>(op)) {
+    if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp,
+            hspmd::SparseAllGatherStartOp>(op)) {
       // Data-dependent: the most the named rows can move.
-      bool gather = isa<hspmd::SparseAllGatherOp>(op);
+      bool gather =
+          isa<hspmd::SparseAllGatherOp, hspmd::SparseAllGatherStartOp>(op);
       int64_t inputRows =
           cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(0);
       moved = layout::getSparseTrafficBound(
@@ -165,7 +167,7 @@ void predictCalls(Operation *op, hspmd::DeviceGroupAttr group,
     return;
   int64_t elements = operand.getNumElements();
   std::string dtype = dtypeName(operand.getElementType());
-  std::string kind = op->getName().stripDialect().str();
+  std::string kind = hspmd::getCollectiveKind(op);
   for (size_t slot = 0; slot < group.getDevices().size(); ++slot) {
     int64_t device = group.getDevices()[slot];
     auto it = llvm::find(devices, device);
@@ -304,7 +306,7 @@ struct CommReportPass : loom::impl::CommReportPassBase<CommReportPass> {
         if (!isa<hspmd::AllReduceOp, hspmd::AllGatherOp, hspmd::ReduceScatterOp,
                  hspmd::AllToAllOp, hspmd::PermuteOp, hspmd::LocalSliceOp,
                  hspmd::MakePartialOp, hspmd::SparseReduceScatterOp,
-                 hspmd::SparseAllGatherOp>(op))
+                 hspmd::SparseAllGatherOp, hspmd::SparseAllGatherStartOp>(op))
           return WalkResult::advance();
         if (getCollectiveView(op)->from) {
           op->emitError("is in the global view; the report counts local-view "

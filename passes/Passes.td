@@ -151,6 +151,40 @@ def MoeSparseExchangePass : Pass<"hspmd-moe-sparse-exchange", "mlir::ModuleOp"> 
   let dependentDialects = ["loom::hspmd::HSPMDDialect"];
 }
 
+def OverlapFetchesPass : Pass<"hspmd-overlap-fetches", "mlir::ModuleOp"> {
+  let summary = "Starts weight fetches early, to overlap the compute before them";
+  let description = [{
+    In local programs (after `hspmd-moe-sparse-exchange`), every
+    `hspmd.sparse_all_gather` of a function argument (the replicas'
+    weights a placed MoE layer fetches each micro-step, docs/moe.md)
+    becomes an `hspmd.sparse_all_gather_start` as early as it can go and an
+    `hspmd.wait` where the fetch was: right after the previous fetch of the
+    same weight completes, or at the function's start for the first, so
+    micro-step m + 1's fetch overlaps micro-step m's compute and at most
+    one fetch of a weight is in flight. The side-effect-free ops that
+    compute the fetch's row indices and move no data (the plan, the
+    comparison with the previous plan, local slices) move up with it, in
+    order; an op with effects or communication stops it. A fetch with
+    nothing to overlap is left as it is. Values and bytes are unchanged.
+    `loom-partition-pipeline` runs it unless `overlap=false`.
+
+    ```mlir
+    %f = hspmd.sparse_all_gather %w rows %ids over [0] of [2]
+        : tensor<2x8x8xf64>, tensor<3xi64> -> tensor<4x8x8xf64>
+    // becomes, the start earlier
+    %p = hspmd.sparse_all_gather_start %w rows %ids over [0] of [2]
+        : tensor<2x8x8xf64>, tensor<3xi64> -> tensor<4x8x8xf64>
+    %f = hspmd.wait %p keep(%w, %ids : tensor<2x8x8xf64>, tensor<3xi64>)
+        : tensor<4x8x8xf64>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numOverlapped", "overlapped-fetches",
+              "Fetches split into a start and a wait">
+  ];
+  let dependentDialects = ["loom::hspmd::HSPMDDialect"];
+}
+
 def MoePlacementPass : Pass<"hspmd-moe-placement", "mlir::ModuleOp"> {
   let summary = "Plans where MoE experts run, per micro-step, from a forecast";
   let description = [{

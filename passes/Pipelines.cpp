@@ -69,6 +69,8 @@ void loom::buildPartitionPipeline(OpPassManager &pm,
   if (options.bucket)
     pm.addPass(
         createGradientBucketingPass(options.getGradientBucketingOptions()));
+  if (options.overlap)
+    pm.addPass(createOverlapFetchesPass());
 }
 
 void loom::registerLoomPipelines() {
@@ -87,6 +89,6 @@ void loom::registerLoomPipelines() {
       "Partitions a global-view training step into one local program per "
       "device group: propagate layouts, insert and lower reshards, "
       "specialise, send MoE dispatches' routed rows alone, bucket "
-      "collectives",
+      "collectives, start weight fetches early",
       buildPartitionPipeline);
 }

@@ -130,6 +130,12 @@ struct PartitionOptions : public mlir::PassPipelineOptions<PartitionOptions> {
       llvm::cl::desc("Send an MoE dispatch's routed rows alone to their "
                      "experts' devices (hspmd-moe-sparse-exchange)"),
       llvm::cl::init(true)};
+  Option<bool> overlap{
+      *this, "overlap",
+      llvm::cl::desc("Start the weight fetches of placed MoE layers early, "
+                     "to overlap the compute before them "
+                     "(hspmd-overlap-fetches)"),
+      llvm::cl::init(true)};
   Option<bool> bucket{
       *this, "bucket",
       llvm::cl::desc("Finally fuse the local programs' collectives into "

@@ -17,7 +17,7 @@ using namespace loom;
 using namespace loom::codegen;
 
 bool loom::codegen::isView(Operation *op) {
-  return isa<nn::ReshapeOp, hspmd::AnnotateOp>(op);
+  return isa<nn::ReshapeOp, hspmd::AnnotateOp, hspmd::WaitOp>(op);
 }
 
 StringRef loom::codegen::getCppElementType(Type type) {

@@ -35,6 +35,10 @@ inline constexpr llvm::StringLiteral kAxesAttr = "loom.axes";
 /// target (no library communicator).
 inline constexpr llvm::StringLiteral kMpiOnlyAttr = "loom.mpi_only";
 
+/// A request field (unit): a started collective's state, which its start
+/// fills and its wait completes (the target's `Request`).
+inline constexpr llvm::StringLiteral kRequestAttr = "loom.request";
+
 /// An exchange field: its plan.
 inline constexpr llvm::StringLiteral kExchangeAttr = "loom.exchange";
 

@@ -193,6 +193,9 @@ LogicalResult loom::codegen::emitForTargets(
             std::string(mpiOnly ? "loom::host" : target.ns) + "::subgroup(" +
             get(kDevicesAttr) + ", " + get(kMeshAttr) + ", " + get(kAxesAttr) +
             ")"));
+      } else if (op->hasAttr(kRequestAttr)) {
+        // A started collective's state, completed by its wait.
+        field.setType(opaqueType(std::string(target.ns) + "::Request"));
       } else if (auto plan =
                      op->getAttrOfType<DenseI64ArrayAttr>(kExchangeAttr)) {
         auto members = op->getAttrOfType<DenseI64ArrayAttr>(kDevicesAttr);
@@ -204,7 +207,7 @@ LogicalResult loom::codegen::emitForTargets(
       }
       for (StringRef name :
            {kArenaAttr, kBytesAttr, kOffsetAttr, kCommAttr, kMpiOnlyAttr,
-            kDevicesAttr, kMeshAttr, kAxesAttr, kExchangeAttr,
+            kRequestAttr, kDevicesAttr, kMeshAttr, kAxesAttr, kExchangeAttr,
             kPersistentBytesAttr, kTransientPeakAttr})
         op->removeAttr(name);
     }

@@ -88,6 +88,9 @@ private:
                            ArrayRef<int64_t> mesh, ArrayRef<int64_t> axes,
                            bool mpiOnly = false);
   FailureOr<Value> exchangeRef(hspmd::ExchangeOp op);
+  /// The request field of a started collective (made on first use), which
+  /// its start fills and its wait completes.
+  Value requestRef(Operation *start);
   /// A call at the location of the op being lowered (the function's
   /// otherwise), so that a target's diagnostics point at the op.
   void call(StringRef callee, ArrayRef<Value> operands,
@@ -117,6 +120,7 @@ private:
   /// Fields made so far, by key.
   std::map<std::string, std::string> commFields;
   unsigned numExchanges = 0;
+  llvm::DenseMap<Operation *, std::string> requestFields;
   std::map<std::string, Type> fieldTypes;
 };
 
@@ -414,6 +418,22 @@ FailureOr<Value> ProgramLowering::commRef(Operation *op,
       .getResult();
 }
 
+Value ProgramLowering::requestRef(Operation *start) {
+  std::string &name = requestFields[start];
+  if (name.empty()) {
+    name = "request_" + std::to_string(requestFields.size() - 1);
+    NamedAttrList attrs;
+    attrs.append(kRequestAttr, UnitAttr::get(context));
+    addField(name, emitc::OpaqueType::get(context, kRequestAttr), attrs);
+  }
+  // The field's address: the runtimes fill and complete it in place.
+  Type type = fieldTypes.at(name);
+  Value field = emitc::GetFieldOp::create(builder, start->getLoc(), type,
+                                          FlatSymbolRefAttr::get(context, name))
+                    .getResult();
+  return field;
+}
+
 FailureOr<Value> ProgramLowering::exchangeRef(hspmd::ExchangeOp op) {
   hspmd::UnionAttr from = op.getSource(), to = op.getTarget();
   ArrayRef<int64_t> shape = op.getShape();
@@ -485,6 +505,12 @@ void ProgramLowering::call(StringRef callee, ArrayRef<Value> operands,
 }
 
 LogicalResult ProgramLowering::lowerOp(Operation *op) {
+  // A wait is a view of its start's buffer that completes it first.
+  if (auto wait = dyn_cast<hspmd::WaitOp>(op)) {
+    Operation *start = wait.getPending().getDefiningOp();
+    call("loom.comm.wait", {requestRef(start)}, {operandIndex(0)});
+    return success();
+  }
   if (isView(op))
     return success();
   SmallVector<Value> operands;
@@ -638,6 +664,20 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     return collective(sparse.getMesh(), sparse.getAxes(), {});
   if (auto sparse = dyn_cast<hspmd::SparseAllGatherOp>(op))
     return collective(sparse.getMesh(), sparse.getAxes(), {});
+  // The collective's arguments, then the request its wait completes.
+  if (auto start = dyn_cast<hspmd::SparseAllGatherStartOp>(op)) {
+    results();
+    inputs();
+    FailureOr<Value> comm = commRef(op, start.getMesh(), start.getAxes());
+    if (failed(comm))
+      return failure();
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(*comm);
+    args.push_back(operandIndex(operands.size()));
+    operands.push_back(requestRef(op));
+    call("loom.comm.sparse_all_gather_start", operands, args);
+    return success();
+  }
   if (auto sparse = dyn_cast<hspmd::SparseExchangeOp>(op)) {
     // One sub-group of every device named, in order (the host runtime's
     // MPI communicator: the devices run several programs, perhaps of other

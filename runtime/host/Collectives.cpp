@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 using namespace loom::rt;
 
@@ -100,10 +101,15 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   instance = new Runtime();
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    MPI_Init(argc, argv);
+    // Collectives started ahead of their use run on a second thread.
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     instance->startedMpi = true;
+  } else {
+    MPI_Query_thread(&provided);
   }
+  instance->overlap = provided == MPI_THREAD_MULTIPLE;
   worldComm = MPI_COMM_WORLD;
   instance->start();
   return *instance;
@@ -154,6 +160,10 @@ Runtime &Runtime::attach(const void *mpiComm) {
   worldComm = duplicate;
   instance = new Runtime();
   instance->library = true;
+  // The caller's MPI decides whether collectives may overlap.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  instance->overlap = provided == MPI_THREAD_MULTIPLE;
   loom::host::setFailureHandler(throwKernelFailure);
   ++attachments;
   try {
@@ -168,6 +178,7 @@ Runtime &Runtime::attach(const void *mpiComm) {
 void Runtime::detach() {
   if (!instance || !instance->library || --attachments > 0)
     return;
+  instance->stopWorker();
   instance->groups.clear();
   delete instance;
   instance = nullptr;
@@ -213,9 +224,17 @@ void Runtime::start() {
     else
       instance->messageLimit = bytes;
   }
-  long long limits[3] = {bad, instance->messageLimit, -instance->messageLimit};
-  int code = MPI_Allreduce(MPI_IN_PLACE, limits, 3, MPI_LONG_LONG, MPI_MAX,
+  // Overlapped collectives only where every rank can (a rank that runs a
+  // start at once would not make the duplicate communicators the others
+  // wait for): the smallest of the ranks' flags, as the largest negation.
+  if (const char *overlap = std::getenv("LOOM_OVERLAP"))
+    if (std::string(overlap) == "0")
+      instance->overlap = false;
+  long long limits[4] = {bad, instance->messageLimit, -instance->messageLimit,
+                         instance->overlap ? 0 : 1};
+  int code = MPI_Allreduce(MPI_IN_PLACE, limits, 4, MPI_LONG_LONG, MPI_MAX,
                            worldComm);
+  instance->overlap = limits[3] == 0;
   if (code != MPI_SUCCESS)
     instance->fail("cannot compare the ranks' MPI message limits: " +
                    mpiError(code));
@@ -247,6 +266,7 @@ void Runtime::finalize() {
   if (!instance)
     return;
   bool started = instance->startedMpi;
+  instance->stopWorker();
   instance->groups.clear();
   delete instance;
   instance = nullptr;
@@ -364,6 +384,10 @@ Communicator &Runtime::getGroup(const std::vector<int> &worldRanks) {
   int rank = static_cast<int>(position - worldRanks.begin());
   auto *communicator = new Communicator(std::move(handle), worldRanks, rank);
   groups[worldRanks].reset(communicator);
+  // Its duplicate for started collectives, made now, while every member
+  // makes the group (made at a start, it would be collective there).
+  if (overlap)
+    communicator->makeAsyncTwin();
   return *communicator;
 }
 
@@ -377,8 +401,102 @@ Communicator::Communicator(std::unique_ptr<Handle> handle,
 }
 
 Communicator::~Communicator() {
+  twin.reset();
   if (handle && handle->comm != MPI_COMM_NULL)
     MPI_Comm_free(&handle->comm);
+}
+
+Communicator &Communicator::getAsyncTwin() {
+  if (!twin)
+    Runtime::get().fail("a collective was started on a communicator made "
+                        "without a duplicate (the runtime overlaps no "
+                        "collectives)");
+  return *twin;
+}
+
+void Communicator::makeAsyncTwin() {
+  auto duplicate = std::make_unique<Handle>();
+  int code = MPI_Comm_dup(handle->comm, &duplicate->comm);
+  if (code != MPI_SUCCESS)
+    Runtime::get().fail("cannot duplicate a communicator for overlapped "
+                        "collectives: " +
+                        mpiError(code));
+  MPI_Comm_set_errhandler(duplicate->comm, MPI_ERRORS_RETURN);
+  twin.reset(new Communicator(std::move(duplicate), worldRanks, rank));
+}
+
+//===----------------------------------------------------------------------===//
+// The communication thread
+//===----------------------------------------------------------------------===//
+
+thread_local AsyncWork *Runtime::running = nullptr;
+
+std::shared_ptr<AsyncWork> Runtime::post(std::function<void()> run) {
+  auto work = std::make_shared<AsyncWork>();
+  work->run = std::move(run);
+  std::lock_guard<std::mutex> lock(workMutex);
+  if (!worker.joinable()) {
+    stopping = false;
+    worker = std::thread([this] { workerLoop(); });
+  }
+  queue.push_back(work);
+  workPosted.notify_one();
+  return work;
+}
+
+void Runtime::workerLoop() {
+  std::unique_lock<std::mutex> lock(workMutex);
+  while (true) {
+    workPosted.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty())
+      return;
+    std::shared_ptr<AsyncWork> work = queue.front();
+    queue.pop_front();
+    lock.unlock();
+    // Its counts are its own until it is completed; a program library's
+    // failure comes back to the thread that completes it.
+    running = work.get();
+    try {
+      work->run();
+    } catch (...) {
+      work->error = std::current_exception();
+    }
+    running = nullptr;
+    lock.lock();
+    work->done = true;
+    workDone.notify_all();
+  }
+}
+
+void Runtime::complete(AsyncWork &work) {
+  {
+    std::unique_lock<std::mutex> lock(workMutex);
+    workDone.wait(lock, [&] { return work.done; });
+  }
+  if (!work.run)
+    return; // completed before
+  work.run = nullptr;
+  for (auto &[kind, moved] : work.traffic) {
+    Traffic &into = traffic[kind];
+    into.calls += moved.calls;
+    into.bytesSent += moved.bytesSent;
+    into.bytesReceived += moved.bytesReceived;
+  }
+  work.traffic.clear();
+  messagesPosted += work.messagesPosted;
+  if (std::exception_ptr error = std::exchange(work.error, nullptr))
+    std::rethrow_exception(error);
+}
+
+void Runtime::stopWorker() {
+  {
+    std::lock_guard<std::mutex> lock(workMutex);
+    if (!worker.joinable())
+      return;
+    stopping = true;
+    workPosted.notify_one();
+  }
+  worker.join();
 }
 
 void Communicator::exchange(const char *kind,

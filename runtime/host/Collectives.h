@@ -33,11 +33,17 @@
 #include "runtime/layout/Collectives.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace loom::rt {
@@ -82,6 +88,17 @@ struct LibraryCall {
 
 class Communicator;
 
+/// Work posted to the runtime's communication thread (Runtime::post): a
+/// collective started ahead of its use. What it counts stays here until
+/// the work is completed (Runtime::complete), which adds it to the rank's.
+struct AsyncWork {
+  std::function<void()> run;
+  std::map<std::string, Traffic> traffic;
+  int64_t messagesPosted = 0;
+  std::exception_ptr error;
+  bool done = false;
+};
+
 /// What the runtime of a program library throws where a program executable
 /// would end the process (Runtime::fail, failing kernels): the library's
 /// C functions turn it into a status for their caller.
@@ -91,7 +108,10 @@ public:
 };
 
 /// The process's MPI runtime: started once (`init`), ended once
-/// (`finalize`). Not thread-safe: one thread per rank drives it.
+/// (`finalize`). One thread per rank drives it; collectives started ahead
+/// of their use (`post`) run on the runtime's communication thread, over
+/// duplicates of their communicators (Communicator::getAsyncTwin), which
+/// needs MPI_THREAD_MULTIPLE.
 class Runtime {
 public:
   /// Starts MPI (if the process has not) and returns the runtime.
@@ -136,9 +156,26 @@ public:
   void setStep(int64_t step) { this->step = step; }
   int64_t getStep() const { return step; }
 
-  /// What this rank moved so far, per collective kind.
+  /// What this rank moved so far, per collective kind (work still on the
+  /// communication thread not included).
   const std::map<std::string, Traffic> &getTraffic() const { return traffic; }
-  Traffic &count(const std::string &kind) { return traffic[kind]; }
+  Traffic &count(const std::string &kind) {
+    return (running ? running->traffic : traffic)[kind];
+  }
+
+  /// Whether collectives may be started ahead of their use: MPI provides
+  /// MPI_THREAD_MULTIPLE and LOOM_OVERLAP is not 0, on every rank (init
+  /// and attach agree on it, so all start the same way).
+  bool overlapsCollectives() const { return overlap; }
+  /// Queues `work` for the communication thread (started on first use),
+  /// which runs posted work one at a time in posting order: every rank
+  /// posts its collectives in program order, so theirs match. Its traffic
+  /// and errors are the work's until `complete`.
+  std::shared_ptr<AsyncWork> post(std::function<void()> work);
+  /// Waits for posted `work`, adds its traffic to the rank's and rethrows
+  /// what it threw (a program library's RuntimeError). Completing it
+  /// again does nothing.
+  void complete(AsyncWork &work);
 
   /// Whether the device library calls are kept (the driver's --calls;
   /// they are always counted, kept only when asked for).
@@ -163,7 +200,9 @@ public:
   /// The MPI messages this rank has posted (sends, receives and
   /// broadcasts, a piece counting as one).
   int64_t getMessagesPosted() const { return messagesPosted; }
-  void countMessagePosted() { ++messagesPosted; }
+  void countMessagePosted() {
+    ++(running ? running->messagesPosted : messagesPosted);
+  }
 
   /// Whether `ok` holds on every rank of the world (collective, not
   /// counted): ranks that agree to fail return together, none waits.
@@ -192,6 +231,9 @@ private:
   Runtime() = default;
   /// Reads the rank, size and settings of the world (collective).
   void start();
+  /// Ends the communication thread, after the work it holds.
+  void stopWorker();
+  void workerLoop();
 
   bool library = false;
   int worldRank = 0;
@@ -206,6 +248,15 @@ private:
   int64_t messageLimit = int64_t(1) << 30;
   int64_t messagesPosted = 0;
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
+
+  bool overlap = false;
+  /// The work the calling thread runs, on the communication thread.
+  static thread_local AsyncWork *running;
+  std::thread worker;
+  std::mutex workMutex;
+  std::condition_variable workPosted, workDone;
+  std::deque<std::shared_ptr<AsyncWork>> queue;
+  bool stopping = false;
 };
 
 /// One device group's communicator.
@@ -214,6 +265,13 @@ public:
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
+
+  /// The same group over a duplicate MPI communicator, for collectives on
+  /// the runtime's communication thread, whose messages then never meet
+  /// those of the thread that drives the program. Made with the group
+  /// where the runtime overlaps collectives (Runtime::getGroup); asking
+  /// for it elsewhere ends the rank.
+  Communicator &getAsyncTwin();
 
   /// This rank's position in the group and the group's size.
   int getRank() const { return rank; }
@@ -268,6 +326,8 @@ private:
   Communicator(std::unique_ptr<Handle> handle, std::vector<int> worldRanks,
                int rank);
 
+  /// Makes the duplicate (collective over the group).
+  void makeAsyncTwin();
   void ringAllReduce(void *buffer, int64_t count, ElementType type,
                      const std::vector<int> &members, const char *kind,
                      Reduction op);
@@ -281,6 +341,7 @@ private:
   std::unique_ptr<Handle> handle;
   std::vector<int> worldRanks;
   int rank;
+  std::unique_ptr<Communicator> twin;
 };
 
 } // namespace loom::rt

@@ -343,6 +343,18 @@ private:
         target(), comm->getMpi(), &host::sparseAllGatherBytes, out, outShape,  \
         in, inShape, rows, rowsShape, host::elementTypeOf<T>());               \
   }                                                                            \
+  /* A started collective runs whole at its start on a device target (its */  \
+  /* rows are staged through host memory by the driving thread); its wait  */  \
+  /* has nothing left to do.                                               */  \
+  using Request = ::loom::host::Request;                                       \
+  template <typename T>                                                        \
+  void sparse_all_gather_start(T *out, Shape outShape, const T *in,            \
+                               Shape inShape, const int64_t *rows,             \
+                               Shape rowsShape, Communicator *comm,            \
+                               Request &) {                                    \
+    sparse_all_gather(out, outShape, in, inShape, rows, rowsShape, comm);      \
+  }                                                                            \
+  inline void wait(Request &request) { request.wait(); }                       \
   template <typename T>                                                        \
   void local_slice(T *out, Shape outShape, const T *in, Shape inShape,         \
                    Communicator *comm, int64_t dim) {                          \

@@ -772,6 +772,57 @@ void loom::host::sparseAllGatherBytes(void *out, Shape outShape,
                   rowsShape, type, comm, /*blocks=*/nullptr);
 }
 
+loom::host::Request::~Request() {
+  if (!work)
+    return;
+  try {
+    Runtime::get().complete(*work);
+  } catch (...) {
+    // A step that failed already reported it.
+  }
+}
+
+void loom::host::Request::start(std::function<void()> run) {
+  if (work) {
+    // The previous start of a step that failed before its wait.
+    std::shared_ptr<rt::AsyncWork> previous = std::move(work);
+    try {
+      Runtime::get().complete(*previous);
+    } catch (...) {
+    }
+  }
+  Runtime &runtime = Runtime::get();
+  if (!runtime.overlapsCollectives()) {
+    run();
+    return;
+  }
+  work = runtime.post(std::move(run));
+}
+
+void loom::host::Request::wait() {
+  if (!work)
+    return;
+  std::shared_ptr<rt::AsyncWork> done = std::move(work);
+  Runtime::get().complete(*done);
+}
+
+void loom::host::sparseAllGatherStartBytes(void *out, Shape outShape,
+                                           const void *in, Shape inShape,
+                                           const int64_t *rows,
+                                           Shape rowsShape, ElementType type,
+                                           Communicator *comm,
+                                           Request &request) {
+  // The gather's own communicator: its messages never meet those of the
+  // collectives the driving thread runs meanwhile.
+  Communicator *twin = Runtime::get().overlapsCollectives()
+                           ? &comm->getAsyncTwin()
+                           : comm;
+  request.start([=] {
+    sparseAllGatherBytes(out, outShape, in, inShape, rows, rowsShape, type,
+                         twin);
+  });
+}
+
 void loom::host::localSliceBytes(void *out, Shape outShape, const void *in,
                                  Shape inShape, int64_t elementBytes,
                                  Communicator *comm, int64_t dim) {

@@ -179,6 +179,40 @@ void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
                       int64_t elementBytes, rt::Communicator *comm,
                       int64_t dim);
 
+/// A collective started ahead of its use (hspmd.sparse_all_gather_start),
+/// completed by `wait` (hspmd.wait): a field of the generated program, one
+/// per start. Where the runtime overlaps collectives
+/// (rt::Runtime::overlapsCollectives) the work runs on the communication
+/// thread between the two; elsewhere the start does it all and the wait
+/// nothing. Destroying or restarting a request completes its work first
+/// (it reads and writes the program's buffers), dropping its errors.
+class Request {
+public:
+  Request() = default;
+  Request(Request &&) = default;
+  Request &operator=(Request &&) = delete;
+  ~Request();
+  /// Runs `work` on the communication thread, or now.
+  void start(std::function<void()> work);
+  /// Completes the work: its traffic becomes the rank's, its failure the
+  /// caller's.
+  void wait();
+
+private:
+  std::shared_ptr<rt::AsyncWork> work;
+};
+/// hspmd.sparse_all_gather_start: sparseAllGatherBytes over the
+/// communicator's duplicate (Communicator::getAsyncTwin), on the
+/// communication thread; `in` and `rows` must not change and `out` must
+/// not be read before `wait(request)`. Counted as `sparse_all_gather`, at
+/// the wait.
+void sparseAllGatherStartBytes(void *out, Shape outShape, const void *in,
+                               Shape inShape, const int64_t *rows,
+                               Shape rowsShape, rt::ElementType type,
+                               rt::Communicator *comm, Request &request);
+/// hspmd.wait.
+inline void wait(Request &request) { request.wait(); }
+
 /// Where a rank's buffer goes in a permute (hspmd.permute) and where its new
 /// one comes from, as positions in its sub-group of `members` devices,
 /// whose digits over the permuted mesh axes (sizes `sizes`, first slowest)
@@ -256,6 +290,14 @@ void sparse_all_gather(T *out, Shape outShape, const T *in, Shape inShape,
                        rt::Communicator *comm) {
   sparseAllGatherBytes(out, outShape, in, inShape, rows, rowsShape,
                        elementTypeOf<T>(), comm);
+}
+template <typename T>
+void sparse_all_gather_start(T *out, Shape outShape, const T *in,
+                             Shape inShape, const int64_t *rows,
+                             Shape rowsShape, rt::Communicator *comm,
+                             Request &request) {
+  sparseAllGatherStartBytes(out, outShape, in, inShape, rows, rowsShape,
+                            elementTypeOf<T>(), comm, request);
 }
 template <typename T>
 void local_slice(T *out, Shape outShape, const T *in, Shape inShape,

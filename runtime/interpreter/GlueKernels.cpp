@@ -159,8 +159,12 @@ void loom::interp::registerGlueKernels(KernelRegistry &registry) {
         hspmd::MakePartialOp::getOperationName(),
         hspmd::SparseReduceScatterOp::getOperationName(),
         hspmd::SparseAllGatherOp::getOperationName(),
+        hspmd::SparseAllGatherStartOp::getOperationName(),
         hspmd::SparseExchangeOp::getOperationName()})
     registry.add(name, globalCollectiveKernel);
   registry.add(exchangeKernel);
   registry.add(axisIndexKernel);
+  // A started collective's buffer, complete (the simulator ran the
+  // collective at its start).
+  registry.add(hspmd::WaitOp::getOperationName(), identityKernel);
 }

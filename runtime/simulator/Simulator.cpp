@@ -96,7 +96,8 @@ struct Simulator::Impl {
                            hspmd::LocalSliceOp::getOperationName(),
                            hspmd::MakePartialOp::getOperationName(),
                            hspmd::SparseReduceScatterOp::getOperationName(),
-                           hspmd::SparseAllGatherOp::getOperationName()})
+                           hspmd::SparseAllGatherOp::getOperationName(),
+                           hspmd::SparseAllGatherStartOp::getOperationName()})
       registry.add(name, [this](KernelCall &call) { return collective(call); });
     registry.add(hspmd::ExchangeOp::getOperationName(),
                  [this](KernelCall &call) { return exchange(call); });
@@ -190,7 +191,7 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
   for (int64_t member : subgroup.members)
     members.push_back(ranks[member]);
   int64_t position = subgroup.position;
-  std::string kind = op->getName().stripDialect().str();
+  std::string kind = hspmd::getCollectiveKind(op);
   const Tensor &input = call.operand(0);
 
   if (auto slice = dyn_cast<hspmd::LocalSliceOp>(op)) {
@@ -220,7 +221,8 @@ LogicalResult Simulator::Impl::collective(KernelCall &call) {
   }
 
   const Tensor *rows =
-      isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp>(op)
+      isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp,
+          hspmd::SparseAllGatherStartOp>(op)
           ? &call.operand(1)
           : nullptr;
   return join(call, rank, std::move(members), position, input, kind, rows);
@@ -337,7 +339,7 @@ void Simulator::Impl::complete(Pending &entry) {
   int64_t elementSize = interp::getElementSize(sample.getKind());
   // What each member moves: the layout core's semantics of the collective.
   std::optional<layout::Collective> collective =
-      layout::parseCollective(first->getName().stripDialect().str());
+      layout::parseCollective(hspmd::getCollectiveKind(first));
   if (collective && *collective != layout::Collective::Permute)
     for (int64_t p = 0; p < k; ++p) {
       layout::Traffic traffic =
@@ -363,12 +365,14 @@ void Simulator::Impl::complete(Pending &entry) {
     for (int64_t p = 0; p < k; ++p)
       entry.outputs[p] = getBlock(*sum, op.getDim(), k, p);
   } else if (isa<hspmd::SparseReduceScatterOp, hspmd::SparseAllGatherOp,
-                 hspmd::SparseExchangeOp>(first)) {
+                 hspmd::SparseAllGatherStartOp, hspmd::SparseExchangeOp>(
+                 first)) {
     // Each member's distinct named rows, by the member whose block holds
     // them (layout::getSparseRowsByBlock; a sparse exchange's blocks are
     // its own and may overlap: a row goes to each).
     const Tensor &input = *entry.inputs.front();
-    bool gather = isa<hspmd::SparseAllGatherOp>(first) ||
+    bool gather =
+        isa<hspmd::SparseAllGatherOp, hspmd::SparseAllGatherStartOp>(first) ||
                   (across && across.getGather());
     int64_t inputRows = input.getShape()[0];
     int64_t numRows =

@@ -141,6 +141,16 @@ int MPI_Init(int *, char ***) {
   return MPI_SUCCESS;
 }
 
+int MPI_Init_thread(int *argc, char ***argv, int, int *provided) {
+  *provided = MPI_THREAD_SINGLE;
+  return MPI_Init(argc, argv);
+}
+
+int MPI_Query_thread(int *provided) {
+  *provided = MPI_THREAD_SINGLE;
+  return MPI_SUCCESS;
+}
+
 int MPI_Initialized(int *flag) {
   *flag = state().initialized;
   return MPI_SUCCESS;

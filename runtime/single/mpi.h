@@ -68,6 +68,13 @@ enum {
 #define MPI_ANY_SOURCE (-1)
 #define MPI_ANY_TAG (-1)
 
+// Thread levels. One process's MPI is driven by one thread: it provides
+// MPI_THREAD_SINGLE (the runtime then overlaps no collective).
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+
 // Comparisons of communicators.
 #define MPI_IDENT 0
 #define MPI_CONGRUENT 1
@@ -90,6 +97,8 @@ enum {
 
 extern "C" {
 int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Query_thread(int *provided);
 int MPI_Initialized(int *flag);
 int MPI_Finalize(void);
 int MPI_Finalized(int *flag);

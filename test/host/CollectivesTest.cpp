@@ -575,6 +575,85 @@ void checkSparseExchange(Communicator &world) {
 
 } // namespace
 
+/// hspmd.sparse_all_gather_start and hspmd.wait on 4 ranks, as generated
+/// code calls them. The even ranks start the gather, then exchange a
+/// message with their odd partner on the driving thread, then wait; the
+/// odd ranks exchange that message first and only then start. A start
+/// that did the whole gather at once would block the even ranks on the
+/// odd ones, which block on the even ones' message: the check completes
+/// only because the started gather runs on the communication thread while
+/// the driving thread goes on. Values and bytes must equal the plain
+/// gather's, and the traffic must be counted at the wait.
+void checkStartedGather(Communicator &world) {
+  Runtime &runtime = Runtime::get();
+  CHECK(runtime.overlapsCollectives(),
+        "Open MPI provides MPI_THREAD_MULTIPLE: starts must overlap");
+  int me = world.getRank();
+  const int64_t width = 3;
+  std::vector<double> block(2 * width);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t c = 0; c < width; ++c)
+      block[i * width + c] = 10.0 * (2 * me + i) + c;
+  // A row of the next rank, row 7 (rank 3's), a repeat, and none.
+  std::vector<int64_t> named = {2 * ((me + 1) % 4), 7, 7, -1};
+  std::vector<double> started(8 * width, -1.0), plain(8 * width, -1.0);
+  auto traffic = [&] {
+    auto all = runtime.getTraffic();
+    auto it = all.find("sparse_all_gather");
+    return it == all.end() ? Traffic{} : it->second;
+  };
+  Traffic before = traffic();
+  loom::host::Request request;
+  int partner = me ^ 1;
+  char ping = 'p', pong = 0;
+  auto message = [&] {
+    world.sendRecv("exchange", {{partner, &ping, 1}}, {{partner, &pong, 1}});
+  };
+  if (me % 2 == 1)
+    message();
+  loom::host::sparse_all_gather_start<double>(
+      started.data(), {8, width}, block.data(), {2, width}, named.data(), {4},
+      &world, request);
+  if (me % 2 == 0)
+    message();
+  Traffic pending = traffic();
+  CHECK(pending.calls == before.calls,
+        "a started gather is counted at its wait, not before (calls %ld, "
+        "were %ld)",
+        pending.calls, before.calls);
+  loom::host::wait(request);
+  Traffic afterStarted = traffic();
+  loom::host::sparse_all_gather<double>(plain.data(), {8, width},
+                                        block.data(), {2, width},
+                                        named.data(), {4}, &world);
+  Traffic afterPlain = traffic();
+  CHECK(pong == 'p', "the driving thread's message arrived");
+  for (int64_t row = 0; row < 8; ++row)
+    for (int64_t c = 0; c < width; ++c) {
+      bool isNamed = row == named[0] || row == 7;
+      double want = isNamed ? 10.0 * row + c : 0.0;
+      double got = started[row * width + c];
+      CHECK(got == want && plain[row * width + c] == want,
+            "started gather row %ld column %ld: %g (plain %g), want %g", row,
+            c, got, plain[row * width + c], want);
+    }
+  int64_t sent = afterStarted.bytesSent - before.bytesSent;
+  int64_t received = afterStarted.bytesReceived - before.bytesReceived;
+  CHECK(afterStarted.calls == before.calls + 1 &&
+            sent == afterPlain.bytesSent - afterStarted.bytesSent &&
+            received == afterPlain.bytesReceived - afterStarted.bytesReceived &&
+            received > 0,
+        "started gather: calls %ld, sent %ld, received %ld; the plain one "
+        "sent %ld, received %ld",
+        afterStarted.calls - before.calls, sent, received,
+        afterPlain.bytesSent - afterStarted.bytesSent,
+        afterPlain.bytesReceived - afterStarted.bytesReceived);
+  // A request waited for again, or never started, has nothing to do.
+  loom::host::wait(request);
+  loom::host::Request idle;
+  loom::host::wait(idle);
+}
+
 int main(int argc, char **argv) {
   Runtime &runtime = Runtime::init(&argc, &argv);
   int hang = -1, crash = -1;
@@ -642,6 +721,7 @@ int main(int argc, char **argv) {
   if (world == 4) {
     checkPermute();
     checkSparseExchange(runtime.getGroup(everyone));
+    checkStartedGather(runtime.getGroup(everyone));
   }
   // The cache gives the same communicator again.
   CHECK(&runtime.getGroup(everyone) == &runtime.getGroup(everyone),

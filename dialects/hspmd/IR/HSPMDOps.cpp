@@ -400,6 +400,35 @@ LogicalResult SparseAllGatherOp::verify() {
   return verifySparseRows(*this, /*divide=*/false);
 }
 
+LogicalResult SparseAllGatherStartOp::verify() {
+  if (failed(verifySparseRows(*this, /*divide=*/false)))
+    return failure();
+  // Its result is read by its wait alone: nothing may see the buffer
+  // before the rows have arrived.
+  Value result = getResult();
+  if (!result.hasOneUse() || !isa<WaitOp>(*result.getUsers().begin()))
+    return emitOpError("must have one user, the hspmd.wait that completes "
+                       "it (its result is not ready before)");
+  auto wait = cast<WaitOp>(*result.getUsers().begin());
+  if (wait->getBlock() != (*this)->getBlock() ||
+      !(*this)->isBeforeInBlock(wait))
+    return emitOpError("must be completed by an hspmd.wait later in its "
+                       "block");
+  return success();
+}
+
+LogicalResult WaitOp::verify() {
+  auto start = getPending().getDefiningOp<SparseAllGatherStartOp>();
+  if (!start)
+    return emitOpError("waits for a value no start op made (an "
+                       "hspmd.sparse_all_gather_start's result)");
+  if (!llvm::equal(getKeep(), start->getOperands()))
+    return emitOpError("must keep exactly its start's operands (")
+           << start->getNumOperands() << "), in order: the collective reads "
+           << "them until the wait";
+  return success();
+}
+
 LogicalResult SparseExchangeOp::verify() {
   auto input = getInput().getType();
   auto result = getResult().getType();
@@ -552,11 +581,18 @@ std::optional<CollectiveView> loom::hspmd::getCollectiveView(Operation *op) {
                               collective.getFromAttr(),
                               collective.getToAttr()};
       })
-      .Case<SparseReduceScatterOp, SparseAllGatherOp>([](auto sparse) {
+      .Case<SparseReduceScatterOp, SparseAllGatherOp, SparseAllGatherStartOp>(
+          [](auto sparse) {
         return CollectiveView{sparse.getAxes(), sparse.getMesh(), nullptr,
                               nullptr};
       })
       .Default([](Operation *) { return std::nullopt; });
+}
+
+std::string loom::hspmd::getCollectiveKind(Operation *op) {
+  if (isa<SparseAllGatherStartOp>(op))
+    return "sparse_all_gather";
+  return op->getName().stripDialect().str();
 }
 
 void loom::hspmd::dropGlobalView(Operation *op) {

@@ -45,6 +45,11 @@ inline bool isGlobalViewCollective(mlir::Operation *op) {
   std::optional<CollectiveView> view = getCollectiveView(op);
   return view && view->from;
 }
+/// The kind of collective `op` is, as the runtimes and the communication
+/// report count it: its name without the dialect, but a started
+/// collective's is the collective's (`sparse_all_gather` for
+/// `hspmd.sparse_all_gather_start`).
+std::string getCollectiveKind(mlir::Operation *op);
 /// Turns a global-view collective into a local-view one (drops `from` and
 /// `to`); other ops are left as they are.
 void dropGlobalView(mlir::Operation *op);

@@ -336,6 +336,74 @@ def HSPMD_SparseAllGatherOp : HSPMD_Op<"sparse_all_gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+def HSPMD_SparseAllGatherStartOp : HSPMD_Op<"sparse_all_gather_start",
+    [MemoryEffects<[MemWrite]>]> {
+  let summary = "Starts a sparse all-gather that a later hspmd.wait completes";
+  let description = [{
+    `hspmd.sparse_all_gather`, split in two so that the rows move while the
+    device computes: this op starts the collective and its result is the
+    buffer the rows arrive in, which only its `hspmd.wait` may read. Between
+    the two, the program runs on; the operands must stay as they are until
+    the wait, which names them (`keep`) so that they stay alive.
+
+    `hspmd-overlap-fetches` makes it from the fetch of the replicas' weights
+    (docs/moe.md): the fetch of micro-step m + 1 starts right after the
+    fetch of micro-step m completes, so it overlaps micro-step m's compute.
+    The host runtime runs it on a communication thread over a duplicate of
+    the sub-group's communicator; where a target cannot (MPI without
+    `MPI_THREAD_MULTIPLE`, the device targets today), the start does the
+    whole collective and the wait nothing. The values and the bytes are
+    those of `hspmd.sparse_all_gather`.
+
+    ```mlir
+    %pending = hspmd.sparse_all_gather_start %block rows %ids over [0] of [2]
+        : tensor<2x8x8xf64>, tensor<3xi64> -> tensor<4x8x8xf64>
+    ...
+    %full = hspmd.wait %pending keep(%block, %ids : tensor<2x8x8xf64>,
+        tensor<3xi64>) : tensor<4x8x8xf64>
+    ```
+
+    Constraints: those of `hspmd.sparse_all_gather`; the result has one
+    user, an `hspmd.wait` later in the same block that keeps exactly this
+    op's operands.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$rows,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$mesh);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `rows` $rows `over` $axes `of` $mesh `:` type($input) `,`
+    type($rows) `->` type($result) attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def HSPMD_WaitOp : HSPMD_Op<"wait",
+    [MemoryEffects<[MemRead, MemWrite]>, AllTypesMatch<["pending", "result"]>]> {
+  let summary = "Completes a started collective";
+  let description = [{
+    Waits for the collective that `pending` (an
+    `hspmd.sparse_all_gather_start`'s result) started and returns its
+    result: the same buffer, now complete. `keep` lists the start's
+    operands, which the collective reads until here: code generation keeps
+    their buffers alive (and unchanged) to this point.
+
+    ```mlir
+    %full = hspmd.wait %pending keep(%block, %ids : tensor<2x8x8xf64>,
+        tensor<3xi64>) : tensor<4x8x8xf64>
+    ```
+
+    Constraints: `pending` is the result of a start op in the same block,
+    and `keep` is exactly that op's operands, in order.
+  }];
+  let arguments = (ins AnyRankedTensor:$pending,
+                       Variadic<AnyRankedTensor>:$keep);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $pending `keep` `(` $keep `:` type($keep) `)` `:` type($result) attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def HSPMD_SparseExchangeOp : HSPMD_Op<"sparse_exchange"> {
   let summary = "Named rows to or from blocks of any sizes, across device groups";
   let description = [{

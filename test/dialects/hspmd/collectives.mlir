@@ -22,6 +22,8 @@
 // CHECK: hspmd.sparse_all_gather %{{.*}} rows %{{.*}} over [0] of [2, 2] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<4x16xf32>
 // CHECK: hspmd.sparse_exchange %{{.*}} rows %{{.*}} among [0, 1, 2] blocks [0, 2, 2, 2, 4, 4] : tensor<8x16xf32>, tensor<3x2xi64> -> tensor<2x16xf32>
 // CHECK: hspmd.sparse_exchange gather %{{.*}} rows %{{.*}} among [0, 1, 2] blocks [0, 2, 2, 2, 4, 4] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<8x16xf32>
+// CHECK: %[[P:.*]] = hspmd.sparse_all_gather_start %[[B:.*]] rows %[[R:.*]] over [0] of [2, 2] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<4x16xf32>
+// CHECK: hspmd.wait %[[P]] keep(%[[B]], %[[R]] : tensor<2x16xf32>, tensor<3x2xi64>) : tensor<4x16xf32>
 // RUN: not loom-run --interpret %s --entry rank --random-inputs 2>&1 | FileCheck %s --check-prefix=RANK
 // RANK: error: 'hspmd.axis_index' op reads the running device's rank; run the program on the simulator
 // RUN: loom-run --interpret %s --entry rank --simulate 4 --print | FileCheck %s --check-prefix=RANKS
@@ -44,6 +46,8 @@ func.func @local(%a: tensor<8x16xf32>, %b: tensor<2x16xf32>, %c: tensor<4x16xf32
   %9 = hspmd.sparse_all_gather %b rows %r over [0] of [2, 2] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<4x16xf32>
   %10 = hspmd.sparse_exchange %a rows %r among [0, 1, 2] blocks [0, 2, 2, 2, 4, 4] : tensor<8x16xf32>, tensor<3x2xi64> -> tensor<2x16xf32>
   %11 = hspmd.sparse_exchange gather %b rows %r among [0, 1, 2] blocks [0, 2, 2, 2, 4, 4] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<8x16xf32>
+  %12 = hspmd.sparse_all_gather_start %b rows %r over [0] of [2, 2] : tensor<2x16xf32>, tensor<3x2xi64> -> tensor<4x16xf32>
+  %13 = hspmd.wait %12 keep(%b, %r : tensor<2x16xf32>, tensor<3x2xi64>) : tensor<4x16xf32>
   return
 }
 

@@ -771,6 +771,69 @@ func.func @gather_element(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
 
 // -----
 
+func.func @start_rows_type(%x: tensor<4x4xf32>, %r: tensor<4xf32>) {
+  // expected-error @+1 {{`rows` must hold i64 row indices, got 'f32'}}
+  %0 = hspmd.sparse_all_gather_start %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+  %1 = hspmd.wait %0 keep(%x, %r : tensor<4x4xf32>, tensor<4xf32>) : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @start_without_wait(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{must have one user, the hspmd.wait that completes it}}
+  %0 = hspmd.sparse_all_gather_start %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @start_read_early(%x: tensor<4x4xf32>, %r: tensor<4xi64>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{must have one user, the hspmd.wait that completes it}}
+  %0 = hspmd.sparse_all_gather_start %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  %1 = hspmd.wait %0 keep(%x, %r : tensor<4x4xf32>, tensor<4xi64>) : tensor<8x4xf32>
+  %2 = nn.add %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>
+  return %2 : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @start_waited_twice(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  // expected-error @+1 {{must have one user, the hspmd.wait that completes it}}
+  %0 = hspmd.sparse_all_gather_start %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  %1 = hspmd.wait %0 keep(%x, %r : tensor<4x4xf32>, tensor<4xi64>) : tensor<8x4xf32>
+  %2 = hspmd.wait %0 keep(%x, %r : tensor<4x4xf32>, tensor<4xi64>) : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_keeps_other(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  %0 = hspmd.sparse_all_gather_start %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  // expected-error @+1 {{must keep exactly its start's operands (2), in order}}
+  %1 = hspmd.wait %0 keep(%y, %r : tensor<4x4xf32>, tensor<4xi64>) : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_keeps_too_few(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
+  %0 = hspmd.sparse_all_gather_start %x rows %r over [0] of [2] : tensor<4x4xf32>, tensor<4xi64> -> tensor<8x4xf32>
+  // expected-error @+1 {{must keep exactly its start's operands (2), in order}}
+  %1 = hspmd.wait %0 keep(%x : tensor<4x4xf32>) : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_no_start(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{waits for a value no start op made}}
+  %1 = hspmd.wait %x keep(%x : tensor<8x4xf32>) : tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @exchange_rows_type(%x: tensor<8x4xf32>, %r: tensor<4xi32>) {
   // expected-error @+1 {{`rows` must hold i64 row indices, got 'i32'}}
   %0 = hspmd.sparse_exchange %x rows %r among [0, 1] blocks [0, 4, 4, 4] : tensor<8x4xf32>, tensor<4xi32> -> tensor<4x4xf32>
