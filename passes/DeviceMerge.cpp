@@ -48,7 +48,7 @@ DeviceGroupAttr ownerOf(UnionAttr layout) {
 bool runsOverGroup(Operation *op) {
   return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, PermuteOp,
              LocalSliceOp, MakePartialOp, AxisIndexOp, SparseReduceScatterOp,
-             SparseAllGatherOp>(op);
+             SparseAllGatherOp, SparseAllGatherStartOp>(op);
 }
 
 class DeviceMerger {

@@ -423,6 +423,9 @@ struct MoeSparseExchangePass
           lookup.getTable(), local.getResult(), scatter.getAxesAttr(),
           scatter.getMeshAttr());
       copyDiscardable(scatter, full);
+      // A fetch of weights by the plan, for hspmd-overlap-fetches.
+      full->setAttr(hspmd::HSPMDDialect::getWeightFetchAttrName(),
+                    builder.getUnitAttr());
       auto rows = nn::EmbeddingOp::create(builder, loc, full.getResult(),
                                           local.getResult(), Value());
       scatter.replaceAllUsesWith(rows.getResult());

@@ -1,12 +1,13 @@
 //===- OverlapFetches.cpp - Weight fetches started ahead of their use ------===//
 //
 // Expert placement fetches each micro-step's replica weights from their
-// home devices (`hspmd.sparse_all_gather` of a weight argument, named by
-// the micro-step's plan). The plan comes from the forecast and the master
+// home devices (an `hspmd.sparse_all_gather` of a weight argument, named by
+// the micro-step's plan, which hspmd-moe-sparse-exchange marks
+// `hspmd.weight_fetch`). The plan comes from the forecast and the master
 // weights do not change before the step's end, so the fetch of micro-step
 // m + 1 could start long before micro-step m ends; as one collective the
 // program waits for it where micro-step m + 1 begins. This pass, on local
-// programs, splits such a fetch into
+// programs, splits every marked fetch into
 //
 //   %pending = hspmd.sparse_all_gather_start %w rows %ids ...
 //   ... the ops before the fetch ...
@@ -15,13 +16,16 @@
 // with the start as early as it can go: right after the previous fetch of
 // the same weight completes (so at most one fetch of a weight is in
 // flight: one more buffer of its table at a time), or at the function's
-// start for the first. The side-effect-free, non-communicating ops the
-// ids are computed by (the plan, its comparison with the previous one,
-// the selection of the ids, local slices) move up with it, in their
-// order; an op that communicates or has effects stops the start below it.
-// The wait stays where the fetch was. A fetch with nothing left to
-// overlap (no op between where its start could go and its use) stays as
-// it is.
+// start for the first, and after the starts of the fetches before it
+// (the runtimes run started collectives in order). The ops the ids are computed by move up with it,
+// in their order, where they are nn ops without effects or local hspmd
+// ops (the plan, its comparison with the previous one, the selection of
+// the ids, local slices); any other op (a collective, an op with effects,
+// an op of another dialect) holds the start below it. The wait stays where
+// the fetch was. A fetch with nothing to overlap is split all the same,
+// its start right before its wait: the runtimes run every started
+// collective over the same duplicate communicators, so every function that
+// shares a sub-group must split the same fetches.
 //
 // Values and bytes are unchanged: the start is the same collective. What
 // the runtimes do with it is theirs (the host's runs it on a
@@ -50,12 +54,12 @@ using namespace loom;
 
 namespace {
 
-/// Whether `op` may move up past others: it has no effects and moves no
-/// data between devices (nn ops; the local hspmd ops).
+/// Whether `op` may move up past others: an nn op without effects, or an
+/// hspmd op that moves no data between devices.
 bool isMovable(Operation *op) {
   if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
     return false;
-  if (isa<nn::NNDialect>(op->getDialect()))
+  if (op->getDialect() && isa<nn::NNDialect>(op->getDialect()))
     return true;
   return isa<hspmd::LocalSliceOp, hspmd::AxisIndexOp, hspmd::AnnotateOp>(op);
 }
@@ -92,14 +96,17 @@ struct OverlapFetchesPass
   void overlap(Block &block) {
     SmallVector<hspmd::SparseAllGatherOp> fetches;
     for (auto fetch : block.getOps<hspmd::SparseAllGatherOp>())
-      // A weight's fetch: its table is an argument of the step.
-      if (isa<BlockArgument>(fetch.getInput()))
+      if (fetch->hasAttr(hspmd::HSPMDDialect::getWeightFetchAttrName()))
         fetches.push_back(fetch);
-    // The wait of the latest fetch of each weight.
+    // The wait of the latest fetch of each weight, and the latest start:
+    // starts keep the fetches' order (the runtimes run them in it).
     DenseMap<Value, Operation *> lastWait;
+    Operation *lastStart = nullptr;
     for (hspmd::SparseAllGatherOp fetch : fetches) {
       Value weight = fetch.getInput();
       Operation *floor = lastWait.lookup(weight);
+      if (lastStart && (!floor || floor->isBeforeInBlock(lastStart)))
+        floor = lastStart;
       SmallVector<Operation *> slice;
       // Below the last op the ids need that cannot move.
       while (true) {
@@ -110,20 +117,10 @@ struct OverlapFetchesPass
           break;
         floor = *fixed;
       }
-      // What the fetch would overlap: the ops between its start and its
-      // use that it does not need.
-      Operation *first = floor ? floor->getNextNode() : &block.front();
-      int64_t overlapped = 0;
-      for (Operation *op = first; op != fetch.getOperation();
-           op = op->getNextNode())
-        overlapped += !llvm::is_contained(slice, op);
-      if (overlapped == 0) {
-        lastWait[weight] = fetch;
-        continue;
-      }
-      // The ids' ops move up, in order, before the first op they do not
-      // include; the start follows them.
-      Operation *anchor = first;
+      // The ids' ops move up, in order, before the first op after the
+      // floor they do not include (the fetch itself when nothing is left
+      // to overlap); the start follows them.
+      Operation *anchor = floor ? floor->getNextNode() : &block.front();
       while (llvm::is_contained(slice, anchor))
         anchor = anchor->getNextNode();
       for (Operation *op : slice)
@@ -133,6 +130,9 @@ struct OverlapFetchesPass
       auto start = hspmd::SparseAllGatherStartOp::create(
           builder, fetch.getLoc(), fetch.getType(), fetch.getInput(),
           fetch.getRows(), fetch.getAxes(), fetch.getMesh());
+      // Its group (in a program merged from several groups' ops) and its
+      // mark.
+      start->setDiscardableAttrs(fetch->getDiscardableAttrDictionary());
       builder.setInsertionPoint(fetch);
       auto wait = hspmd::WaitOp::create(builder, fetch.getLoc(),
                                         fetch.getType(), start.getResult(),
@@ -140,7 +140,9 @@ struct OverlapFetchesPass
       fetch.replaceAllUsesWith(wait.getResult());
       fetch.erase();
       lastWait[weight] = wait;
-      ++numOverlapped;
+      lastStart = start;
+      if (start->getNextNode() != wait.getOperation())
+        ++numOverlapped;
     }
   }
 };

@@ -155,18 +155,20 @@ def OverlapFetchesPass : Pass<"hspmd-overlap-fetches", "mlir::ModuleOp"> {
   let summary = "Starts weight fetches early, to overlap the compute before them";
   let description = [{
     In local programs (after `hspmd-moe-sparse-exchange`), every
-    `hspmd.sparse_all_gather` of a function argument (the replicas'
+    `hspmd.sparse_all_gather` marked `hspmd.weight_fetch` (the replicas'
     weights a placed MoE layer fetches each micro-step, docs/moe.md)
     becomes an `hspmd.sparse_all_gather_start` as early as it can go and an
     `hspmd.wait` where the fetch was: right after the previous fetch of the
     same weight completes, or at the function's start for the first, so
     micro-step m + 1's fetch overlaps micro-step m's compute and at most
-    one fetch of a weight is in flight. The side-effect-free ops that
-    compute the fetch's row indices and move no data (the plan, the
-    comparison with the previous plan, local slices) move up with it, in
-    order; an op with effects or communication stops it. A fetch with
-    nothing to overlap is left as it is. Values and bytes are unchanged.
-    `loom-partition-pipeline` runs it unless `overlap=false`.
+    one fetch of a weight is in flight. The ops that compute the fetch's
+    row indices move up with it, in order, where they are `nn` ops without
+    effects or local `hspmd` ops (the plan, the comparison with the
+    previous plan, local slices); any other op (a collective, an op with
+    effects) holds the start below it. A fetch with nothing to overlap is
+    split too, its start right before its wait, so that every function
+    runs the same fetches as started collectives. Values and bytes are
+    unchanged. `loom-partition-pipeline` runs it unless `overlap=false`.
 
     ```mlir
     %f = hspmd.sparse_all_gather %w rows %ids over [0] of [2]
@@ -180,7 +182,7 @@ def OverlapFetchesPass : Pass<"hspmd-overlap-fetches", "mlir::ModuleOp"> {
   }];
   let statistics = [
     Statistic<"numOverlapped", "overlapped-fetches",
-              "Fetches split into a start and a wait">
+              "Fetches started before the op that precedes them">
   ];
   let dependentDialects = ["loom::hspmd::HSPMDDialect"];
 }

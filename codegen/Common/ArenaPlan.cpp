@@ -234,10 +234,12 @@ FailureOr<ArenaPlan> loom::codegen::planArena(func::FuncOp func) {
     for (char &c : name)
       if (!llvm::isAlnum(c) && c != '_')
         c = '_';
-    // Communicators and plans are comm_<n> and plan_<n>.
+    // Communicators, plans and requests are comm_<n>, plan_<n> and
+    // request_<n>.
     if (name.empty() || llvm::isDigit(name.front()) ||
         llvm::StringRef(name).starts_with("comm_") ||
-        llvm::StringRef(name).starts_with("plan_"))
+        llvm::StringRef(name).starts_with("plan_") ||
+        llvm::StringRef(name).starts_with("request_"))
       name = "v_" + name;
     std::string candidate = name;
     for (int n = 1; used.contains(candidate); ++n)

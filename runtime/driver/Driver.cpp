@@ -121,8 +121,17 @@ int loom::driver::runDriver(int argc, char **argv, int first,
                             const std::vector<loom_program_api> &apis) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized)
-    MPI_Init(nullptr, nullptr);
+  if (!initialized) {
+    // Collectives started ahead of their use run on the runtime's
+    // communication thread, which needs MPI_THREAD_MULTIPLE, unless
+    // LOOM_OVERLAP=0 (rt::getWantedThreadLevel; the driver does not link
+    // the runtime, whose program libraries it loads).
+    const char *overlap = std::getenv("LOOM_OVERLAP");
+    bool off = overlap && std::string(overlap) == "0";
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr,
+                    off ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE, &provided);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
 
   int64_t steps = 1;

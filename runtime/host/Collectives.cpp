@@ -95,6 +95,16 @@ int64_t loom::rt::getElementSize(ElementType type) {
 // Runtime
 //===----------------------------------------------------------------------===//
 
+/// Whether LOOM_OVERLAP turns overlapped collectives off.
+static bool overlapTurnedOff() {
+  const char *overlap = std::getenv("LOOM_OVERLAP");
+  return overlap && std::string(overlap) == "0";
+}
+
+int loom::rt::getWantedThreadLevel() {
+  return overlapTurnedOff() ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
+}
+
 Runtime &Runtime::init(int *argc, char ***argv) {
   if (instance)
     return *instance;
@@ -104,7 +114,7 @@ Runtime &Runtime::init(int *argc, char ***argv) {
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
     // Collectives started ahead of their use run on a second thread.
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(argc, argv, getWantedThreadLevel(), &provided);
     instance->startedMpi = true;
   } else {
     MPI_Query_thread(&provided);
@@ -227,9 +237,8 @@ void Runtime::start() {
   // Overlapped collectives only where every rank can (a rank that runs a
   // start at once would not make the duplicate communicators the others
   // wait for): the smallest of the ranks' flags, as the largest negation.
-  if (const char *overlap = std::getenv("LOOM_OVERLAP"))
-    if (std::string(overlap) == "0")
-      instance->overlap = false;
+  if (overlapTurnedOff())
+    instance->overlap = false;
   long long limits[4] = {bad, instance->messageLimit, -instance->messageLimit,
                          instance->overlap ? 0 : 1};
   int code = MPI_Allreduce(MPI_IN_PLACE, limits, 4, MPI_LONG_LONG, MPI_MAX,
@@ -584,6 +593,7 @@ void Communicator::exchange(const char *kind,
   // the step (the deadline moves with progress, so a long message that
   // keeps arriving in pieces is not cut off).
   auto deadline = std::chrono::steady_clock::now() + runtime.getTimeout();
+  int64_t idlePolls = 0;
   std::vector<int> indices(requests.size());
   std::vector<MPI_Status> statuses(requests.size());
   while (true) {
@@ -612,6 +622,7 @@ void Communicator::exchange(const char *kind,
     }
     if (completed > 0) {
       deadline = std::chrono::steady_clock::now() + runtime.getTimeout();
+      idlePolls = 0;
       continue;
     }
     if (std::chrono::steady_clock::now() > deadline) {
@@ -636,7 +647,13 @@ void Communicator::exchange(const char *kind,
           " s: still waiting for rank(s) " + (missing.empty() ? "?" : missing) +
           " of the group {" + group + "} (hung, gone, or waiting themselves)");
     }
-    std::this_thread::yield();
+    // The communication thread backs off once its peers are late: it
+    // waits for collectives started early, which its peers may reach much
+    // later, and must not take a core from the compute meanwhile.
+    if (Runtime::onCommunicationThread() && ++idlePolls > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else
+      std::this_thread::yield();
   }
   Traffic &traffic = runtime.count(kind);
   for (int member = 0; member < getSize(); ++member) {

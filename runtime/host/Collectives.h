@@ -55,6 +55,12 @@ enum class ElementType { F32, F64, I64 };
 /// core's, runtime/layout/Collectives.h).
 using Reduction = layout::Reduction;
 
+/// The MPI thread level a process that runs Loom programs should ask for
+/// when it starts MPI: MPI_THREAD_MULTIPLE, which collectives started ahead
+/// of their use need (their communication thread), unless LOOM_OVERLAP=0
+/// (then MPI_THREAD_SINGLE).
+int getWantedThreadLevel();
+
 /// The size in bytes of one element.
 int64_t getElementSize(ElementType type);
 
@@ -176,6 +182,8 @@ public:
   /// what it threw (a program library's RuntimeError). Completing it
   /// again does nothing.
   void complete(AsyncWork &work);
+  /// Whether the calling thread is the communication thread, running work.
+  static bool onCommunicationThread() { return running != nullptr; }
 
   /// Whether the device library calls are kept (the driver's --calls;
   /// they are always counted, kept only when asked for).

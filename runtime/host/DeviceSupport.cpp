@@ -440,6 +440,45 @@ void device::stagedSparseRows(const Target &target, rt::Communicator &mpi,
     target.toDevice(out, result.data(), result.size());
 }
 
+void device::startStagedSparseRows(const Target &target, rt::Communicator &mpi,
+                                   SparseRowsCollective collective, void *out,
+                                   const Shape &outShape, const void *in,
+                                   const Shape &inShape, const int64_t *rows,
+                                   const Shape &rowsShape, ElementType type,
+                                   host::Request &request) {
+  // The host copies live until the wait (the work and the finish share
+  // them); the device is touched by this thread alone, now and at the
+  // wait.
+  struct Staged {
+    std::vector<char> source, result;
+    std::vector<int64_t> named;
+  };
+  int64_t size = rt::getElementSize(type);
+  auto staged = std::make_shared<Staged>();
+  staged->source.resize(static_cast<size_t>(inShape.numElements() * size));
+  staged->named.resize(static_cast<size_t>(rowsShape.numElements()));
+  staged->result.resize(static_cast<size_t>(outShape.numElements() * size));
+  target.synchronize();
+  if (!staged->source.empty())
+    target.toHost(staged->source.data(), in, staged->source.size());
+  if (!staged->named.empty())
+    target.toHost(staged->named.data(), rows,
+                  staged->named.size() * sizeof(int64_t));
+  rt::Communicator *comm = rt::Runtime::get().overlapsCollectives()
+                               ? &mpi.getAsyncTwin()
+                               : &mpi;
+  const Target *device = &target;
+  request.start(
+      [staged, collective, comm, outShape, inShape, rowsShape, type] {
+        collective(staged->result.data(), outShape, staged->source.data(),
+                   inShape, staged->named.data(), rowsShape, type, comm);
+      },
+      [staged, device, out] {
+        if (!staged->result.empty())
+          device->toDevice(out, staged->result.data(), staged->result.size());
+      });
+}
+
 void device::stagedExchange(const Target &target, host::ExchangePlan &plan,
                             void *out, int64_t outElements, const void *in,
                             int64_t inElements, int64_t elementBytes,

@@ -211,6 +211,18 @@ void stagedSparseRows(const Target &target, rt::Communicator &mpi,
                       const Shape &outShape, const void *in,
                       const Shape &inShape, const int64_t *rows,
                       const Shape &rowsShape, rt::ElementType type);
+/// hspmd.sparse_all_gather_start: `collective` as stagedSparseRows does
+/// it, started: the operands are copied to the host now (after the
+/// device's queued work), the collective runs on the runtime's
+/// communication thread over the communicator's duplicate, and the
+/// result reaches the device at the wait, by the waiting thread (where
+/// the runtime overlaps no collectives, all of it now).
+void startStagedSparseRows(const Target &target, rt::Communicator &mpi,
+                           SparseRowsCollective collective, void *out,
+                           const Shape &outShape, const void *in,
+                           const Shape &inShape, const int64_t *rows,
+                           const Shape &rowsShape, rt::ElementType type,
+                           host::Request &request);
 /// A phase's span ends after its device work (only when tracing).
 void tracePhaseEnd(const Target &target);
 
@@ -343,16 +355,15 @@ private:
         target(), comm->getMpi(), &host::sparseAllGatherBytes, out, outShape,  \
         in, inShape, rows, rowsShape, host::elementTypeOf<T>());               \
   }                                                                            \
-  /* A started collective runs whole at its start on a device target (its */  \
-  /* rows are staged through host memory by the driving thread); its wait  */  \
-  /* has nothing left to do.                                               */  \
   using Request = ::loom::host::Request;                                       \
   template <typename T>                                                        \
   void sparse_all_gather_start(T *out, Shape outShape, const T *in,            \
                                Shape inShape, const int64_t *rows,             \
                                Shape rowsShape, Communicator *comm,            \
-                               Request &) {                                    \
-    sparse_all_gather(out, outShape, in, inShape, rows, rowsShape, comm);      \
+                               Request &request) {                             \
+    ::loom::host::device::startStagedSparseRows(                               \
+        target(), comm->getMpi(), &host::sparseAllGatherBytes, out, outShape,  \
+        in, inShape, rows, rowsShape, host::elementTypeOf<T>(), request);      \
   }                                                                            \
   inline void wait(Request &request) { request.wait(); }                       \
   template <typename T>                                                        \

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,10 +45,15 @@ struct TraceEvent {
   std::string name;
   bool comm;
   double start, duration; // microseconds
+  /// The thread: 0 compute, 1 the driving thread's communication, 2 the
+  /// communication thread's (collectives started ahead of their use).
+  int thread;
 };
 
 struct Tracer {
   bool enabled = false;
+  /// Guards `events`: the communication thread records its spans too.
+  std::mutex mutex;
   std::vector<TraceEvent> events;
   double phaseStart = 0;
   std::string phase;
@@ -70,8 +76,13 @@ CommSpan::CommSpan(const char *name)
     : name(name), start(tracer().enabled ? nowMicros() : 0) {}
 
 CommSpan::~CommSpan() {
-  if (tracer().enabled)
-    tracer().events.push_back({name, true, start, nowMicros() - start});
+  Tracer &t = tracer();
+  if (!t.enabled)
+    return;
+  TraceEvent event{name, true, start, nowMicros() - start,
+                   Runtime::onCommunicationThread() ? 2 : 1};
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.events.push_back(std::move(event));
 }
 
 bool loom::host::tracing() { return tracer().enabled; }
@@ -79,16 +90,18 @@ bool loom::host::tracing() { return tracer().enabled; }
 void loom::host::setTracing(bool on) { tracer().enabled = on; }
 
 std::string loom::host::getTraceJson(int rank) {
-  // One process per rank; compute on thread 0, communication on 1.
+  // One process per rank; compute on thread 0, communication on 1 (on 2
+  // where the communication thread ran it).
   std::string json = "[";
   char line[512];
+  std::lock_guard<std::mutex> lock(tracer().mutex);
   for (const TraceEvent &event : tracer().events) {
     std::snprintf(line, sizeof(line),
                   "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\","
                   "\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
                   json.size() > 1 ? ",\n" : "", event.name.c_str(),
                   event.comm ? "communication" : "compute", event.start,
-                  event.duration, rank, event.comm ? 1 : 0);
+                  event.duration, rank, event.thread);
     json += line;
   }
   return json + "]\n";
@@ -105,8 +118,10 @@ void loom::host::tracePhaseEnd() {
   Tracer &t = tracer();
   if (!t.enabled)
     return;
-  t.events.push_back(
-      {t.phase, false, t.phaseStart, nowMicros() - t.phaseStart});
+  TraceEvent event{t.phase, false, t.phaseStart, nowMicros() - t.phaseStart,
+                   0};
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.events.push_back(std::move(event));
 }
 
 //===----------------------------------------------------------------------===//
@@ -782,10 +797,12 @@ loom::host::Request::~Request() {
   }
 }
 
-void loom::host::Request::start(std::function<void()> run) {
+void loom::host::Request::start(std::function<void()> run,
+                                std::function<void()> then) {
   if (work) {
     // The previous start of a step that failed before its wait.
     std::shared_ptr<rt::AsyncWork> previous = std::move(work);
+    finish = nullptr;
     try {
       Runtime::get().complete(*previous);
     } catch (...) {
@@ -794,16 +811,23 @@ void loom::host::Request::start(std::function<void()> run) {
   Runtime &runtime = Runtime::get();
   if (!runtime.overlapsCollectives()) {
     run();
+    if (then)
+      then();
     return;
   }
   work = runtime.post(std::move(run));
+  finish = std::move(then);
 }
 
 void loom::host::Request::wait() {
   if (!work)
     return;
   std::shared_ptr<rt::AsyncWork> done = std::move(work);
+  std::function<void()> then = std::move(finish);
+  finish = nullptr;
   Runtime::get().complete(*done);
+  if (then)
+    then();
 }
 
 void loom::host::sparseAllGatherStartBytes(void *out, Shape outShape,

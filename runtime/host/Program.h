@@ -185,27 +185,31 @@ void makePartialBytes(void *out, Shape outShape, const void *in, Shape inShape,
 /// (rt::Runtime::overlapsCollectives) the work runs on the communication
 /// thread between the two; elsewhere the start does it all and the wait
 /// nothing. Destroying or restarting a request completes its work first
-/// (it reads and writes the program's buffers), dropping its errors.
+/// (it reads and writes the program's buffers), dropping its errors and
+/// its `finish`.
 class Request {
 public:
   Request() = default;
   Request(Request &&) = default;
   Request &operator=(Request &&) = delete;
   ~Request();
-  /// Runs `work` on the communication thread, or now.
-  void start(std::function<void()> work);
+  /// Runs `work` on the communication thread, or now; `finish` (if any)
+  /// runs after it on the thread that waits (a device target's copy of
+  /// the result to the device, which only that thread may touch).
+  void start(std::function<void()> work, std::function<void()> finish = {});
   /// Completes the work: its traffic becomes the rank's, its failure the
-  /// caller's.
+  /// caller's; then runs `finish`.
   void wait();
 
 private:
   std::shared_ptr<rt::AsyncWork> work;
+  std::function<void()> finish;
 };
 /// hspmd.sparse_all_gather_start: sparseAllGatherBytes over the
 /// communicator's duplicate (Communicator::getAsyncTwin), on the
 /// communication thread; `in` and `rows` must not change and `out` must
 /// not be read before `wait(request)`. Counted as `sparse_all_gather`, at
-/// the wait.
+/// the wait (at the start where the runtime overlaps no collectives).
 void sparseAllGatherStartBytes(void *out, Shape outShape, const void *in,
                                Shape inShape, const int64_t *rows,
                                Shape rowsShape, rt::ElementType type,

@@ -18,7 +18,12 @@ micro-batches a step, three ways side by side:
   * fetch-all: planned, without residency (moe-resident=false: every
     micro-step fetches its replicas and sends their gradients home);
   * wrong: planned from a forecast of other experts (a bad forecast
-    costs balance, never correctness).
+    costs balance, never correctness);
+  * serial: planned, the same program, run with LOOM_OVERLAP=0: each
+    micro-step's replica fetch (started right after the previous one
+    completes by hspmd-overlap-fetches) runs whole where it starts
+    instead of on the runtime's communication thread, so it no longer
+    overlaps the previous micro-step's compute.
 
 Printed: the tokens/s (median over steps 2..K), the ratio to static, the
 bytes rank 0 sends a step, the losses' agreement, and the balance the
@@ -72,7 +77,8 @@ def forecast_of(experts, wrong):
     return forecast
 
 
-def train(build, work, tag, slots, data, steps, resident=True):
+def train(build, work, tag, slots, data, steps, resident=True,
+          overlap=True):
     opt = os.path.join(build, "bin", "loom-opt")
     loom_run = os.path.join(build, "bin", "loom-run")
     path = lambda name: os.path.join(work, f"{tag}-{name}")
@@ -85,10 +91,12 @@ def train(build, work, tag, slots, data, steps, resident=True):
            path("step.mlir")])
     check([opt, path("step.mlir"), "--loom-partition-pipeline", "-o",
            path("spmd.mlir")])
+    os.environ["LOOM_OVERLAP"] = "1" if overlap else "0"
     out = check([loom_run, "--interpret", path("spmd.mlir"), "--train",
                  "--target", "host", "--ranks", str(RANKS), "--global-entry",
                  "moe_layer_train_step", "--steps", str(steps), "--data", data,
                  "--work-dir", path("run"), "--comm-stats"])
+    os.environ.pop("LOOM_OVERLAP")
     rates = [float(r) for r in re.findall(r"tokens/s (\S+)", out)]
     losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out, re.M)]
     sent = sum(int(b) for b in re.findall(r"^rank 0 \w+: calls \d+, bytes "
@@ -150,11 +158,12 @@ def main():
                           dtype=np.int64)
     with tempfile.TemporaryDirectory() as work:
         results = {}
-        for tag, slots, wrong, resident in (
-                ("static", 0, False, True),
-                ("planned", args.slots, False, True),
-                ("fetch-all", args.slots, False, False),
-                ("wrong", args.slots, True, True)):
+        for tag, slots, wrong, resident, overlap in (
+                ("static", 0, False, True, True),
+                ("planned", args.slots, False, True, True),
+                ("serial", args.slots, False, True, False),
+                ("fetch-all", args.slots, False, False, True),
+                ("wrong", args.slots, True, True, True)):
             data = os.path.join(work, f"{tag}-data")
             os.makedirs(data)
             np.save(os.path.join(data, "tokens.npy"), tokens)
@@ -163,7 +172,7 @@ def main():
                 np.save(os.path.join(data, "forecast.npy"),
                         forecast_of(experts, wrong))
             results[tag] = train(args.build, work, tag, slots, data,
-                                 args.steps, resident)
+                                 args.steps, resident, overlap)
         static_balance, planned_balance, kept = balance(
             work, experts, forecast_of(experts, False), args.slots)
         _, all_balance, _ = balance(work, experts,
@@ -180,6 +189,7 @@ def main():
           f"{'loss vs static':>16}{'max/mean rows':>15}")
     for tag, bal in (("static", static_balance),
                      ("planned", planned_balance),
+                     ("serial", planned_balance),
                      ("fetch-all", all_balance), ("wrong", wrong_balance)):
         rate, sent, losses = results[tag]
         worst = max(abs(a - b) / abs(b) for a, b in zip(losses, base[2]))
@@ -187,6 +197,8 @@ def main():
               f"{worst:>16.1e}{bal:>15.3f}")
     print(f"  resident plans keep {kept:.0%} of the slots from one "
           f"micro-step to the next")
+    print(f"  overlapped fetches: planned / serial tokens/s "
+          f"{results['planned'][0] / results['serial'][0]:.2f}")
 
 
 if __name__ == "__main__":

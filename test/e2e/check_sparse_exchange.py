@@ -59,8 +59,9 @@ T, K, W, E, V = 32, 2, 8, 4, 16
 H = 2 * W
 
 
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
     if proc.returncode != 0:
         sys.exit(f"FAIL: {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout
@@ -386,6 +387,32 @@ def main():
                  f"{param_error:.2e} over {k} parameters (bound 1e-09)")
     print(f"host: {args.steps} steps on {total} ranks: loss error "
           f"{loss_error:.2e}, parameter error {param_error:.2e} (bound 1e-09)")
+    if args.placement:
+        # The replicas' fetches start right after the previous micro-step's
+        # (hspmd-overlap-fetches) and run on the communication thread; run
+        # where they start (LOOM_OVERLAP=0) they give the same bits and
+        # bytes.
+        starts = len(re.findall(r"hspmd[.]sparse_all_gather_start ", spmd))
+        if starts == 0:
+            sys.exit("FAIL: no replica fetch is started early")
+        serial = run([args.run, "--interpret", path("spmd.mlir"), "--target",
+                      "host", "--ranks", str(total), "--global-entry", step,
+                      "--work-dir", path("host-serial"), "--output-dir",
+                      path("out-serial"), "--comm-stats"] + common,
+                     env={"LOOM_OVERLAP": "0"})
+        counted = lambda text: [l for l in text.splitlines()
+                                if l.startswith("rank ")]
+        same = losses(serial) == host_loss and counted(serial) == counted(host)
+        for j in range(k):
+            name = f"param_{j}.npy"
+            same = same and np.array_equal(
+                np.load(os.path.join(path("out"), name)),
+                np.load(os.path.join(path("out-serial"), name)))
+        if not same:
+            sys.exit("FAIL: the fetches run where they start (LOOM_OVERLAP=0) "
+                     "give other bits or bytes than overlapped")
+        print(f"overlap: {starts} fetches started early; run where they "
+              f"start, the same bits and bytes")
     if args.dense:
         return
 

@@ -55,9 +55,12 @@
 
 // LOCAL-LABEL: func.func @layer_group0
 // LOCAL: %[[HOSTS:.*]], %[[LOOKUP:.*]] = nn.moe_plan
-// LOCAL: hspmd.sparse_reduce_scatter
+// The replicas' fetches start before the tokens' rows move
+// (hspmd-overlap-fetches) and are waited for where they are used.
 // LOCAL: %[[MINE:.*]] = hspmd.local_slice %[[LOOKUP]] dim 0 over [0] of [2] : tensor<6xi64> -> tensor<3xi64>
-// LOCAL: %[[ROWS:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[MINE]] over [0] of [2] : tensor<2x16x12xf64>, tensor<3xi64> -> tensor<4x16x12xf64>
+// LOCAL: %[[FETCH:.*]] = hspmd.sparse_all_gather_start %{{.*}} rows %[[MINE]] over [0] of [2] : tensor<2x16x12xf64>, tensor<3xi64> -> tensor<4x16x12xf64> {hspmd.weight_fetch}
+// LOCAL: hspmd.sparse_reduce_scatter
+// LOCAL: %[[ROWS:.*]] = hspmd.wait %[[FETCH]] keep
 // LOCAL: nn.embedding %[[ROWS]], %[[MINE]] : tensor<4x16x12xf64>, tensor<3xi64>
 // LOCAL-NOT: hspmd.reduce_scatter
 // LOCAL-NOT: hspmd.all_to_all
@@ -92,7 +95,8 @@ func.func @layer(%x: tensor<8x16xf64> {nn.data, hspmd.layout = #hspmd.union<{[0,
 // LOCALTP-LABEL: func.func @layer_tp_group0
 // LOCALTP: %[[HOSTS:.*]], %[[LOOKUP:.*]] = nn.moe_plan
 // LOCALTP: %[[MINE:.*]] = hspmd.local_slice %[[LOOKUP]] dim 0 over [0] of [2, 2] : tensor<6xi64> -> tensor<3xi64>
-// LOCALTP: %[[ROWS:.*]] = hspmd.sparse_all_gather %{{.*}} rows %[[MINE]] over [0] of [2, 2] : tensor<2x16x6xf64>, tensor<3xi64> -> tensor<4x16x6xf64>
+// LOCALTP: %[[FETCH:.*]] = hspmd.sparse_all_gather_start %{{.*}} rows %[[MINE]] over [0] of [2, 2] : tensor<2x16x6xf64>, tensor<3xi64> -> tensor<4x16x6xf64>
+// LOCALTP: %[[ROWS:.*]] = hspmd.wait %[[FETCH]] keep
 // LOCALTP: nn.embedding %[[ROWS]], %[[MINE]] : tensor<4x16x6xf64>, tensor<3xi64>
 // LOCALTP-NOT: hspmd.reduce_scatter
 // LOCALTP-NOT: hspmd.all_to_all

@@ -255,6 +255,14 @@ LogicalResult HSPMDDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == getWeightFetchAttrName()) {
+    if (!isa<SparseAllGatherOp, SparseAllGatherStartOp>(op) ||
+        !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << getWeightFetchAttrName()
+                             << "' marks an hspmd.sparse_all_gather (or its "
+                                "start) as a unit attribute";
+    return success();
+  }
   if (attr.getName() == getGroupAttrName() ||
       attr.getName() == getSpecializesAttrName()) {
     if (!isa<FunctionOpInterface>(op))

@@ -89,6 +89,12 @@ def HSPMD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSpecializesAttrName() {
       return ::llvm::StringLiteral("hspmd.specializes");
     }
+    /// On an `hspmd.sparse_all_gather` that fetches weights ahead of their
+    /// use (a placed MoE layer's replicas, `hspmd-moe-sparse-exchange`):
+    /// `hspmd-overlap-fetches` starts it early.
+    static constexpr ::llvm::StringLiteral getWeightFetchAttrName() {
+      return ::llvm::StringLiteral("hspmd.weight_fetch");
+    }
     /// On a specialised function whose group's devices hold blocks of
     /// different shapes (uneven splits inside the group): the devices of
     /// the group that run this function, a subset of `hspmd.group` in group

@@ -349,11 +349,12 @@ def HSPMD_SparseAllGatherStartOp : HSPMD_Op<"sparse_all_gather_start",
     `hspmd-overlap-fetches` makes it from the fetch of the replicas' weights
     (docs/moe.md): the fetch of micro-step m + 1 starts right after the
     fetch of micro-step m completes, so it overlaps micro-step m's compute.
-    The host runtime runs it on a communication thread over a duplicate of
-    the sub-group's communicator; where a target cannot (MPI without
-    `MPI_THREAD_MULTIPLE`, the device targets today), the start does the
-    whole collective and the wait nothing. The values and the bytes are
-    those of `hspmd.sparse_all_gather`.
+    The runtimes run it on a communication thread over a duplicate of the
+    sub-group's communicator (the device targets through host copies made
+    at the start and copied back at the wait); where they cannot (MPI
+    without `MPI_THREAD_MULTIPLE`), the start does the whole collective and
+    the wait nothing. The values and the bytes are those of
+    `hspmd.sparse_all_gather`.
 
     ```mlir
     %pending = hspmd.sparse_all_gather_start %block rows %ids over [0] of [2]

@@ -826,6 +826,14 @@ func.func @wait_keeps_too_few(%x: tensor<4x4xf32>, %r: tensor<4xi64>) {
 
 // -----
 
+func.func @weight_fetch_elsewhere(%x: tensor<8x4xf32>) {
+  // expected-error @+1 {{'hspmd.weight_fetch' marks an hspmd.sparse_all_gather (or its start) as a unit attribute}}
+  %0 = hspmd.all_gather %x dim 0 over [0] of [2] : tensor<8x4xf32> -> tensor<16x4xf32> {hspmd.weight_fetch}
+  return
+}
+
+// -----
+
 func.func @wait_no_start(%x: tensor<8x4xf32>) {
   // expected-error @+1 {{waits for a value no start op made}}
   %1 = hspmd.wait %x keep(%x : tensor<8x4xf32>) : tensor<8x4xf32>

@@ -1,22 +1,22 @@
 // --loom-partition-pipeline is the hand-listed chain of partitioning passes:
 // the same IR, byte for byte. With select-shares (and its alignment) and
 // bucketing, as scripts/run.sh partitions the bundled heterogeneous MLP:
-// RUN: loom-opt %loom_src_root/examples/mlp_hetero.mlir --loom-training-pipeline="optimizer=sgd lr=0.2 momentum=0.9" --hspmd-select-shares=alignment=16 --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange --hspmd-bucket-gradients -o %t.chain.mlir
+// RUN: loom-opt %loom_src_root/examples/mlp_hetero.mlir --loom-training-pipeline="optimizer=sgd lr=0.2 momentum=0.9" --hspmd-select-shares=alignment=16 --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange --hspmd-bucket-gradients --hspmd-overlap-fetches -o %t.chain.mlir
 // RUN: loom-opt %loom_src_root/examples/mlp_hetero.mlir --loom-training-pipeline="optimizer=sgd lr=0.2 momentum=0.9" --loom-partition-pipeline="select-shares=true alignment=16" -o %t.named.mlir
 // RUN: diff %t.chain.mlir %t.named.mlir
 // RUN: FileCheck %s < %t.named.mlir
 // The defaults (no share selection, bucketing of 25 MiB) against the chain
 // of the run-config path, and bucket=false against the chain without it.
-// RUN: loom-opt %s --loom-training-pipeline --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange --hspmd-bucket-gradients -o %t.chain2.mlir
+// RUN: loom-opt %s --loom-training-pipeline --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange --hspmd-bucket-gradients --hspmd-overlap-fetches -o %t.chain2.mlir
 // RUN: loom-opt %s --loom-training-pipeline --loom-partition-pipeline -o %t.named2.mlir
 // RUN: diff %t.chain2.mlir %t.named2.mlir
-// RUN: loom-opt %s --loom-training-pipeline --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange --hspmd-bucket-gradients=bucket-bytes=64 -o %t.chain3.mlir
+// RUN: loom-opt %s --loom-training-pipeline --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange --hspmd-bucket-gradients=bucket-bytes=64 --hspmd-overlap-fetches -o %t.chain3.mlir
 // RUN: loom-opt %s --loom-training-pipeline --loom-partition-pipeline=bucket-bytes=64 -o %t.named3.mlir
 // RUN: diff %t.chain3.mlir %t.named3.mlir
 // RUN: loom-opt %s --loom-training-pipeline --hspmd-propagate-layouts --hspmd-insert-reshards --hspmd-lower-reshards --hspmd-specialize --hspmd-moe-sparse-exchange -o %t.chain4.mlir
-// RUN: loom-opt %s --loom-training-pipeline --loom-partition-pipeline=bucket=false -o %t.named4.mlir
+// RUN: loom-opt %s --loom-training-pipeline --loom-partition-pipeline="bucket=false overlap=false" -o %t.named4.mlir
 // RUN: diff %t.chain4.mlir %t.named4.mlir
-// RUN: loom-opt %s --loom-partition-pipeline="moe-sparse=false" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=DENSE
+// RUN: loom-opt %s --loom-partition-pipeline="moe-sparse=false overlap=false" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=DENSE
 // The passes it runs, in order.
 // RUN: loom-opt %s --loom-partition-pipeline="select-shares=true" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
 // A bad option is an error that names it.
@@ -37,9 +37,11 @@
 // PIPELINE-NEXT: hspmd-lower-reshards,
 // PIPELINE-NEXT: hspmd-specialize,
 // PIPELINE-NEXT: hspmd-moe-sparse-exchange,
-// PIPELINE-NEXT: hspmd-bucket-gradients{bucket-bytes=26214400}
+// PIPELINE-NEXT: hspmd-bucket-gradients{bucket-bytes=26214400},
+// PIPELINE-NEXT: hspmd-overlap-fetches
 // DENSE: hspmd-specialize,
 // DENSE-NEXT: hspmd-bucket-gradients
+// DENSE-NOT: hspmd-overlap-fetches
 
 // BAD: for the --alignment option: 'sixteen' value invalid for {{.*}} argument!
 
