@@ -582,7 +582,8 @@ void checkSparseExchange(Communicator &world) {
 /// that did the whole gather at once would block the even ranks on the
 /// odd ones, which block on the even ones' message: the check completes
 /// only because the started gather runs on the communication thread while
-/// the driving thread goes on. Values and bytes must equal the plain
+/// the driving thread goes on, and only correctly because it runs over a
+/// communicator of its own. Values and bytes must equal the plain
 /// gather's, and the traffic must be counted at the wait.
 void checkStartedGather(Communicator &world) {
   Runtime &runtime = Runtime::get();
@@ -620,8 +621,14 @@ void checkStartedGather(Communicator &world) {
   loom::host::sparse_all_gather_start<double>(
       started.data(), {8, width}, block.data(), {2, width}, named.data(), {4},
       &world, request);
-  if (me % 2 == 0)
+  // The even ranks' gathers have sent their first messages (the counts)
+  // long before this one: sent on the same communicator, the odd partner's
+  // receive of this message would take those instead (a started
+  // collective must run over its own duplicate).
+  if (me % 2 == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     message();
+  }
   Traffic pending = traffic();
   CHECK(pending.calls == before.calls,
         "a started gather is counted at its wait, not before (calls %ld, "
