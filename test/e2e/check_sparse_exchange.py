@@ -46,6 +46,7 @@ move as the device's column share, W * W / P f64.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -362,7 +363,7 @@ def main():
     host = run([args.run, "--interpret", path("spmd.mlir"), "--target",
                 "host", "--ranks", str(total), "--global-entry", step,
                 "--work-dir", path("host"), "--output-dir", path("out"),
-                "--comm-stats"] + common)
+                "--comm-stats", "--trace=" + path("trace.json")] + common)
 
     losses = lambda text: [float(v) for v in
                            re.findall(r"^step \d+ loss (\S+)", text, re.M)]
@@ -392,9 +393,23 @@ def main():
         # (hspmd-overlap-fetches) and run on the communication thread; run
         # where they start (LOOM_OVERLAP=0) they give the same bits and
         # bytes.
-        starts = len(re.findall(r"hspmd[.]sparse_all_gather_start ", spmd))
+        local = spmd[spmd.index(f"func.func @{step}_group0"):]
+        local = local[:local.find("func.func", 1)] if "func.func" in local[
+            1:] else local
+        starts = len(re.findall(r"hspmd[.]sparse_all_gather_start ", local))
         if starts == 0:
             sys.exit("FAIL: no replica fetch is started early")
+        # Each rank ran every started fetch on its communication thread
+        # (trace thread 2), every step.
+        with open(path("trace.json")) as f:
+            events = json.load(f)["traceEvents"]
+        background = sum(1 for e in events
+                         if e.get("cat") == "communication" and
+                         e.get("tid") == 2)
+        if background != starts * args.steps * total:
+            sys.exit(f"FAIL: {background} collectives ran on the "
+                     f"communication threads; {starts} started fetches x "
+                     f"{args.steps} steps x {total} ranks expected")
         serial = run([args.run, "--interpret", path("spmd.mlir"), "--target",
                       "host", "--ranks", str(total), "--global-entry", step,
                       "--work-dir", path("host-serial"), "--output-dir",
@@ -411,8 +426,9 @@ def main():
         if not same:
             sys.exit("FAIL: the fetches run where they start (LOOM_OVERLAP=0) "
                      "give other bits or bytes than overlapped")
-        print(f"overlap: {starts} fetches started early; run where they "
-              f"start, the same bits and bytes")
+        print(f"overlap: {starts} fetches started early, run on the "
+              f"communication threads; run where they start, the same bits "
+              f"and bytes")
     if args.dense:
         return
 
