@@ -64,3 +64,8 @@ c++ -O2 -std=c++17 -I"$root" "$root/test/bench/moe_placement.cpp" \
 # wider one) trained with the dense reduce-scatter and all-to-alls and with
 # the sparse exchange (routed rows alone), bytes per step and tokens/s.
 python3 "$root/test/bench/moe_exchange.py" --build "$build"
+# Placement per micro-step on 2 host ranks: static experts, planned
+# replicas (resident, fetches overlapped with the previous micro-step),
+# the same run with LOOM_OVERLAP=0, every replica fetched each micro-step,
+# and a wrong forecast: tokens/s, bytes and balance.
+python3 "$root/test/bench/moe_placement_run.py" --build "$build"

@@ -85,3 +85,29 @@ func.func @tagged(%w: tensor<2x3xf64>, %x: tensor<4x3xf64>, %ids: tensor<2xi64>)
   %z = nn.add %y, %t : tensor<4x3xf64>, tensor<4x3xf64>
   return %z : tensor<4x3xf64>
 }
+
+// Starts keep the fetches' order: %v's ids come straight from an
+// argument, so its start could go to the top, but it follows %w's, which
+// the all-gather holds below it (the runtimes run started collectives in
+// the order they start, on every rank alike).
+// CHECK-LABEL: func.func @ordered
+// CHECK-NEXT: %[[G:.*]] = hspmd.all_gather %arg2
+// CHECK-NEXT: %[[I:.*]] = nn.slice %[[G]]
+// CHECK-NEXT: %[[SW:.*]] = hspmd.sparse_all_gather_start %arg0 rows %[[I]]
+// CHECK-NEXT: %[[SV:.*]] = hspmd.sparse_all_gather_start %arg1 rows %arg3
+// CHECK-NEXT: nn.mul
+// CHECK-NEXT: hspmd.wait %[[SW]]
+// CHECK-NEXT: nn.add
+// CHECK-NEXT: hspmd.wait %[[SV]]
+func.func @ordered(%w: tensor<2x3xf64>, %v: tensor<2x3xf64>, %ids: tensor<2xi64>,
+                   %jds: tensor<2xi64>, %x: tensor<4x3xf64>)
+    -> (tensor<4x3xf64>, tensor<4x3xf64>)
+    attributes {hspmd.group = #hspmd.group<[0, 1]>} {
+  %g = hspmd.all_gather %ids dim 0 over [0] of [2] : tensor<2xi64> -> tensor<4xi64>
+  %i = nn.slice %g offsets = [1] sizes = [2] strides = [1] : tensor<4xi64>
+  %y = nn.mul %x, %x : tensor<4x3xf64>, tensor<4x3xf64>
+  %tw = hspmd.sparse_all_gather %w rows %i over [0] of [2] : tensor<2x3xf64>, tensor<2xi64> -> tensor<4x3xf64> {hspmd.weight_fetch}
+  %z = nn.add %y, %tw : tensor<4x3xf64>, tensor<4x3xf64>
+  %tv = hspmd.sparse_all_gather %v rows %jds over [0] of [2] : tensor<2x3xf64>, tensor<2xi64> -> tensor<4x3xf64> {hspmd.weight_fetch}
+  return %z, %tv : tensor<4x3xf64>, tensor<4x3xf64>
+}

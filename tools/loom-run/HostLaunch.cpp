@@ -699,7 +699,10 @@ int loom::interp::runOnHostRanks(ModuleOp module, Interpreter &interpreter,
           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
           ",\"tid\":0,\"args\":{\"name\":\"compute\"}},\n" +
           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
-          ",\"tid\":1,\"args\":{\"name\":\"communication\"}}";
+          ",\"tid\":1,\"args\":{\"name\":\"communication\"}},\n" +
+          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
+          ",\"tid\":2,\"args\":{\"name\":\"communication (started "
+          "ahead)\"}}";
       json += (first ? "" : ",\n") + meta;
       if (!body.empty())
         json += ",\n" + body.str();
